@@ -1,0 +1,1079 @@
+//! Campaign configs: one s-expression file describes a whole campaign.
+//!
+//! Decoding checks every field (unknown, duplicate, missing, wrong type) and
+//! cross-references (an experiment's benchmark must exist); printing gives the
+//! normalized form with every default spelled out, which parses back to the
+//! same value. `prod-configs/README.md` documents each field.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::decision::{name_sexp, DecisionPoint, DecisionValue, SiteId};
+use crate::decode::{self, Field, Record, Src};
+use crate::metric::Metric;
+use crate::sexp::{self, Sexp, SexpError, SexpKind};
+use crate::stats::Statistic;
+
+/// A whole campaign: what to search, how to measure, where to run and store.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CampaignConfig {
+    /// The campaign's name.
+    pub name: String,
+    /// The store's folder (sled database, artifacts, logs).
+    pub store: PathBuf,
+    /// What the search minimises.
+    pub objective: Objective,
+    /// How many times each candidate runs.
+    pub runs: RunPolicy,
+    /// Timeouts of the infrastructure (benchmarks carry their own).
+    pub timeouts: Timeouts,
+    /// The searches to run.
+    pub experiments: Vec<Experiment>,
+    /// The benchmarks experiments refer to.
+    pub benchmarks: Vec<BenchmarkSpec>,
+    /// The machines that run steps.
+    pub workers: Vec<WorkerSpec>,
+}
+
+/// The quantity a search minimises.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Objective {
+    /// The metric measured per run.
+    pub metric: Metric,
+    /// How runs are summarised into one figure.
+    pub statistic: Statistic,
+}
+
+/// How many runs a measurement takes.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RunPolicy {
+    /// Unrecorded runs before measuring.
+    pub warmup: u32,
+    /// Fewest measured runs.
+    pub min: u32,
+    /// Most measured runs.
+    pub max: u32,
+    /// Stop once the median's 95 % CI half-width relative to it is below this.
+    pub target_rel_ci: f64,
+    /// Stop adding runs after this many seconds of measuring.
+    pub max_time_s: f64,
+}
+
+/// Infrastructure timeouts.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Timeouts {
+    /// Connecting to (and deploying on) a worker.
+    pub connect_s: f64,
+    /// Interval of heartbeats to a worker.
+    pub heartbeat_s: f64,
+    /// A worker that answers nothing for this long is lost.
+    pub lost_after_s: f64,
+}
+
+/// One search over one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    /// The experiment's name (defaults to the benchmark's).
+    pub name: String,
+    /// The benchmark it searches.
+    pub benchmark: String,
+    /// The search algorithm.
+    pub search: Search,
+    /// Independent chains.
+    pub chains: u32,
+    /// Seed of chain 0; chain i uses a seed derived from it.
+    pub seed: u64,
+    /// A decision file to start from instead of the stock decisions.
+    pub baseline: Option<PathBuf>,
+    /// Re-measure the incumbent every this many steps (0: never).
+    pub remeasure_every: u32,
+    /// Proposals of one chain in flight at once.
+    pub parallel: u32,
+}
+
+/// The search algorithm of an experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Search {
+    /// Simulated annealing with Metropolis acceptance.
+    SimulatedAnnealing {
+        /// Steps of the chain.
+        steps: u32,
+        /// Starting temperature.
+        t_max: f64,
+        /// Final temperature.
+        t_min: f64,
+        /// Decisions changed per proposal.
+        flips: u32,
+        /// How temperature falls.
+        schedule: Schedule,
+    },
+    /// A random walk that accepts every proposal.
+    RandomWalk {
+        /// Steps of the chain.
+        steps: u32,
+        /// Decisions changed per proposal.
+        flips: u32,
+    },
+}
+
+impl Search {
+    /// Steps of the chain.
+    pub fn steps(&self) -> u32 {
+        match self {
+            Search::SimulatedAnnealing { steps, .. } | Search::RandomWalk { steps, .. } => *steps,
+        }
+    }
+
+    /// Decisions changed per proposal.
+    pub fn flips(&self) -> u32 {
+        match self {
+            Search::SimulatedAnnealing { flips, .. } | Search::RandomWalk { flips, .. } => *flips,
+        }
+    }
+}
+
+/// The temperature schedule of simulated annealing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Schedule {
+    /// `T(k) = t_max · exp(−ln(t_max/t_min) · k/steps)`.
+    Exponential,
+    /// `T(k) = t_max − (t_max − t_min) · k/steps`.
+    Linear,
+}
+
+impl Schedule {
+    /// The temperature at step `k` of `steps`.
+    pub fn temperature(self, t_max: f64, t_min: f64, k: u32, steps: u32) -> f64 {
+        let frac = if steps == 0 {
+            1.0
+        } else {
+            f64::from(k) / f64::from(steps)
+        };
+        match self {
+            Schedule::Exponential => t_max * (-(t_max / t_min).ln() * frac).exp(),
+            Schedule::Linear => t_max - (t_max - t_min) * frac,
+        }
+    }
+}
+
+/// A benchmark: how to build and run it, and what decisions it has.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkSpec {
+    /// The benchmark's name.
+    pub name: String,
+    /// What kind of decisions it takes.
+    pub kind: BenchmarkKind,
+    /// The folder whose files form the benchmark's bundle.
+    pub sources: PathBuf,
+    /// The build command (argument list, never a shell string).
+    pub build: Vec<String>,
+    /// The run command.
+    pub run: Vec<String>,
+    /// Timeout of one run.
+    pub timeout_s: f64,
+    /// Timeout of the build.
+    pub build_timeout_s: f64,
+    /// Extra environment variables for build and runs.
+    pub env: Vec<(String, String)>,
+    /// How a run's output is checked against the baseline's.
+    pub check_output: OutputCheck,
+}
+
+/// The kinds of benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum BenchmarkKind {
+    /// Per-call-site inlining decisions applied with LLVM inline replay.
+    LlvmInline {
+        /// The compiler family (from the build command unless given).
+        compiler: Compiler,
+        /// What happens to sites missing from the replay file.
+        fallback: ReplayFallback,
+    },
+    /// Knobs declared in the config, passed to build and run.
+    Knobs {
+        /// The knobs; the first value of each domain is its default.
+        points: Vec<DecisionPoint>,
+    },
+}
+
+/// Compilers whose inlining kiln can drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Compiler {
+    /// clang or clang++ (C, C++).
+    Clang,
+    /// rustc.
+    Rustc,
+}
+
+/// `-cgscc-inline-replay-fallback`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplayFallback {
+    /// Sites not in the file are not inlined.
+    NeverInline,
+    /// Sites not in the file are inlined.
+    AlwaysInline,
+    /// Sites not in the file follow the compiler's own heuristic.
+    Original,
+}
+
+impl ReplayFallback {
+    /// The LLVM option value.
+    pub fn llvm_name(self) -> &'static str {
+        match self {
+            ReplayFallback::NeverInline => "NeverInline",
+            ReplayFallback::AlwaysInline => "AlwaysInline",
+            ReplayFallback::Original => "Original",
+        }
+    }
+}
+
+/// How a run's output is compared with the baseline's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum OutputCheck {
+    /// No check.
+    None,
+    /// Standard output must match.
+    Stdout,
+    /// The named file (relative to the run directory) must match.
+    File(String),
+}
+
+/// A machine that runs steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum WorkerSpec {
+    /// `kiln-worker serve` as a child process of the controller.
+    Local {
+        /// The worker's name.
+        name: String,
+        /// Steps run at once.
+        slots: u32,
+        /// CPUs the slots are pinned to (one or more per slot, split evenly).
+        cpus: Vec<u32>,
+    },
+    /// A worker reached over SSH.
+    Ssh(SshWorker),
+}
+
+/// A worker reached over SSH.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SshWorker {
+    /// The worker's name.
+    pub name: String,
+    /// Host name or address.
+    pub host: String,
+    /// Login user.
+    pub user: Option<String>,
+    /// SSH port.
+    pub port: u16,
+    /// Private key file.
+    pub identity: Option<PathBuf>,
+    /// known_hosts file to check host keys against (default: ssh's own).
+    pub known_hosts: Option<PathBuf>,
+    /// Host key policy.
+    pub host_key_check: HostKeyCheck,
+    /// Folder on the worker that holds kiln's files.
+    pub rundir: String,
+    /// Steps run at once.
+    pub slots: u32,
+    /// CPUs the slots are pinned to.
+    pub cpus: Vec<u32>,
+    /// A kiln-worker binary built for the worker's platform, uploaded instead of ours.
+    pub worker_binary: Option<PathBuf>,
+}
+
+/// How strictly host keys are checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HostKeyCheck {
+    /// Only hosts already in known_hosts with the same key.
+    Strict,
+    /// Unknown hosts are added; changed keys are refused.
+    AcceptNew,
+    /// No check (test rigs only).
+    Off,
+}
+
+impl WorkerSpec {
+    /// The worker's name.
+    pub fn name(&self) -> &str {
+        match self {
+            WorkerSpec::Local { name, .. } => name,
+            WorkerSpec::Ssh(s) => &s.name,
+        }
+    }
+
+    /// Steps the worker runs at once.
+    pub fn slots(&self) -> u32 {
+        match self {
+            WorkerSpec::Local { slots, .. } => *slots,
+            WorkerSpec::Ssh(s) => s.slots,
+        }
+    }
+
+    /// CPUs the slots are pinned to.
+    pub fn cpus(&self) -> &[u32] {
+        match self {
+            WorkerSpec::Local { cpus, .. } => cpus,
+            WorkerSpec::Ssh(s) => &s.cpus,
+        }
+    }
+}
+
+impl CampaignConfig {
+    /// Reads and checks a config file.
+    pub fn read(path: &Path) -> Result<Self, SexpError> {
+        let node = sexp::parse_file(path)?;
+        Self::from_sexp(Src(&path.display().to_string()), &node)
+    }
+
+    /// Parses and checks config text; `source_name` labels errors.
+    pub fn parse(text: &str, source_name: &str) -> Result<Self, SexpError> {
+        let node = sexp::parse_single(text, source_name)?;
+        Self::from_sexp(Src(source_name), &node)
+    }
+
+    /// The benchmark named `name`.
+    pub fn benchmark(&self, name: &str) -> Option<&BenchmarkSpec> {
+        self.benchmarks.iter().find(|b| b.name == name)
+    }
+
+    /// The experiment named `name`.
+    pub fn experiment(&self, name: &str) -> Option<&Experiment> {
+        self.experiments.iter().find(|e| e.name == name)
+    }
+
+    /// The normalized text of the config, every default spelled out.
+    pub fn to_text(&self) -> String {
+        format!("{}\n", self.to_sexp())
+    }
+
+    fn from_sexp(src: Src<'_>, node: &Sexp) -> Result<Self, SexpError> {
+        let rec = Record::open(
+            src,
+            node,
+            "campaign",
+            Some("campaign"),
+            &["name", "store", "objective", "runs", "timeouts", "experiments", "benchmarks", "workers"],
+        )?;
+        let name = rec.req_value("name", decode::text)?;
+        let store = PathBuf::from(rec.req_value("store", decode::string)?);
+        let objective = match rec.opt("objective") {
+            Some(f) => objective(src, &f)?,
+            None => Objective {
+                metric: Metric::WallTime,
+                statistic: Statistic::Median,
+            },
+        };
+        let runs = match rec.opt("runs") {
+            Some(f) => run_policy(src, &f)?,
+            None => RunPolicy::default(),
+        };
+        let timeouts = match rec.opt("timeouts") {
+            Some(f) => timeouts(src, &f)?,
+            None => Timeouts::default(),
+        };
+        let benchmarks_field = rec.req("benchmarks")?;
+        let mut benchmarks: Vec<BenchmarkSpec> = Vec::new();
+        for entry in decode::entries(&benchmarks_field)? {
+            let b = benchmark(src, entry)?;
+            if benchmarks.iter().any(|o| o.name == b.name) {
+                return Err(src.error(entry.pos, format!("benchmark '{}' is defined twice", b.name)));
+            }
+            benchmarks.push(b);
+        }
+        let experiments_field = rec.req("experiments")?;
+        let mut experiments: Vec<Experiment> = Vec::new();
+        for entry in decode::entries(&experiments_field)? {
+            let e = experiment(src, entry)?;
+            if !benchmarks.iter().any(|b| b.name == e.benchmark) {
+                let known: Vec<_> = benchmarks.iter().map(|b| b.name.as_str()).collect();
+                return Err(src.error(
+                    entry.pos,
+                    format!(
+                        "experiment '{}' names benchmark '{}', which is not defined; defined: {}",
+                        e.name,
+                        e.benchmark,
+                        known.join(", ")
+                    ),
+                ));
+            }
+            if experiments.iter().any(|o| o.name == e.name) {
+                return Err(src.error(
+                    entry.pos,
+                    format!("two experiments are named '{}'; give one a (name ...)", e.name),
+                ));
+            }
+            experiments.push(e);
+        }
+        let workers_field = rec.req("workers")?;
+        let mut workers: Vec<WorkerSpec> = Vec::new();
+        for (i, entry) in decode::entries(&workers_field)?.iter().enumerate() {
+            let w = worker(src, entry, i)?;
+            if workers.iter().any(|o| o.name() == w.name()) {
+                return Err(src.error(
+                    entry.pos,
+                    format!("two workers are named '{}'; give one a (name ...)", w.name()),
+                ));
+            }
+            workers.push(w);
+        }
+        Ok(CampaignConfig {
+            name,
+            store,
+            objective,
+            runs,
+            timeouts,
+            experiments,
+            benchmarks,
+            workers,
+        })
+    }
+
+    /// The config as an s-expression, every default spelled out.
+    pub fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        let o = &self.objective;
+        let r = &self.runs;
+        let t = &self.timeouts;
+        Sexp::list(vec![
+            Sexp::symbol("campaign"),
+            f("name", vec![name_sexp(&self.name)]),
+            f("store", vec![path_sexp(&self.store)]),
+            f(
+                "objective",
+                vec![
+                    f("metric", vec![Sexp::symbol(o.metric.name())]),
+                    f("statistic", vec![Sexp::symbol(o.statistic.name())]),
+                ],
+            ),
+            f(
+                "runs",
+                vec![
+                    f("warmup", vec![int(r.warmup)]),
+                    f("min", vec![int(r.min)]),
+                    f("max", vec![int(r.max)]),
+                    f("target-rel-ci", vec![float(r.target_rel_ci)]),
+                    f("max-time-s", vec![float(r.max_time_s)]),
+                ],
+            ),
+            f(
+                "timeouts",
+                vec![
+                    f("connect-s", vec![float(t.connect_s)]),
+                    f("heartbeat-s", vec![float(t.heartbeat_s)]),
+                    f("lost-after-s", vec![float(t.lost_after_s)]),
+                ],
+            ),
+            f("experiments", self.experiments.iter().map(Experiment::to_sexp).collect()),
+            f("benchmarks", self.benchmarks.iter().map(BenchmarkSpec::to_sexp).collect()),
+            f("workers", self.workers.iter().map(WorkerSpec::to_sexp).collect()),
+        ])
+    }
+}
+
+impl Default for RunPolicy {
+    fn default() -> Self {
+        RunPolicy {
+            warmup: 1,
+            min: 3,
+            max: 10,
+            target_rel_ci: 0.01,
+            max_time_s: 60.0,
+        }
+    }
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            connect_s: 30.0,
+            heartbeat_s: 5.0,
+            lost_after_s: 30.0,
+        }
+    }
+}
+
+fn int(v: u32) -> Sexp {
+    Sexp::new(SexpKind::Int(i64::from(v)))
+}
+
+fn float(v: f64) -> Sexp {
+    Sexp::new(SexpKind::Float(v))
+}
+
+fn path_sexp(p: &Path) -> Sexp {
+    Sexp::string(p.display().to_string())
+}
+
+fn strings(items: &[String]) -> Sexp {
+    Sexp::list(items.iter().map(|s| Sexp::string(s.clone())).collect())
+}
+
+fn objective(src: Src<'_>, field: &Field<'_>) -> Result<Objective, SexpError> {
+    let rec = field_record(src, field, &["metric", "statistic"])?;
+    let metric = match rec.opt("metric") {
+        Some(f) => {
+            let node = f.one()?;
+            let name = decode::text(src, node, "metric")?;
+            name.parse::<Metric>().map_err(|e| src.error(node.pos, e))?
+        }
+        None => Metric::WallTime,
+    };
+    let statistic = match rec.opt("statistic") {
+        Some(f) => {
+            let name = decode::choice(src, f.one()?, "statistic", Statistic::NAMES)?;
+            Statistic::from_name(name).expect("choice comes from NAMES")
+        }
+        None => Statistic::Median,
+    };
+    Ok(Objective { metric, statistic })
+}
+
+/// A record whose fields follow the field's name: `(runs (min 3) (max 10))`.
+fn field_record<'a>(
+    src: Src<'a>,
+    field: &Field<'a>,
+    allowed: &[&str],
+) -> Result<Record<'a>, SexpError> {
+    Record::open_args(src, field.name, field.pos, field.args, allowed)
+}
+
+fn run_policy(src: Src<'_>, field: &Field<'_>) -> Result<RunPolicy, SexpError> {
+    let rec = field_record(src, field, &["warmup", "min", "max", "target-rel-ci", "max-time-s"])?;
+    let d = RunPolicy::default();
+    let policy = RunPolicy {
+        warmup: rec.opt_value("warmup", decode::uint32)?.unwrap_or(d.warmup),
+        min: rec.opt_value("min", decode::positive32)?.unwrap_or(d.min),
+        max: rec.opt_value("max", decode::positive32)?.unwrap_or(d.max),
+        target_rel_ci: rec.opt_value("target-rel-ci", decode::number)?.unwrap_or(d.target_rel_ci),
+        max_time_s: rec.opt_value("max-time-s", decode::positive_number)?.unwrap_or(d.max_time_s),
+    };
+    if policy.max < policy.min {
+        let pos = rec.opt("max").map_or(field.pos, |f| f.pos);
+        return Err(src.error(
+            pos,
+            format!("runs: max ({}) is below min ({})", policy.max, policy.min),
+        ));
+    }
+    Ok(policy)
+}
+
+fn timeouts(src: Src<'_>, field: &Field<'_>) -> Result<Timeouts, SexpError> {
+    let rec = field_record(src, field, &["connect-s", "heartbeat-s", "lost-after-s"])?;
+    let d = Timeouts::default();
+    Ok(Timeouts {
+        connect_s: rec.opt_value("connect-s", decode::positive_number)?.unwrap_or(d.connect_s),
+        heartbeat_s: rec.opt_value("heartbeat-s", decode::positive_number)?.unwrap_or(d.heartbeat_s),
+        lost_after_s: rec.opt_value("lost-after-s", decode::positive_number)?.unwrap_or(d.lost_after_s),
+    })
+}
+
+fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
+    let rec = Record::open(
+        src,
+        node,
+        "experiment",
+        None,
+        &["name", "benchmark", "search", "chains", "seed", "baseline", "remeasure-every", "parallel"],
+    )?;
+    let benchmark = rec.req_value("benchmark", decode::text)?;
+    let search_field = rec.req("search")?;
+    Ok(Experiment {
+        name: rec.opt_value("name", decode::text)?.unwrap_or_else(|| benchmark.clone()),
+        benchmark,
+        search: search(src, search_field.one()?)?,
+        chains: rec.opt_value("chains", decode::positive32)?.unwrap_or(1),
+        seed: rec.opt_value("seed", decode::uint)?.unwrap_or(0),
+        baseline: rec.opt_value("baseline", decode::string)?.map(PathBuf::from),
+        remeasure_every: rec.opt_value("remeasure-every", decode::uint32)?.unwrap_or(0),
+        parallel: rec.opt_value("parallel", decode::positive32)?.unwrap_or(1),
+    })
+}
+
+impl Experiment {
+    fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        let mut fields = vec![
+            f("name", vec![name_sexp(&self.name)]),
+            f("benchmark", vec![name_sexp(&self.benchmark)]),
+            f("search", vec![self.search.to_sexp()]),
+            f("chains", vec![int(self.chains)]),
+            f("seed", vec![Sexp::new(SexpKind::Int(self.seed as i64))]),
+        ];
+        if let Some(b) = &self.baseline {
+            fields.push(f("baseline", vec![path_sexp(b)]));
+        }
+        fields.push(f("remeasure-every", vec![int(self.remeasure_every)]));
+        fields.push(f("parallel", vec![int(self.parallel)]));
+        Sexp::list(fields)
+    }
+}
+
+fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
+    let head = node
+        .as_list()
+        .and_then(|l| l.first())
+        .and_then(Sexp::as_symbol);
+    match head {
+        Some("simulated-annealing") => {
+            let rec = Record::open(
+                src,
+                node,
+                "simulated-annealing",
+                Some("simulated-annealing"),
+                &["steps", "t-max", "t-min", "flips", "schedule"],
+            )?;
+            let t_max = rec.opt_value("t-max", decode::positive_number)?.unwrap_or(0.04);
+            let t_min = rec.opt_value("t-min", decode::positive_number)?.unwrap_or(0.001);
+            if t_min > t_max {
+                return Err(src.error(rec.pos(), format!("t-min ({t_min}) is above t-max ({t_max})")));
+            }
+            let schedule = match rec.opt("schedule") {
+                Some(f) => match decode::choice(src, f.one()?, "schedule", &["exponential", "linear"])? {
+                    "linear" => Schedule::Linear,
+                    _ => Schedule::Exponential,
+                },
+                None => Schedule::Exponential,
+            };
+            Ok(Search::SimulatedAnnealing {
+                steps: rec.req_value("steps", decode::positive32)?,
+                t_max,
+                t_min,
+                flips: rec.opt_value("flips", decode::positive32)?.unwrap_or(3),
+                schedule,
+            })
+        }
+        Some("random-walk") => {
+            let rec = Record::open(src, node, "random-walk", Some("random-walk"), &["steps", "flips"])?;
+            Ok(Search::RandomWalk {
+                steps: rec.req_value("steps", decode::positive32)?,
+                flips: rec.opt_value("flips", decode::positive32)?.unwrap_or(3),
+            })
+        }
+        _ => Err(src.error(
+            node.pos,
+            format!(
+                "expected a search: (simulated-annealing ...) or (random-walk ...), found `{}`",
+                decode::short(node)
+            ),
+        )),
+    }
+}
+
+impl Search {
+    fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        match self {
+            Search::SimulatedAnnealing { steps, t_max, t_min, flips, schedule } => f(
+                "simulated-annealing",
+                vec![
+                    f("steps", vec![int(*steps)]),
+                    f("t-max", vec![float(*t_max)]),
+                    f("t-min", vec![float(*t_min)]),
+                    f("flips", vec![int(*flips)]),
+                    f(
+                        "schedule",
+                        vec![Sexp::symbol(match schedule {
+                            Schedule::Exponential => "exponential",
+                            Schedule::Linear => "linear",
+                        })],
+                    ),
+                ],
+            ),
+            Search::RandomWalk { steps, flips } => f(
+                "random-walk",
+                vec![f("steps", vec![int(*steps)]), f("flips", vec![int(*flips)])],
+            ),
+        }
+    }
+}
+
+const BENCHMARK_FIELDS: &[&str] = &[
+    "name",
+    "kind",
+    "sources",
+    "build",
+    "run",
+    "timeout-s",
+    "build-timeout-s",
+    "env",
+    "check-output",
+    "compiler",
+    "fallback",
+    "knobs",
+];
+
+fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
+    let rec = Record::open(src, node, "benchmark", None, BENCHMARK_FIELDS)?;
+    let name = rec.req_value("name", decode::text)?;
+    let build = rec.opt_value("build", decode::string_list)?.unwrap_or_default();
+    let run = rec.req_value("run", decode::string_list)?;
+    if run.is_empty() {
+        return Err(src.error(rec.req("run")?.pos, "field 'run' needs a command, found ()"));
+    }
+    let kind_field = rec.req("kind")?;
+    let kind_name = decode::choice(src, kind_field.one()?, "kind", &["llvm-inline", "knobs"])?;
+    let only_for = |field: &str, kind: &str| -> Result<(), SexpError> {
+        match rec.opt(field) {
+            Some(f) => Err(src.error(
+                f.pos,
+                format!("field '{field}' applies only to benchmarks of kind {kind}"),
+            )),
+            None => Ok(()),
+        }
+    };
+    let kind = if kind_name == "llvm-inline" {
+        only_for("knobs", "knobs")?;
+        if build.is_empty() {
+            return Err(src.error(
+                rec.pos(),
+                format!("benchmark '{name}' of kind llvm-inline needs a (build (...)) command"),
+            ));
+        }
+        let compiler = match rec.opt("compiler") {
+            Some(f) => match decode::choice(src, f.one()?, "compiler", &["clang", "rustc"])? {
+                "rustc" => Compiler::Rustc,
+                _ => Compiler::Clang,
+            },
+            None => infer_compiler(&build[0]).ok_or_else(|| {
+                src.error(
+                    rec.req("build").map_or(rec.pos(), |f| f.pos),
+                    format!(
+                        "cannot tell the compiler from '{}'; add (compiler clang) or (compiler rustc)",
+                        build[0]
+                    ),
+                )
+            })?,
+        };
+        let fallback = match rec.opt("fallback") {
+            Some(f) => match decode::choice(
+                src,
+                f.one()?,
+                "fallback",
+                &["never-inline", "always-inline", "original"],
+            )? {
+                "always-inline" => ReplayFallback::AlwaysInline,
+                "original" => ReplayFallback::Original,
+                _ => ReplayFallback::NeverInline,
+            },
+            None => ReplayFallback::NeverInline,
+        };
+        BenchmarkKind::LlvmInline { compiler, fallback }
+    } else {
+        only_for("compiler", "llvm-inline")?;
+        only_for("fallback", "llvm-inline")?;
+        let knobs = rec.req("knobs")?;
+        BenchmarkKind::Knobs {
+            points: knob_points(src, &knobs)?,
+        }
+    };
+    let env = match rec.opt("env") {
+        Some(f) => env_pairs(src, &f)?,
+        None => Vec::new(),
+    };
+    let check_output = match rec.opt("check-output") {
+        Some(f) => output_check(src, f.one()?)?,
+        None => OutputCheck::Stdout,
+    };
+    Ok(BenchmarkSpec {
+        sources: PathBuf::from(rec.req_value("sources", decode::string)?),
+        timeout_s: rec.opt_value("timeout-s", decode::positive_number)?.unwrap_or(60.0),
+        build_timeout_s: rec.opt_value("build-timeout-s", decode::positive_number)?.unwrap_or(300.0),
+        name,
+        kind,
+        build,
+        run,
+        env,
+        check_output,
+    })
+}
+
+/// The compiler family from a build command's program name.
+pub fn infer_compiler(program: &str) -> Option<Compiler> {
+    let base = Path::new(program).file_name()?.to_str()?;
+    if base.starts_with("clang") {
+        Some(Compiler::Clang)
+    } else if base.starts_with("rustc") {
+        Some(Compiler::Rustc)
+    } else {
+        None
+    }
+}
+
+fn knob_points(src: Src<'_>, field: &Field<'_>) -> Result<Vec<DecisionPoint>, SexpError> {
+    let mut points: Vec<DecisionPoint> = Vec::new();
+    for entry in decode::entries(field)? {
+        let (id, values) = match entry.as_list() {
+            Some([id, values @ ..]) if !values.is_empty() => (id, values),
+            _ => {
+                return Err(src.error(
+                    entry.pos,
+                    format!(
+                        "expected a knob like (tile 8 16 32), found `{}`",
+                        decode::short(entry)
+                    ),
+                ))
+            }
+        };
+        let id = SiteId(decode::text(src, id, "knobs")?);
+        let mut domain: Vec<DecisionValue> = Vec::new();
+        for v in values {
+            let value = DecisionValue::from_sexp(src, v, id.as_str())?;
+            if domain.contains(&value) {
+                return Err(src.error(v.pos, format!("knob '{id}' lists value '{value}' twice")));
+            }
+            domain.push(value);
+        }
+        if points.iter().any(|p| p.id == id) {
+            return Err(src.error(entry.pos, format!("knob '{id}' is declared twice")));
+        }
+        points.push(DecisionPoint { id, domain });
+    }
+    Ok(points)
+}
+
+fn env_pairs(src: Src<'_>, field: &Field<'_>) -> Result<Vec<(String, String)>, SexpError> {
+    field
+        .args
+        .iter()
+        .map(|entry| match entry.as_list() {
+            Some([k, v]) => Ok((decode::string(src, k, "env")?, decode::string(src, v, "env")?)),
+            _ => Err(src.error(
+                entry.pos,
+                format!("expected (\"NAME\" \"value\") in env, found `{}`", decode::short(entry)),
+            )),
+        })
+        .collect()
+}
+
+fn output_check(src: Src<'_>, node: &Sexp) -> Result<OutputCheck, SexpError> {
+    if let Some([head, file]) = node.as_list() {
+        if head.as_symbol() == Some("file") {
+            return Ok(OutputCheck::File(decode::string(src, file, "check-output")?));
+        }
+    }
+    match decode::choice(src, node, "check-output", &["none", "stdout", "(file \"PATH\")"])? {
+        "none" => Ok(OutputCheck::None),
+        _ => Ok(OutputCheck::Stdout),
+    }
+}
+
+impl BenchmarkSpec {
+    /// The knob decision points, for a `knobs` benchmark.
+    pub fn knob_points(&self) -> Option<&[DecisionPoint]> {
+        match &self.kind {
+            BenchmarkKind::Knobs { points } => Some(points),
+            BenchmarkKind::LlvmInline { .. } => None,
+        }
+    }
+
+    fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        let mut fields = vec![f("name", vec![name_sexp(&self.name)])];
+        match &self.kind {
+            BenchmarkKind::LlvmInline { compiler, fallback } => {
+                fields.push(f("kind", vec![Sexp::symbol("llvm-inline")]));
+                fields.push(f(
+                    "compiler",
+                    vec![Sexp::symbol(match compiler {
+                        Compiler::Clang => "clang",
+                        Compiler::Rustc => "rustc",
+                    })],
+                ));
+                fields.push(f(
+                    "fallback",
+                    vec![Sexp::symbol(match fallback {
+                        ReplayFallback::NeverInline => "never-inline",
+                        ReplayFallback::AlwaysInline => "always-inline",
+                        ReplayFallback::Original => "original",
+                    })],
+                ));
+            }
+            BenchmarkKind::Knobs { points } => {
+                fields.push(f("kind", vec![Sexp::symbol("knobs")]));
+                let knobs = points
+                    .iter()
+                    .map(|p| {
+                        let mut items = vec![name_sexp(p.id.as_str())];
+                        items.extend(p.domain.iter().map(DecisionValue::to_sexp));
+                        Sexp::list(items)
+                    })
+                    .collect();
+                fields.push(f("knobs", knobs));
+            }
+        }
+        fields.push(f("sources", vec![path_sexp(&self.sources)]));
+        if !self.build.is_empty() {
+            fields.push(f("build", vec![strings(&self.build)]));
+        }
+        fields.push(f("run", vec![strings(&self.run)]));
+        fields.push(f("timeout-s", vec![float(self.timeout_s)]));
+        fields.push(f("build-timeout-s", vec![float(self.build_timeout_s)]));
+        if !self.env.is_empty() {
+            let pairs = self
+                .env
+                .iter()
+                .map(|(k, v)| Sexp::list(vec![Sexp::string(k.clone()), Sexp::string(v.clone())]))
+                .collect();
+            fields.push(f("env", pairs));
+        }
+        let check = match &self.check_output {
+            OutputCheck::None => Sexp::symbol("none"),
+            OutputCheck::Stdout => Sexp::symbol("stdout"),
+            OutputCheck::File(p) => Sexp::list(vec![Sexp::symbol("file"), Sexp::string(p.clone())]),
+        };
+        fields.push(f("check-output", vec![check]));
+        Sexp::list(fields)
+    }
+}
+
+const LOCAL_FIELDS: &[&str] = &["name", "slots", "cpus"];
+const SSH_FIELDS: &[&str] = &[
+    "name",
+    "host",
+    "user",
+    "port",
+    "identity",
+    "known-hosts",
+    "host-key-check",
+    "rundir",
+    "slots",
+    "cpus",
+    "worker-binary",
+];
+
+fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpError> {
+    // Accept both `(local ...)` and the wrapped `((local ...))`.
+    let node = match node.as_list() {
+        Some([inner]) if inner.as_list().is_some() => inner,
+        _ => node,
+    };
+    let head = node
+        .as_list()
+        .and_then(|l| l.first())
+        .and_then(Sexp::as_symbol);
+    match head {
+        Some("local") => {
+            let rec = Record::open(src, node, "local worker", Some("local"), LOCAL_FIELDS)?;
+            let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
+            let cpus = rec.opt_value("cpus", decode::uint_list)?.unwrap_or_default();
+            check_cpus(src, &rec, slots, &cpus)?;
+            Ok(WorkerSpec::Local {
+                name: rec
+                    .opt_value("name", decode::text)?
+                    .unwrap_or_else(|| if index == 0 { "local".into() } else { format!("local-{index}") }),
+                slots,
+                cpus,
+            })
+        }
+        Some("ssh") => {
+            let rec = Record::open(src, node, "ssh worker", Some("ssh"), SSH_FIELDS)?;
+            let host = rec.req_value("host", decode::string)?;
+            let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
+            let cpus = rec.opt_value("cpus", decode::uint_list)?.unwrap_or_default();
+            check_cpus(src, &rec, slots, &cpus)?;
+            let port = match rec.opt("port") {
+                Some(f) => {
+                    let node = f.one()?;
+                    let v = decode::uint(src, node, "port")?;
+                    u16::try_from(v).ok().filter(|p| *p > 0).ok_or_else(|| {
+                        src.error(node.pos, format!("port {v} is outside 1..65535"))
+                    })?
+                }
+                None => 22,
+            };
+            let host_key_check = match rec.opt("host-key-check") {
+                Some(f) => match decode::choice(src, f.one()?, "host-key-check", &["strict", "accept-new", "off"])? {
+                    "accept-new" => HostKeyCheck::AcceptNew,
+                    "off" => HostKeyCheck::Off,
+                    _ => HostKeyCheck::Strict,
+                },
+                None => HostKeyCheck::Strict,
+            };
+            Ok(WorkerSpec::Ssh(SshWorker {
+                name: rec.opt_value("name", decode::text)?.unwrap_or_else(|| host.clone()),
+                user: rec.opt_value("user", decode::text)?,
+                port,
+                identity: rec.opt_value("identity", decode::string)?.map(PathBuf::from),
+                known_hosts: rec.opt_value("known-hosts", decode::string)?.map(PathBuf::from),
+                host_key_check,
+                rundir: rec.req_value("rundir", decode::string)?,
+                slots,
+                cpus,
+                worker_binary: rec.opt_value("worker-binary", decode::string)?.map(PathBuf::from),
+                host,
+            }))
+        }
+        _ => Err(src.error(
+            node.pos,
+            format!(
+                "expected a worker: (local ...) or (ssh ...), found `{}`",
+                decode::short(node)
+            ),
+        )),
+    }
+}
+
+fn check_cpus(src: Src<'_>, rec: &Record<'_>, slots: u32, cpus: &[u32]) -> Result<(), SexpError> {
+    if !cpus.is_empty() && (cpus.len() as u32) < slots {
+        let pos = rec.opt("cpus").map_or(rec.pos(), |f| f.pos);
+        return Err(src.error(
+            pos,
+            format!(
+                "{} slots need at least {} CPUs in (cpus ...), found {}",
+                slots,
+                slots,
+                cpus.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+impl WorkerSpec {
+    fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        let cpu_list = |cpus: &[u32]| Sexp::list(cpus.iter().map(|c| int(*c)).collect());
+        match self {
+            WorkerSpec::Local { name, slots, cpus } => f(
+                "local",
+                vec![
+                    f("name", vec![name_sexp(name)]),
+                    f("slots", vec![int(*slots)]),
+                    f("cpus", vec![cpu_list(cpus)]),
+                ],
+            ),
+            WorkerSpec::Ssh(s) => {
+                let mut fields = vec![
+                    f("name", vec![name_sexp(&s.name)]),
+                    f("host", vec![Sexp::string(s.host.clone())]),
+                ];
+                if let Some(u) = &s.user {
+                    fields.push(f("user", vec![name_sexp(u)]));
+                }
+                fields.push(f("port", vec![int(u32::from(s.port))]));
+                if let Some(i) = &s.identity {
+                    fields.push(f("identity", vec![path_sexp(i)]));
+                }
+                if let Some(k) = &s.known_hosts {
+                    fields.push(f("known-hosts", vec![path_sexp(k)]));
+                }
+                fields.push(f(
+                    "host-key-check",
+                    vec![Sexp::symbol(match s.host_key_check {
+                        HostKeyCheck::Strict => "strict",
+                        HostKeyCheck::AcceptNew => "accept-new",
+                        HostKeyCheck::Off => "off",
+                    })],
+                ));
+                fields.push(f("rundir", vec![Sexp::string(s.rundir.clone())]));
+                fields.push(f("slots", vec![int(s.slots)]));
+                fields.push(f("cpus", vec![cpu_list(&s.cpus)]));
+                if let Some(b) = &s.worker_binary {
+                    fields.push(f("worker-binary", vec![path_sexp(b)]));
+                }
+                f("ssh", fields)
+            }
+        }
+    }
+}

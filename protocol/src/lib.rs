@@ -1,0 +1,19 @@
+//! The vocabulary kiln's controller and workers share: campaign configs,
+//! decision points and decision sets, step requests and results, metrics and
+//! their statistics, and the framing of messages on a byte stream.
+
+pub mod config;
+pub mod decision;
+pub mod decode;
+pub mod frame;
+pub mod message;
+pub mod metric;
+pub mod sexp;
+pub mod stats;
+
+pub use config::CampaignConfig;
+pub use decision::{ContentHash, DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
+pub use message::{Request, Response, StepId, StepOutcome, StepRequest, StepResult, PROTOCOL_VERSION};
+pub use metric::{Metric, MetricValue, Metrics};
+pub use sexp::SexpError;
+pub use stats::{Statistic, Summary};

@@ -1,0 +1,441 @@
+//! Messages between controller and worker.
+//!
+//! The controller sends [`Request`]s, the worker answers with [`Response`]s.
+//! Steps run concurrently on a worker's slots, so replies may come out of
+//! order; each step carries its [`StepId`] and its result echoes it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{BenchmarkSpec, RunPolicy};
+use crate::decision::{ContentHash, DecisionSet};
+use crate::metric::{Metric, Metrics};
+use crate::stats::Summary;
+
+/// Version of the wire protocol; both sides must agree at hello.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Identifies one dispatch of a step, unique within a controller's life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct StepId(pub u64);
+
+impl fmt::Display for StepId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "#{}", self.0)
+    }
+}
+
+/// From controller to worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "type")]
+pub enum Request {
+    /// Opens the session; the worker checks the version.
+    Hello {
+        /// The controller's protocol version.
+        protocol_version: u32,
+        /// The controller's own version, for logs.
+        controller_version: String,
+    },
+    /// Stores a benchmark bundle in the worker's content-addressed cache.
+    Prepare(Bundle),
+    /// Asks whether a bundle is already cached (to skip sending it).
+    HasBundle {
+        /// The bundle's content hash.
+        hash: ContentHash,
+    },
+    /// Builds, runs and measures one candidate.
+    Step(Box<StepRequest>),
+    /// Cancels a running step (its result is then `Cancelled`).
+    Cancel {
+        /// The step to cancel.
+        step: StepId,
+    },
+    /// A heartbeat; the worker answers `Pong` with the same nonce.
+    Ping {
+        /// Echoed back.
+        nonce: u64,
+    },
+    /// Ends the session once running steps are done.
+    Shutdown,
+}
+
+/// From worker to controller.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "type")]
+pub enum Response {
+    /// Accepts the session.
+    Hello {
+        /// The worker's protocol version.
+        protocol_version: u32,
+        /// What the worker can do.
+        capabilities: Box<Capabilities>,
+    },
+    /// A bundle is in the cache.
+    Prepared {
+        /// The bundle's content hash.
+        hash: ContentHash,
+    },
+    /// Answer to `HasBundle`.
+    BundleStatus {
+        /// The bundle's content hash.
+        hash: ContentHash,
+        /// Whether the worker has it.
+        present: bool,
+    },
+    /// A step finished (in any outcome).
+    StepDone(Box<StepResult>),
+    /// Answer to `Ping`.
+    Pong {
+        /// The ping's nonce.
+        nonce: u64,
+    },
+    /// A request could not be handled; the session goes on.
+    Error {
+        /// The step concerned, if any.
+        step: Option<StepId>,
+        /// What went wrong.
+        message: String,
+    },
+    /// The worker is shutting down.
+    Bye,
+}
+
+/// The files of a benchmark, sent once per worker and cached by hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Bundle {
+    /// Hash over every file's path, mode and contents.
+    pub hash: ContentHash,
+    /// The files, relative paths only.
+    pub files: Vec<BundleFile>,
+}
+
+/// One file of a bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleFile {
+    /// Path relative to the bundle root, `/`-separated, no `..`.
+    pub path: String,
+    /// Whether the file is executable.
+    pub executable: bool,
+    /// The contents, hex-free: base64 on the wire.
+    #[serde(with = "base64_bytes")]
+    pub contents: Vec<u8>,
+}
+
+impl Bundle {
+    /// Builds a bundle from files, computing the hash.
+    pub fn new(mut files: Vec<BundleFile>) -> Self {
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut hasher = blake3::Hasher::new();
+        for f in &files {
+            hasher.update(f.path.as_bytes());
+            hasher.update(&[0, u8::from(f.executable)]);
+            hasher.update(&(f.contents.len() as u64).to_le_bytes());
+            hasher.update(&f.contents);
+        }
+        Bundle {
+            hash: ContentHash(*hasher.finalize().as_bytes()),
+            files,
+        }
+    }
+
+    /// Checks that the hash matches the files and that every path stays inside the bundle.
+    pub fn validate(&self) -> Result<(), String> {
+        for f in &self.files {
+            if !is_confined_path(&f.path) {
+                return Err(format!("bundle path '{}' escapes the bundle folder", f.path));
+            }
+        }
+        let again = Bundle::new(self.files.clone());
+        if again.hash != self.hash {
+            return Err(format!(
+                "bundle hash mismatch: announced {}, contents hash to {}",
+                self.hash.short(),
+                again.hash.short()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a relative path stays inside its root: no absolute path, no `..`.
+pub fn is_confined_path(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != ".." && part != ".")
+}
+
+/// One candidate to build, run and measure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRequest {
+    /// Echoed in the result.
+    pub id: StepId,
+    /// The worker slot to run in (its CPUs and directory).
+    pub slot: u32,
+    /// How to build and run.
+    pub benchmark: BenchmarkSpec,
+    /// The cached bundle to build from.
+    pub bundle: ContentHash,
+    /// The decisions to apply.
+    pub decisions: DecisionSet,
+    /// How many runs.
+    pub runs: RunPolicy,
+    /// The metric the adaptive repetition watches.
+    pub objective: Metric,
+    /// Expected output digest, from the baseline; `None` records without checking.
+    pub expected_output: Option<ContentHash>,
+    /// Skip the build and reuse this build's binary (for re-measurements).
+    pub reuse_build: bool,
+}
+
+/// What happened to a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "outcome")]
+pub enum StepOutcome {
+    /// Built, ran every run, output matched.
+    Ok,
+    /// The build failed.
+    BuildFailed {
+        /// Exit code of the build, if it exited.
+        code: Option<i32>,
+        /// The tail of the build's output.
+        log_tail: String,
+    },
+    /// A run exited non-zero or was killed by a signal.
+    RunFailed {
+        /// Exit code, if it exited.
+        code: Option<i32>,
+        /// Signal number, if killed.
+        signal: Option<i32>,
+        /// Signal name, if killed.
+        signal_name: Option<String>,
+        /// The tail of the run's stderr.
+        stderr_tail: String,
+    },
+    /// The build or a run exceeded its timeout; the process group was killed.
+    Timeout {
+        /// `build` or `run`.
+        phase: String,
+        /// The limit in seconds.
+        limit_s: f64,
+    },
+    /// The output differed from the baseline's.
+    WrongOutput {
+        /// Digest expected.
+        expected: ContentHash,
+        /// Digest found.
+        found: ContentHash,
+    },
+    /// The build did not realise the requested decisions.
+    DecisionMismatch {
+        /// Sites requested one way but built the other, or missing.
+        mismatched: Vec<String>,
+    },
+    /// The worker was lost while the step ran (set by the controller).
+    WorkerLost {
+        /// Why the worker is considered lost.
+        reason: String,
+    },
+    /// The controller cancelled the step.
+    Cancelled,
+    /// The worker could not run the step at all (missing bundle, bad slot).
+    Rejected {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl StepOutcome {
+    /// Short name for tables and CSV.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StepOutcome::Ok => "ok",
+            StepOutcome::BuildFailed { .. } => "build-failed",
+            StepOutcome::RunFailed { .. } => "run-failed",
+            StepOutcome::Timeout { .. } => "timeout",
+            StepOutcome::WrongOutput { .. } => "wrong-output",
+            StepOutcome::DecisionMismatch { .. } => "decision-mismatch",
+            StepOutcome::WorkerLost { .. } => "worker-lost",
+            StepOutcome::Cancelled => "cancelled",
+            StepOutcome::Rejected { .. } => "rejected",
+        }
+    }
+
+    /// Whether the failure belongs to the infrastructure, not the candidate:
+    /// such steps are re-dispatched rather than recorded as the candidate's result.
+    pub fn is_infrastructure(&self) -> bool {
+        matches!(
+            self,
+            StepOutcome::WorkerLost { .. } | StepOutcome::Cancelled | StepOutcome::Rejected { .. }
+        )
+    }
+}
+
+impl fmt::Display for StepOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StepOutcome::Ok => f.write_str("ok"),
+            StepOutcome::BuildFailed { code, .. } => match code {
+                Some(c) => write!(f, "build failed (exit {c})"),
+                None => f.write_str("build failed"),
+            },
+            StepOutcome::RunFailed { code, signal_name, .. } => match (code, signal_name) {
+                (_, Some(s)) => write!(f, "run failed (killed by {s})"),
+                (Some(c), None) => write!(f, "run failed (exit {c})"),
+                _ => f.write_str("run failed"),
+            },
+            StepOutcome::Timeout { phase, limit_s } => write!(f, "{phase} timed out after {limit_s} s"),
+            StepOutcome::WrongOutput { .. } => f.write_str("wrong output"),
+            StepOutcome::DecisionMismatch { mismatched } => {
+                write!(f, "decision mismatch at {} site(s)", mismatched.len())
+            }
+            StepOutcome::WorkerLost { reason } => write!(f, "worker lost: {reason}"),
+            StepOutcome::Cancelled => f.write_str("cancelled"),
+            StepOutcome::Rejected { reason } => write!(f, "rejected: {reason}"),
+        }
+    }
+}
+
+/// One run of the benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// 0-based index among this step's runs (warm-ups included).
+    pub index: u32,
+    /// Whether it was a warm-up (not counted in statistics).
+    pub warmup: bool,
+    /// Exit code, if it exited.
+    pub exit_code: Option<i32>,
+    /// Signal, if killed.
+    pub signal: Option<i32>,
+    /// Every metric of the run.
+    pub metrics: Metrics,
+}
+
+/// The build of a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BuildRecord {
+    /// Wall time of the build.
+    pub wall_ns: u64,
+    /// Size of the binary's .text section, if it could be read.
+    pub text_bytes: Option<u64>,
+    /// Hash of the produced binary.
+    pub binary_hash: Option<ContentHash>,
+    /// The build's output (compiler remarks stripped), capped.
+    pub log_tail: String,
+    /// The replay file given to the compiler, for llvm-inline benchmarks.
+    pub replay_file: Option<String>,
+    /// Whether the build was reused from an earlier step.
+    pub reused: bool,
+}
+
+/// The result of one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepResult {
+    /// The step.
+    pub id: StepId,
+    /// What happened.
+    pub outcome: StepOutcome,
+    /// The build, if one was attempted.
+    pub build: Option<BuildRecord>,
+    /// Every run, warm-ups included.
+    pub runs: Vec<RunRecord>,
+    /// Statistics per metric over the measured runs (metrics measured in every run).
+    pub summary: BTreeMap<Metric, Summary>,
+    /// Whether the adaptive repetition met its CI target.
+    pub target_met: bool,
+    /// Digest of the checked output of the first measured run.
+    pub output_digest: Option<ContentHash>,
+    /// When the worker started and finished the step (Unix ms).
+    pub started_ms: u64,
+    /// When the worker finished the step (Unix ms).
+    pub finished_ms: u64,
+}
+
+/// What a worker is and can do: its capabilities and environment fingerprint.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// kiln-worker's version.
+    pub worker_version: String,
+    /// Host name.
+    pub hostname: String,
+    /// Kernel release.
+    pub kernel: String,
+    /// CPU model name.
+    pub cpu_model: String,
+    /// Notable CPU flags (avx2, avx512f, …).
+    pub cpu_flags: Vec<String>,
+    /// Online CPUs.
+    pub cores: u32,
+    /// cpufreq governor of CPU 0, if exposed.
+    pub governor: Option<String>,
+    /// `/proc/sys/kernel/randomize_va_space`.
+    pub aslr: Option<String>,
+    /// Which perf counters open on this machine.
+    pub counters: BTreeMap<Metric, bool>,
+    /// valgrind's version, if installed.
+    pub valgrind: Option<String>,
+    /// GPUs found.
+    pub gpus: Vec<GpuInfo>,
+    /// Versions of compilers asked about (`clang`, `rustc`, …).
+    pub compilers: BTreeMap<String, String>,
+}
+
+/// A GPU as NVML reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuInfo {
+    /// Device index.
+    pub index: u32,
+    /// Product name.
+    pub name: String,
+    /// Memory in bytes.
+    pub memory_bytes: u64,
+    /// Driver version.
+    pub driver: String,
+}
+
+mod base64_bytes {
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&base64::engine::general_purpose::STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = String::deserialize(d)?;
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confined_paths() {
+        assert!(is_confined_path("main.c"));
+        assert!(is_confined_path("src/a.c"));
+        assert!(!is_confined_path("../etc/passwd"));
+        assert!(!is_confined_path("/etc/passwd"));
+        assert!(!is_confined_path("a/../../b"));
+        assert!(!is_confined_path(""));
+    }
+
+    #[test]
+    fn bundle_hash_detects_tampering() {
+        let mut b = Bundle::new(vec![BundleFile {
+            path: "main.c".into(),
+            executable: false,
+            contents: b"int main(){}".to_vec(),
+        }]);
+        assert!(b.validate().is_ok());
+        b.files[0].contents.push(b'\n');
+        assert!(b.validate().unwrap_err().contains("mismatch"));
+    }
+}
