@@ -1,6 +1,7 @@
 /* graph-walk: shortest paths on a generated graph plus a string workload.
  *
- * Usage: ./bench [SCALE]   (default 60; the graph has 1000*SCALE nodes)
+ * Usage: ./bench [SCALE]   (default 50; SCALE rounds over a fixed graph of
+ *        8192 nodes, small enough to stay in cache, and 1000*SCALE words)
  *
  * Graph part: a random sparse digraph in CSR form; rounds of Dijkstra
  * (binary heap with decrease-by-reinsert), BFS levels, and a top-k of the
@@ -14,7 +15,7 @@
 #include <string.h>
 
 #define DEGREE 6
-#define ROUNDS 3
+#define NODES 8192
 #define INF UINT32_MAX
 #define WORD_MAX 16
 
@@ -214,6 +215,19 @@ static uint64_t fold_array(uint64_t acc, const uint32_t *a, uint32_t n) {
     return mix(acc, sum);
 }
 
+/* Best meeting node for two walkers: min over v of max(da[v], db[v]). */
+static uint64_t meeting_point(const uint32_t *da, const uint32_t *db, uint32_t n) {
+    uint32_t best = INF, at = 0;
+    for (uint32_t v = 0; v < n; v++) {
+        uint32_t d = da[v] > db[v] ? da[v] : db[v];
+        if (d < best) {
+            best = d;
+            at = v;
+        }
+    }
+    return (uint64_t)best << 32 | at;
+}
+
 /* ---------- strings ---------- */
 
 typedef struct {
@@ -303,30 +317,38 @@ static uint64_t string_work(uint32_t nwords, uint64_t acc) {
 }
 
 int main(int argc, char **argv) {
-    long scale = argc > 1 ? strtol(argv[1], NULL, 10) : 60;
+    long scale = argc > 1 ? strtol(argv[1], NULL, 10) : 50;
     if (scale < 1)
         scale = 1;
-    uint32_t n = (uint32_t)(1000 * scale);
+    uint32_t n = NODES;
     Graph g;
     graph_build(&g, n);
     uint32_t *dist = xcalloc(n, sizeof *dist);
+    uint32_t *dist2 = xcalloc(n, sizeof *dist2);
     uint32_t *level = xcalloc(n, sizeof *level);
+    uint32_t *level2 = xcalloc(n, sizeof *level2);
     uint32_t *queue = xcalloc(n, sizeof *queue);
     Heap h = {0, 0, 0};
     uint64_t acc = 0xC0FFEE;
-    for (int r = 0; r < ROUNDS; r++) {
-        uint32_t src = rng_below(n);
-        dijkstra(&g, src, dist, &h);
+    for (long r = 0; r < scale; r++) {
+        uint32_t a = rng_below(n), b = rng_below(n);
+        dijkstra(&g, a, dist, &h);
+        dijkstra(&g, b, dist2, &h);
         acc = fold_array(acc, dist, n);
         acc = top_k_far(dist, n, 16, &h, acc);
-        acc = mix(acc, bfs(&g, src, level, queue));
+        acc = mix(acc, meeting_point(dist, dist2, n));
+        acc = mix(acc, bfs(&g, a, level, queue));
+        acc = mix(acc, bfs(&g, b, level2, queue));
         acc = fold_array(acc, level, n);
+        acc = mix(acc, meeting_point(level, level2, n));
     }
     printf("nodes: %u edges: %u\n", g.n, g.m);
-    acc = string_work((uint32_t)(500 * scale), acc);
+    acc = string_work((uint32_t)(1000 * scale), acc);
     free(h.a);
     free(queue);
+    free(level2);
     free(level);
+    free(dist2);
     free(dist);
     graph_free(&g);
     printf("checksum: %016llx\n", (unsigned long long)acc);

@@ -1,1 +1,5 @@
+//! `kiln`: the campaign controller.
+
+mod transport;
+
 fn main() {}

@@ -46,6 +46,16 @@ pub enum Request {
         /// The bundle's content hash.
         hash: ContentHash,
     },
+    /// Finds a benchmark's decision points and its stock decisions
+    /// (llvm-inline: builds with inline remarks; knobs: from the spec).
+    Discover {
+        /// Echoed in the answer.
+        id: StepId,
+        /// The benchmark.
+        benchmark: Box<BenchmarkSpec>,
+        /// The cached bundle to build from.
+        bundle: ContentHash,
+    },
     /// Builds, runs and measures one candidate.
     Step(Box<StepRequest>),
     /// Cancels a running step (its result is then `Cancelled`).
@@ -84,6 +94,13 @@ pub enum Response {
         hash: ContentHash,
         /// Whether the worker has it.
         present: bool,
+    },
+    /// Answer to `Discover`.
+    Discovered {
+        /// The request's id.
+        id: StepId,
+        /// The decision points, or why they could not be found.
+        result: Result<Discovery, String>,
     },
     /// A step finished (in any outcome).
     StepDone(Box<StepResult>),
@@ -167,6 +184,15 @@ pub fn is_confined_path(path: &str) -> bool {
         && path
             .split('/')
             .all(|part| !part.is_empty() && part != ".." && part != ".")
+}
+
+/// A benchmark's decision points and the stock compiler's own decisions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Discovery {
+    /// Every decision point, in a stable order.
+    pub points: Vec<crate::decision::DecisionPoint>,
+    /// The stock decisions (llvm-inline) or each knob's first value.
+    pub baseline: DecisionSet,
 }
 
 /// One candidate to build, run and measure.

@@ -1,1 +1,3 @@
+//! `kiln-worker`: the measuring instrument.
+
 fn main() {}

@@ -1,0 +1,56 @@
+//! Byte-stream channels to `kiln-worker serve`: a local child process or a
+//! remote one over SSH. Everything above this module speaks the protocol over
+//! a [`Channel`] and does not care which.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use anyhow::{Context, Result};
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// A reader half of a worker channel.
+pub type ChannelReader = Box<dyn AsyncRead + Send + Unpin>;
+/// A writer half of a worker channel.
+pub type ChannelWriter = Box<dyn AsyncWrite + Send + Unpin>;
+
+/// An open byte stream to a worker's `serve` loop, plus what keeps it alive.
+pub struct Channel {
+    /// Frames from the worker.
+    pub reader: ChannelReader,
+    /// Frames to the worker.
+    pub writer: ChannelWriter,
+    /// Dropping it ends the worker process (local) or the SSH session.
+    pub guard: ChannelGuard,
+    /// Where the worker is, for messages (`local`, `user@host:port`).
+    pub address: String,
+}
+
+/// Owns the process or session behind a channel; dropping it tears it down.
+pub enum ChannelGuard {
+    /// A local child process (killed on drop by tokio's `kill_on_drop`).
+    Local(tokio::process::Child),
+    /// Anything else that must live as long as the channel (an SSH session and its child).
+    Other(Box<dyn std::any::Any + Send>),
+}
+
+/// Starts `kiln-worker serve` as a child process of the controller.
+pub fn open_local(worker_binary: &Path, rundir: &Path) -> Result<Channel> {
+    let mut child = tokio::process::Command::new(worker_binary)
+        .arg("serve")
+        .arg("--rundir")
+        .arg(rundir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("cannot start local worker {}", worker_binary.display()))?;
+    let reader = Box::new(child.stdout.take().expect("stdout is piped"));
+    let writer = Box::new(child.stdin.take().expect("stdin is piped"));
+    Ok(Channel {
+        reader,
+        writer,
+        guard: ChannelGuard::Local(child),
+        address: "local".into(),
+    })
+}

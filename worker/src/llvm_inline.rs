@@ -1,0 +1,1 @@
+//! Per-call-site inlining decisions with stock compilers, via LLVM inline replay.
