@@ -1,5 +1,3 @@
 //! `kiln`: the campaign controller.
 
-mod transport;
-
 fn main() {}

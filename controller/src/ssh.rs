@@ -1,0 +1,1 @@
+//! Workers reached over SSH: connection, agentless deployment, and the channel to `serve`.
