@@ -353,7 +353,16 @@ impl CampaignConfig {
             node,
             "campaign",
             Some("campaign"),
-            &["name", "store", "objective", "runs", "timeouts", "experiments", "benchmarks", "workers"],
+            &[
+                "name",
+                "store",
+                "objective",
+                "runs",
+                "timeouts",
+                "experiments",
+                "benchmarks",
+                "workers",
+            ],
         )?;
         let name = rec.req_value("name", decode::text)?;
         let store = PathBuf::from(rec.req_value("store", decode::string)?);
@@ -377,7 +386,10 @@ impl CampaignConfig {
         for entry in decode::entries(&benchmarks_field)? {
             let b = benchmark(src, entry)?;
             if benchmarks.iter().any(|o| o.name == b.name) {
-                return Err(src.error(entry.pos, format!("benchmark '{}' is defined twice", b.name)));
+                return Err(src.error(
+                    entry.pos,
+                    format!("benchmark '{}' is defined twice", b.name),
+                ));
             }
             benchmarks.push(b);
         }
@@ -400,7 +412,10 @@ impl CampaignConfig {
             if experiments.iter().any(|o| o.name == e.name) {
                 return Err(src.error(
                     entry.pos,
-                    format!("two experiments are named '{}'; give one a (name ...)", e.name),
+                    format!(
+                        "two experiments are named '{}'; give one a (name ...)",
+                        e.name
+                    ),
                 ));
             }
             experiments.push(e);
@@ -412,7 +427,10 @@ impl CampaignConfig {
             if workers.iter().any(|o| o.name() == w.name()) {
                 return Err(src.error(
                     entry.pos,
-                    format!("two workers are named '{}'; give one a (name ...)", w.name()),
+                    format!(
+                        "two workers are named '{}'; give one a (name ...)",
+                        w.name()
+                    ),
                 ));
             }
             workers.push(w);
@@ -464,9 +482,18 @@ impl CampaignConfig {
                     f("lost-after-s", vec![float(t.lost_after_s)]),
                 ],
             ),
-            f("experiments", self.experiments.iter().map(Experiment::to_sexp).collect()),
-            f("benchmarks", self.benchmarks.iter().map(BenchmarkSpec::to_sexp).collect()),
-            f("workers", self.workers.iter().map(WorkerSpec::to_sexp).collect()),
+            f(
+                "experiments",
+                self.experiments.iter().map(Experiment::to_sexp).collect(),
+            ),
+            f(
+                "benchmarks",
+                self.benchmarks.iter().map(BenchmarkSpec::to_sexp).collect(),
+            ),
+            f(
+                "workers",
+                self.workers.iter().map(WorkerSpec::to_sexp).collect(),
+            ),
         ])
     }
 }
@@ -539,14 +566,22 @@ fn field_record<'a>(
 }
 
 fn run_policy(src: Src<'_>, field: &Field<'_>) -> Result<RunPolicy, SexpError> {
-    let rec = field_record(src, field, &["warmup", "min", "max", "target-rel-ci", "max-time-s"])?;
+    let rec = field_record(
+        src,
+        field,
+        &["warmup", "min", "max", "target-rel-ci", "max-time-s"],
+    )?;
     let d = RunPolicy::default();
     let policy = RunPolicy {
         warmup: rec.opt_value("warmup", decode::uint32)?.unwrap_or(d.warmup),
         min: rec.opt_value("min", decode::positive32)?.unwrap_or(d.min),
         max: rec.opt_value("max", decode::positive32)?.unwrap_or(d.max),
-        target_rel_ci: rec.opt_value("target-rel-ci", decode::number)?.unwrap_or(d.target_rel_ci),
-        max_time_s: rec.opt_value("max-time-s", decode::positive_number)?.unwrap_or(d.max_time_s),
+        target_rel_ci: rec
+            .opt_value("target-rel-ci", decode::number)?
+            .unwrap_or(d.target_rel_ci),
+        max_time_s: rec
+            .opt_value("max-time-s", decode::positive_number)?
+            .unwrap_or(d.max_time_s),
     };
     if policy.max < policy.min {
         let pos = rec.opt("max").map_or(field.pos, |f| f.pos);
@@ -562,9 +597,15 @@ fn timeouts(src: Src<'_>, field: &Field<'_>) -> Result<Timeouts, SexpError> {
     let rec = field_record(src, field, &["connect-s", "heartbeat-s", "lost-after-s"])?;
     let d = Timeouts::default();
     Ok(Timeouts {
-        connect_s: rec.opt_value("connect-s", decode::positive_number)?.unwrap_or(d.connect_s),
-        heartbeat_s: rec.opt_value("heartbeat-s", decode::positive_number)?.unwrap_or(d.heartbeat_s),
-        lost_after_s: rec.opt_value("lost-after-s", decode::positive_number)?.unwrap_or(d.lost_after_s),
+        connect_s: rec
+            .opt_value("connect-s", decode::positive_number)?
+            .unwrap_or(d.connect_s),
+        heartbeat_s: rec
+            .opt_value("heartbeat-s", decode::positive_number)?
+            .unwrap_or(d.heartbeat_s),
+        lost_after_s: rec
+            .opt_value("lost-after-s", decode::positive_number)?
+            .unwrap_or(d.lost_after_s),
     })
 }
 
@@ -574,18 +615,33 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
         node,
         "experiment",
         None,
-        &["name", "benchmark", "search", "chains", "seed", "baseline", "remeasure-every", "parallel"],
+        &[
+            "name",
+            "benchmark",
+            "search",
+            "chains",
+            "seed",
+            "baseline",
+            "remeasure-every",
+            "parallel",
+        ],
     )?;
     let benchmark = rec.req_value("benchmark", decode::text)?;
     let search_field = rec.req("search")?;
     Ok(Experiment {
-        name: rec.opt_value("name", decode::text)?.unwrap_or_else(|| benchmark.clone()),
+        name: rec
+            .opt_value("name", decode::text)?
+            .unwrap_or_else(|| benchmark.clone()),
         benchmark,
         search: search(src, search_field.one()?)?,
         chains: rec.opt_value("chains", decode::positive32)?.unwrap_or(1),
         seed: rec.opt_value("seed", decode::uint)?.unwrap_or(0),
-        baseline: rec.opt_value("baseline", decode::string)?.map(PathBuf::from),
-        remeasure_every: rec.opt_value("remeasure-every", decode::uint32)?.unwrap_or(0),
+        baseline: rec
+            .opt_value("baseline", decode::string)?
+            .map(PathBuf::from),
+        remeasure_every: rec
+            .opt_value("remeasure-every", decode::uint32)?
+            .unwrap_or(0),
         parallel: rec.opt_value("parallel", decode::positive32)?.unwrap_or(1),
     })
 }
@@ -623,16 +679,25 @@ fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
                 Some("simulated-annealing"),
                 &["steps", "t-max", "t-min", "flips", "schedule"],
             )?;
-            let t_max = rec.opt_value("t-max", decode::positive_number)?.unwrap_or(0.04);
-            let t_min = rec.opt_value("t-min", decode::positive_number)?.unwrap_or(0.001);
+            let t_max = rec
+                .opt_value("t-max", decode::positive_number)?
+                .unwrap_or(0.04);
+            let t_min = rec
+                .opt_value("t-min", decode::positive_number)?
+                .unwrap_or(0.001);
             if t_min > t_max {
-                return Err(src.error(rec.pos(), format!("t-min ({t_min}) is above t-max ({t_max})")));
+                return Err(src.error(
+                    rec.pos(),
+                    format!("t-min ({t_min}) is above t-max ({t_max})"),
+                ));
             }
             let schedule = match rec.opt("schedule") {
-                Some(f) => match decode::choice(src, f.one()?, "schedule", &["exponential", "linear"])? {
-                    "linear" => Schedule::Linear,
-                    _ => Schedule::Exponential,
-                },
+                Some(f) => {
+                    match decode::choice(src, f.one()?, "schedule", &["exponential", "linear"])? {
+                        "linear" => Schedule::Linear,
+                        _ => Schedule::Exponential,
+                    }
+                }
                 None => Schedule::Exponential,
             };
             Ok(Search::SimulatedAnnealing {
@@ -644,7 +709,13 @@ fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
             })
         }
         Some("random-walk") => {
-            let rec = Record::open(src, node, "random-walk", Some("random-walk"), &["steps", "flips"])?;
+            let rec = Record::open(
+                src,
+                node,
+                "random-walk",
+                Some("random-walk"),
+                &["steps", "flips"],
+            )?;
             Ok(Search::RandomWalk {
                 steps: rec.req_value("steps", decode::positive32)?,
                 flips: rec.opt_value("flips", decode::positive32)?.unwrap_or(3),
@@ -664,7 +735,13 @@ impl Search {
     fn to_sexp(&self) -> Sexp {
         let f = Sexp::field;
         match self {
-            Search::SimulatedAnnealing { steps, t_max, t_min, flips, schedule } => f(
+            Search::SimulatedAnnealing {
+                steps,
+                t_max,
+                t_min,
+                flips,
+                schedule,
+            } => f(
                 "simulated-annealing",
                 vec![
                     f("steps", vec![int(*steps)]),
@@ -706,7 +783,9 @@ const BENCHMARK_FIELDS: &[&str] = &[
 fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
     let rec = Record::open(src, node, "benchmark", None, BENCHMARK_FIELDS)?;
     let name = rec.req_value("name", decode::text)?;
-    let build = rec.opt_value("build", decode::string_list)?.unwrap_or_default();
+    let build = rec
+        .opt_value("build", decode::string_list)?
+        .unwrap_or_default();
     let run = rec.req_value("run", decode::string_list)?;
     if run.is_empty() {
         return Err(src.error(rec.req("run")?.pos, "field 'run' needs a command, found ()"));
@@ -777,8 +856,12 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
     };
     Ok(BenchmarkSpec {
         sources: PathBuf::from(rec.req_value("sources", decode::string)?),
-        timeout_s: rec.opt_value("timeout-s", decode::positive_number)?.unwrap_or(60.0),
-        build_timeout_s: rec.opt_value("build-timeout-s", decode::positive_number)?.unwrap_or(300.0),
+        timeout_s: rec
+            .opt_value("timeout-s", decode::positive_number)?
+            .unwrap_or(60.0),
+        build_timeout_s: rec
+            .opt_value("build-timeout-s", decode::positive_number)?
+            .unwrap_or(300.0),
         name,
         kind,
         build,
@@ -837,10 +920,16 @@ fn env_pairs(src: Src<'_>, field: &Field<'_>) -> Result<Vec<(String, String)>, S
         .args
         .iter()
         .map(|entry| match entry.as_list() {
-            Some([k, v]) => Ok((decode::string(src, k, "env")?, decode::string(src, v, "env")?)),
+            Some([k, v]) => Ok((
+                decode::string(src, k, "env")?,
+                decode::string(src, v, "env")?,
+            )),
             _ => Err(src.error(
                 entry.pos,
-                format!("expected (\"NAME\" \"value\") in env, found `{}`", decode::short(entry)),
+                format!(
+                    "expected (\"NAME\" \"value\") in env, found `{}`",
+                    decode::short(entry)
+                ),
             )),
         })
         .collect()
@@ -849,10 +938,19 @@ fn env_pairs(src: Src<'_>, field: &Field<'_>) -> Result<Vec<(String, String)>, S
 fn output_check(src: Src<'_>, node: &Sexp) -> Result<OutputCheck, SexpError> {
     if let Some([head, file]) = node.as_list() {
         if head.as_symbol() == Some("file") {
-            return Ok(OutputCheck::File(decode::string(src, file, "check-output")?));
+            return Ok(OutputCheck::File(decode::string(
+                src,
+                file,
+                "check-output",
+            )?));
         }
     }
-    match decode::choice(src, node, "check-output", &["none", "stdout", "(file \"PATH\")"])? {
+    match decode::choice(
+        src,
+        node,
+        "check-output",
+        &["none", "stdout", "(file \"PATH\")"],
+    )? {
         "none" => Ok(OutputCheck::None),
         _ => Ok(OutputCheck::Stdout),
     }
@@ -956,12 +1054,18 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
         Some("local") => {
             let rec = Record::open(src, node, "local worker", Some("local"), LOCAL_FIELDS)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
-            let cpus = rec.opt_value("cpus", decode::uint_list)?.unwrap_or_default();
+            let cpus = rec
+                .opt_value("cpus", decode::uint_list)?
+                .unwrap_or_default();
             check_cpus(src, &rec, slots, &cpus)?;
             Ok(WorkerSpec::Local {
-                name: rec
-                    .opt_value("name", decode::text)?
-                    .unwrap_or_else(|| if index == 0 { "local".into() } else { format!("local-{index}") }),
+                name: rec.opt_value("name", decode::text)?.unwrap_or_else(|| {
+                    if index == 0 {
+                        "local".into()
+                    } else {
+                        format!("local-{index}")
+                    }
+                }),
                 slots,
                 cpus,
             })
@@ -970,7 +1074,9 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
             let rec = Record::open(src, node, "ssh worker", Some("ssh"), SSH_FIELDS)?;
             let host = rec.req_value("host", decode::string)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
-            let cpus = rec.opt_value("cpus", decode::uint_list)?.unwrap_or_default();
+            let cpus = rec
+                .opt_value("cpus", decode::uint_list)?
+                .unwrap_or_default();
             check_cpus(src, &rec, slots, &cpus)?;
             let port = match rec.opt("port") {
                 Some(f) => {
@@ -983,7 +1089,12 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
                 None => 22,
             };
             let host_key_check = match rec.opt("host-key-check") {
-                Some(f) => match decode::choice(src, f.one()?, "host-key-check", &["strict", "accept-new", "off"])? {
+                Some(f) => match decode::choice(
+                    src,
+                    f.one()?,
+                    "host-key-check",
+                    &["strict", "accept-new", "off"],
+                )? {
                     "accept-new" => HostKeyCheck::AcceptNew,
                     "off" => HostKeyCheck::Off,
                     _ => HostKeyCheck::Strict,
@@ -991,16 +1102,24 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
                 None => HostKeyCheck::Strict,
             };
             Ok(WorkerSpec::Ssh(SshWorker {
-                name: rec.opt_value("name", decode::text)?.unwrap_or_else(|| host.clone()),
+                name: rec
+                    .opt_value("name", decode::text)?
+                    .unwrap_or_else(|| host.clone()),
                 user: rec.opt_value("user", decode::text)?,
                 port,
-                identity: rec.opt_value("identity", decode::string)?.map(PathBuf::from),
-                known_hosts: rec.opt_value("known-hosts", decode::string)?.map(PathBuf::from),
+                identity: rec
+                    .opt_value("identity", decode::string)?
+                    .map(PathBuf::from),
+                known_hosts: rec
+                    .opt_value("known-hosts", decode::string)?
+                    .map(PathBuf::from),
                 host_key_check,
                 rundir: rec.req_value("rundir", decode::string)?,
                 slots,
                 cpus,
-                worker_binary: rec.opt_value("worker-binary", decode::string)?.map(PathBuf::from),
+                worker_binary: rec
+                    .opt_value("worker-binary", decode::string)?
+                    .map(PathBuf::from),
                 host,
             }))
         }

@@ -180,7 +180,10 @@ impl TryFrom<String> for ContentHash {
     type Error = String;
     fn try_from(s: String) -> Result<Self, String> {
         if s.len() != 64 {
-            return Err(format!("a content hash has 64 hex digits, found {}", s.len()));
+            return Err(format!(
+                "a content hash has 64 hex digits, found {}",
+                s.len()
+            ));
         }
         let mut out = [0u8; 32];
         for (i, byte) in out.iter_mut().enumerate() {
@@ -265,7 +268,10 @@ pub enum DecisionError {
     #[error("unknown decision point '{0}': the benchmark has no such site or knob")]
     UnknownSite(SiteId),
     /// The value is not in the point's domain.
-    #[error("value '{value}' is outside the domain of '{id}'; expected one of: {}", join(domain))]
+    #[error(
+        "value '{value}' is outside the domain of '{id}'; expected one of: {}",
+        join(domain)
+    )]
     OutsideDomain {
         /// The decision point.
         id: SiteId,
@@ -325,7 +331,13 @@ impl DecisionFile {
     }
 
     fn from_sexp(src: Src<'_>, node: &Sexp) -> Result<Self, SexpError> {
-        let rec = Record::open(src, node, "decisions", Some("decisions"), &["benchmark", "values"])?;
+        let rec = Record::open(
+            src,
+            node,
+            "decisions",
+            Some("decisions"),
+            &["benchmark", "values"],
+        )?;
         let benchmark = rec.opt_value("benchmark", decode::text)?;
         let mut set = BTreeMap::new();
         if let Some(values) = rec.opt("values") {
@@ -379,7 +391,11 @@ impl DecisionFile {
         }
         out.push_str("  (values");
         for (id, v) in &self.set.0 {
-            out.push_str(&format!("\n    ({} {})", name_sexp(id.as_str()), v.to_sexp()));
+            out.push_str(&format!(
+                "\n    ({} {})",
+                name_sexp(id.as_str()),
+                v.to_sexp()
+            ));
         }
         out.push_str("))\n");
         out
@@ -396,10 +412,12 @@ pub fn name_sexp(name: &str) -> Sexp {
 }
 
 fn find_entry(node: &Sexp, id: &SiteId) -> Option<crate::sexp::Pos> {
-    let values = node
-        .as_list()?
-        .iter()
-        .find(|f| f.as_list().and_then(|l| l.first()).and_then(Sexp::as_symbol) == Some("values"))?;
+    let values = node.as_list()?.iter().find(|f| {
+        f.as_list()
+            .and_then(|l| l.first())
+            .and_then(Sexp::as_symbol)
+            == Some("values")
+    })?;
     values.as_list()?[1..].iter().find_map(|entry| {
         let first = entry.as_list()?.first()?;
         match &first.kind {
@@ -447,8 +465,12 @@ mod tests {
 
     #[test]
     fn diff_lists_changed_decisions() {
-        let a = DecisionFile::parse("(decisions (values (a 1) (b 2)))", "x").unwrap().set;
-        let b = DecisionFile::parse("(decisions (values (a 1) (b 3)))", "x").unwrap().set;
+        let a = DecisionFile::parse("(decisions (values (a 1) (b 2)))", "x")
+            .unwrap()
+            .set;
+        let b = DecisionFile::parse("(decisions (values (a 1) (b 3)))", "x")
+            .unwrap()
+            .set;
         let d = b.diff_from(&a);
         assert_eq!(d.len(), 1);
         assert_eq!(d.get(&SiteId::from("b")), Some(&DecisionValue::Int(3)));

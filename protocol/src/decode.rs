@@ -39,10 +39,9 @@ impl<'a> Field<'a> {
     pub fn one(&self) -> Result<&'a Sexp, SexpError> {
         match self.args {
             [only] => Ok(only),
-            [] => Err(self.src.error(
-                self.pos,
-                format!("field '{}' needs a value", self.name),
-            )),
+            [] => Err(self
+                .src
+                .error(self.pos, format!("field '{}' needs a value", self.name))),
             [_, second, ..] => Err(self.src.error(
                 second.pos,
                 format!("field '{}' takes one value; found more", self.name),
@@ -81,7 +80,10 @@ impl<'a> Record<'a> {
         let items = node.as_list().ok_or_else(|| {
             src.error(
                 node.pos,
-                format!("expected {what} as a list of fields, found {}", node.describe()),
+                format!(
+                    "expected {what} as a list of fields, found {}",
+                    node.describe()
+                ),
             )
         })?;
         let body = match head {
@@ -116,7 +118,10 @@ impl<'a> Record<'a> {
                     None => {
                         return Err(src.error(
                             first.pos,
-                            format!("expected a field name in {what}, found {}", first.describe()),
+                            format!(
+                                "expected a field name in {what}, found {}",
+                                first.describe()
+                            ),
                         ))
                     }
                 },

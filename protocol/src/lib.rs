@@ -13,7 +13,9 @@ pub mod stats;
 
 pub use config::CampaignConfig;
 pub use decision::{ContentHash, DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
-pub use message::{Request, Response, StepId, StepOutcome, StepRequest, StepResult, PROTOCOL_VERSION};
+pub use message::{
+    Request, Response, StepId, StepOutcome, StepRequest, StepResult, PROTOCOL_VERSION,
+};
 pub use metric::{Metric, MetricValue, Metrics};
 pub use sexp::SexpError;
 pub use stats::{Statistic, Summary};

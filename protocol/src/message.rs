@@ -120,6 +120,39 @@ pub enum Response {
     Bye,
 }
 
+/// Checks a controller's hello against this side's protocol version.
+pub fn check_hello(hello: &Request) -> Result<(), String> {
+    match hello {
+        Request::Hello {
+            protocol_version, ..
+        } if *protocol_version == PROTOCOL_VERSION => Ok(()),
+        Request::Hello {
+            protocol_version, ..
+        } => Err(format!(
+            "protocol version mismatch: controller speaks {protocol_version}, this worker speaks \
+             {PROTOCOL_VERSION}; deploy matching kiln and kiln-worker binaries"
+        )),
+        other => Err(format!(
+            "expected hello as the first message, got {}",
+            request_name(other)
+        )),
+    }
+}
+
+/// A request's type name, for logs and errors.
+pub fn request_name(r: &Request) -> &'static str {
+    match r {
+        Request::Hello { .. } => "hello",
+        Request::Prepare(_) => "prepare",
+        Request::HasBundle { .. } => "has-bundle",
+        Request::Discover { .. } => "discover",
+        Request::Step(_) => "step",
+        Request::Cancel { .. } => "cancel",
+        Request::Ping { .. } => "ping",
+        Request::Shutdown => "shutdown",
+    }
+}
+
 /// The files of a benchmark, sent once per worker and cached by hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bundle {
@@ -162,7 +195,10 @@ impl Bundle {
     pub fn validate(&self) -> Result<(), String> {
         for f in &self.files {
             if !is_confined_path(&f.path) {
-                return Err(format!("bundle path '{}' escapes the bundle folder", f.path));
+                return Err(format!(
+                    "bundle path '{}' escapes the bundle folder",
+                    f.path
+                ));
             }
         }
         let again = Bundle::new(self.files.clone());
@@ -200,8 +236,11 @@ pub struct Discovery {
 pub struct StepRequest {
     /// Echoed in the result.
     pub id: StepId,
-    /// The worker slot to run in (its CPUs and directory).
+    /// The worker slot to run in (its directory).
     pub slot: u32,
+    /// The CPUs this slot's build and runs are pinned to; empty: no pinning.
+    #[serde(default)]
+    pub cpus: Vec<u32>,
     /// How to build and run.
     pub benchmark: BenchmarkSpec,
     /// The cached bundle to build from.
@@ -309,12 +348,16 @@ impl fmt::Display for StepOutcome {
                 Some(c) => write!(f, "build failed (exit {c})"),
                 None => f.write_str("build failed"),
             },
-            StepOutcome::RunFailed { code, signal_name, .. } => match (code, signal_name) {
+            StepOutcome::RunFailed {
+                code, signal_name, ..
+            } => match (code, signal_name) {
                 (_, Some(s)) => write!(f, "run failed (killed by {s})"),
                 (Some(c), None) => write!(f, "run failed (exit {c})"),
                 _ => f.write_str("run failed"),
             },
-            StepOutcome::Timeout { phase, limit_s } => write!(f, "{phase} timed out after {limit_s} s"),
+            StepOutcome::Timeout { phase, limit_s } => {
+                write!(f, "{phase} timed out after {limit_s} s")
+            }
             StepOutcome::WrongOutput { .. } => f.write_str("wrong output"),
             StepOutcome::DecisionMismatch { mismatched } => {
                 write!(f, "decision mismatch at {} site(s)", mismatched.len())

@@ -82,7 +82,10 @@ impl FromStr for Metric {
             .find(|m| m.name() == s)
             .ok_or_else(|| {
                 let names: Vec<_> = Metric::ALL.iter().map(|m| m.name()).collect();
-                format!("unknown metric '{s}'; expected one of: {}", names.join(", "))
+                format!(
+                    "unknown metric '{s}'; expected one of: {}",
+                    names.join(", ")
+                )
             })
     }
 }

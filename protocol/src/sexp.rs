@@ -249,7 +249,9 @@ fn convert(datum: lexpr::datum::Ref<'_>, source_name: &str) -> Result<Sexp, Sexp
                 items.push(convert(item, source_name)?);
             }
             if iter.next().is_some() {
-                return Err(err("dotted pairs are not allowed; write a plain list".into()));
+                return Err(err(
+                    "dotted pairs are not allowed; write a plain list".into()
+                ));
             }
             SexpKind::List(items)
         }

@@ -1,0 +1,222 @@
+//! Config parsing: every prod config round-trips, and bad input gets a located, helpful error.
+
+use std::path::PathBuf;
+
+use kiln_protocol::config::{BenchmarkKind, Search, WorkerSpec};
+use kiln_protocol::{CampaignConfig, DecisionFile, DecisionPoint, DecisionValue, SiteId};
+
+fn prod_configs() -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../prod-configs");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("prod-configs/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "sexp"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_prod_config_parses_and_round_trips() {
+    let files = prod_configs();
+    assert!(!files.is_empty(), "no configs found in prod-configs/");
+    for path in files {
+        let config = CampaignConfig::read(&path).unwrap_or_else(|e| panic!("{e}"));
+        let printed = config.to_text();
+        let again = CampaignConfig::parse(&printed, "printed").unwrap_or_else(|e| {
+            panic!(
+                "{}: normalized form does not parse: {e}\n{printed}",
+                path.display()
+            )
+        });
+        assert_eq!(config, again, "{} does not round-trip", path.display());
+        // Printing is stable: the normalized text of the normalized form is itself.
+        assert_eq!(printed, again.to_text());
+    }
+}
+
+const SKETCH: &str = r#"(campaign
+  (name quickstart)
+  (store "results/quickstart")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 1) (min 3) (max 10) (target-rel-ci 0.01))
+  (experiments
+    ((benchmark sample-dsp) (search (simulated-annealing (steps 100) (t-max 0.04) (t-min 0.001))) (chains 1) (seed 42)))
+  (benchmarks
+    ((name sample-dsp) (kind llvm-inline) (sources "benchmarks/sample-dsp")
+     (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "2000")) (timeout-s 30)))
+  (workers
+    ((local (slots 1) (cpus (1))))
+    ((ssh (host "10.0.0.2") (user "bench") (rundir "/home/bench/kiln") (slots 2) (cpus (2 3))))))
+"#;
+
+#[test]
+fn the_issue_sketch_parses_with_defaults_filled_in() {
+    let c = CampaignConfig::parse(SKETCH, "sketch.sexp").unwrap();
+    assert_eq!(c.name, "quickstart");
+    assert_eq!(c.runs.min, 3);
+    assert_eq!(c.experiments[0].name, "sample-dsp");
+    assert!(matches!(
+        c.experiments[0].search,
+        Search::SimulatedAnnealing {
+            steps: 100,
+            flips: 3,
+            ..
+        }
+    ));
+    assert!(matches!(
+        c.benchmarks[0].kind,
+        BenchmarkKind::LlvmInline { .. }
+    ));
+    assert!(matches!(&c.workers[0], WorkerSpec::Local { slots: 1, .. }));
+    match &c.workers[1] {
+        WorkerSpec::Ssh(s) => {
+            assert_eq!(s.port, 22);
+            assert_eq!(s.name, "10.0.0.2");
+        }
+        other => panic!("expected ssh worker, got {other:?}"),
+    }
+}
+
+fn error_of(text: &str) -> String {
+    CampaignConfig::parse(text, "prod-configs/x.sexp")
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn golden_unknown_field() {
+    let text = SKETCH.replace("(steps 100)", "(stpes 100)");
+    assert_eq!(
+        error_of(&text),
+        "prod-configs/x.sexp:7:58: unknown field 'stpes' in simulated-annealing; \
+         expected one of: steps, t-max, t-min, flips, schedule"
+    );
+}
+
+#[test]
+fn golden_unbalanced_parenthesis() {
+    let text = SKETCH.trim_end().trim_end_matches(')');
+    let err = error_of(text);
+    assert!(err.starts_with("prod-configs/x.sexp:"), "{err}");
+    assert!(err.contains("unbalanced parenthesis"), "{err}");
+    let extra = format!("{SKETCH})");
+    let err = error_of(&extra);
+    assert!(
+        err.contains("unbalanced parenthesis") || err.contains("second top-level"),
+        "{err}"
+    );
+}
+
+#[test]
+fn golden_wrong_type() {
+    let text = SKETCH.replace("(steps 100)", "(steps \"many\")");
+    assert_eq!(
+        error_of(&text),
+        "prod-configs/x.sexp:7:65: field 'steps' expects a non-negative integer, found a string `\"many\"`"
+    );
+}
+
+#[test]
+fn golden_missing_required_field() {
+    let text = SKETCH.replace("(store \"results/quickstart\")", "");
+    assert_eq!(
+        error_of(&text),
+        "prod-configs/x.sexp:1:1: missing required field 'store' in campaign"
+    );
+}
+
+#[test]
+fn golden_unknown_benchmark_reference() {
+    let text = SKETCH.replace("((benchmark sample-dsp)", "((benchmark sample-dps)");
+    assert_eq!(
+        error_of(&text),
+        "prod-configs/x.sexp:7:5: experiment 'sample-dps' names benchmark 'sample-dps', \
+         which is not defined; defined: sample-dsp"
+    );
+}
+
+#[test]
+fn golden_bad_choice() {
+    let text = SKETCH.replace("(kind llvm-inline)", "(kind llvm-inlined)");
+    assert_eq!(
+        error_of(&text),
+        "prod-configs/x.sexp:9:30: unknown value 'llvm-inlined' for 'kind'; expected one of: llvm-inline, knobs"
+    );
+}
+
+#[test]
+fn golden_unknown_metric() {
+    let text = SKETCH.replace("(metric instructions)", "(metric instrs)");
+    let err = error_of(&text);
+    assert!(
+        err.starts_with(
+            "prod-configs/x.sexp:4:22: unknown metric 'instrs'; expected one of: wall-time"
+        ),
+        "{err}"
+    );
+}
+
+fn points() -> Vec<DecisionPoint> {
+    vec![
+        DecisionPoint::inline_site(SiteId::from("fir @ main:3:5")),
+        DecisionPoint {
+            id: SiteId::from("tile"),
+            domain: vec![DecisionValue::Int(8), DecisionValue::Int(16)],
+        },
+    ]
+}
+
+#[test]
+fn golden_bad_decision_id() {
+    let text = "(decisions\n  (values\n    (\"fir @ main:3:5\" inline)\n    (\"nope @ main:9:9\" inline)))";
+    let err = DecisionFile::parse_checked(text, "best.sexp", &points()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "best.sexp:4:5: unknown decision point 'nope @ main:9:9': the benchmark has no such site or knob"
+    );
+}
+
+#[test]
+fn golden_value_outside_domain() {
+    let text = "(decisions (values (tile 12)))";
+    let err = DecisionFile::parse_checked(text, "d.sexp", &points()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "d.sexp:1:20: value '12' is outside the domain of 'tile'; expected one of: 8, 16"
+    );
+}
+
+#[test]
+fn golden_malformed_decision_entry() {
+    let err = DecisionFile::parse("(decisions (values (tile)))", "d.sexp").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "d.sexp:1:20: expected a decision like (\"site-id\" value), found `(tile)`"
+    );
+}
+
+#[test]
+fn knobs_benchmarks_parse() {
+    let text = r#"(campaign (name k) (store "s")
+      (experiments ((benchmark mm) (search (random-walk (steps 5)))))
+      (benchmarks ((name mm) (kind knobs) (sources "b") (build ("cc" "-DB={block}" "mm.c")) (run ("./a.out"))
+                   (knobs (block 8 16 32) (order "ijk" "ikj"))))
+      (workers (local)))"#;
+    let c = CampaignConfig::parse(text, "k.sexp").unwrap();
+    let points = c.benchmarks[0].knob_points().unwrap();
+    assert_eq!(points.len(), 2);
+    assert_eq!(points[1].domain[0], DecisionValue::Name("ijk".into()));
+    let again = CampaignConfig::parse(&c.to_text(), "again").unwrap();
+    assert_eq!(c, again);
+}
+
+#[test]
+fn knob_only_fields_are_rejected_on_inline_benchmarks() {
+    let text = SKETCH.replace("(timeout-s 30)", "(timeout-s 30) (knobs (x 1 2))");
+    let err = error_of(&text);
+    assert!(
+        err.contains("field 'knobs' applies only to benchmarks of kind knobs"),
+        "{err}"
+    );
+}
