@@ -18,7 +18,7 @@
      (kind llvm-inline)
      (sources "benchmarks/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench"))
-     (run ("./bench" "40"))
+     (run ("./bench" "80"))
      (timeout-s 30)))
   (workers
     (local (slots 2))))

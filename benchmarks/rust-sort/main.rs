@@ -1,15 +1,14 @@
 // rust-sort: tokenizer + word-count hash table + merge sort, in one file.
 //
-// Build: rustc -O main.rs -o bench      Usage: ./bench [SCALE]   (default 40)
+// Build: rustc -O main.rs -o bench      Usage: ./bench [SCALE]   (default 60)
 //
 // Generates SCALE * 10000 pseudo-words of text, tokenizes it, counts words
 // in an open-addressing table (own FNV hash, so no random seeding), sorts the
 // (count, word) entries and SCALE * 20000 random keys with a merge sort, and
 // folds everything into one checksum.  Only std, no Cargo, no unsafe.
-// Helpers take slices rather than Vecs: slice indexing is built into the
-// language, so the inlining decisions left are mostly our own functions.
-
-use std::cmp::Ordering;
+// Helpers take slices rather than Vecs and use plain loops: slice indexing is
+// built into the language, so fewer std calls become inlining sites (with the
+// MIR inliner off, Vec/RawVec/fmt internals still contribute most of them).
 
 struct Rng(u64);
 
@@ -109,63 +108,61 @@ fn word<'a>(text: &'a [u8], s: Span) -> &'a [u8] {
 
 fn fnv1a(bytes: &[u8]) -> u64 {
     let mut h = 0xCBF2_9CE4_8422_2325u64;
-    for &b in bytes {
-        h ^= b as u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        h ^= bytes[i] as u64;
         h = h.wrapping_mul(0x0000_0100_0000_01B3);
+        i += 1;
     }
     h
 }
 
+// count == 0 marks an empty slot.
 #[derive(Clone, Copy)]
 struct Entry {
     span: Span,
     count: u32,
 }
 
+const EMPTY: Entry = Entry { span: Span { start: 0, len: 0 }, count: 0 };
+
 struct Table {
-    slots: Vec<Option<Entry>>,
+    slots: Vec<Entry>,
     used: usize,
 }
 
-impl Table {
-    fn new() -> Table {
-        Table { slots: vec![None; 64], used: 0 }
+// Linear probing; the first empty slot or the slot holding `w`.
+fn probe(slots: &[Entry], text: &[u8], w: &[u8]) -> usize {
+    let mask = slots.len() - 1;
+    let mut i = fnv1a(w) as usize & mask;
+    while slots[i].count != 0 && word(text, slots[i].span) != w {
+        i = (i + 1) & mask;
     }
+    i
+}
 
-    // Linear probing; the first empty slot or the slot holding `w`.
-    fn probe(slots: &[Option<Entry>], text: &[u8], w: &[u8]) -> usize {
-        let mask = slots.len() - 1;
-        let mut i = fnv1a(w) as usize & mask;
-        while let Some(e) = slots[i] {
-            if word(text, e.span) == w {
-                break;
-            }
-            i = (i + 1) & mask;
+fn rehash(old: &[Entry], new: &mut [Entry], text: &[u8]) {
+    for i in 0..old.len() {
+        if old[i].count != 0 {
+            let j = probe(new, text, word(text, old[i].span));
+            new[j] = old[i];
         }
-        i
     }
+}
 
-    fn grow(&mut self, text: &[u8]) {
-        let mut bigger = vec![None; self.slots.len() * 2];
-        for e in self.slots.iter().flatten() {
-            let i = Table::probe(&bigger, text, word(text, e.span));
-            bigger[i] = Some(*e);
-        }
-        self.slots = bigger;
+fn table_add(t: &mut Table, text: &[u8], s: Span) {
+    if 4 * (t.used + 1) > 3 * t.slots.len() {
+        let mut bigger = vec![EMPTY; t.slots.len() * 2];
+        rehash(&t.slots, &mut bigger, text);
+        t.slots = bigger;
     }
-
-    fn add(&mut self, text: &[u8], s: Span) {
-        if 4 * (self.used + 1) > 3 * self.slots.len() {
-            self.grow(text);
-        }
-        let i = Table::probe(&self.slots, text, word(text, s));
-        match &mut self.slots[i] {
-            Some(e) => e.count += 1,
-            empty => {
-                *empty = Some(Entry { span: s, count: 1 });
-                self.used += 1;
-            }
-        }
+    let slots = &mut t.slots[..];
+    let i = probe(slots, text, word(text, s));
+    if slots[i].count == 0 {
+        slots[i] = Entry { span: s, count: 1 };
+        t.used += 1;
+    } else {
+        slots[i].count += 1;
     }
 }
 
@@ -230,16 +227,34 @@ fn sort_by<T: Copy, F: Fn(&T, &T) -> bool>(v: &mut [T], less: F) {
 // ---------- checks and checksum ----------
 
 fn is_sorted_by<T, F: Fn(&T, &T) -> bool>(v: &[T], less: F) -> bool {
-    (1..v.len()).all(|i| !less(&v[i], &v[i - 1]))
+    let mut i = 1;
+    while i < v.len() {
+        if less(&v[i], &v[i - 1]) {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
 
-fn entry_order(text: &[u8], a: &Entry, b: &Entry) -> Ordering {
-    b.count.cmp(&a.count).then_with(|| word(text, a.span).cmp(word(text, b.span)))
+// Most frequent first, ties alphabetical.
+fn entry_less(text: &[u8], a: &Entry, b: &Entry) -> bool {
+    if a.count != b.count {
+        return a.count > b.count;
+    }
+    word(text, a.span) < word(text, b.span)
+}
+
+fn key_less(a: &u64, b: &u64) -> bool {
+    (a & 0xFFFF, *a) < (b & 0xFFFF, *b)
 }
 
 fn fold_words(text: &[u8], entries: &[Entry], take: usize, mut h: u64) -> u64 {
-    for e in &entries[..take.min(entries.len())] {
+    let mut i = 0;
+    while i < take && i < entries.len() {
+        let e = entries[i];
         h = mix(h, fnv1a(word(text, e.span)) ^ (e.count as u64) << 40);
+        i += 1;
     }
     h
 }
@@ -254,23 +269,35 @@ fn fold_keys(keys: &[u64], step: usize, mut h: u64) -> u64 {
 }
 
 fn main() {
-    let scale: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(40).max(1);
+    let arg = std::env::args().nth(1);
+    let scale: usize = match arg {
+        Some(s) => s.parse().unwrap_or(1),
+        None => 60,
+    };
+    let scale = if scale < 1 { 1 } else { scale };
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
 
     let mut text = gen_text(scale * 10_000, &mut rng);
     let mut spans = Vec::new();
     let punct = tokenize(&mut text, &mut spans);
-    let mut table = Table::new();
-    for &s in &spans {
-        table.add(&text, s);
+    let mut table = Table { slots: vec![EMPTY; 64], used: 0 };
+    for i in 0..spans.len() {
+        table_add(&mut table, &text, spans[i]);
     }
-    let mut entries: Vec<Entry> = table.slots.iter().flatten().copied().collect();
-    sort_by(&mut entries, |a, b| entry_order(&text, a, b) == Ordering::Less);
-    let ok_words = is_sorted_by(&entries, |a, b| entry_order(&text, a, b) == Ordering::Less);
+    let mut entries = Vec::with_capacity(table.used);
+    for i in 0..table.slots.len() {
+        if table.slots[i].count != 0 {
+            entries.push(table.slots[i]);
+        }
+    }
+    sort_by(&mut entries, |a, b| entry_less(&text, a, b));
+    let ok_words = is_sorted_by(&entries, |a, b| entry_less(&text, a, b));
 
     // Keys with many duplicates in the low bits, sorted by (low 16 bits, all).
-    let mut keys: Vec<u64> = (0..scale * 20_000).map(|_| rng.next()).collect();
-    let key_less = |a: &u64, b: &u64| (a & 0xFFFF, *a) < (b & 0xFFFF, *b);
+    let mut keys = Vec::with_capacity(scale * 20_000);
+    for _ in 0..scale * 20_000 {
+        keys.push(rng.next());
+    }
     sort_by(&mut keys, key_less);
     let ok_keys = is_sorted_by(&keys, key_less);
 
