@@ -30,7 +30,7 @@ pub enum ChannelGuard {
     /// A local child process (killed on drop by tokio's `kill_on_drop`).
     Local(tokio::process::Child),
     /// Anything else that must live as long as the channel (an SSH session and its child).
-    Other(Box<dyn std::any::Any + Send>),
+    Other(Box<dyn std::any::Any + Send + Sync>),
 }
 
 /// Starts `kiln-worker serve` as a child process of the controller.

@@ -1,0 +1,56 @@
+//! Benchmark bundles: a benchmark's source folder packed for the workers.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use kiln_protocol::message::{Bundle, BundleFile};
+
+/// Largest bundle kiln sends (sources and build files, not data sets).
+const MAX_BUNDLE_BYTES: u64 = 48 << 20;
+
+/// Packs every regular file under `dir` (hidden files and folders skipped).
+pub fn pack(dir: &Path) -> Result<Bundle> {
+    let mut files = Vec::new();
+    let mut total = 0u64;
+    collect(dir, dir, &mut files, &mut total)
+        .with_context(|| format!("cannot pack benchmark sources {}", dir.display()))?;
+    if files.is_empty() {
+        bail!("benchmark sources {} hold no files", dir.display());
+    }
+    Ok(Bundle::new(files))
+}
+
+fn collect(root: &Path, dir: &Path, out: &mut Vec<BundleFile>, total: &mut u64) -> Result<()> {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        if name.to_string_lossy().starts_with('.') {
+            continue;
+        }
+        let path = entry.path();
+        let meta = fs::symlink_metadata(&path)?;
+        if meta.is_dir() {
+            collect(root, &path, out, total)?;
+        } else if meta.is_file() {
+            *total += meta.len();
+            if *total > MAX_BUNDLE_BYTES {
+                bail!("more than {} MiB of files", MAX_BUNDLE_BYTES >> 20);
+            }
+            let rel = path.strip_prefix(root).expect("under root");
+            let rel = rel
+                .to_str()
+                .with_context(|| format!("file name {} is not UTF-8", rel.display()))?;
+            out.push(BundleFile {
+                path: rel.to_string(),
+                executable: meta.permissions().mode() & 0o111 != 0,
+                contents: fs::read(&path)?,
+            });
+        }
+    }
+    Ok(())
+}

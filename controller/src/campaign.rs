@@ -1,0 +1,589 @@
+//! `kiln run`: a campaign from config to stored steps, resumable at any point.
+//!
+//! The campaign loop is the only owner of chain state and the only writer of
+//! the store. It prepares each experiment (discovery, reference measurements),
+//! starts or resumes its chains, hands proposals to the pool, stores each
+//! result as it arrives, and decides steps in order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
+use kiln_protocol::message::{Bundle, Discovery, StepResult};
+use kiln_protocol::{
+    CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepId, StepOutcome,
+    StepRequest,
+};
+
+use crate::chain::{self, ChainContext};
+use crate::pool::{Answer, Done, Job, Pool, PoolSettings, Work};
+use crate::progress::Progress;
+use crate::status;
+use crate::store::{now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store};
+
+/// Options of `kiln run` beyond the config.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The kiln-worker binary for local workers and deployment.
+    pub worker_binary: PathBuf,
+    /// Start afresh even if the store holds an incompatible campaign.
+    pub force_new: bool,
+}
+
+/// Times the baseline is measured before the chains start.
+const BASELINE_REPEATS: u32 = 3;
+
+/// What a pool job is for.
+#[derive(Debug, Clone)]
+enum Tag {
+    Discover,
+    Reference(String),
+    Step(StepKey),
+}
+
+/// A prepared experiment: its decision space and references.
+struct Prepared {
+    experiment: Experiment,
+    benchmark: BenchmarkSpec,
+    bundle: Arc<Bundle>,
+    info: ExperimentInfo,
+    flips: u32,
+}
+
+/// Runs (or resumes) the campaign to its end; returns the folder of the store.
+pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf> {
+    let store = open_store(&config, options.force_new)?;
+    let _log_guard = crate::logging::to_file(&store.dir().join("kiln.log"))?;
+    let settings = PoolSettings {
+        worker_binary: options.worker_binary.clone(),
+        local_rundir: store.dir().join("workers"),
+        timeouts: config.timeouts,
+        quarantine_after: 3,
+    };
+    let mut pool: Pool<Tag> = Pool::start(&config.workers, settings);
+    let mut prepared = Vec::new();
+    for experiment in &config.experiments {
+        prepared.push(prepare(&config, experiment, &store, &mut pool).await?);
+    }
+    let mut run = Running {
+        config: &config,
+        store: &store,
+        experiments: prepared.iter().map(|p| (p.experiment.name.clone(), p)).collect(),
+        chains: BTreeMap::new(),
+        arrived: HashMap::new(),
+        measured: HashMap::new(),
+        dispatched_ms: HashMap::new(),
+        progress: Progress::new(&config),
+    };
+    run.load_measured()?;
+    for p in &prepared {
+        for chain in 0..p.experiment.chains {
+            run.start_chain(p, chain, &pool)?;
+        }
+    }
+    run.progress.refresh(&run.chains, &run.experiments);
+    let mut snapshot_at = std::time::Instant::now();
+    while !run.all_finished() {
+        let done = tokio::select! {
+            done = pool.done.recv() => done.context("worker pool stopped")?,
+            _ = tokio::signal::ctrl_c() => {
+                run.progress.finish();
+                bail!("interrupted; the campaign is stored in {} and `kiln run` resumes it", store.dir().display());
+            }
+            _ = tokio::time::sleep(Duration::from_secs(10)) => {
+                run.progress.tick(&run.chains, &run.experiments, &pool.board);
+                continue;
+            }
+        };
+        run.on_done(done, &pool)?;
+        run.progress.refresh(&run.chains, &run.experiments);
+        if snapshot_at.elapsed() > Duration::from_secs(1) {
+            status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
+            snapshot_at = std::time::Instant::now();
+        }
+    }
+    run.progress.finish();
+    status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
+    run.write_best_files()?;
+    Ok(store.dir().to_path_buf())
+}
+
+fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
+    let dir = &config.store;
+    if force_new && dir.exists() {
+        let aside = PathBuf::from(format!("{}.old-{}", dir.display(), now_ms()));
+        std::fs::rename(dir, &aside)
+            .with_context(|| format!("cannot move old store {} aside", dir.display()))?;
+        eprintln!("kiln: moved the previous store to {}", aside.display());
+    }
+    let store = Store::open(dir)?;
+    store.claim()?;
+    let text = config.to_text();
+    match store.get::<String>("meta/config")? {
+        None => {
+            store.put("meta/config", &text)?;
+            store.put("meta/created-ms", &now_ms())?;
+        }
+        Some(stored) => {
+            let old = CampaignConfig::parse(&stored, "stored config")
+                .map_err(|e| anyhow::anyhow!("the store's config no longer parses: {e}"))?;
+            let changes = incompatible_changes(&old, config);
+            if !changes.is_empty() {
+                bail!(
+                    "the config changed incompatibly with the campaign stored in {}:\n{}\n\
+                     run with --force-new to start a fresh campaign (the old store is moved aside)",
+                    dir.display(),
+                    changes.join("\n")
+                );
+            }
+            // Workers, timeouts and the like may change between runs.
+            store.put("meta/config", &text)?;
+        }
+    }
+    Ok(store)
+}
+
+/// What must not change under a stored campaign: what is searched and how it is measured.
+fn incompatible_changes(old: &CampaignConfig, new: &CampaignConfig) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.objective != new.objective {
+        out.push(format!("  objective: {:?} -> {:?}", old.objective, new.objective));
+    }
+    if old.runs != new.runs {
+        out.push(format!("  runs: {:?} -> {:?}", old.runs, new.runs));
+    }
+    for e in &new.experiments {
+        match old.experiment(&e.name) {
+            None => {}
+            Some(o) if o != e => out.push(format!("  experiment {}: {:?} -> {:?}", e.name, o, e)),
+            Some(_) => {}
+        }
+    }
+    for b in &new.benchmarks {
+        if let Some(o) = old.benchmark(&b.name) {
+            if o != b {
+                out.push(format!("  benchmark {}: {:?} -> {:?}", b.name, o, b));
+            }
+        }
+    }
+    out
+}
+
+async fn prepare(
+    config: &CampaignConfig,
+    experiment: &Experiment,
+    store: &Store,
+    pool: &mut Pool<Tag>,
+) -> Result<Prepared> {
+    let benchmark = config
+        .benchmark(&experiment.benchmark)
+        .expect("config checks benchmark references")
+        .clone();
+    let bundle = Arc::new(crate::bundle::pack(&benchmark.sources)?);
+    let flips = match benchmark.kind {
+        // Knob benchmarks move one knob at a time.
+        BenchmarkKind::Knobs { .. } => 1,
+        BenchmarkKind::LlvmInline { .. } => experiment.search.flips(),
+    };
+    if let Some(info) = store.experiment(&experiment.name)? {
+        if info.bundle != bundle.hash {
+            bail!(
+                "the sources of benchmark {} ({}) changed since experiment {} started; \
+                 restore them or run with --force-new",
+                benchmark.name,
+                benchmark.sources.display(),
+                experiment.name
+            );
+        }
+        return Ok(Prepared {
+            experiment: experiment.clone(),
+            benchmark,
+            bundle,
+            info,
+            flips,
+        });
+    }
+    eprintln!("kiln: preparing experiment {} (benchmark {})", experiment.name, benchmark.name);
+    let discovery = match &benchmark.kind {
+        BenchmarkKind::Knobs { points } => Discovery {
+            baseline: DecisionSet(
+                points
+                    .iter()
+                    .map(|p| (p.id.clone(), p.domain[0].clone()))
+                    .collect(),
+            ),
+            points: points.clone(),
+        },
+        BenchmarkKind::LlvmInline { .. } => {
+            pool.submit(Job {
+                tag: Tag::Discover,
+                bundle: bundle.clone(),
+                work: Work::Discover(benchmark.clone()),
+            });
+            match next_answer(pool).await?.answer {
+                Answer::Discovered(Ok(d)) => d,
+                Answer::Discovered(Err(e)) => bail!(
+                    "cannot find the decision points of benchmark {}: {e}",
+                    benchmark.name
+                ),
+                Answer::Step(_) => bail!("unexpected step result during discovery"),
+            }
+        }
+    };
+    let baseline_set = match &experiment.baseline {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read baseline decision file {}", path.display()))?;
+            DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)?
+                .set
+                .completed_from(&discovery.baseline)
+        }
+        None => discovery.baseline.clone(),
+    };
+    eprintln!(
+        "kiln: {} decision points; measuring the baseline {BASELINE_REPEATS} times",
+        discovery.points.len()
+    );
+    let mut references = vec![("baseline".to_string(), baseline_set.clone(), BASELINE_REPEATS)];
+    if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
+        let none = DecisionSet(
+            discovery
+                .points
+                .iter()
+                .map(|p| (p.id.clone(), DecisionValue::no_inline()))
+                .collect(),
+        );
+        references.push(("no-inline".to_string(), none, 1));
+    }
+    let mut measured: BTreeMap<String, Reference> = BTreeMap::new();
+    for (name, set, repeats) in &references {
+        for _ in 0..*repeats {
+            pool.submit(Job {
+                tag: Tag::Reference(name.clone()),
+                bundle: bundle.clone(),
+                work: Work::Step(Box::new(step_request(config, &benchmark, &bundle, set, None))),
+            });
+        }
+    }
+    let total: u32 = references.iter().map(|r| r.2).sum();
+    for _ in 0..total {
+        let done = next_answer(pool).await?;
+        let (Tag::Reference(name), Answer::Step(result)) = (done.tag, done.answer) else {
+            bail!("unexpected answer while measuring references");
+        };
+        let set = &references.iter().find(|r| r.0 == name).expect("known reference").1;
+        let objective = objective_of(config, &result);
+        let entry = measured.entry(name).or_insert_with(|| Reference {
+            decisions: set.clone(),
+            samples: Vec::new(),
+            outcome: result.outcome.clone(),
+            output_digest: None,
+            text_bytes: None,
+        });
+        entry.samples.extend(objective);
+        entry.outcome = result.outcome.clone();
+        if entry.output_digest.is_none() && result.outcome == StepOutcome::Ok {
+            entry.output_digest = result.output_digest;
+            entry.text_bytes = result.build.as_ref().and_then(|b| b.text_bytes);
+        }
+    }
+    let baseline = measured.remove("baseline").expect("baseline measured");
+    if baseline.objective().is_none() {
+        bail!(
+            "the baseline of experiment {} failed ({}); a campaign needs a working baseline",
+            experiment.name,
+            baseline.outcome
+        );
+    }
+    let info = ExperimentInfo {
+        discovery,
+        bundle: bundle.hash,
+        baseline,
+        references: measured,
+    };
+    store.put_experiment(&experiment.name, &info)?;
+    Ok(Prepared {
+        experiment: experiment.clone(),
+        benchmark,
+        bundle,
+        info,
+        flips,
+    })
+}
+
+async fn next_answer(pool: &mut Pool<Tag>) -> Result<Done<Tag>> {
+    tokio::select! {
+        done = pool.done.recv() => done.context("worker pool stopped"),
+        _ = tokio::signal::ctrl_c() => bail!("interrupted while preparing; run `kiln run` again to resume"),
+    }
+}
+
+/// A step request for `decisions` (id, slot and CPUs are set at dispatch).
+fn step_request(
+    config: &CampaignConfig,
+    benchmark: &BenchmarkSpec,
+    bundle: &Bundle,
+    decisions: &DecisionSet,
+    expected_output: Option<ContentHash>,
+) -> StepRequest {
+    StepRequest {
+        id: StepId(0),
+        slot: 0,
+        cpus: Vec::new(),
+        benchmark: benchmark.clone(),
+        bundle: bundle.hash,
+        decisions: decisions.clone(),
+        runs: config.runs,
+        objective: config.objective.metric,
+        expected_output,
+        reuse_build: false,
+    }
+}
+
+/// The objective of a result: the configured statistic of the metric, if the step succeeded.
+pub fn objective_of(config: &CampaignConfig, result: &StepResult) -> Option<f64> {
+    if result.outcome != StepOutcome::Ok {
+        return None;
+    }
+    result
+        .summary
+        .get(&config.objective.metric)
+        .map(|s| config.objective.statistic.of(s))
+}
+
+struct Running<'a> {
+    config: &'a CampaignConfig,
+    store: &'a Store,
+    experiments: BTreeMap<String, &'a Prepared>,
+    chains: BTreeMap<(String, u32), ChainState>,
+    /// Results stored but not yet decided.
+    arrived: HashMap<StepKey, StepRecord>,
+    /// Measured decision sets per experiment, for reuse.
+    measured: HashMap<(String, ContentHash), StepKey>,
+    dispatched_ms: HashMap<StepKey, u64>,
+    progress: Progress,
+}
+
+impl<'a> Running<'a> {
+    fn context(&self, experiment: &str) -> ChainContext<'a> {
+        let p = self.experiments[experiment];
+        ChainContext {
+            experiment: &p.experiment,
+            points: &p.info.discovery.points,
+            baseline_objective: p.info.baseline.objective().expect("baseline checked"),
+            flips: p.flips,
+        }
+    }
+
+    fn all_finished(&self) -> bool {
+        self.chains
+            .iter()
+            .all(|((e, _), s)| chain::finished(&self.context(e), s))
+    }
+
+    /// Remembers every stored measurement so repeated proposals reuse it.
+    fn load_measured(&mut self) -> Result<()> {
+        for record in self.store.steps(None) {
+            let record = record?;
+            if record.kind == StepKind::Proposal && record.cached_from.is_none() {
+                self.measured
+                    .entry((record.key.experiment.clone(), record.decision_hash))
+                    .or_insert(record.key);
+            }
+        }
+        Ok(())
+    }
+
+    fn start_chain(&mut self, p: &Prepared, chain: u32, pool: &Pool<Tag>) -> Result<()> {
+        let name = &p.experiment.name;
+        let ctx = self.context(name);
+        let state = match self.store.chain(name, chain)? {
+            Some(state) => state,
+            None => {
+                let state = chain::start(&ctx, chain, &p.info.baseline.decisions, p.info.baseline.samples.clone());
+                self.store.put_chain(name, chain, &state)?;
+                state
+            }
+        };
+        let pending: Vec<u32> = state.pending.keys().copied().collect();
+        self.chains.insert((name.clone(), chain), state);
+        for step in pending {
+            let key = StepKey {
+                experiment: name.clone(),
+                chain,
+                step,
+            };
+            match self.store.result(&key)? {
+                Some(record) => {
+                    self.arrived.insert(key, record);
+                }
+                None => self.dispatch(key, pool)?,
+            }
+        }
+        self.decide_ready(name, chain, pool)
+    }
+
+    fn dispatch(&mut self, key: StepKey, pool: &Pool<Tag>) -> Result<()> {
+        let p = self.experiments[&key.experiment];
+        let state = &self.chains[&(key.experiment.clone(), key.chain)];
+        let proposal = &state.pending[&key.step];
+        let hash = proposal.decisions.hash();
+        if proposal.kind == StepKind::Proposal {
+            if let Some(source) = self.measured.get(&(key.experiment.clone(), hash)) {
+                if let Some(earlier) = self.store.step(source)? {
+                    let record = self.record_from(&key, earlier.result.clone(), &earlier.worker, earlier.slot, Some(source.clone()));
+                    self.store.put_result(&record)?;
+                    self.arrived.insert(key, record);
+                    return Ok(());
+                }
+            }
+        }
+        let request = step_request(
+            self.config,
+            &p.benchmark,
+            &p.bundle,
+            &proposal.decisions,
+            p.info.baseline.output_digest,
+        );
+        self.dispatched_ms.insert(key.clone(), now_ms());
+        pool.submit(Job {
+            tag: Tag::Step(key),
+            bundle: p.bundle.clone(),
+            work: Work::Step(Box::new(request)),
+        });
+        Ok(())
+    }
+
+    /// The stored form of a result for the pending proposal at `key`.
+    fn record_from(
+        &self,
+        key: &StepKey,
+        mut result: StepResult,
+        worker: &str,
+        slot: u32,
+        cached_from: Option<StepKey>,
+    ) -> StepRecord {
+        let state = &self.chains[&(key.experiment.clone(), key.chain)];
+        let proposal = &state.pending[&key.step];
+        let mut artifacts = BTreeMap::new();
+        if let Some(build) = result.build.as_mut() {
+            for (kind, text) in [
+                ("build-log", std::mem::take(&mut build.log_tail)),
+                ("replay-file", build.replay_file.take().unwrap_or_default()),
+            ] {
+                if !text.is_empty() {
+                    match self.store.put_artifact(&text) {
+                        Ok(hash) => {
+                            artifacts.insert(kind.to_string(), hash);
+                        }
+                        Err(e) => tracing::warn!("cannot store {kind} of {key}: {e:#}"),
+                    }
+                }
+            }
+        }
+        StepRecord {
+            key: key.clone(),
+            kind: proposal.kind,
+            decision_hash: proposal.decisions.hash(),
+            decisions: proposal.decisions.clone(),
+            parent: proposal.parent,
+            diff: proposal.diff.clone(),
+            temperature: proposal.temperature,
+            objective: objective_of(self.config, &result),
+            result,
+            worker: worker.to_string(),
+            slot,
+            artifacts,
+            cached_from,
+            dispatched_ms: self.dispatched_ms.get(key).copied().unwrap_or_else(now_ms),
+            recorded_ms: now_ms(),
+            decision: None,
+        }
+    }
+
+    fn on_done(&mut self, done: Done<Tag>, pool: &Pool<Tag>) -> Result<()> {
+        let (Tag::Step(key), Answer::Step(result)) = (done.tag, done.answer) else {
+            bail!("unexpected answer during the campaign");
+        };
+        let state_key = (key.experiment.clone(), key.chain);
+        let still_pending = self
+            .chains
+            .get(&state_key)
+            .is_some_and(|s| s.pending.contains_key(&key.step));
+        if !still_pending || self.arrived.contains_key(&key) {
+            // A duplicate answer (the step was re-dispatched after a loss that
+            // turned out not to be one): the first answer stands.
+            tracing::info!("ignoring a second result for {key}");
+            return Ok(());
+        }
+        let record = self.record_from(&key, *result, &done.worker, done.slot, None);
+        self.store.put_result(&record)?;
+        self.dispatched_ms.remove(&key);
+        if record.kind == StepKind::Proposal {
+            self.measured
+                .entry((key.experiment.clone(), record.decision_hash))
+                .or_insert(key.clone());
+        }
+        self.arrived.insert(key.clone(), record);
+        self.decide_ready(&key.experiment, key.chain, pool)
+    }
+
+    /// Decides every step of the chain whose turn has come and whose result is in.
+    fn decide_ready(&mut self, experiment: &str, chain: u32, pool: &Pool<Tag>) -> Result<()> {
+        let ctx = self.context(experiment);
+        let state_key = (experiment.to_string(), chain);
+        loop {
+            let state = self.chains.get_mut(&state_key).expect("chain started");
+            let key = StepKey {
+                experiment: experiment.to_string(),
+                chain,
+                step: state.next_decide,
+            };
+            let Some(mut record) = self.arrived.remove(&key) else {
+                return Ok(());
+            };
+            let before: Vec<u32> = state.pending.keys().copied().collect();
+            chain::decide(&ctx, state, &mut record);
+            self.store.decide(&record, state)?;
+            let fresh: Vec<u32> = state
+                .pending
+                .keys()
+                .copied()
+                .filter(|s| !before.contains(s))
+                .collect();
+            for step in fresh {
+                self.dispatch(
+                    StepKey {
+                        experiment: experiment.to_string(),
+                        chain,
+                        step,
+                    },
+                    pool,
+                )?;
+            }
+        }
+    }
+
+    /// Writes each chain's best decision set as a decision file beside the store.
+    fn write_best_files(&self) -> Result<()> {
+        let dir = self.store.dir().join("best");
+        std::fs::create_dir_all(&dir)?;
+        for ((experiment, chain), state) in &self.chains {
+            let file = DecisionFile {
+                benchmark: Some(self.experiments[experiment].benchmark.name.clone()),
+                set: state.best.decisions.clone(),
+            };
+            std::fs::write(dir.join(format!("{experiment}-chain{chain}.sexp")), file.to_text())?;
+        }
+        Ok(())
+    }
+}
+
+/// The path of the best decision file of a chain.
+pub fn best_file(store_dir: &Path, experiment: &str, chain: u32) -> PathBuf {
+    store_dir.join("best").join(format!("{experiment}-chain{chain}.sexp"))
+}

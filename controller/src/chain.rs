@@ -1,0 +1,159 @@
+//! One search chain: proposing, deciding in step order, and its state.
+//!
+//! A chain keeps `parallel` proposals in flight. Proposals are generated only
+//! right after a decision (or at the start), and decisions happen strictly in
+//! step order, so the sequence of RNG draws — hence every proposal and
+//! verdict — depends only on the measurements, never on when replies arrive.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use kiln_protocol::config::{Experiment, Search};
+use kiln_protocol::{DecisionPoint, DecisionSet};
+
+use crate::search;
+use crate::store::{now_ms, ChainState, Decision, Incumbent, Proposal, StepKind, StepRecord};
+
+/// Everything a chain needs besides its state.
+pub struct ChainContext<'a> {
+    /// The experiment.
+    pub experiment: &'a Experiment,
+    /// The benchmark's decision points.
+    pub points: &'a [DecisionPoint],
+    /// The baseline objective (for relative energy).
+    pub baseline_objective: f64,
+    /// Decisions changed per proposal.
+    pub flips: u32,
+}
+
+impl ChainContext<'_> {
+    fn search(&self) -> &Search {
+        &self.experiment.search
+    }
+
+    fn steps(&self) -> u32 {
+        self.experiment.search.steps()
+    }
+
+    fn is_remeasure(&self, step: u32) -> bool {
+        let every = self.experiment.remeasure_every;
+        every > 0 && (step + 1) % every == 0
+    }
+}
+
+/// The seed of chain `chain`: distinct per chain, reproducible from the experiment seed.
+pub fn chain_seed(seed: u64, chain: u32) -> u64 {
+    seed ^ (u64::from(chain)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// A new chain at the baseline, with its first proposals generated.
+pub fn start(ctx: &ChainContext<'_>, chain: u32, baseline: &DecisionSet, samples: Vec<f64>) -> ChainState {
+    let at_baseline = Incumbent {
+        decisions: baseline.clone(),
+        samples,
+        step: None,
+    };
+    let mut state = ChainState {
+        next_decide: 0,
+        generated: 0,
+        current: at_baseline.clone(),
+        best: at_baseline,
+        rng: ChaCha8Rng::seed_from_u64(chain_seed(ctx.experiment.seed, chain)),
+        pending: Default::default(),
+        accepted: 0,
+        failures: Default::default(),
+        temperature: search::temperature(ctx.search(), 0),
+        started_ms: now_ms(),
+        updated_ms: now_ms(),
+    };
+    refill(ctx, &mut state);
+    state
+}
+
+/// Whether every step of the chain is decided.
+pub fn finished(ctx: &ChainContext<'_>, state: &ChainState) -> bool {
+    state.next_decide >= ctx.steps()
+}
+
+/// Generates proposals until `parallel` are pending or the budget is reached.
+fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
+    while state.generated < ctx.steps() && state.pending.len() < ctx.experiment.parallel as usize {
+        let step = state.generated;
+        let temperature = search::temperature(ctx.search(), step);
+        let proposal = if ctx.is_remeasure(step) {
+            Proposal {
+                kind: StepKind::Remeasure,
+                decisions: state.current.decisions.clone(),
+                parent: state.current.step,
+                diff: DecisionSet::default(),
+                temperature,
+            }
+        } else {
+            let decisions = search::propose(&state.current.decisions, ctx.points, ctx.flips, &mut state.rng);
+            Proposal {
+                kind: StepKind::Proposal,
+                diff: decisions.diff_from(&state.current.decisions),
+                decisions,
+                parent: state.current.step,
+                temperature,
+            }
+        };
+        state.pending.insert(step, proposal);
+        state.generated += 1;
+    }
+}
+
+/// Decides the chain's next step from its measured record: moves the chain,
+/// fills in the record's decision, and generates the next proposals.
+pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepRecord) {
+    let step = state.next_decide;
+    debug_assert_eq!(record.key.step, step);
+    state.pending.remove(&step);
+    let compared_with = state.current.objective();
+    let accepted = match record.kind {
+        StepKind::Remeasure => {
+            if let Some(objective) = record.objective {
+                for incumbent in [&mut state.current, &mut state.best] {
+                    if incumbent.decisions == record.decisions {
+                        incumbent.samples.push(objective);
+                    }
+                }
+            }
+            false
+        }
+        StepKind::Proposal => search::accept(
+            ctx.search(),
+            compared_with,
+            record.objective,
+            ctx.baseline_objective,
+            record.temperature,
+            &mut state.rng,
+        ),
+    };
+    if accepted {
+        state.current = Incumbent {
+            decisions: record.decisions.clone(),
+            samples: record.objective.into_iter().collect(),
+            step: Some(step),
+        };
+        state.accepted += 1;
+    }
+    if state.current.objective() < state.best.objective() {
+        state.best = state.current.clone();
+    }
+    if record.result.outcome != kiln_protocol::StepOutcome::Ok {
+        *state
+            .failures
+            .entry(record.result.outcome.name().to_string())
+            .or_default() += 1;
+    }
+    state.temperature = record.temperature;
+    state.next_decide += 1;
+    state.updated_ms = now_ms();
+    record.decision = Some(Decision {
+        accepted,
+        compared_with,
+        decided_ms: state.updated_ms,
+    });
+    refill(ctx, state);
+}

@@ -1,0 +1,284 @@
+//! The smaller commands: the end-of-run summary, `store verify`, `sites`, `workers`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use kiln_protocol::config::BenchmarkKind;
+use kiln_protocol::{CampaignConfig, DecisionFile};
+
+use crate::pool::{Answer, Job, Pool, PoolSettings, Work, WorkerState};
+use crate::status::format_value;
+use crate::store::{ExperimentInfo, Store};
+
+/// The kiln-worker binary: `$KILN_WORKER`, or the one beside this executable.
+pub fn worker_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("KILN_WORKER") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().context("cannot locate the kiln executable")?;
+    let dir = exe.parent().context("kiln executable has no folder")?;
+    // Integration tests run from target/*/deps; the binary sits one level up.
+    for candidate in [dir.join("kiln-worker"), dir.join("../kiln-worker")] {
+        if candidate.exists() {
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "cannot find kiln-worker beside {}; build it (cargo build --release) or set KILN_WORKER",
+        exe.display()
+    )
+}
+
+/// What `kiln run` prints at the end: best against the references, and where everything is.
+pub fn final_summary(config: &CampaignConfig, store_dir: &Path) -> Result<String> {
+    let store = Store::open(store_dir)?;
+    let mut out = String::new();
+    let metric = config.objective.metric;
+    let _ = writeln!(
+        out,
+        "\ncampaign {} finished; objective: {} of {} ({})",
+        config.name,
+        config.objective.statistic.name(),
+        metric,
+        metric.unit()
+    );
+    for e in &config.experiments {
+        let Some(info) = store.experiment(&e.name)? else { continue };
+        let baseline = info.baseline.objective().unwrap_or(f64::NAN);
+        let _ = writeln!(out, "\nexperiment {} (benchmark {}):", e.name, e.benchmark);
+        let _ = writeln!(out, "  {:<28} {:>16}", "stock decisions (baseline)", format_value(baseline));
+        for (name, r) in &info.references {
+            let v = r.objective().unwrap_or(f64::NAN);
+            let _ = writeln!(out, "  {:<28} {:>16}  {:.3}x baseline", format!("{name} (reference)"), format_value(v), v / baseline);
+        }
+        for c in 0..e.chains {
+            let Some(state) = store.chain(&e.name, c)? else { continue };
+            let best = state.best.objective();
+            let mut line = format!(
+                "  {:<28} {:>16}  {:.3}x baseline",
+                format!("best of chain {c}"),
+                format_value(best),
+                best / baseline
+            );
+            if let Some(none) = info.references.get("no-inline").and_then(|r| r.objective()) {
+                let _ = write!(line, ", {:.3}x inlining nothing", best / none);
+            }
+            let _ = writeln!(out, "{line}");
+            let _ = writeln!(
+                out,
+                "  {:<28} {}",
+                "",
+                crate::campaign::best_file(store_dir, &e.name, c).display()
+            );
+        }
+    }
+    let csv = store_dir.join("steps.csv");
+    let _ = writeln!(out, "\nstore:       {}", store_dir.display());
+    if csv.exists() {
+        let _ = writeln!(out, "steps CSV:   {}", csv.display());
+    }
+    let _ = writeln!(out, "status:      kiln status {}", store_dir.display());
+    Ok(out)
+}
+
+/// The findings of `kiln store verify`.
+pub struct Verification {
+    /// The report.
+    pub text: String,
+    /// Problems found.
+    pub problems: usize,
+}
+
+/// Checks a store's integrity: every chain's steps contiguous, decided, hashed right, artifacts present.
+pub fn verify_store(dir: &Path) -> Result<Verification> {
+    let store = Store::open(dir)?;
+    let mut problems = Vec::new();
+    let config_text: String = store
+        .get("meta/config")?
+        .with_context(|| format!("{} holds no campaign (no meta/config)", dir.display()))?;
+    let config = CampaignConfig::parse(&config_text, "stored config")
+        .map_err(|e| anyhow::anyhow!("stored config does not parse: {e}"))?;
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for e in &config.experiments {
+        let info: Option<ExperimentInfo> = store.experiment(&e.name)?;
+        if info.is_none() {
+            continue;
+        }
+        *counts.entry("experiments").or_default() += 1;
+        for c in 0..e.chains {
+            let Some(state) = store.chain(&e.name, c)? else { continue };
+            *counts.entry("chains").or_default() += 1;
+            let mut expected = 0u32;
+            for record in store.steps(Some(&e.name)) {
+                let record = record?;
+                if record.key.chain != c {
+                    continue;
+                }
+                if record.key.step != expected {
+                    problems.push(format!("{}: expected step {expected}", record.key));
+                }
+                expected = record.key.step + 1;
+                if record.decision.is_none() {
+                    problems.push(format!("{}: stored as decided without a decision", record.key));
+                }
+                if record.decisions.hash() != record.decision_hash {
+                    problems.push(format!("{}: decision hash does not match its decisions", record.key));
+                }
+                for (kind, hash) in &record.artifacts {
+                    if !store.artifact_path(hash).exists() {
+                        problems.push(format!("{}: {kind} artifact {} missing", record.key, hash.short()));
+                    }
+                }
+                *counts.entry("steps").or_default() += 1;
+                if record.decision.as_ref().is_some_and(|d| d.accepted) {
+                    *counts.entry("accepted").or_default() += 1;
+                }
+                if record.cached_from.is_some() {
+                    *counts.entry("reused measurements").or_default() += 1;
+                }
+                *outcomes.entry(record.result.outcome.name().to_string()).or_default() += 1;
+            }
+            if expected != state.next_decide {
+                problems.push(format!(
+                    "{}/chain {c}: {expected} steps stored but the chain state says {} decided",
+                    e.name, state.next_decide
+                ));
+            }
+        }
+    }
+    *counts.entry("undecided results").or_default() += store.count("result/");
+    let mut text = String::new();
+    let _ = writeln!(text, "store {} (campaign {})", dir.display(), config.name);
+    for (k, v) in &counts {
+        let _ = writeln!(text, "  {k:<22} {v}");
+    }
+    for (k, v) in &outcomes {
+        let _ = writeln!(text, "  outcome {k:<14} {v}");
+    }
+    if problems.is_empty() {
+        let _ = writeln!(text, "ok: no problems found");
+    } else {
+        for p in &problems {
+            let _ = writeln!(text, "problem: {p}");
+        }
+    }
+    Ok(Verification {
+        text,
+        problems: problems.len(),
+    })
+}
+
+fn scratch_settings(config: &CampaignConfig) -> Result<PoolSettings> {
+    let scratch = std::env::temp_dir().join(format!("kiln-{}", std::process::id()));
+    Ok(PoolSettings {
+        worker_binary: worker_binary()?,
+        local_rundir: scratch,
+        timeouts: config.timeouts,
+        quarantine_after: 3,
+    })
+}
+
+/// `kiln sites`: discovers a benchmark's decision points on the first worker that answers.
+pub async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) -> Result<String> {
+    let spec = config.benchmark(benchmark).with_context(|| {
+        let known: Vec<_> = config.benchmarks.iter().map(|b| b.name.as_str()).collect();
+        format!("no benchmark named '{benchmark}'; the config defines: {}", known.join(", "))
+    })?;
+    let discovery = match &spec.kind {
+        BenchmarkKind::Knobs { points } => kiln_protocol::message::Discovery {
+            baseline: kiln_protocol::DecisionSet(points.iter().map(|p| (p.id.clone(), p.domain[0].clone())).collect()),
+            points: points.clone(),
+        },
+        BenchmarkKind::LlvmInline { .. } => {
+            let bundle = std::sync::Arc::new(crate::bundle::pack(&spec.sources)?);
+            let mut pool: Pool<()> = Pool::start(&config.workers, scratch_settings(config)?);
+            pool.submit(Job {
+                tag: (),
+                bundle,
+                work: Work::Discover(spec.clone()),
+            });
+            let done = pool.done.recv().await.context("worker pool stopped")?;
+            match done.answer {
+                Answer::Discovered(Ok(d)) => d,
+                Answer::Discovered(Err(e)) => bail!("discovery failed on worker {}: {e}", done.worker),
+                Answer::Step(_) => bail!("unexpected step result"),
+            }
+        }
+    };
+    let mut out = String::new();
+    let _ = writeln!(out, "{:<60} {:>10}  domain", "decision point", "stock");
+    for p in &discovery.points {
+        let stock = discovery.baseline.get(&p.id).map(ToString::to_string).unwrap_or_default();
+        let domain: Vec<_> = p.domain.iter().map(ToString::to_string).collect();
+        let _ = writeln!(out, "{:<60} {:>10}  {}", p.id, stock, domain.join(" "));
+    }
+    let _ = writeln!(out, "{} decision points", discovery.points.len());
+    if let Some(path) = output {
+        let file = DecisionFile {
+            benchmark: Some(spec.name.clone()),
+            set: discovery.baseline.clone(),
+        };
+        std::fs::write(path, file.to_text()).with_context(|| format!("cannot write {}", path.display()))?;
+        let _ = writeln!(out, "stock decisions written to {}", path.display());
+    }
+    Ok(out)
+}
+
+/// `kiln workers`: connects to every worker and tabulates what it is and how it is.
+pub async fn workers(config: &CampaignConfig) -> Result<(String, bool)> {
+    let pool: Pool<()> = Pool::start(&config.workers, scratch_settings(config)?);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(config.timeouts.connect_s + 5.0);
+    loop {
+        let settled = pool
+            .board
+            .lock()
+            .expect("not poisoned")
+            .values()
+            .all(|s| s.state != WorkerState::Connecting);
+        if settled || tokio::time::Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let board = pool.board.lock().expect("not poisoned").clone();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<16} {:<24} {:>5} {:<32} {:<28} {:<10}  status",
+        "worker", "host", "slots", "cpu", "counters", "gpus"
+    );
+    let mut all_ok = true;
+    for spec in &config.workers {
+        let s = &board[spec.name()];
+        all_ok &= s.state == WorkerState::Ok;
+        let (cpu, counters, gpus) = match &s.capabilities {
+            Some(c) => {
+                let on: Vec<_> = c.counters.iter().filter(|(_, ok)| **ok).map(|(m, _)| m.name()).collect();
+                let gpus = if c.gpus.is_empty() {
+                    "none".to_string()
+                } else {
+                    c.gpus.iter().map(|g| g.name.clone()).collect::<Vec<_>>().join(",")
+                };
+                (format!("{} ({} cores)", c.cpu_model, c.cores), on.join(","), gpus)
+            }
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        let _ = writeln!(
+            out,
+            "{:<16} {:<24} {:>5} {:<32.32} {:<28.28} {:<10}  {}",
+            spec.name(),
+            s.address,
+            spec.slots(),
+            cpu,
+            counters,
+            gpus,
+            s.state
+        );
+    }
+    Ok((out, all_ok))
+}

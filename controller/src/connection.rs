@@ -1,0 +1,329 @@
+//! A live protocol session with one worker.
+//!
+//! A reader task routes each response to the request waiting for it; a
+//! heartbeat task pings the worker. When the stream ends, a frame is bad, or
+//! nothing arrives within the loss timeout, the connection is marked lost and
+//! every waiting request fails with [`Lost`], so the pool can re-dispatch.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use tokio::sync::{oneshot, watch, Mutex};
+
+use kiln_protocol::frame::{self, MAX_FRAME};
+use kiln_protocol::message::{Bundle, Capabilities, Discovery};
+use kiln_protocol::{
+    ContentHash, Request, Response, StepId, StepRequest, StepResult, PROTOCOL_VERSION,
+};
+
+use crate::transport::{Channel, ChannelGuard, ChannelWriter};
+
+/// The worker was lost while a request was outstanding.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("worker lost: {0}")]
+pub struct Lost(pub String);
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Waiting {
+    Step(StepId),
+    Bundle(ContentHash),
+}
+
+type Waiters = Arc<StdMutex<HashMap<Waiting, oneshot::Sender<Response>>>>;
+
+/// An open session with a worker.
+pub struct Connection {
+    /// The worker's name.
+    pub name: String,
+    /// What the worker said of itself at hello.
+    pub capabilities: Capabilities,
+    writer: Mutex<ChannelWriter>,
+    waiters: Waiters,
+    lost: watch::Receiver<Option<String>>,
+    prepared: Mutex<HashSet<ContentHash>>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    _guard: ChannelGuard,
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+/// Heartbeat settings of a connection.
+#[derive(Debug, Clone, Copy)]
+pub struct Heartbeat {
+    /// Interval between pings.
+    pub interval: Duration,
+    /// Silence after which the worker is lost.
+    pub lost_after: Duration,
+    /// Time allowed for the hello exchange.
+    pub hello_timeout: Duration,
+}
+
+impl Connection {
+    /// Says hello over `channel` and starts the reader and heartbeat tasks.
+    pub async fn open(
+        name: &str,
+        channel: Channel,
+        heartbeat: Heartbeat,
+    ) -> Result<Arc<Connection>> {
+        let Channel {
+            mut reader,
+            mut writer,
+            guard,
+            address,
+        } = channel;
+        let hello = Request::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            controller_version: env!("CARGO_PKG_VERSION").into(),
+        };
+        frame::write_frame_async(&mut writer, &hello)
+            .await
+            .with_context(|| format!("worker {name} ({address}): cannot send hello"))?;
+        let answer = tokio::time::timeout(
+            heartbeat.hello_timeout,
+            frame::read_frame_async::<Response>(&mut reader, MAX_FRAME),
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "worker {name} ({address}): no hello within {:?}",
+                heartbeat.hello_timeout
+            )
+        })?
+        .with_context(|| format!("worker {name} ({address}): no answer to hello"))?;
+        let capabilities = match answer {
+            Response::Hello {
+                protocol_version: PROTOCOL_VERSION,
+                capabilities,
+            } => *capabilities,
+            Response::Hello { protocol_version, .. } => bail!(
+                "worker {name} ({address}) speaks protocol {protocol_version}, this controller {PROTOCOL_VERSION}"
+            ),
+            Response::Error { message, .. } => bail!("worker {name} ({address}) refused hello: {message}"),
+            other => bail!("worker {name} ({address}) answered hello with {other:?}"),
+        };
+
+        let waiters: Waiters = Arc::default();
+        let (lost_tx, lost) = watch::channel(None);
+        let lost_tx = Arc::new(lost_tx);
+        let last_heard = Arc::new(StdMutex::new(Instant::now()));
+        let reader_task = {
+            let (waiters, lost_tx, last_heard, name) = (
+                waiters.clone(),
+                lost_tx.clone(),
+                last_heard.clone(),
+                name.to_string(),
+            );
+            tokio::spawn(async move {
+                let reason = loop {
+                    match frame::read_frame_async::<Response>(&mut reader, MAX_FRAME).await {
+                        Ok(response) => {
+                            *last_heard.lock().expect("not poisoned") = Instant::now();
+                            route(&waiters, response, &name);
+                        }
+                        Err(e) => break format!("connection closed: {e}"),
+                    }
+                };
+                mark_lost(&lost_tx, &waiters, reason);
+            })
+        };
+        let connection = Arc::new_cyclic(|_| Connection {
+            name: name.to_string(),
+            capabilities,
+            writer: Mutex::new(writer),
+            waiters: waiters.clone(),
+            lost,
+            prepared: Mutex::default(),
+            tasks: vec![reader_task],
+            _guard: guard,
+        });
+        let heartbeat_task = {
+            let weak = Arc::downgrade(&connection);
+            tokio::spawn(async move {
+                let mut nonce = 0u64;
+                loop {
+                    tokio::time::sleep(heartbeat.interval).await;
+                    let Some(conn) = weak.upgrade() else { return };
+                    let silent = last_heard.lock().expect("not poisoned").elapsed();
+                    if silent > heartbeat.lost_after {
+                        mark_lost(
+                            &lost_tx,
+                            &conn.waiters,
+                            format!("no answer for {:.0} s", silent.as_secs_f64()),
+                        );
+                        return;
+                    }
+                    nonce += 1;
+                    if conn.send(&Request::Ping { nonce }).await.is_err() {
+                        return;
+                    }
+                }
+            })
+        };
+        // The heartbeat holds only a weak reference; it ends with the connection.
+        let _ = heartbeat_task;
+        Ok(connection)
+    }
+
+    /// Resolves once the connection is lost, with the reason.
+    pub async fn lost(&self) -> String {
+        let mut rx = self.lost.clone();
+        loop {
+            if let Some(reason) = rx.borrow().clone() {
+                return reason;
+            }
+            if rx.changed().await.is_err() {
+                return "connection dropped".into();
+            }
+        }
+    }
+
+    /// Whether the connection is already lost.
+    pub fn is_lost(&self) -> bool {
+        self.lost.borrow().is_some()
+    }
+
+    async fn send(&self, request: &Request) -> Result<(), Lost> {
+        if let Some(reason) = self.lost.borrow().clone() {
+            return Err(Lost(reason));
+        }
+        let mut w = self.writer.lock().await;
+        frame::write_frame_async(&mut *w, request)
+            .await
+            .map_err(|e| Lost(format!("cannot write to worker: {e}")))
+    }
+
+    async fn call(&self, key: Waiting, request: &Request) -> Result<Response, Lost> {
+        let (tx, rx) = oneshot::channel();
+        self.waiters
+            .lock()
+            .expect("not poisoned")
+            .insert(key.clone(), tx);
+        if let Err(e) = self.send(request).await {
+            self.waiters.lock().expect("not poisoned").remove(&key);
+            return Err(e);
+        }
+        let mut lost = self.lost.clone();
+        tokio::select! {
+            answer = rx => answer.map_err(|_| Lost(self.lost.borrow().clone().unwrap_or_else(|| "connection dropped".into()))),
+            _ = lost.wait_for(Option::is_some) => {
+                self.waiters.lock().expect("not poisoned").remove(&key);
+                Err(Lost(self.lost.borrow().clone().unwrap_or_default()))
+            }
+        }
+    }
+
+    /// Makes sure the worker has `bundle`, sending it only if it lacks it.
+    pub async fn ensure_bundle(&self, bundle: &Bundle) -> Result<(), Lost> {
+        let mut prepared = self.prepared.lock().await;
+        if prepared.contains(&bundle.hash) {
+            return Ok(());
+        }
+        let key = Waiting::Bundle(bundle.hash);
+        let present = match self
+            .call(key.clone(), &Request::HasBundle { hash: bundle.hash })
+            .await?
+        {
+            Response::BundleStatus { present, .. } => present,
+            other => return Err(Lost(format!("unexpected answer to has-bundle: {other:?}"))),
+        };
+        if !present {
+            match self.call(key, &Request::Prepare(bundle.clone())).await? {
+                Response::Prepared { .. } => {}
+                Response::Error { message, .. } => {
+                    return Err(Lost(format!("worker refused bundle: {message}")))
+                }
+                other => return Err(Lost(format!("unexpected answer to prepare: {other:?}"))),
+            }
+        }
+        prepared.insert(bundle.hash);
+        Ok(())
+    }
+
+    /// Runs a step and waits for its result.
+    pub async fn step(&self, request: StepRequest) -> Result<StepResult, Lost> {
+        let id = request.id;
+        match self
+            .call(Waiting::Step(id), &Request::Step(Box::new(request)))
+            .await?
+        {
+            Response::StepDone(result) => Ok(*result),
+            Response::Error { message, .. } => {
+                Err(Lost(format!("worker rejected step {id}: {message}")))
+            }
+            other => Err(Lost(format!("unexpected answer to step: {other:?}"))),
+        }
+    }
+
+    /// Finds a benchmark's decision points.
+    pub async fn discover(
+        &self,
+        id: StepId,
+        benchmark: kiln_protocol::config::BenchmarkSpec,
+        bundle: ContentHash,
+    ) -> Result<Result<Discovery, String>, Lost> {
+        let request = Request::Discover {
+            id,
+            benchmark: Box::new(benchmark),
+            bundle,
+        };
+        match self.call(Waiting::Step(id), &request).await? {
+            Response::Discovered { result, .. } => Ok(result),
+            Response::Error { message, .. } => Ok(Err(message)),
+            other => Err(Lost(format!("unexpected answer to discover: {other:?}"))),
+        }
+    }
+}
+
+fn route(waiters: &Waiters, response: Response, name: &str) {
+    let key = match &response {
+        Response::StepDone(r) => Waiting::Step(r.id),
+        Response::Discovered { id, .. } => Waiting::Step(*id),
+        Response::Error { step: Some(id), .. } => Waiting::Step(*id),
+        Response::Prepared { hash } | Response::BundleStatus { hash, .. } => Waiting::Bundle(*hash),
+        Response::Error {
+            step: None,
+            message,
+        } => {
+            // Errors without a step answer a bundle request, if one waits.
+            let mut w = waiters.lock().expect("not poisoned");
+            let bundle_key = w.keys().find(|k| matches!(k, Waiting::Bundle(_))).cloned();
+            match bundle_key.and_then(|k| w.remove(&k)) {
+                Some(tx) => {
+                    let _ = tx.send(response);
+                }
+                None => tracing::warn!(worker = name, "worker error: {message}"),
+            }
+            return;
+        }
+        Response::Pong { .. } => return,
+        Response::Hello { .. } | Response::Bye => return,
+    };
+    let tx = waiters.lock().expect("not poisoned").remove(&key);
+    match tx {
+        Some(tx) => {
+            let _ = tx.send(response);
+        }
+        None => tracing::debug!(worker = name, "answer nobody waits for: {key:?}"),
+    }
+}
+
+fn mark_lost(lost_tx: &watch::Sender<Option<String>>, waiters: &Waiters, reason: String) {
+    lost_tx.send_if_modified(|v| {
+        if v.is_none() {
+            *v = Some(reason);
+            true
+        } else {
+            false
+        }
+    });
+    // Dropping the senders wakes every waiter with an error.
+    waiters.lock().expect("not poisoned").clear();
+}

@@ -1,0 +1,94 @@
+//! Progress of a running campaign: bars on a terminal, periodic lines otherwise.
+
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+
+use kiln_protocol::CampaignConfig;
+
+use crate::pool::StatusBoard;
+use crate::store::ChainState;
+
+/// The progress display of a campaign.
+pub struct Progress {
+    bars: Option<(MultiProgress, BTreeMap<(String, u32), ProgressBar>)>,
+    totals: BTreeMap<String, u32>,
+}
+
+impl Progress {
+    /// Bars when stderr is a terminal, log lines otherwise.
+    pub fn new(config: &CampaignConfig) -> Progress {
+        let totals = config
+            .experiments
+            .iter()
+            .map(|e| (e.name.clone(), e.search.steps()))
+            .collect();
+        let bars = std::io::stderr()
+            .is_terminal()
+            .then(|| (MultiProgress::new(), BTreeMap::new()));
+        Progress { bars, totals }
+    }
+
+    /// Updates the bars after a decision.
+    pub fn refresh<T>(&mut self, chains: &BTreeMap<(String, u32), ChainState>, _experiments: &BTreeMap<String, T>) {
+        let Some((multi, bars)) = self.bars.as_mut() else {
+            return;
+        };
+        for ((experiment, chain), state) in chains {
+            let bar = bars.entry((experiment.clone(), *chain)).or_insert_with(|| {
+                let total = self.totals.get(experiment).copied().unwrap_or(0);
+                let bar = multi.add(ProgressBar::new(u64::from(total)));
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "{prefix:<24} [{bar:30}] {pos:>5}/{len:<5} {msg} eta {eta}",
+                    )
+                    .expect("valid template")
+                    .progress_chars("=> "),
+                );
+                bar.set_prefix(format!("{experiment}/chain {chain}"));
+                bar
+            });
+            bar.set_position(u64::from(state.next_decide));
+            bar.set_message(summary(state));
+        }
+    }
+
+    /// A periodic line per chain when there is no terminal.
+    pub fn tick(&self, chains: &BTreeMap<(String, u32), ChainState>, _experiments: &BTreeMap<String, impl Sized>, board: &StatusBoard) {
+        if self.bars.is_some() {
+            return;
+        }
+        for ((experiment, chain), state) in chains {
+            let total = self.totals.get(experiment).copied().unwrap_or(0);
+            eprintln!(
+                "kiln: {experiment}/chain {chain}: step {}/{total}, {}",
+                state.next_decide,
+                summary(state)
+            );
+        }
+        for (name, s) in board.lock().expect("not poisoned").iter() {
+            if s.state != crate::pool::WorkerState::Ok {
+                eprintln!("kiln: worker {name}: {}", s.state);
+            }
+        }
+    }
+
+    /// Ends the display.
+    pub fn finish(&mut self) {
+        if let Some((_, bars)) = self.bars.as_ref() {
+            for bar in bars.values() {
+                bar.finish();
+            }
+        }
+    }
+}
+
+fn summary(state: &ChainState) -> String {
+    let rate = if state.next_decide > 0 {
+        100.0 * f64::from(state.accepted) / f64::from(state.next_decide)
+    } else {
+        0.0
+    };
+    format!("accepted {rate:.0}% best {}", crate::status::format_value(state.best.objective()))
+}

@@ -1,0 +1,284 @@
+//! `kiln status`: where a campaign stands, per experiment and chain.
+//!
+//! A running controller holds the store's lock, so it also writes the same
+//! report as `status.json` beside the store; `kiln status` reads the store
+//! when it can and that snapshot when the campaign is running.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use kiln_protocol::CampaignConfig;
+
+use crate::pool::StatusBoard;
+use crate::store::{now_ms, ChainState, ExperimentInfo, Store};
+
+/// A campaign's status.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    /// Campaign name.
+    pub campaign: String,
+    /// When the report was made (Unix ms).
+    pub at_ms: u64,
+    /// Whether every chain has finished.
+    pub finished: bool,
+    /// One row per chain.
+    pub chains: Vec<ChainRow>,
+    /// One row per worker.
+    pub workers: Vec<WorkerRow>,
+}
+
+/// A chain's figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChainRow {
+    /// Experiment name.
+    pub experiment: String,
+    /// Chain index.
+    pub chain: u32,
+    /// Steps decided.
+    pub done: u32,
+    /// Step budget.
+    pub total: u32,
+    /// Proposals accepted.
+    pub accepted: u32,
+    /// Best objective.
+    pub best: f64,
+    /// Baseline objective.
+    pub baseline: f64,
+    /// Temperature at the last decided step.
+    pub temperature: f64,
+    /// Failed steps by outcome.
+    pub failures: BTreeMap<String, u32>,
+    /// When the chain started (Unix ms).
+    pub started_ms: u64,
+    /// When it last decided a step (Unix ms).
+    pub updated_ms: u64,
+}
+
+impl ChainRow {
+    /// Estimated time to finish, from the chain's pace so far.
+    pub fn eta_s(&self) -> Option<f64> {
+        if self.done == 0 || self.done >= self.total {
+            return None;
+        }
+        let per_step = (self.updated_ms - self.started_ms) as f64 / 1000.0 / f64::from(self.done);
+        Some(per_step * f64::from(self.total - self.done))
+    }
+}
+
+/// A worker's figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkerRow {
+    /// Worker name.
+    pub name: String,
+    /// State (ok, unreachable, quarantined with reason).
+    pub state: String,
+    /// Steps it finished.
+    pub steps: u64,
+    /// Times its connection was lost.
+    pub losses: u64,
+}
+
+fn chain_rows(config: &CampaignConfig, infos: &BTreeMap<String, ExperimentInfo>, chains: &BTreeMap<(String, u32), ChainState>) -> Vec<ChainRow> {
+    chains
+        .iter()
+        .map(|((experiment, chain), s)| ChainRow {
+            experiment: experiment.clone(),
+            chain: *chain,
+            done: s.next_decide,
+            total: config.experiment(experiment).map_or(0, |e| e.search.steps()),
+            accepted: s.accepted,
+            best: s.best.objective(),
+            baseline: infos
+                .get(experiment)
+                .and_then(|i| i.baseline.objective())
+                .unwrap_or(f64::NAN),
+            temperature: s.temperature,
+            failures: s.failures.clone(),
+            started_ms: s.started_ms,
+            updated_ms: s.updated_ms,
+        })
+        .collect()
+}
+
+/// Writes the running campaign's report as `status.json` (atomically).
+pub fn write_snapshot(
+    store: &Store,
+    config: &CampaignConfig,
+    chains: &BTreeMap<(String, u32), ChainState>,
+    board: &StatusBoard,
+) -> Result<()> {
+    let mut infos = BTreeMap::new();
+    for e in &config.experiments {
+        if let Some(info) = store.experiment(&e.name)? {
+            infos.insert(e.name.clone(), info);
+        }
+    }
+    let rows = chain_rows(config, &infos, chains);
+    let workers = board
+        .lock()
+        .expect("not poisoned")
+        .iter()
+        .map(|(name, s)| WorkerRow {
+            name: name.clone(),
+            state: s.state.to_string(),
+            steps: s.jobs_done,
+            losses: s.losses,
+        })
+        .collect();
+    let report = Report {
+        campaign: config.name.clone(),
+        at_ms: now_ms(),
+        finished: rows.iter().all(|r| r.done >= r.total),
+        chains: rows,
+        workers,
+    };
+    let path = store.dir().join("status.json");
+    let tmp = store.dir().join(".status.json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)?;
+    std::fs::rename(tmp, path)?;
+    Ok(())
+}
+
+/// The report of a store that no controller holds.
+pub fn from_store(store: &Store) -> Result<Report> {
+    let text: String = store
+        .get("meta/config")?
+        .with_context(|| format!("{} holds no campaign", store.dir().display()))?;
+    let config = CampaignConfig::parse(&text, "stored config")?;
+    let mut infos = BTreeMap::new();
+    let mut chains = BTreeMap::new();
+    for e in &config.experiments {
+        if let Some(info) = store.experiment(&e.name)? {
+            infos.insert(e.name.clone(), info);
+        }
+        for c in 0..e.chains {
+            if let Some(state) = store.chain(&e.name, c)? {
+                chains.insert((e.name.clone(), c), state);
+            }
+        }
+    }
+    let mut per_worker: BTreeMap<String, u64> = BTreeMap::new();
+    for record in store.steps(None) {
+        let record = record?;
+        if record.cached_from.is_none() {
+            *per_worker.entry(record.worker).or_default() += 1;
+        }
+    }
+    let rows = chain_rows(&config, &infos, &chains);
+    let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
+    Ok(Report {
+        campaign: config.name.clone(),
+        at_ms: now_ms(),
+        finished: rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total),
+        chains: rows,
+        workers: per_worker
+            .into_iter()
+            .map(|(name, steps)| WorkerRow {
+                name,
+                state: "-".into(),
+                steps,
+                losses: 0,
+            })
+            .collect(),
+    })
+}
+
+/// The report for `kiln status STORE`: from the store, or from the running controller's snapshot.
+pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
+    if !store_dir.join("db").exists() {
+        anyhow::bail!("{} is not a kiln store (no db folder)", store_dir.display());
+    }
+    match Store::open(store_dir) {
+        Ok(store) => Ok((from_store(&store)?, None)),
+        Err(open_error) => {
+            let path = store_dir.join("status.json");
+            let bytes = std::fs::read(&path).map_err(|_| open_error)?;
+            let report: Report = serde_json::from_slice(&bytes)?;
+            let holder = std::fs::read_to_string(store_dir.join("controller.pid")).unwrap_or_default();
+            let age = now_ms().saturating_sub(report.at_ms) as f64 / 1000.0;
+            Ok((
+                report,
+                Some(format!(
+                    "live snapshot from the running controller ({}), {age:.0} s old",
+                    holder.trim()
+                )),
+            ))
+        }
+    }
+}
+
+/// The report as a table.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let state = if report.finished { "finished" } else { "running or stopped" };
+    let _ = writeln!(out, "campaign {} ({state})", report.campaign);
+    let _ = writeln!(
+        out,
+        "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10} {:>9} {:>9}  failures",
+        "experiment", "chain", "steps", "accepted", "best", "vs base", "temp", "elapsed", "eta"
+    );
+    for r in &report.chains {
+        let elapsed = (r.updated_ms.saturating_sub(r.started_ms)) as f64 / 1000.0;
+        let failures = if r.failures.is_empty() {
+            "-".to_string()
+        } else {
+            r.failures
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let accept_rate = if r.done > 0 {
+            format!("{} ({:.0}%)", r.accepted, 100.0 * f64::from(r.accepted) / f64::from(r.done))
+        } else {
+            "0".into()
+        };
+        let _ = writeln!(
+            out,
+            "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10.5} {:>9} {:>9}  {}",
+            r.experiment,
+            r.chain,
+            format!("{}/{}", r.done, r.total),
+            accept_rate,
+            format_value(r.best),
+            format!("{:.4}", r.best / r.baseline),
+            r.temperature,
+            format_secs(elapsed),
+            r.eta_s().map_or("-".into(), format_secs),
+            failures
+        );
+    }
+    if !report.workers.is_empty() {
+        let _ = writeln!(out, "\n{:<20} {:>8} {:>7}  state", "worker", "steps", "losses");
+        for w in &report.workers {
+            let _ = writeln!(out, "{:<20} {:>8} {:>7}  {}", w.name, w.steps, w.losses, w.state);
+        }
+    }
+    out
+}
+
+/// A large count or time in a compact form.
+pub fn format_value(v: f64) -> String {
+    if !v.is_finite() {
+        "-".into()
+    } else if v.abs() >= 1e6 {
+        format!("{:.4}e6", v / 1e6)
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// Seconds as `1h02m`, `3m05s` or `12.3s`.
+pub fn format_secs(s: f64) -> String {
+    if s >= 3600.0 {
+        format!("{}h{:02}m", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+    } else if s >= 60.0 {
+        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
+    } else {
+        format!("{s:.1}s")
+    }
+}

@@ -1,0 +1,409 @@
+//! The campaign store: one sled database per campaign, plus an artifacts
+//! folder beside it.
+//!
+//! Keys are readable, `/`-separated and zero-padded so that sled's byte order
+//! is step order. Values are JSON. A decided step and its chain's new state are
+//! written in one atomic batch and flushed before the chain moves on, so a
+//! `kill -9` at any moment leaves either the step decided (and the chain past
+//! it) or neither.
+//!
+//! | key | value |
+//! |-----|-------|
+//! | `meta/schema` | schema version |
+//! | `meta/config` | normalized config text |
+//! | `meta/created-ms` | creation time |
+//! | `exp/<experiment>` | [`ExperimentInfo`]: decision points, baseline, references |
+//! | `chain/<experiment>/<chain>` | [`ChainState`] |
+//! | `step/<experiment>/<chain>/<step>` | [`StepRecord`], decided |
+//! | `result/<experiment>/<chain>/<step>` | [`StepRecord`] measured, not yet decided |
+//! | `worker/<name>` | [`kiln_protocol::message::Capabilities`] last seen |
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use rand_chacha::ChaCha8Rng;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+
+use kiln_protocol::message::{Capabilities, Discovery, StepResult};
+use kiln_protocol::{ContentHash, DecisionSet, StepOutcome};
+
+/// Version of the store's layout; bumped on incompatible changes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Identifies a step of a chain.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct StepKey {
+    /// Experiment name.
+    pub experiment: String,
+    /// Chain index.
+    pub chain: u32,
+    /// Step index within the chain.
+    pub step: u32,
+}
+
+impl StepKey {
+    fn suffix(&self) -> String {
+        format!("{}/{:06}/{:09}", self.experiment, self.chain, self.step)
+    }
+}
+
+impl std::fmt::Display for StepKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/chain {}/step {}",
+            self.experiment, self.chain, self.step
+        )
+    }
+}
+
+/// Why a step was measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepKind {
+    /// A search proposal.
+    Proposal,
+    /// A re-measurement of the incumbent (against the winner's curse).
+    Remeasure,
+}
+
+/// A measured step, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Which step.
+    pub key: StepKey,
+    /// Why it was measured.
+    pub kind: StepKind,
+    /// The full decision set.
+    pub decisions: DecisionSet,
+    /// Its hash.
+    pub decision_hash: ContentHash,
+    /// The step whose state it was proposed from (`None`: the baseline).
+    pub parent: Option<u32>,
+    /// The decisions that differ from the parent state.
+    pub diff: DecisionSet,
+    /// Temperature at this step.
+    pub temperature: f64,
+    /// The worker's result (build log and replay file moved to artifacts).
+    pub result: StepResult,
+    /// The objective, if the step succeeded.
+    pub objective: Option<f64>,
+    /// Worker that ran it.
+    pub worker: String,
+    /// Slot on that worker.
+    pub slot: u32,
+    /// Artifacts (kind → content hash) in the artifacts folder.
+    pub artifacts: BTreeMap<String, ContentHash>,
+    /// The earlier step whose measurement this one reuses (same decision set).
+    pub cached_from: Option<StepKey>,
+    /// When the step was handed to the pool (Unix ms).
+    pub dispatched_ms: u64,
+    /// When its result was stored (Unix ms).
+    pub recorded_ms: u64,
+    /// Filled in when the chain decides the step.
+    pub decision: Option<Decision>,
+}
+
+/// The chain's verdict on a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Whether the chain moved to this step's decisions.
+    pub accepted: bool,
+    /// The incumbent's objective the step was compared with.
+    pub compared_with: f64,
+    /// When the chain decided (Unix ms).
+    pub decided_ms: u64,
+}
+
+/// A state of a chain: decisions and their measured objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Incumbent {
+    /// The decisions.
+    pub decisions: DecisionSet,
+    /// Every objective measured for them (re-measurements add samples).
+    pub samples: Vec<f64>,
+    /// The step it came from (`None`: the baseline).
+    pub step: Option<u32>,
+}
+
+impl Incumbent {
+    /// The objective: the median of the samples.
+    pub fn objective(&self) -> f64 {
+        kiln_protocol::Summary::of(&self.samples).map_or(f64::NAN, |s| s.median)
+    }
+}
+
+/// A proposal generated but not yet decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// Why it is measured.
+    pub kind: StepKind,
+    /// The decisions.
+    pub decisions: DecisionSet,
+    /// The state it was proposed from.
+    pub parent: Option<u32>,
+    /// Decisions that differ from the parent.
+    pub diff: DecisionSet,
+    /// Temperature at this step.
+    pub temperature: f64,
+}
+
+/// A chain's whole search state: enough to resume exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainState {
+    /// Next step to decide.
+    pub next_decide: u32,
+    /// Steps generated so far.
+    pub generated: u32,
+    /// Where the chain is.
+    pub current: Incumbent,
+    /// The best state seen.
+    pub best: Incumbent,
+    /// The RNG after the last decision and generation.
+    pub rng: ChaCha8Rng,
+    /// Proposals generated and not yet decided, by step.
+    pub pending: BTreeMap<u32, Proposal>,
+    /// Accepted proposals.
+    pub accepted: u32,
+    /// Failed steps by outcome name.
+    pub failures: BTreeMap<String, u32>,
+    /// Temperature at the last decided step.
+    pub temperature: f64,
+    /// When the chain started (Unix ms).
+    pub started_ms: u64,
+    /// When it last decided a step (Unix ms).
+    pub updated_ms: u64,
+}
+
+/// A reference measurement of an experiment (the baseline, inlining nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The decisions.
+    pub decisions: DecisionSet,
+    /// Objectives measured (several for the baseline).
+    pub samples: Vec<f64>,
+    /// The outcome of the last measurement.
+    pub outcome: StepOutcome,
+    /// The output digest of the first successful measurement.
+    pub output_digest: Option<ContentHash>,
+    /// .text size of the build, where known.
+    pub text_bytes: Option<u64>,
+}
+
+impl Reference {
+    /// The median objective, if any measurement succeeded.
+    pub fn objective(&self) -> Option<f64> {
+        kiln_protocol::Summary::of(&self.samples).map(|s| s.median)
+    }
+}
+
+/// What the store knows of an experiment before its chains run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentInfo {
+    /// The benchmark's decision points and stock decisions.
+    pub discovery: Discovery,
+    /// The bundle the benchmark was discovered from.
+    pub bundle: ContentHash,
+    /// The starting decisions (stock, or the config's baseline file).
+    pub baseline: Reference,
+    /// Named extra references (`no-inline` for inlining benchmarks).
+    pub references: BTreeMap<String, Reference>,
+}
+
+/// An open campaign store.
+pub struct Store {
+    db: sled::Db,
+    dir: PathBuf,
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`, refusing clearly if another controller holds it.
+    pub fn open(dir: &Path) -> Result<Store> {
+        fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create store folder {}", dir.display()))?;
+        let db = sled::Config::new()
+            .path(dir.join("db"))
+            .open()
+            .map_err(|e| {
+                let holder = fs::read_to_string(dir.join("controller.pid")).unwrap_or_default();
+                if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
+                    anyhow::anyhow!(
+                        "store {} is in use by another controller{} ({e})",
+                        dir.display(),
+                        match holder.trim() {
+                            "" => String::new(),
+                            h => format!(": {h}"),
+                        }
+                    )
+                } else {
+                    anyhow::anyhow!("cannot open store {}: {e}", dir.display())
+                }
+            })?;
+        let store = Store {
+            db,
+            dir: dir.to_path_buf(),
+        };
+        match store.get::<u32>("meta/schema")? {
+            None => store.put("meta/schema", &SCHEMA_VERSION)?,
+            Some(SCHEMA_VERSION) => {}
+            Some(v) => bail!(
+                "store {} has schema version {v}; this kiln reads version {SCHEMA_VERSION}",
+                dir.display()
+            ),
+        }
+        Ok(store)
+    }
+
+    /// Records this process as the store's holder (for the refusal message of others).
+    pub fn claim(&self) -> Result<()> {
+        let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+        let text = format!("pid {} on {}", std::process::id(), host.trim());
+        fs::write(self.dir.join("controller.pid"), text)?;
+        Ok(())
+    }
+
+    /// The store's folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Reads a JSON value.
+    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+        match self.db.get(key)? {
+            None => Ok(None),
+            Some(bytes) => {
+                Ok(Some(serde_json::from_slice(&bytes).with_context(|| {
+                    format!("store key {key} holds unreadable data")
+                })?))
+            }
+        }
+    }
+
+    /// Writes a JSON value and flushes.
+    pub fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<()> {
+        self.db.insert(key, serde_json::to_vec(value)?)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Every value under a key prefix, in key order.
+    pub fn scan<T: DeserializeOwned>(
+        &self,
+        prefix: &str,
+    ) -> impl Iterator<Item = Result<(String, T)>> + '_ {
+        self.db.scan_prefix(prefix).map(|item| {
+            let (k, v) = item?;
+            let key = String::from_utf8_lossy(&k).into_owned();
+            let value = serde_json::from_slice(&v)
+                .with_context(|| format!("store key {key} holds unreadable data"))?;
+            Ok((key, value))
+        })
+    }
+
+    /// Number of keys under a prefix.
+    pub fn count(&self, prefix: &str) -> usize {
+        self.db.scan_prefix(prefix).count()
+    }
+
+    /// The stored experiment info.
+    pub fn experiment(&self, name: &str) -> Result<Option<ExperimentInfo>> {
+        self.get(&format!("exp/{name}"))
+    }
+
+    /// Stores experiment info.
+    pub fn put_experiment(&self, name: &str, info: &ExperimentInfo) -> Result<()> {
+        self.put(&format!("exp/{name}"), info)
+    }
+
+    /// The stored chain state.
+    pub fn chain(&self, experiment: &str, chain: u32) -> Result<Option<ChainState>> {
+        self.get(&chain_key(experiment, chain))
+    }
+
+    /// Stores a chain's initial state.
+    pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
+        self.put(&chain_key(experiment, chain), state)
+    }
+
+    /// Stores a measured, undecided step (flushed).
+    pub fn put_result(&self, record: &StepRecord) -> Result<()> {
+        self.put(&format!("result/{}", record.key.suffix()), record)
+    }
+
+    /// A measured, undecided step, if stored.
+    pub fn result(&self, key: &StepKey) -> Result<Option<StepRecord>> {
+        self.get(&format!("result/{}", key.suffix()))
+    }
+
+    /// A decided step, if stored.
+    pub fn step(&self, key: &StepKey) -> Result<Option<StepRecord>> {
+        self.get(&format!("step/{}", key.suffix()))
+    }
+
+    /// Atomically records a decided step and the chain's new state, then flushes.
+    pub fn decide(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
+        let suffix = record.key.suffix();
+        let mut batch = sled::Batch::default();
+        batch.insert(
+            format!("step/{suffix}").as_bytes(),
+            serde_json::to_vec(record)?,
+        );
+        batch.remove(format!("result/{suffix}").as_bytes());
+        batch.insert(
+            chain_key(&record.key.experiment, record.key.chain).as_bytes(),
+            serde_json::to_vec(chain)?,
+        );
+        self.db.apply_batch(batch)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Decided steps of an experiment (all experiments with `None`), in key order.
+    pub fn steps(&self, experiment: Option<&str>) -> impl Iterator<Item = Result<StepRecord>> + '_ {
+        let prefix = match experiment {
+            Some(e) => format!("step/{e}/"),
+            None => "step/".to_string(),
+        };
+        self.scan::<StepRecord>(&prefix).map(|r| r.map(|(_, v)| v))
+    }
+
+    /// Stores an artifact (build log, replay file) by content; returns its hash.
+    pub fn put_artifact(&self, text: &str) -> Result<ContentHash> {
+        let hash = ContentHash::of(text.as_bytes());
+        let dir = self.dir.join("artifacts");
+        let path = dir.join(format!("{hash}.txt"));
+        if !path.exists() {
+            fs::create_dir_all(&dir)?;
+            let tmp = dir.join(format!(".{hash}.tmp"));
+            let mut f = fs::File::create(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            fs::rename(&tmp, &path)?;
+        }
+        Ok(hash)
+    }
+
+    /// Path of an artifact.
+    pub fn artifact_path(&self, hash: &ContentHash) -> PathBuf {
+        self.dir.join("artifacts").join(format!("{hash}.txt"))
+    }
+
+    /// Remembers a worker's capabilities (its environment fingerprint).
+    pub fn put_worker(&self, name: &str, caps: &Capabilities) -> Result<()> {
+        self.put(&format!("worker/{name}"), caps)
+    }
+}
+
+fn chain_key(experiment: &str, chain: u32) -> String {
+    format!("chain/{experiment}/{chain:06}")
+}
