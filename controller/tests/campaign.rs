@@ -1,0 +1,268 @@
+//! Campaigns end to end with the real binaries on the local worker: exact
+//! resume after SIGKILL, search quality on a known optimum, failed steps
+//! recorded, and status.
+
+mod common;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use kiln_controller::store::{StepRecord, Store};
+
+/// A synthetic knob campaign: cost (callgrind instructions) is a known function
+/// of ten binary knobs with a unique optimum 1 1 1 0 1 0 1 0 1 0.
+fn synthetic_config(steps: u32, seed: u64, parallel: u32) -> String {
+    format!(
+        r#"(campaign
+  (name synthetic)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    ((benchmark synthetic)
+     (search (simulated-annealing (steps {steps}) (t-max 0.3) (t-min 0.005)))
+     (chains 1) (seed {seed}) (parallel {parallel})))
+  (benchmarks
+    ((name synthetic) (kind knobs)
+     (knobs (x0 0 1) (x1 0 1) (x2 0 1) (x3 0 1) (x4 0 1) (x5 0 1) (x6 0 1) (x7 0 1) (x8 0 1) (x9 0 1))
+     (sources "benchmarks/synthetic")
+     (build ("cc" "-O1" "main.c" "-o" "bench"))
+     (run ("./bench" "{{x0}}" "{{x1}}" "{{x2}}" "{{x3}}" "{{x4}}" "{{x5}}" "{{x6}}" "{{x7}}" "{{x8}}" "{{x9}}" "300"))
+     (check-output none)
+     (timeout-s 30)))
+  (workers (local (slots 2))))
+"#
+    )
+}
+
+fn setup(config: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_benchmark("synthetic", dir.path());
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    dir
+}
+
+/// Every decided step of the store, in order.
+fn steps(dir: &Path) -> Vec<StepRecord> {
+    let store = Store::open(&dir.join("store")).unwrap();
+    store.steps(None).map(Result::unwrap).collect()
+}
+
+/// What must be identical between an interrupted and an uninterrupted run.
+fn trajectory(steps: &[StepRecord]) -> Vec<(u32, String, Option<f64>, bool)> {
+    steps
+        .iter()
+        .map(|s| {
+            (
+                s.key.step,
+                s.decision_hash.to_string(),
+                s.objective,
+                s.decision.as_ref().unwrap().accepted,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn killed_and_resumed_campaign_equals_an_uninterrupted_one() {
+    if !have_valgrind() {
+        eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
+        return;
+    }
+    let config = synthetic_config(24, 11, 2);
+    let straight = setup(&config);
+    let out = run_kiln(straight.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let expected = steps(straight.path());
+    assert_eq!(expected.len(), 24);
+
+    let resumed = setup(&config);
+    // Kill at several points: while preparing, and after a few decided steps.
+    for kill_after_steps in [0usize, 3, 9, 15] {
+        let mut child = kiln_cmd(resumed.path())
+            .args(["run", "campaign.sexp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let decided = decided_in_snapshot(&resumed.path().join("store"));
+            if (kill_after_steps == 0 && resumed.path().join("store/db").exists())
+                || decided >= kill_after_steps && kill_after_steps > 0
+            {
+                break;
+            }
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                break;
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+    }
+    let out = run_kiln(resumed.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let got = steps(resumed.path());
+    assert_eq!(
+        trajectory(&got),
+        trajectory(&expected),
+        "resumed run diverged"
+    );
+    let verify = run_kiln(resumed.path(), &["store", "verify", "store"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
+}
+
+/// Steps decided according to the running controller's status snapshot.
+fn decided_in_snapshot(store: &Path) -> usize {
+    let Ok(bytes) = std::fs::read(store.join("status.json")) else {
+        return 0;
+    };
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
+        return 0;
+    };
+    v["chains"].as_array().map_or(0, |c| {
+        c.iter()
+            .map(|r| r["done"].as_u64().unwrap_or(0) as usize)
+            .sum()
+    })
+}
+
+#[test]
+fn annealing_finds_the_known_optimum_of_the_synthetic_space() {
+    if !have_valgrind() {
+        eprintln!("skipped: valgrind is not installed");
+        return;
+    }
+    let dir = setup(&synthetic_config(100, 3, 2));
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let best =
+        std::fs::read_to_string(dir.path().join("store/best/synthetic-chain0.sexp")).unwrap();
+    let file = kiln_protocol::DecisionFile::parse(&best, "best").unwrap();
+    let got: Vec<String> = (0..10)
+        .map(|i| {
+            file.set
+                .get(&kiln_protocol::SiteId(format!("x{i}")))
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        got.join(" "),
+        "1 1 1 0 1 0 1 0 1 0",
+        "best found:\n{best}\n{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn failed_candidates_are_recorded_and_the_chain_carries_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/flaky");
+    std::fs::create_dir_all(&bench).unwrap();
+    // A knob picks how the candidate fails; scripts keep the test free of compilers.
+    std::fs::write(
+        bench.join("build.sh"),
+        "if [ \"$1\" = broken ]; then echo 'error: does not compile' >&2; exit 1; fi\n",
+    )
+    .unwrap();
+    std::fs::write(
+        bench.join("run.sh"),
+        "case \"$1\" in\n  crash) kill -SEGV $$ ;;\n  hang) sleep 100 ;;\n  wrong) echo different ;;\n  *) echo same ;;\nesac\n",
+    )
+    .unwrap();
+    let config = r#"(campaign
+  (name flaky)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 2))
+  (experiments ((benchmark flaky) (search (random-walk (steps 16))) (seed 5)))
+  (benchmarks
+    ((name flaky) (kind knobs)
+     (knobs (mode fine broken crash hang wrong))
+     (sources "benchmarks/flaky")
+     (build ("sh" "build.sh" "{mode}"))
+     (run ("sh" "run.sh" "{mode}"))
+     (timeout-s 1)))
+  (workers (local (slots 2))))
+"#;
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let steps = steps(dir.path());
+    assert_eq!(steps.len(), 16, "every step stored once");
+    let outcomes: std::collections::BTreeSet<&str> =
+        steps.iter().map(|s| s.result.outcome.name()).collect();
+    for expected in ["build-failed", "run-failed", "timeout", "wrong-output"] {
+        assert!(
+            outcomes.contains(expected),
+            "no {expected} among {outcomes:?}"
+        );
+    }
+    for s in &steps {
+        if s.result.outcome.name() != "ok" {
+            assert_eq!(
+                s.objective, None,
+                "{}: a failed step has no objective",
+                s.key
+            );
+            assert!(
+                !s.decision.as_ref().unwrap().accepted,
+                "{}: a failed step is never accepted",
+                s.key
+            );
+        }
+    }
+    let status = run_kiln(dir.path(), &["status", "store"]);
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(shown.contains("finished"), "{shown}");
+    assert!(shown.contains("16/16"), "{shown}");
+    assert!(shown.contains("timeout"), "{shown}");
+}
+
+#[test]
+fn status_of_a_running_campaign_comes_from_its_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/slow");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(bench.join("run.sh"), "sleep 0.2\necho $1 $2\n").unwrap();
+    let config = r#"(campaign
+  (name slow)
+  (store "store")
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark slow) (search (simulated-annealing (steps 40))) (seed 1)))
+  (benchmarks
+    ((name slow) (kind knobs) (sources "benchmarks/slow")
+     ;; A space large enough that few proposals repeat (repeats reuse measurements).
+     (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
+     (run ("sh" "run.sh" "{a}" "{b}")) (check-output none)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let mut child = kiln_cmd(dir.path())
+        .args(["run", "campaign.sexp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while decided_in_snapshot(&dir.path().join("store")) < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = run_kiln(dir.path(), &["status", "store"]);
+    let shown = String::from_utf8_lossy(&status.stdout).to_string();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(
+        shown.contains("live snapshot from the running controller"),
+        "{shown}"
+    );
+    assert!(shown.contains("/40"), "{shown}");
+    assert!(shown.contains("local"), "{shown}");
+}

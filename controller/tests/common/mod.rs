@@ -1,0 +1,76 @@
+//! Helpers shared by the controller's integration tests: the real binaries and scratch campaigns.
+
+#![allow(dead_code)] // Each test file uses a different subset.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The `kiln` binary under test.
+pub fn kiln() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_kiln"))
+}
+
+/// The `kiln-worker` binary beside it, built on demand (it belongs to another package).
+pub fn worker() -> PathBuf {
+    let dir = kiln().parent().expect("bin folder").to_path_buf();
+    let path = dir.join("kiln-worker");
+    if !path.exists() {
+        let status = Command::new(env!("CARGO"))
+            .args(["build", "-p", "kiln-worker"])
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "cannot build kiln-worker");
+    }
+    path
+}
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// A `kiln` command with the worker binary set, run from `dir`.
+pub fn kiln_cmd(dir: &Path) -> Command {
+    let mut cmd = Command::new(kiln());
+    cmd.current_dir(dir).env("KILN_WORKER", worker());
+    cmd
+}
+
+/// Runs `kiln ARGS` in `dir`, returning its output.
+pub fn run_kiln(dir: &Path, args: &[&str]) -> Output {
+    kiln_cmd(dir).args(args).output().expect("kiln runs")
+}
+
+/// Text of an output's stdout and stderr, for assertion messages.
+pub fn text(out: &Output) -> String {
+    format!(
+        "status: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Whether valgrind is installed (callgrind objectives need it).
+pub fn have_valgrind() -> bool {
+    Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Copies a bundled benchmark into `dir/benchmarks/NAME`.
+pub fn copy_benchmark(name: &str, dir: &Path) {
+    let from = repo().join("benchmarks").join(name);
+    let to = dir.join("benchmarks").join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+}
