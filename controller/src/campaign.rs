@@ -23,7 +23,9 @@ use crate::chain::{self, ChainContext};
 use crate::pool::{Answer, Done, Job, Pool, PoolSettings, Work};
 use crate::progress::Progress;
 use crate::status;
-use crate::store::{now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store};
+use crate::store::{
+    now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
+};
 
 /// Options of `kiln run` beyond the config.
 #[derive(Debug, Clone)]
@@ -72,7 +74,10 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     let mut run = Running {
         config: &config,
         store: &store,
-        experiments: prepared.iter().map(|p| (p.experiment.name.clone(), p)).collect(),
+        experiments: prepared
+            .iter()
+            .map(|p| (p.experiment.name.clone(), p))
+            .collect(),
         chains: BTreeMap::new(),
         arrived: HashMap::new(),
         measured: HashMap::new(),
@@ -85,7 +90,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
             run.start_chain(p, chain, &pool)?;
         }
     }
-    run.progress.refresh(&run.chains, &run.experiments);
+    run.progress.refresh(&run.chains);
     let mut snapshot_at = std::time::Instant::now();
     while !run.all_finished() {
         let done = tokio::select! {
@@ -95,12 +100,12 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
                 bail!("interrupted; the campaign is stored in {} and `kiln run` resumes it", store.dir().display());
             }
             _ = tokio::time::sleep(Duration::from_secs(10)) => {
-                run.progress.tick(&run.chains, &run.experiments, &pool.board);
+                run.progress.tick(&run.chains, &pool.board);
                 continue;
             }
         };
         run.on_done(done, &pool)?;
-        run.progress.refresh(&run.chains, &run.experiments);
+        run.progress.refresh(&run.chains);
         if snapshot_at.elapsed() > Duration::from_secs(1) {
             status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
             snapshot_at = std::time::Instant::now();
@@ -151,7 +156,10 @@ fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
 fn incompatible_changes(old: &CampaignConfig, new: &CampaignConfig) -> Vec<String> {
     let mut out = Vec::new();
     if old.objective != new.objective {
-        out.push(format!("  objective: {:?} -> {:?}", old.objective, new.objective));
+        out.push(format!(
+            "  objective: {:?} -> {:?}",
+            old.objective, new.objective
+        ));
     }
     if old.runs != new.runs {
         out.push(format!("  runs: {:?} -> {:?}", old.runs, new.runs));
@@ -207,7 +215,10 @@ async fn prepare(
             flips,
         });
     }
-    eprintln!("kiln: preparing experiment {} (benchmark {})", experiment.name, benchmark.name);
+    eprintln!(
+        "kiln: preparing experiment {} (benchmark {})",
+        experiment.name, benchmark.name
+    );
     let discovery = match &benchmark.kind {
         BenchmarkKind::Knobs { points } => Discovery {
             baseline: DecisionSet(
@@ -236,8 +247,9 @@ async fn prepare(
     };
     let baseline_set = match &experiment.baseline {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read baseline decision file {}", path.display()))?;
+            let text = std::fs::read_to_string(path).with_context(|| {
+                format!("cannot read baseline decision file {}", path.display())
+            })?;
             DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)?
                 .set
                 .completed_from(&discovery.baseline)
@@ -248,7 +260,11 @@ async fn prepare(
         "kiln: {} decision points; measuring the baseline {BASELINE_REPEATS} times",
         discovery.points.len()
     );
-    let mut references = vec![("baseline".to_string(), baseline_set.clone(), BASELINE_REPEATS)];
+    let mut references = vec![(
+        "baseline".to_string(),
+        baseline_set.clone(),
+        BASELINE_REPEATS,
+    )];
     if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
         let none = DecisionSet(
             discovery
@@ -265,7 +281,9 @@ async fn prepare(
             pool.submit(Job {
                 tag: Tag::Reference(name.clone()),
                 bundle: bundle.clone(),
-                work: Work::Step(Box::new(step_request(config, &benchmark, &bundle, set, None))),
+                work: Work::Step(Box::new(step_request(
+                    config, &benchmark, &bundle, set, None,
+                ))),
             });
         }
     }
@@ -275,7 +293,11 @@ async fn prepare(
         let (Tag::Reference(name), Answer::Step(result)) = (done.tag, done.answer) else {
             bail!("unexpected answer while measuring references");
         };
-        let set = &references.iter().find(|r| r.0 == name).expect("known reference").1;
+        let set = &references
+            .iter()
+            .find(|r| r.0 == name)
+            .expect("known reference")
+            .1;
         let objective = objective_of(config, &result);
         let entry = measured.entry(name).or_insert_with(|| Reference {
             decisions: set.clone(),
@@ -404,7 +426,12 @@ impl<'a> Running<'a> {
         let state = match self.store.chain(name, chain)? {
             Some(state) => state,
             None => {
-                let state = chain::start(&ctx, chain, &p.info.baseline.decisions, p.info.baseline.samples.clone());
+                let state = chain::start(
+                    &ctx,
+                    chain,
+                    &p.info.baseline.decisions,
+                    p.info.baseline.samples.clone(),
+                );
                 self.store.put_chain(name, chain, &state)?;
                 state
             }
@@ -435,7 +462,13 @@ impl<'a> Running<'a> {
         if proposal.kind == StepKind::Proposal {
             if let Some(source) = self.measured.get(&(key.experiment.clone(), hash)) {
                 if let Some(earlier) = self.store.step(source)? {
-                    let record = self.record_from(&key, earlier.result.clone(), &earlier.worker, earlier.slot, Some(source.clone()));
+                    let record = self.record_from(
+                        &key,
+                        earlier.result.clone(),
+                        &earlier.worker,
+                        earlier.slot,
+                        Some(source.clone()),
+                    );
                     self.store.put_result(&record)?;
                     self.arrived.insert(key, record);
                     return Ok(());
@@ -577,7 +610,10 @@ impl<'a> Running<'a> {
                 benchmark: Some(self.experiments[experiment].benchmark.name.clone()),
                 set: state.best.decisions.clone(),
             };
-            std::fs::write(dir.join(format!("{experiment}-chain{chain}.sexp")), file.to_text())?;
+            std::fs::write(
+                dir.join(format!("{experiment}-chain{chain}.sexp")),
+                file.to_text(),
+            )?;
         }
         Ok(())
     }
@@ -585,5 +621,7 @@ impl<'a> Running<'a> {
 
 /// The path of the best decision file of a chain.
 pub fn best_file(store_dir: &Path, experiment: &str, chain: u32) -> PathBuf {
-    store_dir.join("best").join(format!("{experiment}-chain{chain}.sexp"))
+    store_dir
+        .join("best")
+        .join(format!("{experiment}-chain{chain}.sexp"))
 }

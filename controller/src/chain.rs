@@ -47,7 +47,12 @@ pub fn chain_seed(seed: u64, chain: u32) -> u64 {
 }
 
 /// A new chain at the baseline, with its first proposals generated.
-pub fn start(ctx: &ChainContext<'_>, chain: u32, baseline: &DecisionSet, samples: Vec<f64>) -> ChainState {
+pub fn start(
+    ctx: &ChainContext<'_>,
+    chain: u32,
+    baseline: &DecisionSet,
+    samples: Vec<f64>,
+) -> ChainState {
     let at_baseline = Incumbent {
         decisions: baseline.clone(),
         samples,
@@ -89,7 +94,12 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
                 temperature,
             }
         } else {
-            let decisions = search::propose(&state.current.decisions, ctx.points, ctx.flips, &mut state.rng);
+            let decisions = search::propose(
+                &state.current.decisions,
+                ctx.points,
+                ctx.flips,
+                &mut state.rng,
+            );
             Proposal {
                 kind: StepKind::Proposal,
                 diff: decisions.diff_from(&state.current.decisions),

@@ -47,16 +47,31 @@ pub fn final_summary(config: &CampaignConfig, store_dir: &Path) -> Result<String
         metric.unit()
     );
     for e in &config.experiments {
-        let Some(info) = store.experiment(&e.name)? else { continue };
+        let Some(info) = store.experiment(&e.name)? else {
+            continue;
+        };
         let baseline = info.baseline.objective().unwrap_or(f64::NAN);
         let _ = writeln!(out, "\nexperiment {} (benchmark {}):", e.name, e.benchmark);
-        let _ = writeln!(out, "  {:<28} {:>16}", "stock decisions (baseline)", format_value(baseline));
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>16}",
+            "stock decisions (baseline)",
+            format_value(baseline)
+        );
         for (name, r) in &info.references {
             let v = r.objective().unwrap_or(f64::NAN);
-            let _ = writeln!(out, "  {:<28} {:>16}  {:.3}x baseline", format!("{name} (reference)"), format_value(v), v / baseline);
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>16}  {:.3}x baseline",
+                format!("{name} (reference)"),
+                format_value(v),
+                v / baseline
+            );
         }
         for c in 0..e.chains {
-            let Some(state) = store.chain(&e.name, c)? else { continue };
+            let Some(state) = store.chain(&e.name, c)? else {
+                continue;
+            };
             let best = state.best.objective();
             let mut line = format!(
                 "  {:<28} {:>16}  {:.3}x baseline",
@@ -111,7 +126,9 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
         }
         *counts.entry("experiments").or_default() += 1;
         for c in 0..e.chains {
-            let Some(state) = store.chain(&e.name, c)? else { continue };
+            let Some(state) = store.chain(&e.name, c)? else {
+                continue;
+            };
             *counts.entry("chains").or_default() += 1;
             let mut expected = 0u32;
             for record in store.steps(Some(&e.name)) {
@@ -124,14 +141,24 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
                 }
                 expected = record.key.step + 1;
                 if record.decision.is_none() {
-                    problems.push(format!("{}: stored as decided without a decision", record.key));
+                    problems.push(format!(
+                        "{}: stored as decided without a decision",
+                        record.key
+                    ));
                 }
                 if record.decisions.hash() != record.decision_hash {
-                    problems.push(format!("{}: decision hash does not match its decisions", record.key));
+                    problems.push(format!(
+                        "{}: decision hash does not match its decisions",
+                        record.key
+                    ));
                 }
                 for (kind, hash) in &record.artifacts {
                     if !store.artifact_path(hash).exists() {
-                        problems.push(format!("{}: {kind} artifact {} missing", record.key, hash.short()));
+                        problems.push(format!(
+                            "{}: {kind} artifact {} missing",
+                            record.key,
+                            hash.short()
+                        ));
                     }
                 }
                 *counts.entry("steps").or_default() += 1;
@@ -141,7 +168,9 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
                 if record.cached_from.is_some() {
                     *counts.entry("reused measurements").or_default() += 1;
                 }
-                *outcomes.entry(record.result.outcome.name().to_string()).or_default() += 1;
+                *outcomes
+                    .entry(record.result.outcome.name().to_string())
+                    .or_default() += 1;
             }
             if expected != state.next_decide {
                 problems.push(format!(
@@ -184,14 +213,26 @@ fn scratch_settings(config: &CampaignConfig) -> Result<PoolSettings> {
 }
 
 /// `kiln sites`: discovers a benchmark's decision points on the first worker that answers.
-pub async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) -> Result<String> {
+pub async fn sites(
+    config: &CampaignConfig,
+    benchmark: &str,
+    output: Option<&Path>,
+) -> Result<String> {
     let spec = config.benchmark(benchmark).with_context(|| {
         let known: Vec<_> = config.benchmarks.iter().map(|b| b.name.as_str()).collect();
-        format!("no benchmark named '{benchmark}'; the config defines: {}", known.join(", "))
+        format!(
+            "no benchmark named '{benchmark}'; the config defines: {}",
+            known.join(", ")
+        )
     })?;
     let discovery = match &spec.kind {
         BenchmarkKind::Knobs { points } => kiln_protocol::message::Discovery {
-            baseline: kiln_protocol::DecisionSet(points.iter().map(|p| (p.id.clone(), p.domain[0].clone())).collect()),
+            baseline: kiln_protocol::DecisionSet(
+                points
+                    .iter()
+                    .map(|p| (p.id.clone(), p.domain[0].clone()))
+                    .collect(),
+            ),
             points: points.clone(),
         },
         BenchmarkKind::LlvmInline { .. } => {
@@ -205,7 +246,9 @@ pub async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Pat
             let done = pool.done.recv().await.context("worker pool stopped")?;
             match done.answer {
                 Answer::Discovered(Ok(d)) => d,
-                Answer::Discovered(Err(e)) => bail!("discovery failed on worker {}: {e}", done.worker),
+                Answer::Discovered(Err(e)) => {
+                    bail!("discovery failed on worker {}: {e}", done.worker)
+                }
                 Answer::Step(_) => bail!("unexpected step result"),
             }
         }
@@ -213,7 +256,11 @@ pub async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Pat
     let mut out = String::new();
     let _ = writeln!(out, "{:<60} {:>10}  domain", "decision point", "stock");
     for p in &discovery.points {
-        let stock = discovery.baseline.get(&p.id).map(ToString::to_string).unwrap_or_default();
+        let stock = discovery
+            .baseline
+            .get(&p.id)
+            .map(ToString::to_string)
+            .unwrap_or_default();
         let domain: Vec<_> = p.domain.iter().map(ToString::to_string).collect();
         let _ = writeln!(out, "{:<60} {:>10}  {}", p.id, stock, domain.join(" "));
     }
@@ -223,7 +270,8 @@ pub async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Pat
             benchmark: Some(spec.name.clone()),
             set: discovery.baseline.clone(),
         };
-        std::fs::write(path, file.to_text()).with_context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(path, file.to_text())
+            .with_context(|| format!("cannot write {}", path.display()))?;
         let _ = writeln!(out, "stock decisions written to {}", path.display());
     }
     Ok(out)
@@ -232,7 +280,8 @@ pub async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Pat
 /// `kiln workers`: connects to every worker and tabulates what it is and how it is.
 pub async fn workers(config: &CampaignConfig) -> Result<(String, bool)> {
     let pool: Pool<()> = Pool::start(&config.workers, scratch_settings(config)?);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(config.timeouts.connect_s + 5.0);
+    let deadline =
+        tokio::time::Instant::now() + Duration::from_secs_f64(config.timeouts.connect_s + 5.0);
     loop {
         let settled = pool
             .board
@@ -258,13 +307,26 @@ pub async fn workers(config: &CampaignConfig) -> Result<(String, bool)> {
         all_ok &= s.state == WorkerState::Ok;
         let (cpu, counters, gpus) = match &s.capabilities {
             Some(c) => {
-                let on: Vec<_> = c.counters.iter().filter(|(_, ok)| **ok).map(|(m, _)| m.name()).collect();
+                let on: Vec<_> = c
+                    .counters
+                    .iter()
+                    .filter(|(_, ok)| **ok)
+                    .map(|(m, _)| m.name())
+                    .collect();
                 let gpus = if c.gpus.is_empty() {
                     "none".to_string()
                 } else {
-                    c.gpus.iter().map(|g| g.name.clone()).collect::<Vec<_>>().join(",")
+                    c.gpus
+                        .iter()
+                        .map(|g| g.name.clone())
+                        .collect::<Vec<_>>()
+                        .join(",")
                 };
-                (format!("{} ({} cores)", c.cpu_model, c.cores), on.join(","), gpus)
+                (
+                    format!("{} ({} cores)", c.cpu_model, c.cores),
+                    on.join(","),
+                    gpus,
+                )
             }
             None => ("-".into(), "-".into(), "-".into()),
         };

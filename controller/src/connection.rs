@@ -134,30 +134,18 @@ impl Connection {
                 mark_lost(&lost_tx, &waiters, reason);
             })
         };
-        let connection = Arc::new_cyclic(|_| Connection {
-            name: name.to_string(),
-            capabilities,
-            writer: Mutex::new(writer),
-            waiters: waiters.clone(),
-            lost,
-            prepared: Mutex::default(),
-            tasks: vec![reader_task],
-            _guard: guard,
-        });
-        let heartbeat_task = {
-            let weak = Arc::downgrade(&connection);
-            tokio::spawn(async move {
+        let connection = Arc::new_cyclic(|weak: &std::sync::Weak<Connection>| {
+            // The heartbeat holds only a weak reference; it ends with the connection.
+            let weak = weak.clone();
+            let heartbeat_task = tokio::spawn(async move {
                 let mut nonce = 0u64;
                 loop {
                     tokio::time::sleep(heartbeat.interval).await;
                     let Some(conn) = weak.upgrade() else { return };
                     let silent = last_heard.lock().expect("not poisoned").elapsed();
                     if silent > heartbeat.lost_after {
-                        mark_lost(
-                            &lost_tx,
-                            &conn.waiters,
-                            format!("no answer for {:.0} s", silent.as_secs_f64()),
-                        );
+                        let reason = format!("no answer for {:.0} s", silent.as_secs_f64());
+                        mark_lost(&lost_tx, &conn.waiters, reason);
                         return;
                     }
                     nonce += 1;
@@ -165,10 +153,18 @@ impl Connection {
                         return;
                     }
                 }
-            })
-        };
-        // The heartbeat holds only a weak reference; it ends with the connection.
-        let _ = heartbeat_task;
+            });
+            Connection {
+                name: name.to_string(),
+                capabilities,
+                writer: Mutex::new(writer),
+                waiters: waiters.clone(),
+                lost,
+                prepared: Mutex::default(),
+                tasks: vec![reader_task, heartbeat_task],
+                _guard: guard,
+            }
+        });
         Ok(connection)
     }
 

@@ -28,10 +28,15 @@ impl std::io::Write for FileWriter {
 
 /// Installs the global subscriber: stderr at `warn` (or RUST_LOG), file at `info` (or RUST_LOG).
 pub fn init() {
-    let stderr_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    let stderr_filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
     let file_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::registry()
-        .with(fmt::layer().with_writer(std::io::stderr).with_filter(stderr_filter))
+        .with(
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(stderr_filter),
+        )
         .with(
             fmt::layer()
                 .with_ansi(false)
@@ -43,7 +48,10 @@ pub fn init() {
 
 /// Sends the file log to `path` (appending) until the guard is dropped.
 pub fn to_file(path: &Path) -> Result<LogGuard> {
-    let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
     let slot = LOG_FILE.get_or_init(|| Mutex::new(None));
     *slot.lock().expect("not poisoned") = Some(file);
     Ok(LogGuard)

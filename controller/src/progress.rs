@@ -10,9 +10,12 @@ use kiln_protocol::CampaignConfig;
 use crate::pool::StatusBoard;
 use crate::store::ChainState;
 
+/// One bar per chain.
+type Bars = BTreeMap<(String, u32), ProgressBar>;
+
 /// The progress display of a campaign.
 pub struct Progress {
-    bars: Option<(MultiProgress, BTreeMap<(String, u32), ProgressBar>)>,
+    bars: Option<(MultiProgress, Bars)>,
     totals: BTreeMap<String, u32>,
 }
 
@@ -31,7 +34,7 @@ impl Progress {
     }
 
     /// Updates the bars after a decision.
-    pub fn refresh<T>(&mut self, chains: &BTreeMap<(String, u32), ChainState>, _experiments: &BTreeMap<String, T>) {
+    pub fn refresh(&mut self, chains: &BTreeMap<(String, u32), ChainState>) {
         let Some((multi, bars)) = self.bars.as_mut() else {
             return;
         };
@@ -55,7 +58,7 @@ impl Progress {
     }
 
     /// A periodic line per chain when there is no terminal.
-    pub fn tick(&self, chains: &BTreeMap<(String, u32), ChainState>, _experiments: &BTreeMap<String, impl Sized>, board: &StatusBoard) {
+    pub fn tick(&self, chains: &BTreeMap<(String, u32), ChainState>, board: &StatusBoard) {
         if self.bars.is_some() {
             return;
         }
@@ -90,5 +93,8 @@ fn summary(state: &ChainState) -> String {
     } else {
         0.0
     };
-    format!("accepted {rate:.0}% best {}", crate::status::format_value(state.best.objective()))
+    format!(
+        "accepted {rate:.0}% best {}",
+        crate::status::format_value(state.best.objective())
+    )
 }

@@ -82,14 +82,20 @@ pub struct WorkerRow {
     pub losses: u64,
 }
 
-fn chain_rows(config: &CampaignConfig, infos: &BTreeMap<String, ExperimentInfo>, chains: &BTreeMap<(String, u32), ChainState>) -> Vec<ChainRow> {
+fn chain_rows(
+    config: &CampaignConfig,
+    infos: &BTreeMap<String, ExperimentInfo>,
+    chains: &BTreeMap<(String, u32), ChainState>,
+) -> Vec<ChainRow> {
     chains
         .iter()
         .map(|((experiment, chain), s)| ChainRow {
             experiment: experiment.clone(),
             chain: *chain,
             done: s.next_decide,
-            total: config.experiment(experiment).map_or(0, |e| e.search.steps()),
+            total: config
+                .experiment(experiment)
+                .map_or(0, |e| e.search.steps()),
             accepted: s.accepted,
             best: s.best.objective(),
             baseline: infos
@@ -198,7 +204,8 @@ pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
             let path = store_dir.join("status.json");
             let bytes = std::fs::read(&path).map_err(|_| open_error)?;
             let report: Report = serde_json::from_slice(&bytes)?;
-            let holder = std::fs::read_to_string(store_dir.join("controller.pid")).unwrap_or_default();
+            let holder =
+                std::fs::read_to_string(store_dir.join("controller.pid")).unwrap_or_default();
             let age = now_ms().saturating_sub(report.at_ms) as f64 / 1000.0;
             Ok((
                 report,
@@ -214,7 +221,11 @@ pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
 /// The report as a table.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let state = if report.finished { "finished" } else { "running or stopped" };
+    let state = if report.finished {
+        "finished"
+    } else {
+        "running or stopped"
+    };
     let _ = writeln!(out, "campaign {} ({state})", report.campaign);
     let _ = writeln!(
         out,
@@ -233,7 +244,11 @@ pub fn render(report: &Report) -> String {
                 .join(", ")
         };
         let accept_rate = if r.done > 0 {
-            format!("{} ({:.0}%)", r.accepted, 100.0 * f64::from(r.accepted) / f64::from(r.done))
+            format!(
+                "{} ({:.0}%)",
+                r.accepted,
+                100.0 * f64::from(r.accepted) / f64::from(r.done)
+            )
         } else {
             "0".into()
         };
@@ -253,9 +268,17 @@ pub fn render(report: &Report) -> String {
         );
     }
     if !report.workers.is_empty() {
-        let _ = writeln!(out, "\n{:<20} {:>8} {:>7}  state", "worker", "steps", "losses");
+        let _ = writeln!(
+            out,
+            "\n{:<20} {:>8} {:>7}  state",
+            "worker", "steps", "losses"
+        );
         for w in &report.workers {
-            let _ = writeln!(out, "{:<20} {:>8} {:>7}  {}", w.name, w.steps, w.losses, w.state);
+            let _ = writeln!(
+                out,
+                "{:<20} {:>8} {:>7}  {}",
+                w.name, w.steps, w.losses, w.state
+            );
         }
     }
     out
@@ -275,7 +298,11 @@ pub fn format_value(v: f64) -> String {
 /// Seconds as `1h02m`, `3m05s` or `12.3s`.
 pub fn format_secs(s: f64) -> String {
     if s >= 3600.0 {
-        format!("{}h{:02}m", (s / 3600.0) as u64, ((s % 3600.0) / 60.0) as u64)
+        format!(
+            "{}h{:02}m",
+            (s / 3600.0) as u64,
+            ((s % 3600.0) / 60.0) as u64
+        )
     } else if s >= 60.0 {
         format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
     } else {

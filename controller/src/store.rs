@@ -15,6 +15,7 @@
 //! | `exp/<experiment>` | [`ExperimentInfo`]: decision points, baseline, references |
 //! | `chain/<experiment>/<chain>` | [`ChainState`] |
 //! | `step/<experiment>/<chain>/<step>` | [`StepRecord`], decided |
+//! | `step/manual:<benchmark>/000000/<n>` | [`StepRecord`] measured by `kiln benchmark --store` (no chain state) |
 //! | `result/<experiment>/<chain>/<step>` | [`StepRecord`] measured, not yet decided |
 //! | `worker/<name>` | [`kiln_protocol::message::Capabilities`] last seen |
 
@@ -362,6 +363,23 @@ impl Store {
         batch.insert(
             chain_key(&record.key.experiment, record.key.chain).as_bytes(),
             serde_json::to_vec(chain)?,
+        );
+        self.db.apply_batch(batch)?;
+        self.db.flush()?;
+        Ok(())
+    }
+
+    /// Atomically records a step measured outside any chain (`kiln benchmark --store`)
+    /// together with its experiment's updated info, then flushes.
+    pub fn record_manual(&self, experiment: &ExperimentInfo, record: &StepRecord) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        batch.insert(
+            format!("step/{}", record.key.suffix()).as_bytes(),
+            serde_json::to_vec(record)?,
+        );
+        batch.insert(
+            format!("exp/{}", record.key.experiment).as_bytes(),
+            serde_json::to_vec(experiment)?,
         );
         self.db.apply_batch(batch)?;
         self.db.flush()?;
