@@ -163,6 +163,25 @@ pub fn parse_single(text: &str, source_name: &str) -> Result<Sexp, SexpError> {
 }
 
 fn syntax_error(e: &lexpr::parse::Error, text: &str, source_name: &str) -> SexpError {
+    let located = |pos: Pos, message: String| SexpError {
+        source_name: source_name.to_string(),
+        pos,
+        message,
+    };
+    // Parenthesis problems are worded from a scan of the text, which can name
+    // where the unclosed list opened; lexpr only knows where it gave up.
+    match paren_balance(text) {
+        Balance::Unclosed(open) => {
+            return located(
+                open,
+                format!("unbalanced parenthesis: the list opened here is never closed (the file ends at {})", end_of(text)),
+            )
+        }
+        Balance::ExtraClose(close) => {
+            return located(close, "unbalanced parenthesis: this `)` closes no list".into())
+        }
+        Balance::Balanced => {}
+    }
     let pos = match e.location() {
         Some(loc) => Pos {
             line: loc.line(),
@@ -170,31 +189,29 @@ fn syntax_error(e: &lexpr::parse::Error, text: &str, source_name: &str) -> SexpE
         },
         None => end_of(text),
     };
-    let message = match e.classify() {
-        lexpr::parse::error::Category::Eof => {
-            "unexpected end of file: unbalanced parenthesis (a list is not closed)".to_string()
-        }
-        _ => {
-            let raw = e.to_string();
-            let detail = raw.split(" at line").next().unwrap_or(&raw);
-            if detail.contains("unexpected closing") || text_has_extra_close(text) {
-                format!("syntax error: {detail} (unbalanced parenthesis)")
-            } else {
-                format!("syntax error: {detail}")
-            }
-        }
-    };
-    SexpError {
-        source_name: source_name.to_string(),
-        pos,
-        message,
-    }
+    let raw = e.to_string();
+    let detail = raw.split(" at line").next().unwrap_or(&raw);
+    located(pos, format!("syntax error: {detail}"))
 }
 
-/// A cheap check used only to word an error: more `)` than `(` outside strings and comments.
-fn text_has_extra_close(text: &str) -> bool {
-    let (mut depth, mut in_str, mut escaped, mut in_comment) = (0i64, false, false, false);
+enum Balance {
+    Balanced,
+    Unclosed(Pos),
+    ExtraClose(Pos),
+}
+
+/// Matches parentheses outside strings and comments.
+fn paren_balance(text: &str) -> Balance {
+    let mut open: Vec<Pos> = Vec::new();
+    let (mut in_str, mut escaped, mut in_comment) = (false, false, false);
+    let (mut line, mut column) = (1, 0);
     for c in text.chars() {
+        column += c.len_utf8();
+        let here = Pos { line, column };
+        if c == '\n' {
+            line += 1;
+            column = 0;
+        }
         if in_comment {
             in_comment = c != '\n';
         } else if in_str {
@@ -208,18 +225,20 @@ fn text_has_extra_close(text: &str) -> bool {
             match c {
                 ';' => in_comment = true,
                 '"' => in_str = true,
-                '(' => depth += 1,
-                ')' => {
-                    depth -= 1;
-                    if depth < 0 {
-                        return true;
+                '(' | '[' => open.push(here),
+                ')' | ']' => {
+                    if open.pop().is_none() {
+                        return Balance::ExtraClose(here);
                     }
                 }
                 _ => {}
             }
         }
     }
-    false
+    match open.pop() {
+        Some(pos) => Balance::Unclosed(pos),
+        None => Balance::Balanced,
+    }
 }
 
 fn end_of(text: &str) -> Pos {
