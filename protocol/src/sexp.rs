@@ -226,11 +226,7 @@ fn paren_balance(text: &str) -> Balance {
                 ';' => in_comment = true,
                 '"' => in_str = true,
                 '(' | '[' => open.push(here),
-                ')' | ']' => {
-                    if open.pop().is_none() {
-                        return Balance::ExtraClose(here);
-                    }
-                }
+                ')' | ']' if open.pop().is_none() => return Balance::ExtraClose(here),
                 _ => {}
             }
         }
