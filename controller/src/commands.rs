@@ -180,6 +180,10 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
             }
         }
     }
+    let manual = crate::manual::verify(&store, &mut problems)?;
+    if manual > 0 {
+        counts.insert("manual steps", manual);
+    }
     *counts.entry("undecided results").or_default() += store.count("result/");
     let mut text = String::new();
     let _ = writeln!(text, "store {} (campaign {})", dir.display(), config.name);

@@ -1,1 +1,843 @@
 //! Workers reached over SSH: connection, agentless deployment, and the channel to `serve`.
+//!
+//! [`open_ssh`] connects with the system `ssh` client through the openssh crate (native
+//! multiplexing: one master connection per worker, one mux session per remote command), makes
+//! sure `<rundir>/kiln-worker` is the binary we mean to run (by SHA-256, uploading it when it is
+//! missing or different), starts `<rundir>/kiln-worker serve --rundir <rundir>` and returns its
+//! stdin/stdout as a [`Channel`].
+//!
+//! - The user's `~/.ssh/config` is never read: the client gets a constant config file of ours.
+//!   Control sockets live in a private directory (`$TMPDIR/kiln-ssh-<uid>`, mode 0700).
+//! - Host keys are checked per [`HostKeyCheck`] against `SshWorker::known_hosts` when given (and
+//!   only against it: the global known_hosts file is ignored then), else against ssh's defaults.
+//!   `Off` uses no known_hosts file at all and writes none.
+//! - Remote commands are argument lists (each argument shell-quoted by openssh), never shell
+//!   strings assembled from config values. They need `sha256sum`, `mkdir`, `dd`, `chmod`, `mv` and
+//!   `rm` (coreutils) on the worker.
+//! - `rundir` is a path on the worker, absolute or relative to the login directory; a leading
+//!   `~/` is taken as "relative to the login directory" (it is not shell-expanded).
+//! - Timeouts: `connect_timeout` is ssh's `ConnectTimeout`, bounds the whole login (2× + 2 s) and
+//!   each small remote command; the upload gets `connect_timeout` plus one second per MiB. Once
+//!   connected, a link that stops answering is detected by ssh's keep-alives after
+//!   [`server_alive_interval`]`(connect_timeout)` × [`SERVER_ALIVE_COUNT_MAX`]: the master exits
+//!   and reads on the channel end (EOF).
+//! - Dropping the channel's guard ends the mux session and shuts the master connection down; the
+//!   remote `serve` then sees EOF on its stdin. The worker's stderr is forwarded line by line to
+//!   `tracing` (target `kiln::worker`, field `worker`).
+
+use std::collections::HashMap;
+use std::error::Error as StdError;
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use kiln_protocol::config::{HostKeyCheck, SshWorker};
+use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::time::timeout;
+
+use crate::transport::{Channel, ChannelGuard};
+
+/// The worker binary's file name inside the rundir.
+pub const WORKER_FILE: &str = "kiln-worker";
+
+/// Keep-alives ssh may miss before it declares the link dead (`ServerAliveCountMax`).
+pub const SERVER_ALIVE_COUNT_MAX: u32 = 3;
+
+/// How long the master connection outlives its last session (a crashed controller's master
+/// goes away by itself after this).
+const CONTROL_PERSIST_S: usize = 60;
+
+/// Slowest upload rate tolerated (bytes per second) on top of `connect_timeout`.
+const UPLOAD_MIN_RATE: u64 = 1 << 20;
+
+/// A connected SSH worker.
+pub struct SshConnect {
+    /// The byte stream to `kiln-worker serve`; its guard owns the SSH session.
+    pub channel: Channel,
+    /// Whether the worker binary was uploaded (it was missing or different).
+    pub uploaded: bool,
+    /// SHA-256 (hex) of the worker binary now in place.
+    pub worker_sha256: String,
+    /// The binary's path on the worker.
+    pub remote_path: String,
+}
+
+/// ssh's `ServerAliveInterval` for a given connect timeout: a quarter of it, within 1–5 s.
+/// A dead link is noticed after about this times [`SERVER_ALIVE_COUNT_MAX`].
+pub fn server_alive_interval(connect_timeout: Duration) -> Duration {
+    (connect_timeout / 4).clamp(Duration::from_secs(1), Duration::from_secs(5))
+}
+
+/// The worker's address for messages: `user@host:port` (or `host:port`).
+pub fn address(spec: &SshWorker) -> String {
+    let host = if spec.host.contains(':') {
+        format!("[{}]", spec.host)
+    } else {
+        spec.host.clone()
+    };
+    match &spec.user {
+        Some(u) => format!("{u}@{host}:{}", spec.port),
+        None => format!("{host}:{}", spec.port),
+    }
+}
+
+/// The rundir as used in remote commands (`~/` stripped: relative paths are relative to the
+/// login directory anyway).
+pub fn remote_rundir(spec: &SshWorker) -> Result<String> {
+    let r = spec.rundir.as_str();
+    if r.is_empty() || r.contains('\0') {
+        bail!("rundir must be a non-empty path");
+    }
+    let r = if r == "~" {
+        "."
+    } else if let Some(rest) = r.strip_prefix("~/") {
+        if rest.is_empty() {
+            "."
+        } else {
+            rest
+        }
+    } else if r.starts_with('~') {
+        bail!("rundir '{r}': ~user is not supported; give the path");
+    } else {
+        r
+    };
+    Ok(r.to_string())
+}
+
+/// `<rundir>/kiln-worker` on the worker.
+pub fn remote_worker_path(spec: &SshWorker) -> Result<String> {
+    Ok(remote_join(&remote_rundir(spec)?, WORKER_FILE))
+}
+
+fn remote_join(dir: &str, name: &str) -> String {
+    if dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// SHA-256 of a byte string, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let mut s = String::with_capacity(64);
+    for b in digest {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+/// Names the worker in every error.
+struct Who {
+    name: String,
+    addr: String,
+}
+
+impl Who {
+    fn err(&self, what: impl std::fmt::Display) -> anyhow::Error {
+        anyhow!("ssh worker '{}' ({}): {what}", self.name, self.addr)
+    }
+}
+
+/// Connects to an SSH worker, deploys `kiln-worker` if needed, and starts `serve`.
+///
+/// `local_worker_binary` is uploaded unless `spec.worker_binary` names another (a build for the
+/// worker's platform). Errors name the worker and its address and say what failed: unreachable,
+/// host key changed or unknown, authentication, a missing remote tool, an upload whose hash does
+/// not match.
+pub async fn open_ssh(
+    spec: &SshWorker,
+    connect_timeout: Duration,
+    local_worker_binary: &Path,
+) -> Result<SshConnect> {
+    let who = Who {
+        name: spec.name.clone(),
+        addr: address(spec),
+    };
+    let rundir = remote_rundir(spec).map_err(|e| who.err(e))?;
+    let remote_path = remote_join(&rundir, WORKER_FILE);
+
+    // The local binary and its hash (read before connecting: a missing file is our problem).
+    let binary = spec
+        .worker_binary
+        .as_deref()
+        .unwrap_or(local_worker_binary)
+        .to_path_buf();
+    let cant_read =
+        |e: anyhow::Error| who.err(format!("cannot read the worker binary to deploy: {e:#}"));
+    let started = std::time::Instant::now();
+    let (_, mut local_hash) = local_binary(&binary, false).await.map_err(cant_read)?;
+    let hashed = started.elapsed();
+
+    let session = connect(spec, &who, connect_timeout).await?;
+    let logged_in = started.elapsed();
+
+    let remote_hash = remote_sha256(&session, &who, &remote_path, connect_timeout).await?;
+    let mut uploaded = false;
+    if remote_hash.as_deref() != Some(local_hash.as_str()) {
+        // Hash exactly the bytes we send (the file may have been rebuilt since).
+        let (bytes, hash) = local_binary(&binary, true).await.map_err(cant_read)?;
+        let bytes = bytes.expect("asked for the bytes");
+        local_hash = hash;
+        if remote_hash.as_deref() != Some(local_hash.as_str()) {
+            tracing::info!(
+                worker = %spec.name,
+                remote = remote_hash.as_deref().unwrap_or("missing"),
+                local = %local_hash,
+                "deploying {} ({} bytes) to {}:{remote_path}",
+                binary.display(),
+                bytes.len(),
+                who.addr
+            );
+            upload(
+                &session,
+                &who,
+                &rundir,
+                &remote_path,
+                &bytes,
+                &local_hash,
+                connect_timeout,
+            )
+            .await?;
+            uploaded = true;
+        }
+    }
+    if !uploaded {
+        tracing::debug!(worker = %spec.name, "{remote_path} is up to date ({local_hash})");
+    }
+
+    let channel = start_serve(session, spec, &who, &rundir, &remote_path).await?;
+    tracing::debug!(
+        worker = %spec.name,
+        uploaded,
+        "open_ssh took {:.2} s (local hash {:.2} s, login {:.2} s)",
+        started.elapsed().as_secs_f64(),
+        hashed.as_secs_f64(),
+        (logged_in - hashed).as_secs_f64()
+    );
+    Ok(SshConnect {
+        channel,
+        uploaded,
+        worker_sha256: local_hash,
+        remote_path,
+    })
+}
+
+/// Identity of a file's content for the hash cache: device, inode, length, modification time.
+type FileStamp = (u64, u64, u64, i64, i64);
+
+fn stamp(md: &std::fs::Metadata) -> FileStamp {
+    (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
+}
+
+/// SHA-256 of a local file (and its bytes when `with_bytes`). Hashes are cached per process
+/// while the file's stamp is unchanged: every worker of a campaign deploys the same binary.
+async fn local_binary(path: &Path, with_bytes: bool) -> Result<(Option<Vec<u8>>, String)> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, (FileStamp, String)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let file_stamp = || async {
+        tokio::fs::metadata(path)
+            .await
+            .map(|md| stamp(&md))
+            .with_context(|| format!("{}", path.display()))
+    };
+    let before = file_stamp().await?;
+    let cached = cache
+        .lock()
+        .expect("hash cache")
+        .get(path)
+        .filter(|(k, _)| *k == before)
+        .map(|(_, h)| h.clone());
+    if let (Some(hash), false) = (&cached, with_bytes) {
+        return Ok((None, hash.clone()));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .with_context(|| format!("{}", path.display()))?;
+    let unchanged = file_stamp().await? == before;
+    let (bytes, hash) = match cached {
+        Some(hash) if unchanged => (bytes, hash),
+        _ => {
+            tokio::task::spawn_blocking(move || {
+                let h = sha256_hex(&bytes);
+                (bytes, h)
+            })
+            .await?
+        }
+    };
+    if unchanged {
+        cache
+            .lock()
+            .expect("hash cache")
+            .insert(path.to_path_buf(), (before, hash.clone()));
+    }
+    Ok((with_bytes.then_some(bytes), hash))
+}
+
+/// Why a login failed, from ssh's own log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoginFailure {
+    HostKeyChanged,
+    HostKeyUnknown,
+    Auth,
+    Unreachable,
+    Other,
+}
+
+fn classify(log: &str) -> LoginFailure {
+    if log.contains("REMOTE HOST IDENTIFICATION HAS CHANGED")
+        || log.contains("has changed and you have requested strict checking")
+    {
+        LoginFailure::HostKeyChanged
+    } else if log.contains("Host key verification failed") || log.contains("host key is known for")
+    {
+        LoginFailure::HostKeyUnknown
+    } else if log.contains("Permission denied") || log.contains("Too many authentication failures")
+    {
+        LoginFailure::Auth
+    } else if [
+        "Connection refused",
+        "timed out",
+        "No route to host",
+        "Network is unreachable",
+        "Could not resolve",
+        "Name or service not known",
+        "Connection closed by",
+        "Connection reset",
+        "kex_exchange_identification",
+    ]
+    .iter()
+    .any(|p| log.contains(p))
+    {
+        LoginFailure::Unreachable
+    } else {
+        LoginFailure::Other
+    }
+}
+
+/// The last two meaningful lines of ssh's log.
+fn ssh_said(log: &str) -> String {
+    let lines: Vec<&str> = log
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('@'))
+        .collect();
+    let tail = &lines[lines.len().saturating_sub(2)..];
+    tail.join(" / ")
+}
+
+fn error_chain(e: &dyn StdError) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        let _ = write!(s, ": {inner}");
+        src = inner.source();
+    }
+    s
+}
+
+async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Result<Session> {
+    if spec.host.is_empty()
+        || spec.host.starts_with('-')
+        || spec
+            .host
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control())
+    {
+        return Err(who.err(format!("invalid host name {:?}", spec.host)));
+    }
+    let own_known_hosts = spec.known_hosts.is_some() || spec.host_key_check == HostKeyCheck::Off;
+    let dir = private_dir().map_err(|e| who.err(format!("{e:#}")))?;
+    let config = client_config(&dir, own_known_hosts).map_err(|e| who.err(format!("{e:#}")))?;
+
+    let mut b = SessionBuilder::default();
+    b.config_file(&config)
+        .control_directory(&dir)
+        .control_persist(ControlPersist::IdleFor(
+            CONTROL_PERSIST_S.try_into().expect("nonzero"),
+        ))
+        .connect_timeout(connect_timeout.max(Duration::from_secs(1)))
+        .server_alive_interval(server_alive_interval(connect_timeout))
+        .port(spec.port);
+    if let Some(user) = &spec.user {
+        b.user(user.clone());
+    }
+    if let Some(identity) = &spec.identity {
+        b.keyfile(identity);
+    }
+    match spec.host_key_check {
+        HostKeyCheck::Strict => b.known_hosts_check(KnownHosts::Strict),
+        HostKeyCheck::AcceptNew => b.known_hosts_check(KnownHosts::Add),
+        HostKeyCheck::Off => b.known_hosts_check(KnownHosts::Accept),
+    };
+    match (&spec.known_hosts, spec.host_key_check) {
+        (_, HostKeyCheck::Off) => {
+            b.user_known_hosts_file("/dev/null");
+        }
+        (Some(kh), _) => {
+            b.user_known_hosts_file(kh);
+        }
+        (None, _) => {}
+    }
+
+    let login_bound = connect_timeout * 2 + Duration::from_secs(2);
+    let session = match timeout(login_bound, b.connect_mux(&spec.host)).await {
+        Err(_) => {
+            return Err(who.err(format!(
+                "unreachable: no SSH login within {:.0} s",
+                login_bound.as_secs_f64()
+            )))
+        }
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(login_error(spec, who, &e)),
+    };
+    match timeout(connect_timeout, session.check()).await {
+        Ok(Ok(())) => Ok(session),
+        Ok(Err(e)) => Err(who.err(format!(
+            "the SSH connection died right after login: {}",
+            error_chain(&e)
+        ))),
+        Err(_) => Err(who.err("the SSH connection does not answer right after login")),
+    }
+}
+
+fn login_error(spec: &SshWorker, who: &Who, e: &openssh::Error) -> anyhow::Error {
+    // openssh puts ssh's log into the innermost error.
+    let log = match e {
+        openssh::Error::Connect(inner) => inner.to_string(),
+        other => error_chain(other),
+    };
+    let known_hosts = spec
+        .known_hosts
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "~/.ssh/known_hosts".into());
+    let key_name = if spec.port == 22 {
+        spec.host.clone()
+    } else {
+        format!("[{}]:{}", spec.host, spec.port)
+    };
+    let what = match classify(&log) {
+        LoginFailure::HostKeyChanged => format!(
+            "host key of {} CHANGED: it differs from the one recorded in {known_hosts}; refusing to \
+             connect (a man-in-the-middle, or a reinstalled host: if expected, run ssh-keygen -R \
+             '{key_name}' -f {known_hosts} and connect again)",
+            spec.host
+        ),
+        LoginFailure::HostKeyUnknown => format!(
+            "host key of {} is unknown: it is not in {known_hosts} and host-key-check is strict \
+             (add it, e.g. ssh-keyscan -p {} {} >> {known_hosts}, or use (host-key-check accept-new))",
+            spec.host, spec.port, spec.host
+        ),
+        LoginFailure::Auth => format!(
+            "authentication failed as {} with {}",
+            spec.user.as_deref().unwrap_or("the local user name"),
+            spec.identity
+                .as_ref()
+                .map(|p| format!("identity {}", p.display()))
+                .unwrap_or_else(|| "ssh's default identities".into())
+        ),
+        LoginFailure::Unreachable => format!("unreachable ({}:{})", spec.host, spec.port),
+        LoginFailure::Other => "SSH login failed".into(),
+    };
+    who.err(format!("{what}; ssh said: {}", ssh_said(&log)))
+}
+
+/// `$TMPDIR/kiln-ssh-<uid>` (or `/tmp/...` when TMPDIR is too long for socket paths), mode 0700,
+/// ours.
+fn private_dir() -> Result<PathBuf> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let name = format!("kiln-ssh-{uid}");
+    let mut dir = std::env::temp_dir().join(&name);
+    // Control sockets go to DIR/.ssh-connectionXXXXXX/master.XXXXXXXXXXXXXXXX (ssh binds a
+    // temporary name first); sun_path holds 107 bytes.
+    if dir.as_os_str().len() > 60 {
+        dir = Path::new("/tmp").join(&name);
+    }
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e).with_context(|| format!("cannot create {}", dir.display())),
+    }
+    let md = std::fs::symlink_metadata(&dir).with_context(|| format!("{}", dir.display()))?;
+    if !md.is_dir() || md.uid() != uid || md.mode() & 0o077 != 0 {
+        bail!(
+            "{} is not a private directory of ours (owner {}, mode {:o}); remove it",
+            dir.display(),
+            md.uid(),
+            md.mode() & 0o7777
+        );
+    }
+    Ok(dir)
+}
+
+const CLIENT_CONFIG: &str = "\
+# Written by kiln (controller/src/ssh.rs) for its ssh client; constant, no per-worker values.
+HashKnownHosts no
+UpdateHostKeys no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+ForwardAgent no
+ForwardX11 no
+";
+
+/// Writes (atomically, when missing or stale) one of our two constant ssh configs and returns its
+/// path. With `own_known_hosts` the global known_hosts file is ignored too.
+fn client_config(dir: &Path, own_known_hosts: bool) -> Result<PathBuf> {
+    let mut text = format!("{CLIENT_CONFIG}ServerAliveCountMax {SERVER_ALIVE_COUNT_MAX}\n");
+    let name = if own_known_hosts {
+        text.push_str("GlobalKnownHostsFile /dev/null\n");
+        "ssh_config_own_known_hosts"
+    } else {
+        "ssh_config"
+    };
+    let path = dir.join(name);
+    if std::fs::read_to_string(&path).ok().as_deref() == Some(text.as_str()) {
+        return Ok(path);
+    }
+    let tmp = dir.join(format!("{name}.{}.{}", std::process::id(), nanos()));
+    let res = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = res {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e).with_context(|| format!("cannot write {}", path.display()));
+    }
+    Ok(path)
+}
+
+fn nanos() -> u128 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// Runs a small remote command (argument list) to completion; its output.
+async fn remote_output(
+    session: &Session,
+    who: &Who,
+    program: &str,
+    args: &[&str],
+    limit: Duration,
+) -> Result<std::process::Output> {
+    let mut cmd = session.command(program);
+    cmd.args(args).stdin(Stdio::null());
+    let shown = || format!("`{program} {}`", args.join(" "));
+    match timeout(limit, cmd.output()).await {
+        Err(_) => Err(who.err(format!(
+            "remote command {} did not finish within {:.0} s",
+            shown(),
+            limit.as_secs_f64()
+        ))),
+        Ok(Err(openssh::Error::Remote(e))) if e.kind() == std::io::ErrorKind::NotFound => Err(who
+            .err(format!(
+                "`{program}` is missing on the worker (needed to deploy kiln-worker)"
+            ))),
+        Ok(Err(e)) => Err(who.err(format!(
+            "remote command {} failed: {}",
+            shown(),
+            error_chain(&e)
+        ))),
+        Ok(Ok(out)) => Ok(out),
+    }
+}
+
+/// Runs a small remote command that must succeed.
+async fn remote_run(
+    session: &Session,
+    who: &Who,
+    program: &str,
+    args: &[&str],
+    limit: Duration,
+) -> Result<()> {
+    let out = remote_output(session, who, program, args, limit).await?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(who.err(format!(
+            "remote command `{program} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )))
+    }
+}
+
+/// SHA-256 of a remote file, `None` when it does not exist.
+async fn remote_sha256(
+    session: &Session,
+    who: &Who,
+    path: &str,
+    limit: Duration,
+) -> Result<Option<String>> {
+    let out = remote_output(session, who, "sha256sum", &["--", path], limit).await?;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        if stderr.contains("No such file or directory") {
+            return Ok(None);
+        }
+        return Err(who.err(format!(
+            "cannot hash {path} on the worker ({}): {}",
+            out.status,
+            stderr.trim()
+        )));
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let hash = stdout
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_start_matches('\\');
+    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(who.err(format!(
+            "unexpected sha256sum output for {path}: {:?}",
+            stdout.trim()
+        )));
+    }
+    Ok(Some(hash.to_ascii_lowercase()))
+}
+
+/// mkdir -p, stream to a temporary name with dd, verify its hash, chmod, rename into place.
+async fn upload(
+    session: &Session,
+    who: &Who,
+    rundir: &str,
+    final_path: &str,
+    bytes: &[u8],
+    local_hash: &str,
+    limit: Duration,
+) -> Result<()> {
+    remote_run(session, who, "mkdir", &["-p", "--", rundir], limit).await?;
+    let tmp = remote_join(
+        rundir,
+        &format!(".{WORKER_FILE}.upload-{}-{}", std::process::id(), nanos()),
+    );
+    let res = upload_to(session, who, &tmp, final_path, bytes, local_hash, limit).await;
+    if res.is_err() {
+        // Best effort: the link may be what failed.
+        let _ = timeout(
+            limit,
+            session
+                .command("rm")
+                .args(["-f", "--", &tmp])
+                .stdin(Stdio::null())
+                .output(),
+        )
+        .await;
+    }
+    res
+}
+
+async fn upload_to(
+    session: &Session,
+    who: &Who,
+    tmp: &str,
+    final_path: &str,
+    bytes: &[u8],
+    local_hash: &str,
+    limit: Duration,
+) -> Result<()> {
+    let upload_limit = limit + Duration::from_secs(bytes.len() as u64 / UPLOAD_MIN_RATE);
+    let of = format!("of={tmp}");
+    let transfer = async {
+        let mut child = session
+            .command("dd")
+            .arg(&of)
+            .arg("bs=1M")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .await
+            .map_err(|e| {
+                who.err(format!(
+                    "cannot start the upload (`dd {of}`): {}",
+                    error_chain(&e)
+                ))
+            })?;
+        let mut stdin = child.stdin().take().expect("stdin is piped");
+        let wrote = async {
+            stdin.write_all(bytes).await?;
+            stdin.flush().await?;
+            stdin.shutdown().await
+        }
+        .await;
+        drop(stdin);
+        let out = child
+            .wait_with_output()
+            .await
+            .map_err(|e| who.err(format!("upload to {tmp} broke off: {}", error_chain(&e))))?;
+        if !out.status.success() {
+            return Err(who.err(format!(
+                "upload to {tmp} failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        wrote.map_err(|e| who.err(format!("upload to {tmp} broke off: {e}")))?;
+        Ok(())
+    };
+    match timeout(upload_limit, transfer).await {
+        Err(_) => {
+            return Err(who.err(format!(
+                "upload of {} bytes to {tmp} did not finish within {:.0} s",
+                bytes.len(),
+                upload_limit.as_secs_f64()
+            )))
+        }
+        Ok(r) => r?,
+    }
+    match remote_sha256(session, who, tmp, limit).await? {
+        Some(h) if h == local_hash => {}
+        got => {
+            return Err(who.err(format!(
+                "upload hash mismatch: {tmp} has sha256 {} on the worker, the local binary {local_hash}",
+                got.as_deref().unwrap_or("(file missing)")
+            )))
+        }
+    }
+    remote_run(session, who, "chmod", &["755", "--", tmp], limit).await?;
+    remote_run(session, who, "mv", &["-f", "--", tmp, final_path], limit).await?;
+    Ok(())
+}
+
+/// What keeps a remote `serve` alive: the remote child, the stderr forwarder, and the session
+/// (dropped last: its drop shuts the master connection down).
+struct SshGuard {
+    child: Option<openssh::Child<Arc<Session>>>,
+    stderr_forwarder: Option<tokio::task::JoinHandle<()>>,
+    _session: Arc<Session>,
+}
+
+impl Drop for SshGuard {
+    fn drop(&mut self) {
+        if let Some(t) = self.stderr_forwarder.take() {
+            t.abort();
+        }
+        drop(self.child.take());
+    }
+}
+
+async fn start_serve(
+    session: Session,
+    spec: &SshWorker,
+    who: &Who,
+    rundir: &str,
+    remote_path: &str,
+) -> Result<Channel> {
+    let session = Arc::new(session);
+    let mut child = Arc::clone(&session)
+        .arc_command(remote_path)
+        .arg("serve")
+        .arg("--rundir")
+        .arg(rundir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .await
+        .map_err(|e| {
+            who.err(format!(
+                "cannot start `{remote_path} serve`: {}",
+                error_chain(&e)
+            ))
+        })?;
+    let stdin = child.stdin().take().expect("stdin is piped");
+    let stdout = child.stdout().take().expect("stdout is piped");
+    let stderr = child.stderr().take().expect("stderr is piped");
+    let name = spec.name.clone();
+    let forwarder = tokio::spawn(async move {
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(target: "kiln::worker", worker = %name, "{line}");
+        }
+    });
+    tracing::info!(worker = %spec.name, "started {remote_path} serve on {}", who.addr);
+    let guard = SshGuard {
+        child: Some(child),
+        stderr_forwarder: Some(forwarder),
+        _session: session,
+    };
+    Ok(Channel {
+        reader: Box::new(stdout),
+        writer: Box::new(stdin),
+        guard: ChannelGuard::Other(Box::new(guard)),
+        address: who.addr.clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(rundir: &str) -> SshWorker {
+        SshWorker {
+            name: "w".into(),
+            host: "127.0.0.2".into(),
+            user: Some("root".into()),
+            port: 2222,
+            identity: None,
+            known_hosts: None,
+            host_key_check: HostKeyCheck::Strict,
+            rundir: rundir.into(),
+            slots: 1,
+            cpus: vec![],
+            worker_binary: None,
+        }
+    }
+
+    #[test]
+    fn rundir_and_paths() {
+        assert_eq!(
+            remote_worker_path(&spec("/srv/kiln")).unwrap(),
+            "/srv/kiln/kiln-worker"
+        );
+        assert_eq!(
+            remote_worker_path(&spec("/srv/kiln/")).unwrap(),
+            "/srv/kiln/kiln-worker"
+        );
+        assert_eq!(
+            remote_worker_path(&spec("~/kiln")).unwrap(),
+            "kiln/kiln-worker"
+        );
+        assert_eq!(remote_worker_path(&spec("~")).unwrap(), "./kiln-worker");
+        assert!(remote_rundir(&spec("")).is_err());
+        assert!(remote_rundir(&spec("~bob/x")).is_err());
+        assert_eq!(address(&spec("/x")), "root@127.0.0.2:2222");
+    }
+
+    #[test]
+    fn classifies_ssh_logs() {
+        assert_eq!(
+            classify("Host key for [127.0.0.2]:2222 has changed and you have requested strict checking.\nHost key verification failed."),
+            LoginFailure::HostKeyChanged
+        );
+        assert_eq!(
+            classify("No ED25519 host key is known for [127.0.0.2]:2222 and you have requested strict checking.\nHost key verification failed."),
+            LoginFailure::HostKeyUnknown
+        );
+        assert_eq!(
+            classify("root@127.0.0.2: Permission denied (publickey)."),
+            LoginFailure::Auth
+        );
+        assert_eq!(
+            classify("ssh: connect to host 127.0.0.9 port 2222: Connection refused"),
+            LoginFailure::Unreachable
+        );
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

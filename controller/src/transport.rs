@@ -41,10 +41,11 @@ pub fn open_local(worker_binary: &Path, rundir: &Path) -> Result<Channel> {
         .arg(rundir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start local worker {}", worker_binary.display()))?;
+    forward_log(child.stderr.take().expect("stderr is piped"));
     let reader = Box::new(child.stdout.take().expect("stdout is piped"));
     let writer = Box::new(child.stdin.take().expect("stdin is piped"));
     Ok(Channel {
@@ -53,4 +54,20 @@ pub fn open_local(worker_binary: &Path, rundir: &Path) -> Result<Channel> {
         guard: ChannelGuard::Local(child),
         address: "local".into(),
     })
+}
+
+/// Forwards a local worker's log lines into the controller's log (the
+/// campaign's log file), keeping its warnings and errors visible on stderr.
+fn forward_log(stderr: tokio::process::ChildStderr) {
+    use tokio::io::AsyncBufReadExt;
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.contains(" ERROR ") || line.contains(" WARN ") {
+                tracing::warn!(target: "kiln_worker", "{line}");
+            } else {
+                tracing::info!(target: "kiln_worker", "{line}");
+            }
+        }
+    });
 }

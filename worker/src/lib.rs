@@ -1,4 +1,14 @@
 //! kiln's worker: builds a benchmark under a decision set, runs it under
 //! control (CPUs, environment, timeouts) and measures every run.
 
+pub mod bundle_cache;
+pub mod callgrind;
+pub mod counters;
 pub mod llvm_inline;
+pub mod measure;
+pub mod probe;
+pub mod process;
+pub mod report;
+pub mod sampler;
+pub mod serve;
+pub mod step;

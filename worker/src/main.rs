@@ -1,3 +1,249 @@
 //! `kiln-worker`: the measuring instrument.
 
-fn main() {}
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use kiln_protocol::config::RunPolicy;
+use kiln_protocol::frame::MAX_FRAME;
+use kiln_protocol::message::StepOutcome;
+use kiln_protocol::{ContentHash, Metric};
+use kiln_worker::measure::{self, OutputSpec, Plan};
+use kiln_worker::{probe, process, report, serve};
+
+/// kiln's worker: builds benchmarks under decision sets, runs them pinned,
+/// in a clean environment and with timeouts, and measures every run.
+#[derive(Parser)]
+#[command(name = "kiln-worker", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Speak kiln's protocol on stdin/stdout (logs go to stderr; KILN_LOG sets the level).
+    ///
+    /// Steps run concurrently, one per slot, each in DIR/slots/<slot>/ and on
+    /// the CPUs its request names. Bundles are cached in DIR/bundles/<hash>/.
+    Serve {
+        /// The worker's folder (created if missing).
+        #[arg(long)]
+        rundir: PathBuf,
+        /// Largest accepted frame in bytes; larger ones are answered with an error and skipped.
+        #[arg(long, default_value_t = MAX_FRAME)]
+        max_frame: usize,
+        /// A compiler whose version hello reports (repeatable; default: clang and rustc).
+        #[arg(long = "compiler")]
+        compilers: Vec<String>,
+    },
+    /// Print what this machine is and can measure (CPU, counters, valgrind, compilers).
+    Probe {
+        /// A compiler to report the version of (repeatable; default: clang and rustc).
+        #[arg(long = "compiler")]
+        compilers: Vec<String>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure one command by hand with the engine steps use, and print a summary.
+    ///
+    /// The command runs in the current folder with a clean environment
+    /// (PATH=/usr/local/bin:/usr/bin:/bin, HOME=the current folder, LANG=C,
+    /// plus --env), stdin from /dev/null. Without --runs, runs repeat from
+    /// --min until the median's 95 % CI half-width is within --target-rel-ci,
+    /// --max runs, or --max-time seconds.
+    Measure {
+        /// Exactly this many measured runs (sets --min and --max).
+        #[arg(long, conflicts_with_all = ["min", "max"])]
+        runs: Option<u32>,
+        /// Warm-up runs first (shown, not summarised).
+        #[arg(long, default_value_t = RunPolicy::default().warmup)]
+        warmup: u32,
+        /// Fewest measured runs.
+        #[arg(long)]
+        min: Option<u32>,
+        /// Most measured runs.
+        #[arg(long)]
+        max: Option<u32>,
+        /// Target relative half-width of the median's 95 % CI.
+        #[arg(long, default_value_t = RunPolicy::default().target_rel_ci)]
+        target_rel_ci: f64,
+        /// Stop adding runs after this many seconds.
+        #[arg(long, default_value_t = RunPolicy::default().max_time_s)]
+        max_time: f64,
+        /// The metric the adaptive repetition watches.
+        #[arg(long, default_value = "wall-time")]
+        objective: Metric,
+        /// An extra metric (repeatable): `instructions` adds a callgrind run,
+        /// cpu-percent-avg/cpu-percent-peak/rss-avg turn on sampling.
+        #[arg(long = "metric")]
+        metrics: Vec<Metric>,
+        /// Timeout of one run in seconds (the process group is killed).
+        #[arg(long, default_value = "60", value_parser = parse_seconds)]
+        timeout: Duration,
+        /// CPUs to pin to, e.g. 0,1.
+        #[arg(long, value_delimiter = ',')]
+        cpus: Vec<u32>,
+        /// Extra environment variable NAME=VALUE (repeatable).
+        #[arg(long = "env", value_parser = parse_env)]
+        env: Vec<(String, String)>,
+        /// Fail unless every run's stdout has this digest (blake3, hex, as printed after a run).
+        #[arg(long, value_parser = parse_hash)]
+        expect_output: Option<ContentHash>,
+        /// Print the runs and summaries as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// The command and its arguments.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Print the worker's version.
+    Version,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("expected NAME=VALUE, found '{s}'"))
+}
+
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    s.parse::<f64>()
+        .ok()
+        .and_then(|v| Duration::try_from_secs_f64(v).ok())
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("expected a positive number of seconds, found '{s}'"))
+}
+
+fn parse_hash(s: &str) -> Result<ContentHash, String> {
+    ContentHash::try_from(s.to_string())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("KILN_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    match cli.command {
+        Cmd::Serve {
+            rundir,
+            max_frame,
+            compilers,
+        } => {
+            let opts = serve::ServeOptions {
+                rundir,
+                max_frame,
+                compilers: or_default_compilers(compilers),
+            };
+            match serve::serve(&opts, std::io::stdin().lock(), std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Probe { compilers, json } => {
+            let caps = probe::capabilities(&or_default_compilers(compilers));
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&caps).expect("capabilities serialize")
+                );
+            } else {
+                print!("{}", probe::table(&caps));
+            }
+            ExitCode::SUCCESS
+        }
+        Cmd::Measure {
+            runs,
+            warmup,
+            min,
+            max,
+            target_rel_ci,
+            max_time,
+            objective,
+            metrics,
+            timeout,
+            cpus,
+            env,
+            expect_output,
+            json,
+            command,
+        } => {
+            let defaults = RunPolicy::default();
+            let (min, max) = match runs {
+                Some(n) => (n, n),
+                None => {
+                    let min = min.unwrap_or(defaults.min);
+                    (min, max.unwrap_or(defaults.max).max(min))
+                }
+            };
+            let cwd = match std::env::current_dir() {
+                Ok(d) => d,
+                Err(e) => {
+                    eprintln!("kiln-worker: cannot read the current folder: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            let callgrind_out =
+                std::env::temp_dir().join(format!("kiln-measure-{}.callgrind", std::process::id()));
+            let plan = Plan {
+                argv: command.clone(),
+                env: process::clean_env(&cwd, &env),
+                cwd,
+                cpus,
+                timeout,
+                policy: RunPolicy {
+                    warmup,
+                    min,
+                    max,
+                    target_rel_ci,
+                    max_time_s: max_time,
+                },
+                objective,
+                extra: metrics,
+                output: OutputSpec::Stdout,
+                expected_output: expect_output,
+                callgrind_out: callgrind_out.clone(),
+            };
+            let m = measure::measure(&plan, None);
+            let _ = std::fs::remove_file(&callgrind_out);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&m).expect("measurements serialize")
+                );
+            } else {
+                print!("{}", report::table(&command.join(" "), &m, target_rel_ci));
+            }
+            if m.outcome == StepOutcome::Ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Cmd::Version => {
+            println!("kiln-worker {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn or_default_compilers(named: Vec<String>) -> Vec<String> {
+    if named.is_empty() {
+        probe::DEFAULT_COMPILERS
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        named
+    }
+}

@@ -1,0 +1,608 @@
+//! `kiln benchmark`: one decision file measured by hand against the baseline.
+//!
+//! The baseline (the stock decisions, or the knobs' defaults) and the decision
+//! file are measured one after the other on the same worker slot, so that the
+//! comparison never mixes machines. With `--store` the candidate is recorded
+//! like any step, in experiment `manual:<benchmark>` chain 0, appended; the
+//! baseline's samples are added to that experiment's baseline reference, and
+//! the step's `compared_with` holds the baseline objective measured alongside
+//! it. The `:` keeps manual experiments out of every `step/<name>/` prefix of a
+//! configured experiment.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, RunPolicy, WorkerSpec};
+use kiln_protocol::message::{Bundle, Discovery, StepResult};
+use kiln_protocol::{
+    CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepId, StepOutcome,
+    StepRequest, Summary,
+};
+
+use crate::campaign::objective_of;
+use crate::pool::{slot_cpus, Answer, Job, Pool, PoolSettings, Work, WorkerState};
+use crate::status::format_value;
+use crate::store::{
+    now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
+};
+
+/// How a metric the worker cannot measure reads in the table.
+const UNSUPPORTED: &str = "unsupported";
+
+/// Prefix of the experiments that hold manual steps.
+pub const MANUAL_PREFIX: &str = "manual:";
+
+/// The experiment that holds the manual steps of `benchmark`.
+pub fn manual_experiment(benchmark: &str) -> String {
+    format!("{MANUAL_PREFIX}{benchmark}")
+}
+
+/// The benchmark of a manual experiment; `None` for a configured experiment.
+pub fn manual_benchmark(experiment: &str) -> Option<&str> {
+    experiment.strip_prefix(MANUAL_PREFIX)
+}
+
+/// Options of `kiln benchmark` beyond config, benchmark and decision file.
+#[derive(Debug, Clone, Default)]
+pub struct BenchmarkOptions {
+    /// The config's worker to measure on (default: a local worker).
+    pub worker: Option<String>,
+    /// Measured runs per measurement, replacing the config's policy.
+    pub runs: Option<u32>,
+    /// A store to record the candidate in.
+    pub store: Option<PathBuf>,
+}
+
+/// What `kiln benchmark` found.
+pub struct BenchmarkReport {
+    /// The summary table.
+    pub text: String,
+    /// Whether the candidate measured successfully.
+    pub ok: bool,
+}
+
+/// `kiln benchmark`: measures the baseline and the decision file on one worker slot.
+pub async fn benchmark(
+    config: &CampaignConfig,
+    benchmark: &str,
+    decisions: &Path,
+    options: &BenchmarkOptions,
+) -> Result<BenchmarkReport> {
+    let spec = config.benchmark(benchmark).with_context(|| {
+        let known: Vec<_> = config.benchmarks.iter().map(|b| b.name.as_str()).collect();
+        format!(
+            "no benchmark named '{benchmark}'; the config defines: {}",
+            known.join(", ")
+        )
+    })?;
+    let text = std::fs::read_to_string(decisions)
+        .with_context(|| format!("cannot read decision file {}", decisions.display()))?;
+    let worker = single_slot(&pick_worker(config, options.worker.as_deref())?);
+    let runs = run_policy(config.runs, options.runs)?;
+
+    let bundle = Arc::new(crate::bundle::pack(&spec.sources)?);
+    let scratch = std::env::temp_dir().join(format!("kiln-benchmark-{}", std::process::id()));
+    let settings = PoolSettings {
+        worker_binary: crate::commands::worker_binary()?,
+        local_rundir: scratch.clone(),
+        timeouts: config.timeouts,
+        quarantine_after: 3,
+    };
+    let measured = {
+        let mut pool: Pool<()> = Pool::start(std::slice::from_ref(&worker), settings);
+        let session = Session {
+            pool: &mut pool,
+            worker: worker.name(),
+        };
+        let file = (text.as_str(), decisions);
+        measure(
+            session,
+            config,
+            spec,
+            &bundle,
+            file,
+            runs,
+            options.store.as_deref(),
+        )
+        .await
+    };
+    // The pool (and with it a local worker process) is gone: its build folders can go too.
+    let _ = std::fs::remove_dir_all(&scratch);
+    let (measured, store) = measured?;
+
+    let mut out = summary_table(config, spec, worker.name(), decisions, &measured);
+    let ok = measured.candidate.result.outcome == StepOutcome::Ok;
+    if let Some(store) = &store {
+        let key = record(store, spec, &bundle, &measured)?;
+        let _ = writeln!(out, "recorded as {key} in {}", store.dir().display());
+    }
+    Ok(BenchmarkReport { text: out, ok })
+}
+
+/// The worker to measure on: the named one of the config, else its first
+/// local worker, else a plain local worker.
+fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<WorkerSpec> {
+    match name {
+        Some(name) => config
+            .workers
+            .iter()
+            .find(|w| w.name() == name)
+            .cloned()
+            .with_context(|| {
+                let known: Vec<_> = config.workers.iter().map(WorkerSpec::name).collect();
+                format!(
+                    "no worker named '{name}'; the config defines: {}",
+                    known.join(", ")
+                )
+            }),
+        None => Ok(config
+            .workers
+            .iter()
+            .find(|w| matches!(w, WorkerSpec::Local { .. }))
+            .cloned()
+            .unwrap_or_else(|| WorkerSpec::Local {
+                name: "local".into(),
+                slots: 1,
+                cpus: Vec::new(),
+            })),
+    }
+}
+
+/// The worker with one slot (its first slot's CPUs): baseline and candidate
+/// run one after the other, never beside each other.
+fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
+    let cpus = slot_cpus(worker.cpus(), worker.slots(), 0);
+    match worker.clone() {
+        WorkerSpec::Local { name, .. } => WorkerSpec::Local {
+            name,
+            slots: 1,
+            cpus,
+        },
+        WorkerSpec::Ssh(mut ssh) => {
+            ssh.slots = 1;
+            ssh.cpus = cpus;
+            WorkerSpec::Ssh(ssh)
+        }
+    }
+}
+
+fn run_policy(mut policy: RunPolicy, runs: Option<u32>) -> Result<RunPolicy> {
+    if let Some(n) = runs {
+        if n == 0 {
+            bail!("--runs must be at least 1");
+        }
+        policy.min = n;
+        policy.max = n;
+    }
+    Ok(policy)
+}
+
+fn open_store(dir: &Path, config: &CampaignConfig) -> Result<Store> {
+    let store = Store::open(dir)?;
+    store.claim()?;
+    match store.get::<String>("meta/config")? {
+        None => {
+            // A fresh store: remember how its steps were measured.
+            store.put("meta/config", &config.to_text())?;
+            store.put("meta/created-ms", &now_ms())?;
+        }
+        Some(text) => {
+            let stored = CampaignConfig::parse(&text, "stored config").map_err(|e| {
+                anyhow::anyhow!(
+                    "the config stored in {} no longer parses: {e}",
+                    dir.display()
+                )
+            })?;
+            if stored.objective != config.objective {
+                bail!(
+                    "store {} measures the {} of {}, this config the {} of {}; \
+                     objectives in one store must compare",
+                    dir.display(),
+                    stored.objective.statistic.name(),
+                    stored.objective.metric,
+                    config.objective.statistic.name(),
+                    config.objective.metric
+                );
+            }
+        }
+    }
+    Ok(store)
+}
+
+/// The pool of one worker and that worker's name, for error messages.
+struct Session<'a> {
+    pool: &'a mut Pool<()>,
+    worker: &'a str,
+}
+
+impl Session<'_> {
+    /// Runs one job to its answer; a worker that cannot be reached fails the
+    /// command instead of leaving it waiting.
+    async fn run(&mut self, bundle: &Arc<Bundle>, work: Work) -> Result<Answer> {
+        self.pool.submit(Job {
+            tag: (),
+            bundle: bundle.clone(),
+            work,
+        });
+        let mut watch = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                done = self.pool.done.recv() => {
+                    return Ok(done.context("worker pool stopped")?.answer);
+                }
+                _ = watch.tick() => {
+                    let state = self.pool.board.lock().expect("not poisoned")[self.worker].state.clone();
+                    if let WorkerState::Unreachable(reason) | WorkerState::Quarantined(reason) = state {
+                        bail!("worker {} cannot be reached: {reason}", self.worker);
+                    }
+                }
+                _ = tokio::signal::ctrl_c() => bail!("interrupted"),
+            }
+        }
+    }
+}
+
+/// One measurement and when it was handed to the worker.
+struct Measurement {
+    result: StepResult,
+    dispatched_ms: u64,
+    recorded_ms: u64,
+}
+
+/// Everything measured by one `kiln benchmark`.
+struct Measured {
+    discovery: Discovery,
+    decisions: DecisionSet,
+    objective_metric: Metric,
+    worker: String,
+    baseline: Measurement,
+    baseline_objective: f64,
+    candidate: Measurement,
+    candidate_objective: Option<f64>,
+}
+
+async fn measure(
+    mut session: Session<'_>,
+    config: &CampaignConfig,
+    spec: &BenchmarkSpec,
+    bundle: &Arc<Bundle>,
+    (text, path): (&str, &Path),
+    runs: RunPolicy,
+    store: Option<&Path>,
+) -> Result<(Measured, Option<Store>)> {
+    let discovery = match &spec.kind {
+        BenchmarkKind::Knobs { points } => Discovery {
+            baseline: DecisionSet(
+                points
+                    .iter()
+                    .map(|p| (p.id.clone(), p.domain[0].clone()))
+                    .collect(),
+            ),
+            points: points.clone(),
+        },
+        BenchmarkKind::LlvmInline { .. } => {
+            match session.run(bundle, Work::Discover(spec.clone())).await? {
+                Answer::Discovered(Ok(d)) => d,
+                Answer::Discovered(Err(e)) => bail!(
+                    "cannot find the decision points of benchmark {} on worker {}: {e}",
+                    spec.name,
+                    session.worker
+                ),
+                Answer::Step(_) => bail!("unexpected step result during discovery"),
+            }
+        }
+    };
+    // The located error names file:line:col of an unknown site or a bad value.
+    let file = DecisionFile::parse_checked(text, &path.display().to_string(), &discovery.points)
+        .map_err(anyhow::Error::msg)?;
+    if let Some(other) = file.benchmark.as_deref().filter(|b| *b != spec.name) {
+        bail!(
+            "decision file {} was written for benchmark '{other}', not '{}'",
+            path.display(),
+            spec.name
+        );
+    }
+    let decisions = file.set.completed_from(&discovery.baseline);
+    // Opened once the file is known good (a refused file leaves no store
+    // behind), and before measuring, so that a store held by a running
+    // campaign is refused before minutes are spent.
+    let store = store.map(|dir| open_store(dir, config)).transpose()?;
+    let request = |set: &DecisionSet, expected_output| StepRequest {
+        id: StepId(0),
+        slot: 0,
+        cpus: Vec::new(),
+        benchmark: spec.clone(),
+        bundle: bundle.hash,
+        decisions: set.clone(),
+        runs,
+        objective: config.objective.metric,
+        expected_output,
+        reuse_build: false,
+    };
+    let baseline = step(&mut session, bundle, request(&discovery.baseline, None)).await?;
+    if baseline.result.outcome != StepOutcome::Ok {
+        bail!(
+            "the baseline of benchmark {} failed on worker {}: {}",
+            spec.name,
+            session.worker,
+            baseline.result.outcome
+        );
+    }
+    let Some(baseline_objective) = objective_of(config, &baseline.result) else {
+        bail!(
+            "worker {} measured no {} for the baseline of benchmark {}",
+            session.worker,
+            config.objective.metric,
+            spec.name
+        );
+    };
+    let expected = baseline.result.output_digest;
+    let candidate = step(&mut session, bundle, request(&decisions, expected)).await?;
+    let measured = Measured {
+        baseline_objective,
+        worker: session.worker.to_string(),
+        candidate_objective: objective_of(config, &candidate.result),
+        objective_metric: config.objective.metric,
+        discovery,
+        decisions,
+        baseline,
+        candidate,
+    };
+    Ok((measured, store))
+}
+
+async fn step(
+    session: &mut Session<'_>,
+    bundle: &Arc<Bundle>,
+    request: StepRequest,
+) -> Result<Measurement> {
+    let dispatched_ms = now_ms();
+    match session.run(bundle, Work::Step(Box::new(request))).await? {
+        Answer::Step(result) => Ok(Measurement {
+            result: *result,
+            dispatched_ms,
+            recorded_ms: now_ms(),
+        }),
+        Answer::Discovered(_) => bail!("unexpected discovery answer to a step"),
+    }
+}
+
+fn summary_table(
+    config: &CampaignConfig,
+    spec: &BenchmarkSpec,
+    worker: &str,
+    path: &Path,
+    m: &Measured,
+) -> String {
+    let mut out = String::new();
+    let changed = m.decisions.diff_from(&m.discovery.baseline).len();
+    let _ = writeln!(
+        out,
+        "benchmark {} on worker {worker}; objective: {} of {} ({})",
+        spec.name,
+        config.objective.statistic.name(),
+        m.objective_metric,
+        m.objective_metric.unit()
+    );
+    let _ = writeln!(
+        out,
+        "decision file {}: {changed} of {} decisions differ from the baseline\n",
+        path.display(),
+        m.decisions.len()
+    );
+    let _ = writeln!(
+        out,
+        "{:<20} {:>8}  {:>36}  {:>36}  {:>7}",
+        "metric", "unit", "baseline median [95% CI]", "candidate median [95% CI]", "ratio"
+    );
+    let base = &m.baseline.result;
+    let cand = &m.candidate.result;
+    let mut unsupported = Vec::new();
+    for metric in Metric::ALL {
+        let (b, c) = (cell(base, *metric), cell(cand, *metric));
+        if b.is_none() && c.is_none() {
+            continue;
+        }
+        if b.as_deref() == Some(UNSUPPORTED) && c.as_deref() == Some(UNSUPPORTED) {
+            unsupported.push(metric.name());
+            continue;
+        }
+        let ratio = match (base.summary.get(metric), cand.summary.get(metric)) {
+            (Some(b), Some(c)) if b.median != 0.0 => format!("{:.3}", c.median / b.median),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "{:<20} {:>8}  {:>36}  {:>36}  {:>7}",
+            metric.name(),
+            metric.unit(),
+            b.unwrap_or_else(|| "-".into()),
+            c.unwrap_or_else(|| "-".into()),
+            ratio
+        );
+    }
+    if !unsupported.is_empty() {
+        let _ = writeln!(
+            out,
+            "not measurable on worker {worker}: {}",
+            unsupported.join(", ")
+        );
+    }
+    let _ = writeln!(out);
+    let b = m.baseline_objective;
+    match m.candidate_objective {
+        Some(c) => {
+            let metric = &m.objective_metric;
+            let overlap = match (base.summary.get(metric), cand.summary.get(metric)) {
+                (Some(bs), Some(cs)) => bs.ci_low <= cs.ci_high && cs.ci_low <= bs.ci_high,
+                _ => true,
+            };
+            let verdict = if overlap {
+                "within noise: the 95% intervals overlap"
+            } else if c < b {
+                "faster: the 95% intervals are apart"
+            } else {
+                "slower: the 95% intervals are apart"
+            };
+            let _ = writeln!(
+                out,
+                "speedup {:.3}x (baseline {} / candidate {}); {verdict}",
+                b / c,
+                format_value(b),
+                format_value(c)
+            );
+        }
+        None => {
+            let _ = writeln!(out, "candidate failed: {}", cand.outcome);
+        }
+    }
+    out
+}
+
+/// A metric's median and interval in a result, "unsupported" where the worker
+/// cannot measure it, `None` where it was not measured at all.
+fn cell(result: &StepResult, metric: Metric) -> Option<String> {
+    if let Some(s) = result.summary.get(&metric) {
+        return Some(format_summary(s));
+    }
+    result
+        .runs
+        .iter()
+        .any(|r| r.metrics.get(&metric) == Some(&MetricValue::Unsupported))
+        .then(|| UNSUPPORTED.to_string())
+}
+
+fn format_summary(s: &Summary) -> String {
+    format!(
+        "{} [{}, {}]",
+        format_value(s.median),
+        format_value(s.ci_low),
+        format_value(s.ci_high)
+    )
+}
+
+/// Appends the candidate to experiment `manual:<benchmark>`, chain 0.
+fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) -> Result<StepKey> {
+    let experiment = manual_experiment(&spec.name);
+    let base = &m.baseline.result;
+    let mut info = match store.experiment(&experiment)? {
+        Some(info) => {
+            if info.bundle != bundle.hash || info.discovery != m.discovery {
+                bail!(
+                    "benchmark {} ({}) changed since its manual steps in {} were recorded; \
+                     record into another store",
+                    spec.name,
+                    spec.sources.display(),
+                    store.dir().display()
+                );
+            }
+            info
+        }
+        None => ExperimentInfo {
+            discovery: m.discovery.clone(),
+            bundle: bundle.hash,
+            baseline: Reference {
+                decisions: m.discovery.baseline.clone(),
+                samples: Vec::new(),
+                outcome: base.outcome.clone(),
+                output_digest: base.output_digest,
+                text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
+            },
+            references: BTreeMap::new(),
+        },
+    };
+    info.baseline.samples.push(m.baseline_objective);
+    info.baseline.outcome = base.outcome.clone();
+
+    let prefix = format!("step/{experiment}/{:06}/", 0);
+    let key = StepKey {
+        experiment,
+        chain: 0,
+        step: u32::try_from(store.count(&prefix)).context("too many manual steps")?,
+    };
+    let mut result = m.candidate.result.clone();
+    let mut artifacts = BTreeMap::new();
+    // As in a campaign, bulky texts go to the artifacts folder, not the database.
+    if let Some(build) = result.build.as_mut() {
+        for (kind, text) in [
+            ("build-log", std::mem::take(&mut build.log_tail)),
+            ("replay-file", build.replay_file.take().unwrap_or_default()),
+        ] {
+            if !text.is_empty() {
+                artifacts.insert(kind.to_string(), store.put_artifact(&text)?);
+            }
+        }
+    }
+    let record = StepRecord {
+        key: key.clone(),
+        kind: StepKind::Proposal,
+        decision_hash: m.decisions.hash(),
+        decisions: m.decisions.clone(),
+        parent: None,
+        diff: m.decisions.diff_from(&m.discovery.baseline),
+        temperature: 0.0,
+        result,
+        objective: m.candidate_objective,
+        worker: m.worker.clone(),
+        slot: 0,
+        artifacts,
+        cached_from: None,
+        dispatched_ms: m.candidate.dispatched_ms,
+        recorded_ms: m.candidate.recorded_ms,
+        decision: Some(Decision {
+            accepted: false,
+            compared_with: m.baseline_objective,
+            decided_ms: now_ms(),
+        }),
+    };
+    store.record_manual(&info, &record)?;
+    Ok(key)
+}
+
+/// Checks the steps of every manual experiment for `kiln store verify`: numbered
+/// from 0 without gaps, decided, hashed right, artifacts present. Returns how
+/// many there are; problems are appended to `problems`.
+pub fn verify(store: &Store, problems: &mut Vec<String>) -> Result<usize> {
+    let mut count = 0;
+    for name in crate::export::experiment_names(store)? {
+        if manual_benchmark(&name).is_none() {
+            continue;
+        }
+        let mut expected = 0u32;
+        for record in store.steps(Some(&name)) {
+            let record = record?;
+            if record.key.chain != 0 || record.key.step != expected {
+                problems.push(format!(
+                    "{}: expected chain 0 step {expected} of a manual experiment",
+                    record.key
+                ));
+            }
+            expected = record.key.step + 1;
+            if record.decision.is_none() {
+                problems.push(format!("{}: stored without a decision", record.key));
+            }
+            if record.decisions.hash() != record.decision_hash {
+                problems.push(format!(
+                    "{}: decision hash does not match its decisions",
+                    record.key
+                ));
+            }
+            for (kind, hash) in &record.artifacts {
+                if !store.artifact_path(hash).exists() {
+                    problems.push(format!(
+                        "{}: {kind} artifact {} missing",
+                        record.key,
+                        hash.short()
+                    ));
+                }
+            }
+            count += 1;
+        }
+    }
+    Ok(count)
+}

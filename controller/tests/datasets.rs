@@ -1,0 +1,661 @@
+//! Datasets from a store: CSV export, reward assignment and the report, on
+//! stores built synthetically through the Store API (no worker needed).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use kiln_controller::export::{
+    self, ExportOptions, Table, DECISION_COLUMNS, REWARD_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
+    STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
+};
+use kiln_controller::manual::manual_experiment;
+use kiln_controller::rewards::{self, RewardOptions, Target};
+use kiln_controller::store::{
+    ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
+    Store,
+};
+use kiln_protocol::message::{Discovery, RunRecord, StepResult};
+use kiln_protocol::{
+    ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
+    StepOutcome, Summary,
+};
+
+/// Cost of inlining each site (negative: inlining helps), in instructions.
+const EFFECTS: &[f64] = &[-200.0, 120.0, -80.0, 50.0, -30.0, 20.0, -10.0, 6.0];
+
+/// Cost with nothing inlined.
+const BASE_COST: f64 = 10_000.0;
+
+const CONFIG: &str = r#"(campaign
+  (name synthetic-datasets)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 1) (min 3) (max 3))
+  (experiments
+    ((benchmark linear) (search (random-walk (steps 200))) (chains 2) (seed 1)))
+  (benchmarks
+    ((name linear) (kind knobs) (knobs (k 0 1))
+     (sources "benchmarks/linear") (build ("true")) (run ("true")) (timeout-s 5)))
+  (workers (local (slots 2))))
+"#;
+
+/// A small deterministic generator (SplitMix64), so the data never depends on a crate's stream.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn site(i: usize) -> SiteId {
+    // Spaces, '@' and ':' as in real call-site keys, to exercise CSV quoting.
+    SiteId(format!("f{i} @ main:{}:{}", 10 + i, 3 + i))
+}
+
+fn points() -> Vec<DecisionPoint> {
+    (0..EFFECTS.len())
+        .map(|i| DecisionPoint::inline_site(site(i)))
+        .collect()
+}
+
+fn no_inline() -> DecisionSet {
+    DecisionSet(
+        (0..EFFECTS.len())
+            .map(|i| (site(i), DecisionValue::no_inline()))
+            .collect(),
+    )
+}
+
+fn cost(decisions: &DecisionSet) -> f64 {
+    BASE_COST
+        + EFFECTS
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                decisions
+                    .get(&site(*i))
+                    .is_some_and(DecisionValue::is_inline)
+            })
+            .map(|(_, e)| e)
+            .sum::<f64>()
+}
+
+/// A successful result: a warm-up and three measured runs around `objective`.
+fn ok_result(objective: f64, g: &mut Gen) -> StepResult {
+    let mut runs = Vec::new();
+    for index in 0..4 {
+        let noise = (g.unit() - 0.5) * 10.0;
+        let instructions = objective + noise;
+        let wall = instructions * 1000.0;
+        let mut metrics = BTreeMap::new();
+        metrics.insert(Metric::Instructions, MetricValue::Measured(instructions));
+        metrics.insert(Metric::WallTime, MetricValue::Measured(wall));
+        metrics.insert(Metric::UserTime, MetricValue::Measured(wall * 0.8));
+        metrics.insert(Metric::SystemTime, MetricValue::Measured(wall * 0.05));
+        // No PMU on these machines: the worker says so rather than writing a zero.
+        metrics.insert(Metric::Cycles, MetricValue::Unsupported);
+        runs.push(RunRecord {
+            index,
+            warmup: index == 0,
+            exit_code: Some(0),
+            signal: None,
+            metrics,
+        });
+    }
+    let mut summary = BTreeMap::new();
+    for m in [
+        Metric::Instructions,
+        Metric::WallTime,
+        Metric::UserTime,
+        Metric::SystemTime,
+    ] {
+        let samples: Vec<f64> = runs
+            .iter()
+            .filter(|r| !r.warmup)
+            .filter_map(|r| r.metrics[&m].measured())
+            .collect();
+        summary.insert(m, Summary::of(&samples).unwrap());
+    }
+    StepResult {
+        id: StepId(1),
+        outcome: StepOutcome::Ok,
+        build: None,
+        runs,
+        summary,
+        target_met: true,
+        output_digest: None,
+        started_ms: 1_000,
+        finished_ms: 2_000,
+    }
+}
+
+fn failed_result() -> StepResult {
+    StepResult {
+        id: StepId(1),
+        outcome: StepOutcome::RunFailed {
+            code: Some(1),
+            signal: None,
+            signal_name: None,
+            stderr_tail: "boom".into(),
+        },
+        build: None,
+        runs: vec![RunRecord {
+            index: 0,
+            warmup: false,
+            exit_code: Some(1),
+            signal: None,
+            metrics: BTreeMap::new(),
+        }],
+        summary: BTreeMap::new(),
+        target_met: false,
+        output_digest: None,
+        started_ms: 1_000,
+        finished_ms: 2_000,
+    }
+}
+
+fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
+    let at = Incumbent {
+        decisions: baseline.clone(),
+        samples: samples.to_vec(),
+        step: None,
+    };
+    ChainState {
+        next_decide: 0,
+        generated: 0,
+        current: at.clone(),
+        best: at,
+        rng: ChaCha8Rng::seed_from_u64(7),
+        pending: BTreeMap::new(),
+        accepted: 0,
+        failures: BTreeMap::new(),
+        temperature: 0.04,
+        started_ms: 0,
+        updated_ms: 0,
+    }
+}
+
+/// Builds a campaign store in `dir`: experiment `linear`, two chains of
+/// `steps` random decision sets whose cost is [`cost`] plus noise; every
+/// `fail_every`-th step fails (0: none). Returns the store, open.
+fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
+    let store = Store::open(dir).unwrap();
+    store.put("meta/config", &CONFIG.to_string()).unwrap();
+    let mut g = Gen(42);
+    let baseline = no_inline();
+    let baseline_samples = vec![BASE_COST, BASE_COST + 1.0, BASE_COST - 1.0];
+    let info = ExperimentInfo {
+        discovery: Discovery {
+            points: points(),
+            baseline: baseline.clone(),
+        },
+        bundle: ContentHash::of(b"linear"),
+        baseline: Reference {
+            decisions: baseline.clone(),
+            samples: baseline_samples.clone(),
+            outcome: StepOutcome::Ok,
+            output_digest: None,
+            text_bytes: Some(1234),
+        },
+        references: BTreeMap::new(),
+    };
+    store.put_experiment("linear", &info).unwrap();
+    for chain in 0..2 {
+        let mut state = chain_state(&baseline, &baseline_samples);
+        store.put_chain("linear", chain, &state).unwrap();
+        for step in 0..steps {
+            let decisions = DecisionSet(
+                (0..EFFECTS.len())
+                    .map(|i| {
+                        let v = if g.unit() < 0.5 {
+                            DecisionValue::inline()
+                        } else {
+                            DecisionValue::no_inline()
+                        };
+                        (site(i), v)
+                    })
+                    .collect(),
+            );
+            let failed = fail_every > 0 && step % fail_every == fail_every - 1;
+            let (result, objective) = if failed {
+                (failed_result(), None)
+            } else {
+                let r = ok_result(cost(&decisions), &mut g);
+                let o = r.summary[&Metric::Instructions].median;
+                (r, Some(o))
+            };
+            let accepted = objective.is_some() && g.unit() < 0.4;
+            let mut record = StepRecord {
+                key: StepKey {
+                    experiment: "linear".into(),
+                    chain,
+                    step,
+                },
+                kind: if step % 10 == 9 {
+                    StepKind::Remeasure
+                } else {
+                    StepKind::Proposal
+                },
+                decision_hash: decisions.hash(),
+                diff: decisions.diff_from(&state.current.decisions),
+                decisions,
+                parent: step.checked_sub(1),
+                temperature: 0.04 * (1.0 - f64::from(step) / f64::from(steps)),
+                result,
+                objective,
+                worker: format!("w{}", step % 2),
+                slot: chain,
+                artifacts: BTreeMap::new(),
+                cached_from: None,
+                dispatched_ms: 1_000_000 + u64::from(step) * 2_000,
+                recorded_ms: 1_001_500 + u64::from(step) * 2_000,
+                decision: None,
+            };
+            record.decision = Some(Decision {
+                accepted,
+                compared_with: state.current.objective(),
+                decided_ms: record.recorded_ms + 1,
+            });
+            state.next_decide = step + 1;
+            state.generated = step + 1;
+            state.temperature = record.temperature;
+            if accepted {
+                state.accepted += 1;
+                state.current = Incumbent {
+                    decisions: record.decisions.clone(),
+                    samples: vec![objective.unwrap()],
+                    step: Some(step),
+                };
+            }
+            store.decide(&record, &state).unwrap();
+        }
+    }
+    store
+}
+
+/// Adds one manual step (as `kiln benchmark --store` records it) to the store.
+fn add_manual_step(store: &Store) {
+    let experiment = manual_experiment("linear");
+    let baseline = no_inline();
+    let info = ExperimentInfo {
+        discovery: Discovery {
+            points: points(),
+            baseline: baseline.clone(),
+        },
+        bundle: ContentHash::of(b"linear"),
+        baseline: Reference {
+            decisions: baseline.clone(),
+            samples: vec![BASE_COST],
+            outcome: StepOutcome::Ok,
+            output_digest: None,
+            text_bytes: None,
+        },
+        references: BTreeMap::new(),
+    };
+    let mut decisions = baseline.clone();
+    decisions.0.insert(site(0), DecisionValue::inline());
+    let result = ok_result(cost(&decisions), &mut Gen(3));
+    let record = StepRecord {
+        key: StepKey {
+            experiment,
+            chain: 0,
+            step: 0,
+        },
+        kind: StepKind::Proposal,
+        decision_hash: decisions.hash(),
+        diff: decisions.diff_from(&baseline),
+        decisions,
+        parent: None,
+        temperature: 0.0,
+        objective: Some(result.summary[&Metric::Instructions].median),
+        result,
+        worker: "local".into(),
+        slot: 0,
+        artifacts: BTreeMap::new(),
+        cached_from: None,
+        dispatched_ms: 5,
+        recorded_ms: 6,
+        decision: Some(Decision {
+            accepted: false,
+            compared_with: BASE_COST,
+            decided_ms: 7,
+        }),
+    };
+    store.record_manual(&info, &record).unwrap();
+}
+
+fn export_table(store: &Store, table: Table, experiment: Option<&str>, wide: bool) -> Vec<u8> {
+    let mut out = Vec::new();
+    let options = ExportOptions {
+        table,
+        experiment,
+        wide,
+    };
+    export::export(store, options, &mut out).unwrap();
+    out
+}
+
+fn read_csv(bytes: &[u8]) -> (Vec<String>, Vec<csv::StringRecord>) {
+    let mut reader = csv::Reader::from_reader(bytes);
+    let header = reader.headers().unwrap().iter().map(String::from).collect();
+    let rows = reader.records().map(Result::unwrap).collect();
+    (header, rows)
+}
+
+/// The README's "Export schema" section.
+fn schema_doc() -> String {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .expect("README.md exists");
+    let start = readme
+        .find("## Export schema")
+        .expect("README.md has a section \"## Export schema\"");
+    let rest = &readme[start + 3..];
+    let end = rest.find("\n## ").map_or(rest.len(), |i| i);
+    rest[..end].to_string()
+}
+
+fn assert_documented(doc: &str, columns: &[&str]) {
+    for c in columns {
+        assert!(
+            doc.contains(&format!("`{c}`")),
+            "column {c} is not documented in README.md's Export schema"
+        );
+    }
+}
+
+#[test]
+fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = synthetic_store(&dir.path().join("store"), 30, 7);
+    add_manual_step(&store);
+    let doc = schema_doc();
+
+    let records: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
+    assert_eq!(records.len(), 61);
+
+    // steps
+    let (header, rows) = read_csv(&export_table(&store, Table::Steps, None, false));
+    assert_documented(&doc, STEP_COLUMNS);
+    let statistics: Vec<String> = STEP_STATISTICS
+        .iter()
+        .map(|s| format!("METRIC.{s}"))
+        .collect();
+    assert_documented(
+        &doc,
+        &statistics.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let mut expected: Vec<String> = STEP_COLUMNS.iter().map(|c| c.to_string()).collect();
+    // Metrics in Metric::ALL order: wall, user, system, cycles, instructions.
+    for m in [
+        "wall-time",
+        "user-time",
+        "system-time",
+        "cycles",
+        "instructions",
+    ] {
+        expected.extend(STEP_STATISTICS.iter().map(|s| format!("{m}.{s}")));
+    }
+    assert_eq!(header, expected);
+    assert_eq!(rows.len(), records.len());
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    for (row, record) in rows.iter().zip(&records) {
+        assert_eq!(&row[col("experiment")], record.key.experiment);
+        assert_eq!(&row[col("step")], record.key.step.to_string());
+        assert_eq!(
+            &row[col("cycles.median")],
+            if record.result.runs.len() > 1 {
+                "unsupported"
+            } else {
+                ""
+            }
+        );
+        match record.objective {
+            Some(o) => {
+                let speedup: f64 = row[col("speedup")].parse().unwrap();
+                assert!((speedup - BASE_COST / o).abs() < 1e-9);
+                assert_eq!(&row[col("outcome")], "ok");
+                let median: f64 = row[col("instructions.median")].parse().unwrap();
+                assert_eq!(median, o);
+            }
+            None => {
+                assert_eq!(&row[col("speedup")], "");
+                assert_eq!(&row[col("outcome")], "run-failed");
+                assert_eq!(&row[col("instructions.median")], "");
+            }
+        }
+    }
+    let manual = rows
+        .iter()
+        .find(|r| &r[col("experiment")] == "manual:linear")
+        .unwrap();
+    assert_eq!(&manual[col("kind")], "manual");
+    assert_eq!(&manual[col("benchmark")], "linear");
+    assert_eq!(&rows[0][col("campaign")], "synthetic-datasets");
+    assert_eq!(&rows[0][col("benchmark")], "linear");
+
+    // runs
+    let (header, rows) = read_csv(&export_table(&store, Table::Runs, None, false));
+    assert_documented(&doc, RUN_COLUMNS);
+    let mut expected: Vec<String> = RUN_COLUMNS.iter().map(|c| c.to_string()).collect();
+    expected.extend(
+        [
+            "wall-time",
+            "user-time",
+            "system-time",
+            "cycles",
+            "instructions",
+        ]
+        .map(String::from),
+    );
+    assert_eq!(header, expected);
+    let runs: usize = records.iter().map(|r| r.result.runs.len()).sum();
+    assert_eq!(rows.len(), runs);
+
+    // decisions, long and wide
+    let (header, rows) = read_csv(&export_table(&store, Table::Decisions, None, false));
+    assert_documented(&doc, DECISION_COLUMNS);
+    assert_eq!(header, DECISION_COLUMNS);
+    let decisions: usize = records.iter().map(|r| r.decisions.len()).sum();
+    assert_eq!(rows.len(), decisions);
+    assert_eq!(&rows[0][3], site(0).as_str());
+    let (header, rows) = read_csv(&export_table(
+        &store,
+        Table::Decisions,
+        Some("linear"),
+        true,
+    ));
+    assert_documented(&doc, WIDE_DECISION_COLUMNS);
+    assert_eq!(header.len(), WIDE_DECISION_COLUMNS.len() + EFFECTS.len());
+    assert_eq!(header[3], site(0).as_str());
+    assert_eq!(rows.len(), 60);
+    for row in &rows {
+        assert!(row
+            .iter()
+            .skip(3)
+            .all(|v| v == "inline" || v == "no-inline"));
+    }
+
+    // sites
+    let (header, rows) = read_csv(&export_table(&store, Table::Sites, None, false));
+    assert_documented(&doc, SITE_COLUMNS);
+    assert_eq!(header, SITE_COLUMNS);
+    assert_eq!(rows.len(), 2 * EFFECTS.len());
+    assert_eq!(&rows[0][4], "no-inline");
+    assert_eq!(&rows[0][5], "inline no-inline");
+
+    // rewards
+    let (header, rows) = read_csv(&export_table(&store, Table::Rewards, Some("linear"), false));
+    assert_documented(&doc, REWARD_COLUMNS);
+    assert_eq!(header, REWARD_COLUMNS);
+    assert_eq!(rows.len(), 2 * EFFECTS.len());
+
+    // An unknown experiment is refused, naming the ones there are.
+    let mut sink = Vec::new();
+    let options = ExportOptions {
+        table: Table::Steps,
+        experiment: Some("nope"),
+        wide: false,
+    };
+    let err = export::export(&store, options, &mut sink)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("nope") && err.contains("linear"), "{err}");
+
+    drop(store);
+    let verified = kiln_controller::commands::verify_store(&dir.path().join("store")).unwrap();
+    assert_eq!(verified.problems, 0, "{}", verified.text);
+}
+
+#[test]
+fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = synthetic_store(&dir.path().join("store"), 150, 0);
+    for target in [Target::LogSpeedup, Target::Speedup, Target::Tanh] {
+        let options = RewardOptions {
+            target,
+            lambda: 1.0,
+        };
+        let a = rewards::assign(&store, "linear", &options).unwrap();
+        assert_eq!(a.train_rows + a.test_rows, 300);
+        assert_eq!(a.test_rows, 60);
+        let gain = |i: usize| {
+            a.reward(&site(i), &DecisionValue::inline()).unwrap()
+                - a.reward(&site(i), &DecisionValue::no_inline()).unwrap()
+        };
+        for (i, effect) in EFFECTS.iter().enumerate() {
+            // A cost added by inlining is a loss of benefit, and the other way round.
+            assert_eq!(
+                gain(i) > 0.0,
+                *effect < 0.0,
+                "{target:?}: site {i} effect {effect} got gain {}",
+                gain(i)
+            );
+            let best = a.best.get(&site(i)).unwrap();
+            assert_eq!(
+                best.is_inline(),
+                *effect < 0.0,
+                "{target:?}: best value of site {i}"
+            );
+        }
+        // The four largest effects keep their order.
+        let mut by_size: Vec<usize> = (0..EFFECTS.len()).collect();
+        by_size.sort_by(|x, y| gain(*y).abs().total_cmp(&gain(*x).abs()));
+        assert_eq!(&by_size[..4], &[0, 1, 2, 3], "{target:?}");
+        if target == Target::LogSpeedup {
+            let r2 = a.r2.unwrap();
+            assert!(r2 > 0.9, "held-out R² {r2}");
+        }
+    }
+
+    // The command's files: the table and a best decision file that parses against the sites.
+    let out = dir.path().join("rewards");
+    let summary = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
+    assert!(summary.contains("R²"), "{summary}");
+    let (header, rows) = read_csv(&std::fs::read(out.join("rewards.csv")).unwrap());
+    assert_eq!(header, REWARD_COLUMNS);
+    assert_eq!(rows.len(), 2 * EFFECTS.len());
+    let best = rewards::best_file(&out, "linear");
+    let text = std::fs::read_to_string(&best).unwrap();
+    let file = kiln_protocol::DecisionFile::parse_checked(&text, "best", &points()).unwrap();
+    assert_eq!(file.benchmark.as_deref(), Some("linear"));
+    for (i, effect) in EFFECTS.iter().enumerate() {
+        assert_eq!(file.set.get(&site(i)).unwrap().is_inline(), *effect < 0.0);
+    }
+}
+
+#[test]
+fn rewards_refuse_an_experiment_without_successful_steps_and_skip_it_over_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = synthetic_store(&dir.path().join("store"), 5, 1);
+    let err = rewards::assign(&store, "linear", &RewardOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("linear") && err.contains("no successfully measured steps"),
+        "{err}"
+    );
+    // Over the whole store, such an experiment is skipped with a note.
+    add_manual_step(&store);
+    let out = dir.path().join("rewards");
+    let summary = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
+    assert!(summary.contains("experiment linear: skipped"), "{summary}");
+    assert!(rewards::best_file(&out, "manual:linear").exists());
+}
+
+fn check_report(store: &Store, out: &Path) {
+    let files = kiln_controller::report::report(store, out).unwrap();
+    let (mut pngs, mut svgs) = (0, 0);
+    for f in &files {
+        match f.extension().and_then(|e| e.to_str()) {
+            Some("png") => {
+                let file = std::io::BufReader::new(std::fs::File::open(f).unwrap());
+                let mut reader = png::Decoder::new(file).read_info().unwrap();
+                let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+                let info = reader.next_frame(&mut buf).unwrap();
+                assert_eq!((info.width, info.height), (1000, 480), "{}", f.display());
+                // Something besides the white background was drawn.
+                assert!(buf.iter().any(|b| *b < 200), "{} is blank", f.display());
+                pngs += 1;
+            }
+            Some("svg") => {
+                let text = std::fs::read_to_string(f).unwrap();
+                let doc = roxmltree::Document::parse(&text)
+                    .unwrap_or_else(|e| panic!("{} does not parse: {e}", f.display()));
+                assert_eq!(doc.root_element().tag_name().name(), "svg");
+                assert!(doc.descendants().any(|n| n.has_tag_name("text")));
+                svgs += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(pngs, svgs);
+    // objective, temperature, acceptance, run times, breakdown, and throughput.
+    assert!(pngs >= 6, "{files:?}");
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    for f in files
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "png"))
+    {
+        let name = f.file_name().unwrap().to_str().unwrap();
+        assert!(index.contains(name), "index.html does not show {name}");
+    }
+}
+
+#[test]
+fn report_draws_a_finished_campaign() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = synthetic_store(&dir.path().join("store"), 40, 0);
+    check_report(&store, &dir.path().join("report"));
+    let index = std::fs::read_to_string(dir.path().join("report/index.html")).unwrap();
+    assert!(index.contains("gpu-time"), "the missing GPU time is noted");
+}
+
+#[test]
+fn report_draws_a_campaign_with_failed_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = synthetic_store(&dir.path().join("store"), 40, 3);
+    add_manual_step(&store);
+    check_report(&store, &dir.path().join("report"));
+    let index = std::fs::read_to_string(dir.path().join("report/index.html")).unwrap();
+    assert!(
+        index.contains("run-failed"),
+        "failures are listed by outcome"
+    );
+    // Every step failed: the plots still draw.
+    let dir = tempfile::tempdir().unwrap();
+    let store = synthetic_store(&dir.path().join("store"), 6, 1);
+    check_report(&store, &dir.path().join("report"));
+}

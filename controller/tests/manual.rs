@@ -1,0 +1,175 @@
+//! `kiln benchmark` with the real `kiln` and `kiln-worker` binaries on the
+//! local worker: the quick-start benchmark against its own stock decisions,
+//! recorded in a store that verifies, exports and reports; and a decision file
+//! naming an unknown site, refused with its file, line and column.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+
+/// The quick start's benchmark and objective, with the store in the test's folder.
+const CONFIG: &str = r#"(campaign
+  (name manual)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    ((benchmark sample-dsp)
+     (search (simulated-annealing (steps 10)))
+     (chains 1)
+     (seed 42)))
+  (benchmarks
+    ((name sample-dsp)
+     (kind llvm-inline)
+     (sources "benchmarks/sample-dsp")
+     (build ("clang" "-O2" "main.c" "-o" "bench"))
+     (run ("./bench" "80"))
+     (timeout-s 30)))
+  (workers
+    (local (slots 2))))
+"#;
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_benchmark("sample-dsp", dir.path());
+    std::fs::write(dir.path().join("q.sexp"), CONFIG).unwrap();
+    dir
+}
+
+/// The number after "speedup " in `kiln benchmark`'s summary.
+fn speedup(stdout: &str) -> f64 {
+    let at = stdout.find("speedup ").expect("a speedup line") + "speedup ".len();
+    let number: String = stdout[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    number.parse().unwrap()
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_stock_decisions_benchmark_at_a_speedup_of_one_and_record_as_a_manual_step() {
+    if !have("clang") || !have_valgrind() {
+        eprintln!("skipped: needs clang and valgrind (the quick start's objective is callgrind's)");
+        return;
+    }
+    let dir = setup();
+    let path = dir.path();
+    let out = run_kiln(path, &["sites", "q.sexp", "sample-dsp", "-o", "stock.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+
+    let out = run_kiln(
+        path,
+        &[
+            "benchmark",
+            "q.sexp",
+            "sample-dsp",
+            "stock.sexp",
+            "--store",
+            "store",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let summary = stdout(&out);
+    let s = speedup(&summary);
+    assert!((s - 1.0).abs() < 0.005, "speedup {s}:\n{summary}");
+    assert!(summary.contains("within noise"), "{summary}");
+    assert!(
+        summary.contains("manual:sample-dsp/chain 0/step 0"),
+        "{summary}"
+    );
+
+    // A second measurement is appended as the next step.
+    let out = run_kiln(
+        path,
+        &[
+            "benchmark",
+            "q.sexp",
+            "sample-dsp",
+            "stock.sexp",
+            "--store",
+            "store",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(stdout(&out).contains("manual:sample-dsp/chain 0/step 1"));
+
+    let out = run_kiln(path, &["store", "verify", "store"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        stdout(&out).contains("manual steps           2"),
+        "{}",
+        text(&out)
+    );
+
+    let out = run_kiln(
+        path,
+        &["export", "store", "--table", "steps", "-o", "steps.csv"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let mut reader = csv::Reader::from_path(path.join("steps.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        assert_eq!(&row[col("experiment")], "manual:sample-dsp");
+        assert_eq!(&row[col("kind")], "manual");
+        assert_eq!(&row[col("outcome")], "ok");
+        let s: f64 = row[col("speedup")].parse().unwrap();
+        assert!((s - 1.0).abs() < 0.005, "{s}");
+    }
+
+    let out = run_kiln(path, &["report", "store", "-o", "report"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(path.join("report/index.html").exists());
+}
+
+#[test]
+fn a_decision_file_with_an_unknown_site_is_refused_naming_file_line_and_column() {
+    if !have("clang") {
+        eprintln!("skipped: needs clang to find the benchmark's call sites");
+        return;
+    }
+    let dir = setup();
+    let path = dir.path();
+    std::fs::write(
+        path.join("bad.sexp"),
+        "(decisions\n  (values\n    (\"nope @ main:1:2\" inline)))\n",
+    )
+    .unwrap();
+    let out = run_kiln(
+        path,
+        &[
+            "benchmark",
+            "q.sexp",
+            "sample-dsp",
+            "bad.sexp",
+            "--store",
+            "store",
+        ],
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("bad.sexp:3:5")
+            && stderr.contains("unknown decision point 'nope @ main:1:2'"),
+        "{}",
+        text(&out)
+    );
+    // Nothing was measured, so no store was made.
+    assert!(!Path::new(&path.join("store")).exists());
+}

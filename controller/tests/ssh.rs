@@ -1,0 +1,519 @@
+//! SSH workers against real `sshd` daemons (scripts/ssh-rig), the real `ssh` client and the real
+//! `kiln-worker` binary.
+//!
+//! Every test starts its own rig (its own port, or its own namespaces) in
+//! `$TMPDIR/kiln-ssh-test-<name>`; a [`Rig`] guard runs `ssh-rig down` on drop, so daemons and
+//! namespaces go away also when a test fails (a stale rig of a killed run is taken down by the
+//! next `up` in the same folder). Tests pass with a printed "SKIP" where the rig cannot run (not
+//! root, no /usr/sbin/sshd, no network namespaces).
+//!
+//! The worker binary: cargo gives integration tests the paths of their own package's binaries
+//! only, so `kiln-worker` is found as `<target>/<profile>/kiln-worker` next to this test's
+//! `deps/` folder (or `$KILN_WORKER_BIN`), after `cargo build -p kiln-worker` (run once per test
+//! process; if that build fails, an existing binary is used with a warning).
+//!
+//! Targets are only 127.0.0.x and the link-local addresses of the rig's own namespaces.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use kiln_controller::ssh::{open_ssh, server_alive_interval, SshConnect, SERVER_ALIVE_COUNT_MAX};
+use kiln_protocol::config::{HostKeyCheck, SshWorker};
+use kiln_protocol::frame::{read_frame_async, write_frame_async, MAX_FRAME};
+use kiln_protocol::{Request, Response, PROTOCOL_VERSION};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::time::timeout;
+
+const SKIP: i32 = 77;
+const CONNECT: Duration = Duration::from_secs(8);
+
+fn rig_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/ssh-rig")
+}
+
+/// One daemon of a rig.
+#[derive(Debug, Clone)]
+struct Host {
+    name: String,
+    addr: String,
+    port: u16,
+    netns: Option<String>,
+}
+
+/// A running rig; `ssh-rig down` on drop.
+struct Rig {
+    dir: PathBuf,
+    hosts: Vec<Host>,
+    /// A private copy of kiln-worker (a concurrent `cargo build` may replace the original).
+    worker: PathBuf,
+}
+
+impl Rig {
+    /// Starts `n` daemons (`ssh-rig up`, or `netns-up` with `netns = Some((prefix, octet))`);
+    /// `None` (after printing why) where a rig cannot run here.
+    fn up(test: &str, n: usize, port: u16, netns: Option<(&str, u8)>) -> Option<Rig> {
+        init_tracing();
+        let dir = std::env::temp_dir().join(format!("kiln-ssh-test-{test}"));
+        let mut cmd = Command::new(rig_script());
+        cmd.arg(if netns.is_some() { "netns-up" } else { "up" })
+            .arg(&dir)
+            .arg(n.to_string())
+            .env("SSH_RIG_PORT", port.to_string());
+        if let Some((prefix, octet)) = netns {
+            cmd.env("SSH_RIG_NS_PREFIX", prefix)
+                .env("SSH_RIG_NET", octet.to_string());
+        }
+        let t = Instant::now();
+        let out = cmd.output().expect("cannot run scripts/ssh-rig");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(SKIP) {
+            eprintln!("{test}: {}", stderr.trim());
+            return None;
+        }
+        // From here on the guard cleans up, whatever happens.
+        let worker = dir.join("kiln-worker.local");
+        let mut rig = Rig {
+            dir,
+            hosts: vec![],
+            worker,
+        };
+        assert!(out.status.success(), "ssh-rig up failed: {stderr}");
+        std::fs::copy(worker_binary(), &rig.worker).unwrap();
+        let hosts = std::fs::read_to_string(rig.dir.join("hosts")).unwrap();
+        for line in hosts.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            rig.hosts.push(Host {
+                name: f[1].into(),
+                addr: f[2].into(),
+                port: f[3].parse().unwrap(),
+                netns: (f[4] != "-").then(|| f[4].to_string()),
+            });
+        }
+        assert_eq!(rig.hosts.len(), n);
+        eprintln!(
+            "{test}: rig of {n} up in {:.2} s",
+            t.elapsed().as_secs_f64()
+        );
+        Some(rig)
+    }
+
+    fn ctl(&self, verb: &str, k: usize) {
+        let out = Command::new(rig_script())
+            .arg(verb)
+            .arg(&self.dir)
+            .arg(k.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ssh-rig {verb} {k}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn known_hosts(&self) -> PathBuf {
+        self.dir.join("known_hosts")
+    }
+
+    /// A strict-checking spec for daemon `k` (1-based) with its own rundir under the rig.
+    fn spec(&self, k: usize) -> SshWorker {
+        let h = &self.hosts[k - 1];
+        SshWorker {
+            name: format!("test-{}", h.name),
+            host: h.addr.clone(),
+            user: Some("root".into()),
+            port: h.port,
+            identity: Some(self.dir.join("client_key")),
+            known_hosts: Some(self.known_hosts()),
+            host_key_check: HostKeyCheck::Strict,
+            rundir: self.dir.join(format!("rundir-{k}")).display().to_string(),
+            slots: 1,
+            cpus: vec![],
+            worker_binary: None,
+        }
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let out = Command::new(rig_script())
+            .arg("down")
+            .arg(&self.dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+            Ok(o) => eprintln!(
+                "ssh-rig down {}: {}",
+                self.dir.display(),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => eprintln!("ssh-rig down {}: {e}", self.dir.display()),
+        }
+    }
+}
+
+/// Logs of kiln (`KILN_LOG`, default: ssh at debug) into the test's captured output.
+fn init_tracing() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let filter = tracing_subscriber::EnvFilter::try_from_env("KILN_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("kiln_controller::ssh=debug,kiln::worker=info")
+        });
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_test_writer()
+            .with_ansi(false)
+            .try_init();
+    });
+}
+
+/// The local kiln-worker binary, built if needed (see the module docs).
+fn worker_binary() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("KILN_WORKER_BIN") {
+            return PathBuf::from(p);
+        }
+        let exe = std::env::current_exe().unwrap();
+        let profile_dir = exe
+            .parent()
+            .and_then(Path::parent)
+            .expect("test binary lives in <target>/<profile>/deps");
+        let target_dir = profile_dir.parent().unwrap();
+        let bin = profile_dir.join("kiln-worker");
+        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+        cmd.args(["build", "-p", "kiln-worker", "--bin", "kiln-worker"])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
+            .env("CARGO_TARGET_DIR", target_dir);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let t = Instant::now();
+        let out = cmd.output().expect("cannot run cargo");
+        if !out.status.success() {
+            assert!(
+                bin.exists(),
+                "cargo build -p kiln-worker failed and there is no {}: {}",
+                bin.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            eprintln!(
+                "WARNING: cargo build -p kiln-worker failed; using the existing {}",
+                bin.display()
+            );
+        }
+        eprintln!(
+            "kiln-worker ready in {:.2} s: {}",
+            t.elapsed().as_secs_f64(),
+            bin.display()
+        );
+        bin
+    })
+}
+
+/// SHA-256 by coreutils' sha256sum (an implementation independent of ours).
+fn file_sha256(p: &Path) -> String {
+    let out = Command::new("sha256sum").arg(p).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()[..64].to_string()
+}
+
+fn same_content(a: &Path, b: &Path) -> bool {
+    std::fs::read(a).unwrap() == std::fs::read(b).unwrap()
+}
+
+async fn connect(rig: &Rig, spec: &SshWorker) -> anyhow::Result<SshConnect> {
+    match timeout(
+        Duration::from_secs(60),
+        open_ssh(spec, CONNECT, &rig.worker),
+    )
+    .await
+    {
+        Ok(r) => r,
+        Err(_) => panic!("open_ssh to {} hangs", spec.name),
+    }
+}
+
+fn err_text<T>(r: anyhow::Result<T>) -> String {
+    match r {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploys_once_then_reuses() {
+    let Some(rig) = Rig::up("deploy", 1, 2301, None) else {
+        return;
+    };
+    let spec = rig.spec(1);
+    let local = &rig.worker;
+    let remote = Path::new(&spec.rundir).join("kiln-worker");
+    assert!(!remote.exists());
+
+    let t = Instant::now();
+    let first = connect(&rig, &spec).await.unwrap();
+    eprintln!("first connect (upload) {:.2} s", t.elapsed().as_secs_f64());
+    assert!(
+        first.uploaded,
+        "a worker without kiln-worker gets it uploaded"
+    );
+    assert_eq!(
+        first.channel.address,
+        format!("root@{}:2301", rig.hosts[0].addr)
+    );
+    // The rig's daemons run on this machine: the remote file is a local file.
+    assert!(same_content(&remote, local));
+    assert_eq!(first.worker_sha256, file_sha256(&remote));
+    use std::os::unix::fs::PermissionsExt;
+    assert_ne!(
+        std::fs::metadata(&remote).unwrap().permissions().mode() & 0o111,
+        0
+    );
+    drop(first);
+
+    let t = Instant::now();
+    let second = connect(&rig, &spec).await.unwrap();
+    eprintln!(
+        "second connect (no upload) {:.2} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(!second.uploaded, "an up-to-date kiln-worker is reused");
+    drop(second);
+
+    // A different file in place is replaced (unlinked first: the old one may still be running).
+    std::fs::remove_file(&remote).unwrap();
+    std::fs::write(&remote, b"not the worker").unwrap();
+    let third = connect(&rig, &spec).await.unwrap();
+    assert!(third.uploaded);
+    assert!(same_content(&remote, local));
+    drop(third);
+
+    // No temporary upload files are left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(&spec.rundir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n != "kiln-worker")
+        .collect();
+    assert!(
+        leftovers.iter().all(|n| !n.contains("upload")),
+        "{leftovers:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hello_over_the_channel() {
+    let Some(rig) = Rig::up("hello", 1, 2302, None) else {
+        return;
+    };
+    let mut c = connect(&rig, &rig.spec(1)).await.unwrap().channel;
+    let hello = Request::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        controller_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    write_frame_async(&mut c.writer, &hello).await.unwrap();
+    let reply: Response = timeout(
+        Duration::from_secs(20),
+        read_frame_async(&mut c.reader, MAX_FRAME),
+    )
+    .await
+    .expect("no reply to Hello within 20 s")
+    .expect("kiln-worker serve answers Hello over SSH");
+    match reply {
+        Response::Hello {
+            protocol_version, ..
+        } => assert_eq!(protocol_version, PROTOCOL_VERSION),
+        other => panic!("expected Hello, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changed_host_key_is_refused() {
+    let Some(rig) = Rig::up("hostkey", 1, 2303, None) else {
+        return;
+    };
+    let spec = rig.spec(1);
+    drop(
+        connect(&rig, &spec)
+            .await
+            .expect("the recorded key is accepted"),
+    );
+    let before = std::fs::read_to_string(rig.known_hosts()).unwrap();
+
+    rig.ctl("rekey", 1);
+    let t = Instant::now();
+    let e = err_text(connect(&rig, &spec).await);
+    eprintln!("refused in {:.2} s: {e}", t.elapsed().as_secs_f64());
+    assert!(
+        e.contains("test-w1") && e.contains("127.0.0.2"),
+        "names worker and host: {e}"
+    );
+    assert!(e.contains("CHANGED"), "says the key changed: {e}");
+
+    // accept-new does not accept a changed key either.
+    let mut relaxed = spec.clone();
+    relaxed.host_key_check = HostKeyCheck::AcceptNew;
+    assert!(err_text(connect(&rig, &relaxed).await).contains("CHANGED"));
+    assert_eq!(
+        std::fs::read_to_string(rig.known_hosts()).unwrap(),
+        before,
+        "known_hosts untouched"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_host_strict_refused_accept_new_added() {
+    let Some(rig) = Rig::up("unknown", 1, 2304, None) else {
+        return;
+    };
+    let kh = rig.dir.join("known_hosts.new");
+    std::fs::write(&kh, "").unwrap();
+    let mut spec = rig.spec(1);
+    spec.known_hosts = Some(kh.clone());
+
+    let e = err_text(connect(&rig, &spec).await);
+    assert!(e.contains("test-w1") && e.contains("127.0.0.2"), "{e}");
+    assert!(e.contains("unknown") && e.contains("strict"), "{e}");
+    assert_eq!(std::fs::read_to_string(&kh).unwrap(), "");
+
+    spec.host_key_check = HostKeyCheck::AcceptNew;
+    drop(
+        connect(&rig, &spec)
+            .await
+            .expect("accept-new accepts an unknown host"),
+    );
+    let added = std::fs::read_to_string(&kh).unwrap();
+    let rig_line = std::fs::read_to_string(rig.known_hosts()).unwrap();
+    let key = rig_line.split_whitespace().nth(2).unwrap();
+    assert!(
+        added
+            .lines()
+            .any(|l| l.starts_with("[127.0.0.2]:2304 ssh-ed25519 ") && l.contains(key)),
+        "the host's key is added to the given known_hosts: {added:?}"
+    );
+
+    spec.host_key_check = HostKeyCheck::Strict;
+    drop(
+        connect(&rig, &spec)
+            .await
+            .expect("strict accepts it once recorded"),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn auth_failure_unreachable_and_check_off() {
+    let Some(rig) = Rig::up("auth", 1, 2305, None) else {
+        return;
+    };
+    let other_key = rig.dir.join("other_key");
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(&other_key)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut spec = rig.spec(1);
+    spec.identity = Some(other_key);
+    let e = err_text(connect(&rig, &spec).await);
+    assert!(
+        e.contains("test-w1") && e.contains("127.0.0.2") && e.contains("authentication failed"),
+        "{e}"
+    );
+
+    // Nothing listens on this port.
+    let mut spec = rig.spec(1);
+    spec.port = 2399;
+    let t = Instant::now();
+    let e = err_text(connect(&rig, &spec).await);
+    assert!(e.contains("unreachable") && e.contains("127.0.0.2"), "{e}");
+    assert!(t.elapsed() < CONNECT * 2, "refused quickly");
+
+    // host-key-check off: no known_hosts needed, none written.
+    let kh = rig.dir.join("known_hosts.off");
+    std::fs::write(&kh, "").unwrap();
+    let mut spec = rig.spec(1);
+    spec.known_hosts = Some(kh.clone());
+    spec.host_key_check = HostKeyCheck::Off;
+    drop(
+        connect(&rig, &spec)
+            .await
+            .expect("off connects to an unknown host"),
+    );
+    assert_eq!(std::fs::read_to_string(&kh).unwrap(), "");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cut_link_ends_the_channel_and_reconnect_works() {
+    let Some(rig) = Rig::up("netns", 1, 2306, Some(("ks6w", 206))) else {
+        return;
+    };
+    assert_eq!(rig.hosts[0].netns.as_deref(), Some("ks6w1"));
+    // An echo "worker" (uploaded as SshWorker::worker_binary, which is what another platform's
+    // build would use) so that the channel stays open and quiet whatever `serve` does.
+    let echo = rig.dir.join("echo-worker");
+    std::fs::write(&echo, "#!/bin/sh\nexec cat\n").unwrap();
+    let mut spec = rig.spec(1);
+    spec.worker_binary = Some(echo.clone());
+
+    let mut c = connect(&rig, &spec).await.unwrap().channel;
+    c.writer.write_all(b"ping\n").await.unwrap();
+    c.writer.flush().await.unwrap();
+    let mut buf = [0u8; 5];
+    timeout(Duration::from_secs(10), c.reader.read_exact(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&buf, b"ping\n");
+
+    rig.ctl("cut", 1);
+    let t = Instant::now();
+    let mut one = [0u8; 1];
+    let read = timeout(Duration::from_secs(30), c.reader.read(&mut one)).await;
+    let waited = t.elapsed();
+    let bound =
+        server_alive_interval(CONNECT) * (SERVER_ALIVE_COUNT_MAX + 1) + Duration::from_secs(3);
+    eprintln!(
+        "read after cut ended after {:.2} s ({read:?}); bound {:.0} s",
+        waited.as_secs_f64(),
+        bound.as_secs_f64()
+    );
+    match read {
+        Ok(Ok(0)) | Ok(Err(_)) => {}
+        Ok(Ok(n)) => panic!("read {n} bytes from a cut link"),
+        Err(_) => panic!("read on a cut link still pending after 30 s"),
+    }
+    assert!(
+        waited < bound.min(Duration::from_secs(15)),
+        "cut noticed in {waited:?}"
+    );
+    drop(c);
+
+    // While cut, a new connection is refused as unreachable.
+    let t = Instant::now();
+    let e = err_text(connect(&rig, &spec).await);
+    eprintln!(
+        "connect while cut failed after {:.2} s: {e}",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(e.contains("unreachable"), "{e}");
+
+    rig.ctl("heal", 1);
+    let t = Instant::now();
+    let again = connect(&rig, &spec)
+        .await
+        .expect("reconnects once the link is back");
+    eprintln!("reconnect after heal {:.2} s", t.elapsed().as_secs_f64());
+    assert!(!again.uploaded);
+    let mut c = again.channel;
+    c.writer.write_all(b"pong\n").await.unwrap();
+    c.writer.flush().await.unwrap();
+    timeout(Duration::from_secs(10), c.reader.read_exact(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&buf, b"pong\n");
+}

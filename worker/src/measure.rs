@@ -1,0 +1,408 @@
+//! The measuring engine shared by steps and `kiln-worker measure`.
+//!
+//! Warm-up runs first (recorded, not summarised), then timed runs until the
+//! objective's median CI is narrow enough, `max` runs are done or `max_time_s`
+//! has passed (adaptive repetition). Instruction counts come from separate
+//! callgrind runs, never from timed ones. Every run's output is checked; the
+//! first failing run ends the measurement, and a failed measurement carries no
+//! summary, so it can never pass for a fast one.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use kiln_protocol::config::RunPolicy;
+use kiln_protocol::decision::ContentHash;
+use kiln_protocol::message::{RunRecord, StepOutcome};
+use kiln_protocol::metric::{Metric, MetricValue, Metrics};
+use kiln_protocol::stats::Summary;
+use serde::{Deserialize, Serialize};
+
+use crate::callgrind;
+use crate::process::{self, CancelToken, End, Finished, Launch, Output};
+use crate::sampler::{self, SAMPLED_METRICS};
+
+/// How much longer than a timed run a callgrind run may take.
+pub const CALLGRIND_TIMEOUT_FACTOR: u32 = 50;
+
+/// Which output of a run is checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutputSpec {
+    /// None: stdout is discarded.
+    None,
+    /// Standard output.
+    Stdout,
+    /// A file the run writes (removed before each run, so a stale one cannot pass).
+    File(PathBuf),
+}
+
+/// One command to measure and how.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Working directory.
+    pub cwd: PathBuf,
+    /// Complete environment.
+    pub env: Vec<(String, String)>,
+    /// CPUs to pin to; empty: no pinning.
+    pub cpus: Vec<u32>,
+    /// Timeout of one timed run.
+    pub timeout: Duration,
+    /// How many runs.
+    pub policy: RunPolicy,
+    /// The metric adaptive repetition watches.
+    pub objective: Metric,
+    /// Metrics wanted besides the always-measured ones: `instructions` adds
+    /// callgrind runs, the sampled metrics turn sampling on.
+    pub extra: Vec<Metric>,
+    /// The output checked.
+    pub output: OutputSpec,
+    /// The digest the output must have, if known.
+    pub expected_output: Option<ContentHash>,
+    /// Where callgrind writes its profile.
+    pub callgrind_out: PathBuf,
+}
+
+/// The runs of a plan and what they add up to (`measure --json` prints it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// `Ok`, or the first failure.
+    pub outcome: StepOutcome,
+    /// Every run, warm-ups and callgrind runs included.
+    pub runs: Vec<RunRecord>,
+    /// Per metric over the measured runs that have it; empty unless `Ok`.
+    pub summary: BTreeMap<Metric, Summary>,
+    /// Whether the objective's relative CI half-width reached the target.
+    pub target_met: bool,
+    /// Digest of the checked output of the first measured run.
+    pub output_digest: Option<ContentHash>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Timed,
+    Callgrind,
+}
+
+/// Measures a plan; `cancel` stops it between or during runs.
+pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
+    let mut m = Engine {
+        plan,
+        cancel,
+        wanted: std::iter::once(plan.objective)
+            .chain(plan.extra.iter().copied())
+            .collect(),
+        runs: Vec::new(),
+        output_digest: None,
+    };
+    let outcome = m.run_all().err().unwrap_or(StepOutcome::Ok);
+    let summary = if outcome == StepOutcome::Ok {
+        summarise(&m.runs)
+    } else {
+        BTreeMap::new()
+    };
+    let target_met = summary
+        .get(&plan.objective)
+        .is_some_and(|s| s.rel_ci_half_width() <= plan.policy.target_rel_ci);
+    Measurement {
+        outcome,
+        runs: m.runs,
+        summary,
+        target_met,
+        output_digest: m.output_digest,
+    }
+}
+
+/// Statistics per metric over the non-warm-up runs that carry it; a metric
+/// unsupported in any of them has no summary.
+pub fn summarise(runs: &[RunRecord]) -> BTreeMap<Metric, Summary> {
+    let mut values: BTreeMap<Metric, Option<Vec<f64>>> = BTreeMap::new();
+    for run in runs.iter().filter(|r| !r.warmup) {
+        for (metric, value) in &run.metrics {
+            let entry = values.entry(*metric).or_insert_with(|| Some(Vec::new()));
+            match (entry.as_mut(), value) {
+                (Some(v), MetricValue::Measured(x)) => v.push(*x),
+                _ => *entry = None,
+            }
+        }
+    }
+    values
+        .into_iter()
+        .filter_map(|(m, v)| Some((m, Summary::of(&v?)?)))
+        .collect()
+}
+
+struct Engine<'a> {
+    plan: &'a Plan,
+    cancel: Option<&'a CancelToken>,
+    wanted: BTreeSet<Metric>,
+    runs: Vec<RunRecord>,
+    output_digest: Option<ContentHash>,
+}
+
+impl Engine<'_> {
+    fn run_all(&mut self) -> Result<(), StepOutcome> {
+        let policy = self.plan.policy;
+        let min = policy.min.max(1);
+        let max = policy.max.max(min);
+        for _ in 0..policy.warmup {
+            self.run(Kind::Timed, true)?;
+        }
+        let objective_timed = !self.plan.objective.needs_callgrind();
+        self.repeat(Kind::Timed, min, if objective_timed { max } else { min })?;
+        if self.wanted.contains(&Metric::Instructions) {
+            if callgrind::version().is_none() {
+                tracing::warn!("valgrind is not installed: instruction counts are unsupported");
+                let index = self.runs.len() as u32;
+                self.runs.push(RunRecord {
+                    index,
+                    warmup: false,
+                    exit_code: None,
+                    signal: None,
+                    metrics: Metrics::from([(Metric::Instructions, MetricValue::Unsupported)]),
+                });
+            } else if objective_timed {
+                // Wanted on the side: one exact count is enough.
+                self.repeat(Kind::Callgrind, 1, 1)?;
+            } else {
+                self.repeat(Kind::Callgrind, min, max)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Measured runs of one kind: at least `min`, then until the objective's
+    /// CI target, `max` runs or the time budget.
+    fn repeat(&mut self, kind: Kind, min: u32, max: u32) -> Result<(), StepOutcome> {
+        let started = Instant::now();
+        let first = self.runs.len();
+        for n in 1..=max {
+            self.run(kind, false)?;
+            if n < min {
+                continue;
+            }
+            let summary = summarise(&self.runs[first..]);
+            match summary.get(&self.plan.objective) {
+                Some(s) if s.rel_ci_half_width() <= self.plan.policy.target_rel_ci => break,
+                Some(_) => {}
+                // The objective is not measured by these runs (or is
+                // unsupported here): more runs cannot tighten it.
+                None => break,
+            }
+            if started.elapsed().as_secs_f64() >= self.plan.policy.max_time_s {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// One run, recorded; `Err` if it failed (the record is kept too).
+    fn run(&mut self, kind: Kind, warmup: bool) -> Result<(), StepOutcome> {
+        let plan = self.plan;
+        if let OutputSpec::File(path) = &plan.output {
+            remove_if_present(path);
+        }
+        let (argv, timeout) = match kind {
+            Kind::Timed => (plan.argv.clone(), plan.timeout),
+            Kind::Callgrind => {
+                remove_if_present(&plan.callgrind_out);
+                (
+                    callgrind::wrap(&plan.argv, &plan.callgrind_out),
+                    plan.timeout
+                        .checked_mul(CALLGRIND_TIMEOUT_FACTOR)
+                        .unwrap_or(Duration::MAX),
+                )
+            }
+        };
+        let sample = kind == Kind::Timed && SAMPLED_METRICS.iter().any(|m| self.wanted.contains(m));
+        let launch = Launch {
+            argv,
+            cwd: plan.cwd.clone(),
+            env: plan.env.clone(),
+            cpus: plan.cpus.clone(),
+            output: match plan.output {
+                OutputSpec::Stdout => Output::HashStdout,
+                _ => Output::Discard,
+            },
+            timeout,
+            counters: kind == Kind::Timed,
+            sample_every: sample.then_some(sampler::DEFAULT_INTERVAL),
+        };
+        let index = self.runs.len() as u32;
+        let finished = match process::run(&launch, self.cancel) {
+            Ok(f) => f,
+            Err(message) => {
+                return Err(StepOutcome::RunFailed {
+                    code: None,
+                    signal: None,
+                    signal_name: None,
+                    stderr_tail: message,
+                })
+            }
+        };
+        let (exit_code, signal) = match finished.end {
+            End::Exited(c) => (Some(c), None),
+            End::Signaled(s) => (None, Some(s)),
+            End::TimedOut | End::Cancelled => (None, Some(libc::SIGKILL)),
+        };
+        let metrics = match kind {
+            Kind::Timed => timed_metrics(&finished),
+            Kind::Callgrind if finished.end == End::Exited(0) => {
+                let count = callgrind::read_total(&plan.callgrind_out)
+                    .map_err(|e| tracing::warn!("{e}"))
+                    .map_or(MetricValue::Unsupported, |n| {
+                        MetricValue::Measured(n as f64)
+                    });
+                Metrics::from([(Metric::Instructions, count)])
+            }
+            Kind::Callgrind => Metrics::new(),
+        };
+        self.runs.push(RunRecord {
+            index,
+            warmup,
+            exit_code,
+            signal,
+            metrics,
+        });
+        let limit = timeout.as_secs_f64();
+        match finished.end {
+            End::Cancelled => return Err(StepOutcome::Cancelled),
+            End::TimedOut => {
+                return Err(StepOutcome::Timeout {
+                    phase: "run".into(),
+                    limit_s: limit,
+                })
+            }
+            End::Signaled(s) => {
+                return Err(StepOutcome::RunFailed {
+                    code: None,
+                    signal: Some(s),
+                    signal_name: Some(process::signal_name(s)),
+                    stderr_tail: finished.stderr_tail,
+                })
+            }
+            End::Exited(c) if c != 0 => {
+                return Err(StepOutcome::RunFailed {
+                    code: Some(c),
+                    signal: None,
+                    signal_name: None,
+                    stderr_tail: finished.stderr_tail,
+                })
+            }
+            End::Exited(_) => {}
+        }
+        let digest = match &plan.output {
+            OutputSpec::None => None,
+            OutputSpec::Stdout => finished.stdout_digest,
+            OutputSpec::File(path) => match std::fs::read(path) {
+                Ok(bytes) => Some(ContentHash::of(&bytes)),
+                Err(e) => {
+                    return Err(StepOutcome::RunFailed {
+                        code: Some(0),
+                        signal: None,
+                        signal_name: None,
+                        stderr_tail: format!(
+                        "the run exited 0 but its checked output file {} cannot be read: {e}\n{}",
+                        path.display(),
+                        finished.stderr_tail
+                    ),
+                    })
+                }
+            },
+        };
+        if let (Some(expected), Some(found)) = (plan.expected_output, digest) {
+            if expected != found {
+                return Err(StepOutcome::WrongOutput { expected, found });
+            }
+        }
+        if !warmup && self.output_digest.is_none() {
+            self.output_digest = digest;
+        }
+        Ok(())
+    }
+}
+
+fn timed_metrics(f: &Finished) -> Metrics {
+    let mut m = Metrics::from([
+        (
+            Metric::WallTime,
+            MetricValue::Measured(f.wall.as_nanos() as f64),
+        ),
+        (
+            Metric::UserTime,
+            MetricValue::Measured(f.usage.user_ns as f64),
+        ),
+        (
+            Metric::SystemTime,
+            MetricValue::Measured(f.usage.system_ns as f64),
+        ),
+        (
+            Metric::MaxRss,
+            MetricValue::Measured(f.usage.max_rss_bytes as f64),
+        ),
+        (
+            Metric::BlockIoBytes,
+            MetricValue::Measured(f.usage.block_io_bytes as f64),
+        ),
+    ]);
+    m.extend(f.counters.iter().map(|(k, v)| (*k, *v)));
+    if let Some(s) = &f.samples {
+        m.extend(s.metrics());
+    }
+    m
+}
+
+fn remove_if_present(path: &std::path::Path) {
+    if let Err(e) = std::fs::remove_file(path) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            tracing::warn!("cannot remove {}: {e}", path.display());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(warmup: bool, metrics: &[(Metric, MetricValue)]) -> RunRecord {
+        RunRecord {
+            index: 0,
+            warmup,
+            exit_code: Some(0),
+            signal: None,
+            metrics: metrics.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn summaries_skip_warmups_and_unsupported() {
+        let m = MetricValue::Measured;
+        let runs = vec![
+            run(true, &[(Metric::WallTime, m(100.0))]),
+            run(
+                false,
+                &[
+                    (Metric::WallTime, m(1.0)),
+                    (Metric::Cycles, MetricValue::Unsupported),
+                ],
+            ),
+            run(
+                false,
+                &[
+                    (Metric::WallTime, m(3.0)),
+                    (Metric::Cycles, MetricValue::Unsupported),
+                ],
+            ),
+            run(false, &[(Metric::Instructions, m(7.0))]),
+        ];
+        let s = summarise(&runs);
+        assert_eq!(s[&Metric::WallTime].n, 2);
+        assert_eq!(s[&Metric::WallTime].max, 3.0);
+        assert!(
+            !s.contains_key(&Metric::Cycles),
+            "unsupported must not be summarised as a number"
+        );
+        assert_eq!(s[&Metric::Instructions].median, 7.0);
+    }
+}

@@ -1,0 +1,136 @@
+//! The human-readable summary `kiln-worker measure` prints, after hyperfine's.
+
+use std::fmt::Write as _;
+
+use kiln_protocol::message::StepOutcome;
+use kiln_protocol::metric::{Metric, MetricValue};
+use kiln_protocol::stats::Summary;
+
+use crate::measure::Measurement;
+
+/// The summary of a measurement of `command`, with a `target_rel_ci` line.
+pub fn table(command: &str, m: &Measurement, target_rel_ci: f64) -> String {
+    let mut t = String::new();
+    let _ = writeln!(t, "Command: {command}");
+    if m.outcome != StepOutcome::Ok {
+        let _ = writeln!(t, "  FAILED: {}", m.outcome);
+        let detail = match &m.outcome {
+            StepOutcome::RunFailed { stderr_tail, .. } => stderr_tail.trim_end().to_string(),
+            StepOutcome::WrongOutput { expected, found } => {
+                format!("expected {expected}, found {found}")
+            }
+            _ => String::new(),
+        };
+        for line in detail.lines() {
+            let _ = writeln!(t, "  | {line}");
+        }
+        return t;
+    }
+    let measured = m.runs.iter().filter(|r| !r.warmup).count();
+    let warmups = m.runs.len() - measured;
+    if let Some(w) = m.summary.get(&Metric::WallTime) {
+        let f = |x: f64| value(Metric::WallTime, x);
+        let _ = writeln!(t, "  Time (mean ± σ):     {} ± {}", f(w.mean), f(w.stddev));
+        let _ = writeln!(
+            t,
+            "  Time (median):       {}   95% CI [{} … {}]",
+            f(w.median),
+            f(w.ci_low),
+            f(w.ci_high)
+        );
+        let _ = writeln!(
+            t,
+            "  Range (min … max):   {} … {}    {} runs, {} warm-up",
+            f(w.min),
+            f(w.max),
+            w.n,
+            warmups
+        );
+        let _ = writeln!(
+            t,
+            "  Median CI ± {:.2} % (target {:.2} %): {}",
+            w.rel_ci_half_width() * 100.0,
+            target_rel_ci * 100.0,
+            if m.target_met { "met" } else { "not met" }
+        );
+    }
+    if let Some(d) = &m.output_digest {
+        let _ = writeln!(t, "  Output digest:       {d}");
+    }
+    let _ = writeln!(t);
+    let _ = writeln!(
+        t,
+        "  {:<18} {:>12} {:>26} {:>28} {:>4}",
+        "metric", "median", "mean ± σ", "min … max", "n"
+    );
+    for &metric in Metric::ALL {
+        let values: Vec<&MetricValue> = m
+            .runs
+            .iter()
+            .filter(|r| !r.warmup)
+            .filter_map(|r| r.metrics.get(&metric))
+            .collect();
+        if values.is_empty() {
+            continue;
+        }
+        let line = match m.summary.get(&metric) {
+            Some(s) => summary_row(metric, s),
+            None if values.contains(&&MetricValue::Unsupported) => "unsupported".to_string(),
+            None => "(no value)".to_string(),
+        };
+        let _ = writeln!(t, "  {:<18} {line}", metric.name());
+    }
+    t
+}
+
+fn summary_row(metric: Metric, s: &Summary) -> String {
+    let f = |x: f64| value(metric, x);
+    format!(
+        "{:>12} {:>26} {:>28} {:>4}",
+        f(s.median),
+        format!("{} ± {}", f(s.mean), f(s.stddev)),
+        format!("{} … {}", f(s.min), f(s.max)),
+        s.n
+    )
+}
+
+/// A value in its metric's unit, scaled for reading (`201.3 ms`, `12.0 MiB`).
+pub fn value(metric: Metric, x: f64) -> String {
+    match metric.unit() {
+        "ns" => {
+            let (div, unit) = match x.abs() {
+                a if a >= 1e9 => (1e9, "s"),
+                a if a >= 1e6 => (1e6, "ms"),
+                a if a >= 1e3 => (1e3, "µs"),
+                _ => (1.0, "ns"),
+            };
+            format!("{:.3} {unit}", x / div)
+        }
+        "bytes" => {
+            let (div, unit) = match x.abs() {
+                a if a >= (1u64 << 30) as f64 => ((1u64 << 30) as f64, "GiB"),
+                a if a >= (1u64 << 20) as f64 => ((1u64 << 20) as f64, "MiB"),
+                a if a >= 1024.0 => (1024.0, "KiB"),
+                _ => (1.0, "B"),
+            };
+            format!("{:.1} {unit}", x / div)
+        }
+        "count" if x.fract() == 0.0 => format!("{x:.0}"),
+        "count" => format!("{x:.1}"),
+        unit => format!("{x:.1} {unit}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_scale() {
+        assert_eq!(value(Metric::WallTime, 201_300_000.0), "201.300 ms");
+        assert_eq!(value(Metric::MaxRss, 3.0 * 1048576.0), "3.0 MiB");
+        assert_eq!(value(Metric::Instructions, 1234.0), "1234");
+        assert_eq!(value(Metric::ContextSwitches, 2.5), "2.5");
+        assert_eq!(value(Metric::CpuPercentAvg, 99.5), "99.5 %");
+    }
+}

@@ -1,0 +1,323 @@
+//! `kiln-worker serve`: the protocol over a byte stream (stdin/stdout).
+//!
+//! The reading thread answers quick requests itself (hello, prepare, ping,
+//! cancel) and hands steps and discoveries to one thread each, so a ping is
+//! answered while steps run. Replies from all threads go through one locked
+//! writer, whole frames at a time.
+//!
+//! Bad input: a frame whose payload is not a valid request gets an `Error`
+//! reply and serving goes on. An oversized frame gets an `Error` reply, then
+//! its announced payload is read and dropped without being stored, which
+//! keeps the stream in step with the controller; if the stream ends while
+//! draining, the session ends. A frame cut off by the end of the stream ends
+//! the session cleanly, as does the end of the stream itself: running steps
+//! are then cancelled (nobody is left to read their results).
+
+use std::collections::HashMap;
+use std::io::{self, Read, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+use kiln_protocol::frame::{self, FrameError};
+use kiln_protocol::message::{Request, Response, StepId, StepOutcome, StepRequest, StepResult};
+use kiln_protocol::PROTOCOL_VERSION;
+
+use crate::probe;
+use crate::process::CancelToken;
+use crate::step::{self, SlotState, Workspace};
+
+/// Options of `kiln-worker serve`.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// The worker's folder: bundle cache, slots, discovery scratch.
+    pub rundir: PathBuf,
+    /// Largest frame accepted.
+    pub max_frame: usize,
+    /// Compilers whose versions hello reports.
+    pub compilers: Vec<String>,
+}
+
+/// Serves one session until shutdown or the end of `input`.
+pub fn serve(
+    opts: &ServeOptions,
+    mut input: impl Read,
+    output: impl Write + Send + 'static,
+) -> Result<(), String> {
+    let ws = Workspace::open(&opts.rundir)?;
+    tracing::info!("serving from {}", ws.rundir.display());
+    let shared = Arc::new(Shared {
+        ws,
+        out: Mutex::new(Box::new(output)),
+        slots: Mutex::new(HashMap::new()),
+        running: Mutex::new(HashMap::new()),
+    });
+    let mut session = Session {
+        shared,
+        opts: opts.clone(),
+        threads: Vec::new(),
+    };
+    loop {
+        match frame::read_payload(&mut input, opts.max_frame) {
+            Ok(payload) => match frame::decode::<Request>(&payload) {
+                Ok(request) => {
+                    if session.handle(request) == Flow::Stop {
+                        session.finish();
+                        session.shared.send(&Response::Bye);
+                        tracing::info!("shut down on request");
+                        return Ok(());
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    session.shared.error(None, format!("{e}"));
+                }
+            },
+            Err(FrameError::Oversized { len, limit }) => {
+                tracing::warn!(
+                    "oversized frame: {len} bytes announced, limit {limit}; skipping it"
+                );
+                session.shared.error(
+                    None,
+                    format!("oversized frame: {len} bytes announced, this worker accepts at most {limit}; the frame was skipped"),
+                );
+                let skipped =
+                    io::copy(&mut (&mut input).take(len as u64), &mut io::sink()).unwrap_or(0);
+                if skipped < len as u64 {
+                    tracing::warn!(
+                        "session ended inside the oversized frame ({skipped} of {len} bytes)"
+                    );
+                    break;
+                }
+            }
+            Err(FrameError::Closed) => {
+                tracing::info!("the controller closed the session");
+                break;
+            }
+            Err(e @ FrameError::Truncated { .. }) => {
+                tracing::warn!("session ended by a {e}");
+                break;
+            }
+            Err(e) => {
+                tracing::error!("cannot read from the controller: {e}");
+                break;
+            }
+        }
+    }
+    session.shared.cancel_all();
+    session.finish();
+    Ok(())
+}
+
+/// What a step or discovery reports if the worker hit a bug running it; the
+/// slot is released and serving goes on.
+const PANICKED: &str =
+    "the worker panicked while handling this request (a worker bug; see its log)";
+
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+struct Shared {
+    ws: Workspace,
+    out: Mutex<Box<dyn Write + Send>>,
+    /// Per slot: its state, or `None` while a step holds it.
+    slots: Mutex<HashMap<u32, Option<SlotState>>>,
+    /// Cancel tokens of running steps and discoveries.
+    running: Mutex<HashMap<StepId, Arc<CancelToken>>>,
+}
+
+impl Shared {
+    fn send(&self, response: &Response) {
+        let mut out = lock(&self.out);
+        if let Err(e) = frame::write_frame(&mut *out, response) {
+            tracing::warn!("cannot send a reply to the controller: {e}");
+        }
+    }
+
+    fn error(&self, step: Option<StepId>, message: String) {
+        self.send(&Response::Error { step, message });
+    }
+
+    fn cancel_all(&self) {
+        for token in lock(&self.running).values() {
+            token.cancel();
+        }
+    }
+}
+
+/// Locks a mutex, recovering the data if a thread panicked while holding it.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+struct Session {
+    shared: Arc<Shared>,
+    opts: ServeOptions,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Session {
+    fn handle(&mut self, request: Request) -> Flow {
+        let shared = &self.shared;
+        match request {
+            Request::Hello {
+                protocol_version,
+                controller_version,
+            } => {
+                if protocol_version != PROTOCOL_VERSION {
+                    shared.error(
+                        None,
+                        format!(
+                            "protocol version mismatch: the controller ({controller_version}) speaks version {protocol_version}, this worker speaks version {PROTOCOL_VERSION}"
+                        ),
+                    );
+                } else {
+                    tracing::info!("hello from controller {controller_version}");
+                    shared.send(&Response::Hello {
+                        protocol_version: PROTOCOL_VERSION,
+                        capabilities: Box::new(probe::capabilities(&self.opts.compilers)),
+                    });
+                }
+            }
+            Request::Prepare(bundle) => match shared.ws.cache.store(&bundle) {
+                Ok(dir) => {
+                    tracing::info!("bundle {} stored in {}", bundle.hash.short(), dir.display());
+                    shared.send(&Response::Prepared { hash: bundle.hash });
+                }
+                Err(e) => shared.error(
+                    None,
+                    format!("cannot store bundle {}: {e}", bundle.hash.short()),
+                ),
+            },
+            Request::HasBundle { hash } => shared.send(&Response::BundleStatus {
+                hash,
+                present: shared.ws.cache.get(&hash).is_some(),
+            }),
+            Request::Discover {
+                id,
+                benchmark,
+                bundle,
+            } => {
+                let Some(token) = self.register(id) else {
+                    return Flow::Continue;
+                };
+                let shared = Arc::clone(shared);
+                self.spawn(move || {
+                    let result = catch_unwind(AssertUnwindSafe(|| {
+                        step::discover(id, &benchmark, &bundle, &shared.ws, &token)
+                    }))
+                    .unwrap_or_else(|_| Err(PANICKED.to_string()));
+                    if let Err(e) = &result {
+                        tracing::warn!("discovery {id} of {} failed: {e}", benchmark.name);
+                    }
+                    lock(&shared.running).remove(&id);
+                    shared.send(&Response::Discovered { id, result });
+                });
+            }
+            Request::Step(req) => self.start_step(*req),
+            Request::Cancel { step } => match lock(&shared.running).get(&step) {
+                Some(token) => {
+                    tracing::info!("cancelling step {step}");
+                    token.cancel();
+                }
+                None => shared.error(
+                    Some(step),
+                    format!("cannot cancel step {step}: it is not running"),
+                ),
+            },
+            Request::Ping { nonce } => shared.send(&Response::Pong { nonce }),
+            Request::Shutdown => return Flow::Stop,
+        }
+        Flow::Continue
+    }
+
+    /// Registers a cancel token under `id`; `None` (after an error reply) if
+    /// that id is already running or no token can be made.
+    fn register(&self, id: StepId) -> Option<Arc<CancelToken>> {
+        let mut running = lock(&self.shared.running);
+        if running.contains_key(&id) {
+            drop(running);
+            self.shared
+                .error(Some(id), format!("step {id} is already running"));
+            return None;
+        }
+        match CancelToken::new() {
+            Ok(token) => {
+                let token = Arc::new(token);
+                running.insert(id, Arc::clone(&token));
+                Some(token)
+            }
+            Err(e) => {
+                drop(running);
+                self.shared
+                    .error(Some(id), format!("cannot start step {id}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn start_step(&mut self, req: StepRequest) {
+        let shared = Arc::clone(&self.shared);
+        let (id, slot) = (req.id, req.slot);
+        let state = {
+            let mut slots = lock(&shared.slots);
+            slots
+                .entry(slot)
+                .or_insert_with(|| Some(SlotState::default()))
+                .take()
+        };
+        let Some(mut state) = state else {
+            let reason = format!("slot {slot} is busy with another step");
+            shared.send(&Response::StepDone(Box::new(rejected(id, reason))));
+            return;
+        };
+        let Some(token) = self.register(id) else {
+            lock(&shared.slots).insert(slot, Some(state));
+            return;
+        };
+        tracing::info!("step {id} of {} starts in slot {slot}", req.benchmark.name);
+        self.spawn(move || {
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                step::run_step(&req, &shared.ws, &mut state, &token)
+            }))
+            .unwrap_or_else(|_| rejected(id, PANICKED.to_string()));
+            tracing::info!("step {id} finished: {}", result.outcome);
+            lock(&shared.slots).insert(slot, Some(state));
+            lock(&shared.running).remove(&id);
+            shared.send(&Response::StepDone(Box::new(result)));
+        });
+    }
+
+    fn spawn(&mut self, work: impl FnOnce() + Send + 'static) {
+        self.threads.retain(|t| !t.is_finished());
+        self.threads.push(std::thread::spawn(work));
+    }
+
+    /// Waits for every step and discovery to finish.
+    fn finish(&mut self) {
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+fn rejected(id: StepId, reason: String) -> StepResult {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    StepResult {
+        id,
+        outcome: StepOutcome::Rejected { reason },
+        build: None,
+        runs: Vec::new(),
+        summary: Default::default(),
+        target_met: false,
+        output_digest: None,
+        started_ms: now,
+        finished_ms: now,
+    }
+}

@@ -1,0 +1,626 @@
+//! One step: a fresh work folder from the cached bundle, the build under the
+//! decision set, then the measured runs; and discovery of a benchmark's
+//! decision points.
+//!
+//! Layout under the rundir: `slots/<slot>/work/` is a step's work folder
+//! (cleared for every step unless its build is reused), `slots/<slot>/` is
+//! the runs' `HOME` and holds the callgrind profile, `discover/<id>/` is a
+//! discovery's scratch folder. Every path taken from a request is confined.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
+use kiln_protocol::decision::{ContentHash, DecisionFile, DecisionSet};
+use kiln_protocol::message::{
+    is_confined_path, BuildRecord, Discovery, StepId, StepOutcome, StepRequest, StepResult,
+};
+
+use crate::bundle_cache::{copy_tree, fresh_dir, BundleCache};
+use crate::llvm_inline;
+use crate::measure::{self, OutputSpec, Plan};
+use crate::process::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
+
+/// Name of the decision file written into the work folder.
+pub const DECISIONS_FILE: &str = "decisions.sexp";
+/// Name of the LLVM inline replay file written into the work folder.
+pub const REPLAY_FILE: &str = "replay.txt";
+/// Most bytes of build output kept (compiler remarks included).
+const BUILD_LOG_CAP: usize = 64 << 20;
+
+/// Where a worker keeps its files: the rundir and its bundle cache.
+#[derive(Debug)]
+pub struct Workspace {
+    /// The rundir.
+    pub rundir: PathBuf,
+    /// The bundle cache inside it.
+    pub cache: BundleCache,
+}
+
+impl Workspace {
+    /// Opens a rundir, creating it and its bundle cache.
+    pub fn open(rundir: &Path) -> Result<Self, String> {
+        std::fs::create_dir_all(rundir)
+            .map_err(|e| format!("cannot create rundir {}: {e}", rundir.display()))?;
+        let rundir = rundir
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve rundir {}: {e}", rundir.display()))?;
+        let cache = BundleCache::open(&rundir)?;
+        Ok(Workspace { rundir, cache })
+    }
+
+    fn slot_dir(&self, slot: u32) -> PathBuf {
+        self.rundir.join("slots").join(slot.to_string())
+    }
+}
+
+/// What a slot remembers between steps: its last successful build.
+#[derive(Debug, Default)]
+pub struct SlotState {
+    last_build: Option<(ContentHash, BuildRecord)>,
+}
+
+/// Builds, runs and measures one step in its slot.
+pub fn run_step(
+    req: &StepRequest,
+    ws: &Workspace,
+    slot: &mut SlotState,
+    cancel: &CancelToken,
+) -> StepResult {
+    let started_ms = unix_ms();
+    let mut result = StepResult {
+        id: req.id,
+        outcome: StepOutcome::Ok,
+        build: None,
+        runs: Vec::new(),
+        summary: Default::default(),
+        target_met: false,
+        output_digest: None,
+        started_ms,
+        finished_ms: started_ms,
+    };
+    match step_inner(req, ws, slot, cancel, &mut result) {
+        Ok(()) => {}
+        Err(outcome) => result.outcome = outcome,
+    }
+    result.finished_ms = unix_ms();
+    result
+}
+
+fn step_inner(
+    req: &StepRequest,
+    ws: &Workspace,
+    slot: &mut SlotState,
+    cancel: &CancelToken,
+    result: &mut StepResult,
+) -> Result<(), StepOutcome> {
+    let reject = |reason: String| StepOutcome::Rejected { reason };
+    let spec = &req.benchmark;
+    let bundle_dir = ws.cache.get(&req.bundle).ok_or_else(|| {
+        reject(format!(
+            "bundle {} is not in this worker's cache; send Prepare first",
+            req.bundle.short()
+        ))
+    })?;
+    check_cpus(&req.cpus).map_err(reject)?;
+    if let Some(points) = spec.knob_points() {
+        req.decisions
+            .check(points)
+            .map_err(|e| reject(e.to_string()))?;
+    }
+    let run_timeout = seconds(spec.timeout_s, "timeout-s").map_err(reject)?;
+    seconds(spec.build_timeout_s, "build-timeout-s").map_err(reject)?;
+    let slot_dir = ws.slot_dir(req.slot);
+    let work = slot_dir.join("work");
+    let output = output_spec(&spec.check_output, &work).map_err(reject)?;
+
+    let key = build_key(req);
+    let reused = match &slot.last_build {
+        Some((k, record)) if req.reuse_build && *k == key && work.is_dir() => Some(record.clone()),
+        _ => None,
+    };
+    if let Some(mut record) = reused {
+        record.reused = true;
+        result.build = Some(record);
+    } else {
+        slot.last_build = None;
+        fresh_dir(&ws.rundir, &work).map_err(reject)?;
+        copy_tree(&bundle_dir, &work).map_err(reject)?;
+        write_decisions(&work, spec, &req.decisions).map_err(reject)?;
+        let build = Build {
+            spec,
+            decisions: &req.decisions,
+            work: &work,
+            home: &slot_dir,
+            cpus: &req.cpus,
+            cancel,
+        };
+        let (record, built) = build.run();
+        result.build = record.clone();
+        built?;
+        if let Some(record) = record {
+            slot.last_build = Some((key, record));
+        }
+    }
+
+    let plan = Plan {
+        argv: expand_all(
+            &spec.run,
+            knobs_of(spec, &req.decisions),
+            &work.join(DECISIONS_FILE),
+        ),
+        cwd: work.clone(),
+        env: step_env(spec, &req.decisions, &slot_dir),
+        cpus: req.cpus.clone(),
+        timeout: run_timeout,
+        policy: req.runs,
+        objective: req.objective,
+        extra: Vec::new(),
+        output,
+        expected_output: req.expected_output,
+        callgrind_out: slot_dir.join("callgrind.out"),
+    };
+    let m = measure::measure(&plan, Some(cancel));
+    result.runs = m.runs;
+    result.summary = m.summary;
+    result.target_met = m.target_met;
+    result.output_digest = m.output_digest;
+    match m.outcome {
+        StepOutcome::Ok => Ok(()),
+        failed => Err(failed),
+    }
+}
+
+/// Finds a benchmark's decision points and stock decisions.
+pub fn discover(
+    id: StepId,
+    spec: &BenchmarkSpec,
+    bundle: &ContentHash,
+    ws: &Workspace,
+    cancel: &CancelToken,
+) -> Result<Discovery, String> {
+    let compiler = match &spec.kind {
+        BenchmarkKind::Knobs { points } => {
+            let baseline = DecisionSet(
+                points
+                    .iter()
+                    .map(|p| (p.id.clone(), p.domain[0].clone()))
+                    .collect(),
+            );
+            return Ok(Discovery {
+                points: points.clone(),
+                baseline,
+            });
+        }
+        BenchmarkKind::LlvmInline { compiler, .. } => *compiler,
+    };
+    let bundle_dir = ws.cache.get(bundle).ok_or_else(|| {
+        format!(
+            "bundle {} is not in this worker's cache; send Prepare first",
+            bundle.short()
+        )
+    })?;
+    seconds(spec.build_timeout_s, "build-timeout-s")?;
+    let dir = ws.rundir.join("discover").join(id.0.to_string());
+    let result = discover_in(compiler, spec, &bundle_dir, &dir, ws, cancel);
+    if let Err(e) = std::fs::remove_dir_all(&dir) {
+        tracing::warn!("cannot remove discovery folder {}: {e}", dir.display());
+    }
+    result
+}
+
+/// The two discovery builds of an llvm-inline benchmark in `dir`.
+fn discover_in(
+    compiler: Compiler,
+    spec: &BenchmarkSpec,
+    bundle_dir: &Path,
+    dir: &Path,
+    ws: &Workspace,
+    cancel: &CancelToken,
+) -> Result<Discovery, String> {
+    let work = dir.join("work");
+    fresh_dir(&ws.rundir, &work)?;
+    copy_tree(bundle_dir, &work)?;
+    let no_decisions = DecisionSet::default();
+    write_decisions(&work, spec, &no_decisions)?;
+    let empty_replay = work.join("replay-empty.txt");
+    check_llvm_args_path(compiler, &empty_replay)?;
+    std::fs::write(&empty_replay, "")
+        .map_err(|e| format!("cannot write {}: {e}", empty_replay.display()))?;
+    let build = Build {
+        spec,
+        decisions: &no_decisions,
+        work: &work,
+        home: dir,
+        cpus: &[],
+        cancel,
+    };
+    let all_incr = fresh_subdir(&ws.rundir, &work, ".kiln-incremental-discovery")?;
+    let all = build.compile(
+        &llvm_inline::discovery_build_args(compiler, &empty_replay, &all_incr),
+        "discovery",
+    )?;
+    let stock_incr = fresh_subdir(&ws.rundir, &work, ".kiln-incremental-stock")?;
+    let stock = build.compile(
+        &llvm_inline::stock_build_args(compiler, &stock_incr),
+        "stock",
+    )?;
+    Ok(llvm_inline::discovery_from_remarks(
+        &llvm_inline::parse_remarks(&all),
+        &llvm_inline::parse_remarks(&stock),
+    ))
+}
+
+/// One benchmark's build in its work folder.
+struct Build<'a> {
+    spec: &'a BenchmarkSpec,
+    decisions: &'a DecisionSet,
+    work: &'a Path,
+    home: &'a Path,
+    cpus: &'a [u32],
+    cancel: &'a CancelToken,
+}
+
+impl Build<'_> {
+    /// Builds under `decisions`: the record (if a build was attempted) and
+    /// whether it succeeded and realised the decisions.
+    fn run(&self) -> (Option<BuildRecord>, Result<(), StepOutcome>) {
+        let (spec, decisions) = (self.spec, self.decisions);
+        if spec.build.is_empty() {
+            return (None, Ok(()));
+        }
+        let mut argv = expand_all(
+            &spec.build,
+            knobs_of(spec, decisions),
+            &self.work.join(DECISIONS_FILE),
+        );
+        let mut replay_text = None;
+        if let BenchmarkKind::LlvmInline { compiler, fallback } = &spec.kind {
+            let text = llvm_inline::replay_file_text(decisions);
+            let replay = self.work.join(REPLAY_FILE);
+            if let Err(reason) = check_llvm_args_path(*compiler, &replay) {
+                return (None, Err(StepOutcome::Rejected { reason }));
+            }
+            if let Err(e) = std::fs::write(&replay, &text) {
+                let reason = format!("cannot write {}: {e}", replay.display());
+                return (None, Err(StepOutcome::Rejected { reason }));
+            }
+            let incr = match fresh_subdir(self.work, self.work, ".kiln-incremental") {
+                Ok(dir) => dir,
+                Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
+            };
+            argv.extend(llvm_inline::replay_build_args(
+                *compiler, &replay, *fallback, &incr,
+            ));
+            replay_text = Some(text);
+        }
+        let finished = match process::run(&self.launch(argv), Some(self.cancel)) {
+            Ok(f) => f,
+            Err(message) => {
+                let failed = StepOutcome::BuildFailed {
+                    code: None,
+                    log_tail: message,
+                };
+                return (None, Err(failed));
+            }
+        };
+        let log = String::from_utf8_lossy(&finished.kept).into_owned();
+        let is_llvm = replay_text.is_some();
+        let shown = if is_llvm {
+            llvm_inline::strip_remarks(&log)
+        } else {
+            log.clone()
+        };
+        let binary = resolve_binary(&spec.run, self.work);
+        let record = BuildRecord {
+            wall_ns: finished.wall.as_nanos() as u64,
+            text_bytes: binary.as_deref().and_then(llvm_inline::text_size),
+            binary_hash: binary
+                .and_then(|b| std::fs::read(b).ok())
+                .map(|bytes| ContentHash::of(&bytes)),
+            log_tail: tail(&shown),
+            replay_file: replay_text,
+            reused: false,
+        };
+        let outcome = match finished.end {
+            End::Cancelled => Err(StepOutcome::Cancelled),
+            End::TimedOut => Err(StepOutcome::Timeout {
+                phase: "build".into(),
+                limit_s: spec.build_timeout_s,
+            }),
+            End::Signaled(_) => Err(StepOutcome::BuildFailed {
+                code: None,
+                log_tail: record.log_tail.clone(),
+            }),
+            End::Exited(c) if c != 0 => Err(StepOutcome::BuildFailed {
+                code: Some(c),
+                log_tail: record.log_tail.clone(),
+            }),
+            End::Exited(_) if is_llvm => {
+                if finished.kept_truncated {
+                    tracing::warn!(
+                        "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
+                    );
+                }
+                let mismatched = llvm_inline::verify(decisions, &llvm_inline::parse_remarks(&log));
+                if mismatched.is_empty() {
+                    Ok(())
+                } else {
+                    Err(StepOutcome::DecisionMismatch { mismatched })
+                }
+            }
+            End::Exited(_) => Ok(()),
+        };
+        (Some(record), outcome)
+    }
+
+    /// A discovery build with extra arguments: its whole output, or why it failed.
+    fn compile(&self, extra: &[String], what: &str) -> Result<String, String> {
+        let mut argv = expand_all(
+            &self.spec.build,
+            knobs_of(self.spec, self.decisions),
+            &self.work.join(DECISIONS_FILE),
+        );
+        argv.extend(extra.iter().cloned());
+        let finished = process::run(&self.launch(argv), Some(self.cancel))?;
+        let log = String::from_utf8_lossy(&finished.kept).into_owned();
+        let failure = match finished.end {
+            End::Exited(0) => return Ok(log),
+            End::Exited(c) => format!("exited with {c}"),
+            End::Signaled(s) => format!("was killed by {}", process::signal_name(s)),
+            End::TimedOut => format!("timed out after {} s", self.spec.build_timeout_s),
+            End::Cancelled => "was cancelled".into(),
+        };
+        Err(format!(
+            "the {what} build of '{}' {failure}:\n{}",
+            self.spec.name,
+            tail(&llvm_inline::strip_remarks(&log))
+        ))
+    }
+
+    fn launch(&self, argv: Vec<String>) -> Launch {
+        Launch {
+            argv,
+            cwd: self.work.to_path_buf(),
+            env: step_env(self.spec, self.decisions, self.home),
+            cpus: self.cpus.to_vec(),
+            output: Output::KeepMerged { cap: BUILD_LOG_CAP },
+            // Checked by `seconds` when the step or discovery began.
+            timeout: seconds(self.spec.build_timeout_s, "build-timeout-s")
+                .unwrap_or(Duration::ZERO),
+            counters: false,
+            sample_every: None,
+        }
+    }
+}
+
+/// The environment of builds and runs: the clean base, the benchmark's own
+/// variables, and for knobs one `KILN_KNOB_<ID>` per decision.
+fn step_env(spec: &BenchmarkSpec, decisions: &DecisionSet, home: &Path) -> Vec<(String, String)> {
+    let mut extra = spec.env.clone();
+    if spec.knob_points().is_some() {
+        extra.extend(
+            decisions
+                .0
+                .iter()
+                .map(|(id, v)| (knob_env_name(id.as_str()), v.to_string())),
+        );
+    }
+    process::clean_env(home, &extra)
+}
+
+/// `KILN_KNOB_` and the id uppercased, other characters than letters and digits as `_`.
+pub fn knob_env_name(id: &str) -> String {
+    let suffix: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("KILN_KNOB_{suffix}")
+}
+
+fn knobs_of<'a>(spec: &BenchmarkSpec, decisions: &'a DecisionSet) -> Option<&'a DecisionSet> {
+    spec.knob_points().is_some().then_some(decisions)
+}
+
+fn expand_all(
+    templates: &[String],
+    knobs: Option<&DecisionSet>,
+    decisions_file: &Path,
+) -> Vec<String> {
+    templates
+        .iter()
+        .map(|t| expand(t, knobs, decisions_file))
+        .collect()
+}
+
+/// Replaces `{decisions}` by the decision file's path and, for knobs, `{id}`
+/// by the knob's value; other braces are left alone (shell `${VAR}` included
+/// unless VAR is a knob).
+pub fn expand(template: &str, knobs: Option<&DecisionSet>, decisions_file: &Path) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let Some(close) = after.find('}') else {
+            rest = &rest[open..];
+            break;
+        };
+        let name = &after[..close];
+        let value = if name == "decisions" {
+            Some(decisions_file.display().to_string())
+        } else {
+            knobs
+                .and_then(|k| k.get(&name.into()))
+                .map(ToString::to_string)
+        };
+        match value {
+            Some(v) => {
+                out.push_str(&v);
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn write_decisions(work: &Path, spec: &BenchmarkSpec, set: &DecisionSet) -> Result<(), String> {
+    let file = DecisionFile {
+        benchmark: Some(spec.name.clone()),
+        set: set.clone(),
+    };
+    let path = work.join(DECISIONS_FILE);
+    std::fs::write(&path, file.to_text())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// A timeout from a request: finite and positive (anything else would be a
+/// controller bug, refused rather than panicking on).
+fn seconds(value: f64, field: &str) -> Result<Duration, String> {
+    Duration::try_from_secs_f64(value)
+        .ok()
+        .filter(|d| !d.is_zero())
+        .ok_or_else(|| format!("{field} must be a positive number of seconds, found {value}"))
+}
+
+fn output_spec(check: &OutputCheck, work: &Path) -> Result<OutputSpec, String> {
+    Ok(match check {
+        OutputCheck::None => OutputSpec::None,
+        OutputCheck::Stdout => OutputSpec::Stdout,
+        OutputCheck::File(p) if is_confined_path(p) => OutputSpec::File(work.join(p)),
+        OutputCheck::File(p) => {
+            return Err(format!(
+                "checked output file '{p}' is not inside the work folder"
+            ))
+        }
+    })
+}
+
+fn check_cpus(cpus: &[u32]) -> Result<(), String> {
+    let allowed = process::allowed_cpus();
+    match cpus.iter().find(|c| !allowed.contains(c)) {
+        Some(c) => Err(format!(
+            "CPU {c} is not available to this worker (available: {})",
+            allowed
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// rustc splits `-C llvm-args` at whitespace, so a replay file path (under
+/// the rundir) must have none.
+fn check_llvm_args_path(compiler: Compiler, path: &Path) -> Result<(), String> {
+    if compiler == Compiler::Rustc && path.display().to_string().contains(char::is_whitespace) {
+        return Err(format!(
+            "{} contains whitespace, which rustc's -C llvm-args cannot carry; use a rundir without spaces",
+            path.display()
+        ));
+    }
+    Ok(())
+}
+
+/// The run command's program inside the work folder, if it is a path there.
+fn resolve_binary(run: &[String], work: &Path) -> Option<PathBuf> {
+    let program = run.first()?;
+    let relative = program.strip_prefix("./").unwrap_or(program);
+    (program.contains('/') && is_confined_path(relative)).then(|| work.join(relative))
+}
+
+/// What identifies a build: the benchmark, its bundle and the decisions.
+fn build_key(req: &StepRequest) -> ContentHash {
+    let spec = serde_json::to_vec(&req.benchmark).unwrap_or_default();
+    let mut bytes = spec;
+    bytes.extend_from_slice(&req.bundle.0);
+    bytes.extend_from_slice(&req.decisions.hash().0);
+    ContentHash::of(&bytes)
+}
+
+fn fresh_subdir(root: &Path, parent: &Path, name: &str) -> Result<PathBuf, String> {
+    let dir = parent.join(name);
+    fresh_dir(root, &dir)?;
+    Ok(dir)
+}
+
+fn tail(text: &str) -> String {
+    let mut start = text.len().saturating_sub(TAIL_BYTES);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_string()
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_protocol::decision::{DecisionValue, SiteId};
+
+    #[test]
+    fn expands_knobs_and_decisions() {
+        let set = DecisionSet(
+            [
+                (SiteId::from("tile"), DecisionValue::Int(64)),
+                (SiteId::from("algo"), DecisionValue::Name("fast".into())),
+            ]
+            .into(),
+        );
+        let d = Path::new("/w/decisions.sexp");
+        assert_eq!(expand("-DTILE={tile}", Some(&set), d), "-DTILE=64");
+        assert_eq!(expand("{algo}-{tile}", Some(&set), d), "fast-64");
+        assert_eq!(
+            expand("--file={decisions}", None, d),
+            "--file=/w/decisions.sexp"
+        );
+        assert_eq!(
+            expand("echo ${HOME} {x} {", Some(&set), d),
+            "echo ${HOME} {x} {"
+        );
+        assert_eq!(
+            expand("{tile}", None, d),
+            "{tile}",
+            "llvm-inline sites are not knobs"
+        );
+    }
+
+    #[test]
+    fn knob_env_names() {
+        assert_eq!(knob_env_name("tile"), "KILN_KNOB_TILE");
+        assert_eq!(knob_env_name("block-size.x"), "KILN_KNOB_BLOCK_SIZE_X");
+    }
+
+    #[test]
+    fn binaries_resolve_inside_work_only() {
+        let w = Path::new("/r/slots/0/work");
+        assert_eq!(
+            resolve_binary(&["./bench".into()], w),
+            Some(w.join("bench"))
+        );
+        assert_eq!(
+            resolve_binary(&["bin/bench".into()], w),
+            Some(w.join("bin/bench"))
+        );
+        assert_eq!(resolve_binary(&["sh".into()], w), None);
+        assert_eq!(resolve_binary(&["/usr/bin/sh".into()], w), None);
+        assert_eq!(resolve_binary(&["../x".into()], w), None);
+    }
+}

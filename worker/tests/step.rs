@@ -1,0 +1,313 @@
+//! Steps in-process: builds that fail or hang, decision files, confinement.
+
+use std::path::PathBuf;
+
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy};
+use kiln_protocol::decision::{DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
+use kiln_protocol::message::{Bundle, BundleFile, StepId, StepOutcome, StepRequest};
+use kiln_protocol::Metric;
+use kiln_worker::process::CancelToken;
+use kiln_worker::step::{run_step, SlotState, Workspace};
+
+fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
+    BenchmarkSpec {
+        name: "knob-test".into(),
+        kind: BenchmarkKind::Knobs {
+            points: vec![DecisionPoint {
+                id: SiteId::from("tile-size"),
+                domain: vec![DecisionValue::Int(8), DecisionValue::Int(16)],
+            }],
+        },
+        sources: PathBuf::from("unused"),
+        build: build.iter().map(|s| s.to_string()).collect(),
+        run: run.iter().map(|s| s.to_string()).collect(),
+        timeout_s: 10.0,
+        build_timeout_s: 1.0,
+        env: Vec::new(),
+        check_output: OutputCheck::Stdout,
+    }
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    ws: Workspace,
+    bundle: Bundle,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    let bundle = Bundle::new(vec![BundleFile {
+        path: "main.sh".into(),
+        executable: true,
+        contents: b"#!/bin/sh\necho tile=$1\n".to_vec(),
+    }]);
+    ws.cache.store(&bundle).unwrap();
+    Fixture {
+        _dir: dir,
+        ws,
+        bundle,
+    }
+}
+
+fn request(f: &Fixture, spec: BenchmarkSpec) -> StepRequest {
+    StepRequest {
+        id: StepId(1),
+        slot: 0,
+        cpus: Vec::new(),
+        benchmark: spec,
+        bundle: f.bundle.hash,
+        decisions: DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(16))].into()),
+        runs: RunPolicy {
+            warmup: 0,
+            min: 2,
+            max: 2,
+            target_rel_ci: 0.5,
+            max_time_s: 60.0,
+        },
+        objective: Metric::WallTime,
+        expected_output: None,
+        reuse_build: false,
+    }
+}
+
+fn step(f: &Fixture, req: &StepRequest) -> kiln_protocol::StepResult {
+    run_step(
+        req,
+        &f.ws,
+        &mut SlotState::default(),
+        &CancelToken::new().unwrap(),
+    )
+}
+
+#[test]
+fn knobs_reach_arguments_environment_and_the_decision_file() {
+    let f = fixture();
+    let s = spec(
+        &[
+            "sh",
+            "-c",
+            "cp {decisions} seen.sexp; echo $KILN_KNOB_TILE_SIZE > env.txt",
+        ],
+        &["./main.sh", "{tile-size}"],
+    );
+    let r = step(&f, &request(&f, s));
+    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    assert_eq!(
+        r.output_digest,
+        Some(kiln_protocol::ContentHash::of(b"tile=16\n"))
+    );
+    let work = f.ws.rundir.join("slots/0/work");
+    assert_eq!(
+        std::fs::read_to_string(work.join("env.txt")).unwrap(),
+        "16\n"
+    );
+    let seen = DecisionFile::parse(
+        &std::fs::read_to_string(work.join("seen.sexp")).unwrap(),
+        "seen",
+    )
+    .unwrap();
+    assert_eq!(seen.benchmark.as_deref(), Some("knob-test"));
+    assert_eq!(
+        seen.set.get(&SiteId::from("tile-size")),
+        Some(&DecisionValue::Int(16))
+    );
+    let build = r.build.unwrap();
+    assert!(
+        build.binary_hash.is_some(),
+        "the run program in the work folder is hashed"
+    );
+}
+
+#[test]
+fn a_failing_build_is_build_failed_with_its_log() {
+    let f = fixture();
+    let s = spec(
+        &["sh", "-c", "echo 'main.c:3: error: oops' >&2; exit 2"],
+        &["./main.sh"],
+    );
+    let r = step(&f, &request(&f, s));
+    match &r.outcome {
+        StepOutcome::BuildFailed { code, log_tail } => {
+            assert_eq!(*code, Some(2));
+            assert!(log_tail.contains("oops"), "{log_tail:?}");
+        }
+        other => panic!("expected build-failed, got {other:?}"),
+    }
+    assert!(r.runs.is_empty(), "nothing runs after a failed build");
+}
+
+#[test]
+fn a_hanging_build_times_out() {
+    let f = fixture();
+    let s = spec(&["sh", "-c", "sleep 100"], &["./main.sh"]);
+    let t = std::time::Instant::now();
+    let r = step(&f, &request(&f, s));
+    assert_eq!(
+        r.outcome,
+        StepOutcome::Timeout {
+            phase: "build".into(),
+            limit_s: 1.0
+        }
+    );
+    assert!(t.elapsed().as_secs_f64() < 3.0);
+}
+
+#[test]
+fn bad_requests_are_rejected() {
+    let f = fixture();
+    let mut s = spec(&[], &["./main.sh"]);
+    s.check_output = OutputCheck::File("../../escape.txt".into());
+    let r = step(&f, &request(&f, s));
+    assert!(
+        matches!(&r.outcome, StepOutcome::Rejected { reason } if reason.contains("escape.txt")),
+        "{:?}",
+        r.outcome
+    );
+
+    let mut req = request(&f, spec(&[], &["./main.sh"]));
+    req.cpus = vec![4000];
+    let r = step(&f, &req);
+    assert!(
+        matches!(&r.outcome, StepOutcome::Rejected { reason } if reason.contains("CPU 4000")),
+        "{:?}",
+        r.outcome
+    );
+
+    let mut s = spec(&[], &["./main.sh"]);
+    s.timeout_s = f64::NAN;
+    let r = step(&f, &request(&f, s));
+    assert!(
+        matches!(&r.outcome, StepOutcome::Rejected { reason } if reason.contains("timeout-s")),
+        "{:?}",
+        r.outcome
+    );
+
+    let mut req = request(&f, spec(&[], &["./main.sh"]));
+    req.decisions = DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(3))].into());
+    let r = step(&f, &req);
+    assert!(
+        matches!(r.outcome, StepOutcome::Rejected { .. }),
+        "{:?}",
+        r.outcome
+    );
+}
+
+const INLINE_PROGRAM: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+static int sq(int x) { return x * x; }
+static int blend(int a, int b) { return sq(a) * 3 + b; }
+static long transform(int n) {
+  long r = 0;
+  for (int i = 0; i < n; i++) r += blend(i, n);
+  return r;
+}
+int main(int argc, char **argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 1000;
+  printf("%ld\n", transform(n));
+  return 0;
+}
+"#;
+
+fn have_clang() -> bool {
+    std::process::Command::new("clang")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn llvm_inline_discovery_and_steps_realise_decisions() {
+    if !have_clang() {
+        eprintln!("skipped: clang is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::open(dir.path()).unwrap();
+    let bundle = Bundle::new(vec![BundleFile {
+        path: "main.c".into(),
+        executable: false,
+        contents: INLINE_PROGRAM.as_bytes().to_vec(),
+    }]);
+    ws.cache.store(&bundle).unwrap();
+    let spec = BenchmarkSpec {
+        name: "inline-test".into(),
+        kind: BenchmarkKind::LlvmInline {
+            compiler: kiln_protocol::config::Compiler::Clang,
+            fallback: kiln_protocol::config::ReplayFallback::NeverInline,
+        },
+        sources: PathBuf::from("unused"),
+        build: ["clang", "-O2", "main.c", "-o", "bench"]
+            .map(String::from)
+            .to_vec(),
+        run: ["./bench", "200"].map(String::from).to_vec(),
+        timeout_s: 10.0,
+        build_timeout_s: 60.0,
+        env: Vec::new(),
+        check_output: OutputCheck::Stdout,
+    };
+    let cancel = CancelToken::new().unwrap();
+    let discovery =
+        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, &ws, &cancel).unwrap();
+    assert!(!discovery.points.is_empty(), "{discovery:?}");
+    assert!(
+        !ws.rundir.join("discover/9").exists(),
+        "the discovery folder is removed"
+    );
+
+    let mut req = StepRequest {
+        id: StepId(1),
+        slot: 0,
+        cpus: Vec::new(),
+        benchmark: spec,
+        bundle: bundle.hash,
+        decisions: discovery.baseline.clone(),
+        runs: RunPolicy {
+            warmup: 0,
+            min: 1,
+            max: 1,
+            target_rel_ci: 0.5,
+            max_time_s: 60.0,
+        },
+        objective: Metric::WallTime,
+        expected_output: None,
+        reuse_build: false,
+    };
+    let mut slot = SlotState::default();
+    let stock = run_step(&req, &ws, &mut slot, &cancel);
+    assert_eq!(stock.outcome, StepOutcome::Ok, "{stock:?}");
+    let build = stock.build.as_ref().unwrap();
+    assert!(build.text_bytes.is_some_and(|t| t > 0));
+    assert!(build.replay_file.as_ref().is_some_and(|r| !r.is_empty()));
+    assert!(
+        !build.log_tail.contains("remark"),
+        "remarks are stripped: {}",
+        build.log_tail
+    );
+
+    // Nothing inlined: a different binary, the same output.
+    req.id = StepId(2);
+    req.decisions = DecisionSet(
+        discovery
+            .points
+            .iter()
+            .map(|p| (p.id.clone(), DecisionValue::no_inline()))
+            .collect(),
+    );
+    req.expected_output = stock.output_digest;
+    let none = run_step(&req, &ws, &mut slot, &cancel);
+    assert_eq!(none.outcome, StepOutcome::Ok, "{none:?}");
+    assert_ne!(none.build.unwrap().binary_hash, build.binary_hash);
+
+    // A site that does not exist cannot be realised.
+    req.id = StepId(3);
+    req.decisions =
+        DecisionSet([(SiteId::from("nothing @ main:1:1"), DecisionValue::inline())].into());
+    let bogus = run_step(&req, &ws, &mut slot, &cancel);
+    assert!(
+        matches!(bogus.outcome, StepOutcome::DecisionMismatch { .. }),
+        "{:?}",
+        bogus.outcome
+    );
+    assert!(bogus.runs.is_empty(), "a mismatched build is not run");
+}
