@@ -114,7 +114,23 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     run.progress.finish();
     status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
     run.write_best_files()?;
+    write_steps_csv(&store)?;
     Ok(store.dir().to_path_buf())
+}
+
+/// Exports the steps table beside the store, so a finished campaign has its dataset at hand.
+fn write_steps_csv(store: &Store) -> Result<()> {
+    let path = store.dir().join("steps.csv");
+    let tmp = store.dir().join(".steps.csv.tmp");
+    let file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+    let options = crate::export::ExportOptions {
+        table: crate::export::Table::Steps,
+        experiment: None,
+        wide: false,
+    };
+    crate::export::export(store, options, file)?;
+    std::fs::rename(tmp, path)?;
+    Ok(())
 }
 
 fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {

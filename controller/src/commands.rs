@@ -206,14 +206,17 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
     })
 }
 
-fn scratch_settings(config: &CampaignConfig) -> Result<PoolSettings> {
-    let scratch = std::env::temp_dir().join(format!("kiln-{}", std::process::id()));
-    Ok(PoolSettings {
+/// Pool settings for a one-off command; local workers run in a scratch folder
+/// that is removed when the returned guard drops (after the pool).
+fn scratch_settings(config: &CampaignConfig) -> Result<(tempfile::TempDir, PoolSettings)> {
+    let scratch = tempfile::Builder::new().prefix("kiln-").tempdir()?;
+    let settings = PoolSettings {
         worker_binary: worker_binary()?,
-        local_rundir: scratch,
+        local_rundir: scratch.path().to_path_buf(),
         timeouts: config.timeouts,
         quarantine_after: 3,
-    })
+    };
+    Ok((scratch, settings))
 }
 
 /// `kiln sites`: discovers a benchmark's decision points on the first worker that answers.
@@ -241,7 +244,8 @@ pub async fn sites(
         },
         BenchmarkKind::LlvmInline { .. } => {
             let bundle = std::sync::Arc::new(crate::bundle::pack(&spec.sources)?);
-            let mut pool: Pool<()> = Pool::start(&config.workers, scratch_settings(config)?);
+            let (_scratch, settings) = scratch_settings(config)?;
+            let mut pool: Pool<()> = Pool::start(&config.workers, settings);
             pool.submit(Job {
                 tag: (),
                 bundle,
@@ -283,7 +287,8 @@ pub async fn sites(
 
 /// `kiln workers`: connects to every worker and tabulates what it is and how it is.
 pub async fn workers(config: &CampaignConfig) -> Result<(String, bool)> {
-    let pool: Pool<()> = Pool::start(&config.workers, scratch_settings(config)?);
+    let (_scratch, settings) = scratch_settings(config)?;
+    let pool: Pool<()> = Pool::start(&config.workers, settings);
     let deadline =
         tokio::time::Instant::now() + Duration::from_secs_f64(config.timeouts.connect_s + 5.0);
     loop {
