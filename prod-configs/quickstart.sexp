@@ -9,7 +9,7 @@
   (runs (warmup 0) (min 1) (max 1))
   (experiments
     ((benchmark sample-dsp)
-     (search (simulated-annealing (steps 100) (t-max 0.04) (t-min 0.001) (flips 3)))
+     (search (simulated-annealing (steps 100) (t-max 0.002) (t-min 0.00005) (flips 1)))
      (chains 1)
      (seed 42)
      (parallel 2)))
