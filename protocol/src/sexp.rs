@@ -325,10 +325,11 @@ fn flat(node: &Sexp, out: &mut String) {
     }
 }
 
-/// Floats always print with a decimal point or exponent so they read back as floats.
+/// Floats print in plain decimal (lexpr reads no exponents) with a decimal
+/// point, so they read back as the same float.
 fn format_float(x: f64) -> String {
-    let s = format!("{x:?}");
-    if s.contains(['.', 'e', 'E']) || !x.is_finite() {
+    let s = x.to_string();
+    if s.contains('.') || !x.is_finite() {
         s
     } else {
         format!("{s}.0")
@@ -390,7 +391,7 @@ mod tests {
 
     #[test]
     fn printing_round_trips() {
-        let text = r#"(x (s "a \"q\" \\ b") (n -3) (f 0.5) (g 1.0) (b #t) (l ()))"#;
+        let text = r#"(x (s "a \"q\" \\ b") (n -3) (f 0.5) (g 1.0) (t 0.00005) (b #t) (l ()))"#;
         let doc = parse_single(text, "t").unwrap();
         let again = parse_single(&doc.to_string(), "t").unwrap();
         assert_eq!(strip(&doc), strip(&again));
