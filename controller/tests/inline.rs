@@ -1,0 +1,87 @@
+//! Inlining campaigns on the bundled benchmarks with stock clang: site
+//! discovery through `kiln sites`, and annealing that ends at or below the
+//! stock compiler's instruction count on every bundled C benchmark.
+
+mod common;
+
+use common::*;
+use kiln_protocol::DecisionFile;
+
+fn have_clang() -> bool {
+    std::process::Command::new("clang")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// A campaign config over one bundled C benchmark at a size small enough for callgrind.
+fn config(benchmark: &str, size: &str, steps: u32) -> String {
+    format!(
+        r#"(campaign
+  (name {benchmark})
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    ((benchmark {benchmark})
+     (search (simulated-annealing (steps {steps}) (t-max 0.002) (t-min 0.00005) (flips 1)))
+     (seed 9) (parallel 2)))
+  (benchmarks
+    ((name {benchmark}) (kind llvm-inline) (sources "benchmarks/{benchmark}")
+     (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "{size}")) (timeout-s 60)))
+  (workers (local (slots 2))))
+"#
+    )
+}
+
+#[test]
+fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
+    if !have_clang() {
+        eprintln!("skipped: clang is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy_benchmark("sample-dsp", dir.path());
+    std::fs::write(dir.path().join("c.sexp"), config("sample-dsp", "80", 1)).unwrap();
+    let out = run_kiln(dir.path(), &["sites", "c.sexp", "sample-dsp", "-o", "stock.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("74 decision points"), "{shown}");
+    let stock = DecisionFile::parse(
+        &std::fs::read_to_string(dir.path().join("stock.sexp")).unwrap(),
+        "stock.sexp",
+    )
+    .unwrap();
+    assert_eq!(stock.set.len(), 74);
+    let inlined = stock.set.0.values().filter(|v| v.is_inline()).count();
+    assert!(inlined > 0 && inlined < 74, "stock inlines {inlined} of 74");
+    let unknown = run_kiln(dir.path(), &["sites", "c.sexp", "nope"]);
+    assert!(!unknown.status.success());
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("no benchmark named 'nope'"));
+}
+
+#[test]
+fn annealing_ends_at_or_below_stock_on_every_bundled_c_benchmark() {
+    if !have_clang() || !have_valgrind() {
+        eprintln!("skipped: needs clang and valgrind");
+        return;
+    }
+    for (benchmark, size) in [("sample-dsp", "80"), ("tiny-interp", "1"), ("graph-walk", "1")] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_benchmark(benchmark, dir.path());
+        std::fs::write(dir.path().join("c.sexp"), config(benchmark, size, 60)).unwrap();
+        let out = run_kiln(dir.path(), &["run", "c.sexp"]);
+        assert!(out.status.success(), "{benchmark}: {}", text(&out));
+        let store = kiln_controller::store::Store::open(&dir.path().join("store")).unwrap();
+        let info = store.experiment(benchmark).unwrap().unwrap();
+        let stock = info.baseline.objective().unwrap();
+        let none = info.references["no-inline"].objective().unwrap();
+        let chain = store.chain(benchmark, 0).unwrap().unwrap();
+        let best = chain.best.objective();
+        eprintln!("{benchmark}: stock {stock}, inline nothing {none}, best {best}");
+        assert!(best <= stock, "{benchmark}: best {best} above stock {stock}");
+        assert!(stock < none, "{benchmark}: stock {stock} not below inlining nothing {none}");
+        let mismatches = chain.failures.get("decision-mismatch").copied().unwrap_or(0);
+        assert_eq!(mismatches, 0, "{benchmark}: builds realised other decisions than requested");
+    }
+}
