@@ -65,6 +65,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         local_rundir: store.dir().join("workers"),
         timeouts: config.timeouts,
         quarantine_after: 3,
+        calibration: crate::calibration::Calibrator::from_config(&config)?,
     };
     let mut pool: Pool<Tag> = Pool::start(&config.workers, settings);
     let mut prepared = Vec::new();
@@ -546,6 +547,7 @@ impl<'a> Running<'a> {
             result,
             worker: worker.to_string(),
             slot,
+            worker_fingerprint: None,
             artifacts,
             cached_from,
             dispatched_ms: self.dispatched_ms.get(key).copied().unwrap_or_else(now_ms),
@@ -569,7 +571,8 @@ impl<'a> Running<'a> {
             tracing::info!("ignoring a second result for {key}");
             return Ok(());
         }
-        let record = self.record_from(&key, *result, &done.worker, done.slot, None);
+        let mut record = self.record_from(&key, *result, &done.worker, done.slot, None);
+        record.worker_fingerprint = self.fingerprint(&done.worker, &pool.board)?;
         self.store.put_result(&record)?;
         self.dispatched_ms.remove(&key);
         if record.kind == StepKind::Proposal {
@@ -579,6 +582,16 @@ impl<'a> Running<'a> {
         }
         self.arrived.insert(key.clone(), record);
         self.decide_ready(&key.experiment, key.chain, pool)
+    }
+
+    /// The stored fingerprint of the worker's environment as it said at its last hello.
+    fn fingerprint(&self, worker: &str, board: &crate::pool::StatusBoard) -> Result<Option<ContentHash>> {
+        let caps = board
+            .lock()
+            .expect("not poisoned")
+            .get(worker)
+            .and_then(|s| s.capabilities.clone());
+        caps.map(|c| self.store.put_fingerprint(&c)).transpose()
     }
 
     /// Decides every step of the chain whose turn has come and whose result is in.

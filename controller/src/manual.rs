@@ -92,6 +92,7 @@ pub async fn benchmark(
         local_rundir: scratch.clone(),
         timeouts: config.timeouts,
         quarantine_after: 3,
+        calibration: None,
     };
     let measured = {
         let mut pool: Pool<()> = Pool::start(std::slice::from_ref(&worker), settings);
@@ -550,6 +551,7 @@ fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) ->
         objective: m.candidate_objective,
         worker: m.worker.clone(),
         slot: 0,
+        worker_fingerprint: None,
         artifacts,
         cached_from: None,
         dispatched_ms: m.candidate.dispatched_ms,

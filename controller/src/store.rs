@@ -17,7 +17,7 @@
 //! | `step/<experiment>/<chain>/<step>` | [`StepRecord`], decided |
 //! | `step/manual:<benchmark>/000000/<n>` | [`StepRecord`] measured by `kiln benchmark --store` (no chain state) |
 //! | `result/<experiment>/<chain>/<step>` | [`StepRecord`] measured, not yet decided |
-//! | `worker/<name>` | [`kiln_protocol::message::Capabilities`] last seen |
+//! | `fingerprint/<hash>` | [`kiln_protocol::message::Capabilities`] of a worker, by content hash |
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -96,6 +96,9 @@ pub struct StepRecord {
     pub worker: String,
     /// Slot on that worker.
     pub slot: u32,
+    /// Hash of the worker's capabilities when it ran the step (`fingerprint/<hash>` holds them).
+    #[serde(default)]
+    pub worker_fingerprint: Option<ContentHash>,
     /// Artifacts (kind → content hash) in the artifacts folder.
     pub artifacts: BTreeMap<String, ContentHash>,
     /// The earlier step whose measurement this one reuses (same decision set).
@@ -353,6 +356,13 @@ impl Store {
 
     /// Atomically records a decided step and the chain's new state, then flushes.
     pub fn decide(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
+        self.decide_unflushed(record, chain)?;
+        self.flush()
+    }
+
+    /// [`decide`](Self::decide) without the flush: the batch is atomic, and
+    /// durable once a later [`flush`](Self::flush) returns (group commit, bulk imports).
+    pub fn decide_unflushed(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
         let suffix = record.key.suffix();
         let mut batch = sled::Batch::default();
         batch.insert(
@@ -365,6 +375,11 @@ impl Store {
             serde_json::to_vec(chain)?,
         );
         self.db.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Makes every write so far durable (as far as sled's flush goes).
+    pub fn flush(&self) -> Result<()> {
         self.db.flush()?;
         Ok(())
     }
@@ -416,9 +431,14 @@ impl Store {
         self.dir.join("artifacts").join(format!("{hash}.txt"))
     }
 
-    /// Remembers a worker's capabilities (its environment fingerprint).
-    pub fn put_worker(&self, name: &str, caps: &Capabilities) -> Result<()> {
-        self.put(&format!("worker/{name}"), caps)
+    /// Stores a worker's capabilities (its environment fingerprint) once; returns their hash.
+    pub fn put_fingerprint(&self, caps: &Capabilities) -> Result<ContentHash> {
+        let hash = ContentHash::of(&serde_json::to_vec(caps)?);
+        let key = format!("fingerprint/{hash}");
+        if !self.db.contains_key(&key)? {
+            self.put(&key, caps)?;
+        }
+        Ok(hash)
     }
 }
 

@@ -266,3 +266,77 @@ fn status_of_a_running_campaign_comes_from_its_snapshot() {
     assert!(shown.contains("/40"), "{shown}");
     assert!(shown.contains("local"), "{shown}");
 }
+
+/// A slow knob campaign on the local worker (0.2 s per run, 100 combinations).
+fn slow_config(steps: u32) -> String {
+    format!(
+        r#"(campaign
+  (name slow)
+  (store "store")
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark slow) (search (simulated-annealing (steps {steps}))) (seed 1)))
+  (benchmarks
+    ((name slow) (kind knobs) (sources "benchmarks/slow")
+     (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
+     (run ("sh" "run.sh" "{{a}}" "{{b}}")) (check-output none)))
+  (workers (local (slots 1))))
+"#
+    )
+}
+
+fn slow_setup(steps: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/slow");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(bench.join("run.sh"), "sleep 0.2\necho $1 $2\n").unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), slow_config(steps)).unwrap();
+    dir
+}
+
+#[test]
+fn a_store_in_use_is_refused_naming_the_path_and_holder() {
+    let dir = slow_setup(40);
+    let mut first = kiln_cmd(dir.path())
+        .args(["run", "campaign.sexp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while decided_in_snapshot(&dir.path().join("store")) < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let second = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert!(!second.status.success());
+    assert!(err.contains("store store is in use by another controller"), "{err}");
+    assert!(err.contains(&format!("pid {}", first.id())), "{err}");
+}
+
+#[test]
+fn an_incompatible_config_change_is_refused_until_force_new() {
+    let dir = slow_setup(2);
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let first = steps(dir.path());
+    assert!(first.iter().all(|s| s.worker_fingerprint.is_some()), "steps carry the worker's fingerprint");
+    std::fs::write(dir.path().join("campaign.sexp"), slow_config(3)).unwrap();
+    let refused = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success());
+    assert!(err.contains("the config changed incompatibly"), "{err}");
+    assert!(err.contains("experiment slow"), "{err}");
+    assert!(err.contains("--force-new"), "{err}");
+    assert_eq!(steps(dir.path()).len(), 2, "the refusal lost nothing");
+    let fresh = run_kiln(dir.path(), &["run", "campaign.sexp", "--force-new"]);
+    assert!(fresh.status.success(), "{}", text(&fresh));
+    assert_eq!(steps(dir.path()).len(), 3);
+    let moved: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with("store.old-"))
+        .collect();
+    assert_eq!(moved.len(), 1, "the old store is kept aside");
+}
