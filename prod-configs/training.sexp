@@ -9,6 +9,9 @@
   (objective (metric wall-time) (statistic median))
   (runs (warmup 1) (min 5) (max 30) (target-rel-ci 0.005) (max-time-s 120))
   (timeouts (connect-s 30) (heartbeat-s 5) (lost-after-s 60))
+  ;; Every slot measures sample-dsp at connect and every 50 jobs; a slot that
+  ;; drifts more than 5 % from its first figure is flagged in status and log.
+  (calibration (benchmark sample-dsp) (every 50) (max-drift 0.05))
   (experiments
     ((benchmark sample-dsp)
      (search (simulated-annealing (steps 300) (t-max 0.04) (t-min 0.001) (flips 3)))

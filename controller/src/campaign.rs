@@ -585,7 +585,11 @@ impl<'a> Running<'a> {
     }
 
     /// The stored fingerprint of the worker's environment as it said at its last hello.
-    fn fingerprint(&self, worker: &str, board: &crate::pool::StatusBoard) -> Result<Option<ContentHash>> {
+    fn fingerprint(
+        &self,
+        worker: &str,
+        board: &crate::pool::StatusBoard,
+    ) -> Result<Option<ContentHash>> {
         let caps = board
             .lock()
             .expect("not poisoned")

@@ -3,14 +3,17 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::config::BenchmarkKind;
+use kiln_protocol::message::Capabilities;
 use kiln_protocol::{CampaignConfig, DecisionFile};
 
-use crate::pool::{Answer, Job, Pool, PoolSettings, Work, WorkerState};
+use crate::calibration::{self, Calibrator};
+use crate::pool::{Answer, Job, Pool, PoolSettings, Work, WorkerState, WorkerStatus};
 use crate::status::format_value;
 use crate::store::{ExperimentInfo, Store};
 
@@ -208,13 +211,17 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
 
 /// Pool settings for a one-off command; local workers run in a scratch folder
 /// that is removed when the returned guard drops (after the pool).
-fn scratch_settings(config: &CampaignConfig) -> Result<(tempfile::TempDir, PoolSettings)> {
+fn scratch_settings(
+    config: &CampaignConfig,
+    calibration: Option<Arc<Calibrator>>,
+) -> Result<(tempfile::TempDir, PoolSettings)> {
     let scratch = tempfile::Builder::new().prefix("kiln-").tempdir()?;
     let settings = PoolSettings {
         worker_binary: worker_binary()?,
         local_rundir: scratch.path().to_path_buf(),
         timeouts: config.timeouts,
         quarantine_after: 3,
+        calibration,
     };
     Ok((scratch, settings))
 }
@@ -244,7 +251,7 @@ pub async fn sites(
         },
         BenchmarkKind::LlvmInline { .. } => {
             let bundle = std::sync::Arc::new(crate::bundle::pack(&spec.sources)?);
-            let (_scratch, settings) = scratch_settings(config)?;
+            let (_scratch, settings) = scratch_settings(config, None)?;
             let mut pool: Pool<()> = Pool::start(&config.workers, settings);
             pool.submit(Job {
                 tag: (),
@@ -285,71 +292,102 @@ pub async fn sites(
     Ok(out)
 }
 
-/// `kiln workers`: connects to every worker and tabulates what it is and how it is.
+/// `kiln workers`: connects to every worker (and calibrates every slot when the config asks
+/// for calibration) and tabulates them; whether every worker is ok.
 pub async fn workers(config: &CampaignConfig) -> Result<(String, bool)> {
-    let (_scratch, settings) = scratch_settings(config)?;
+    let calibrator = Calibrator::from_config(config)?;
+    let calibrating = calibrator.is_some();
+    let (_scratch, settings) = scratch_settings(config, calibrator)?;
     let pool: Pool<()> = Pool::start(&config.workers, settings);
-    let deadline =
-        tokio::time::Instant::now() + Duration::from_secs_f64(config.timeouts.connect_s + 5.0);
+    let board = settled_board(&pool, config, calibrating).await;
+    Ok(workers_table(config, &board))
+}
+
+/// The pool's board once every worker has connected (and calibrated) or failed to, or at the
+/// deadline: connecting, plus running the calibration benchmark when there is one.
+async fn settled_board(
+    pool: &Pool<()>,
+    config: &CampaignConfig,
+    calibrating: bool,
+) -> BTreeMap<String, WorkerStatus> {
+    let mut limit = config.timeouts.connect_s + 5.0;
+    if let Some(b) = config
+        .calibration
+        .as_ref()
+        .and_then(|c| config.benchmark(&c.benchmark))
+    {
+        limit += b.build_timeout_s + b.timeout_s * f64::from(config.runs.warmup + config.runs.max);
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(limit);
     loop {
-        let settled = pool
-            .board
-            .lock()
-            .expect("not poisoned")
-            .values()
-            .all(|s| s.state != WorkerState::Connecting);
+        let board = pool.board.lock().expect("not poisoned").clone();
+        let settled = board.values().all(|s| match s.state {
+            WorkerState::Connecting => false,
+            WorkerState::Ok => !calibrating || s.calibration.iter().all(|c| c.count > 0),
+            WorkerState::Unreachable(_) | WorkerState::Quarantined(_) => true,
+        });
         if settled || tokio::time::Instant::now() > deadline {
-            break;
+            return board;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let board = pool.board.lock().expect("not poisoned").clone();
+}
+
+/// What a worker's hello said: CPU, counters that open, GPUs (`-` before any hello).
+fn capability_cells(c: Option<&Capabilities>) -> (String, String, String) {
+    let Some(c) = c else {
+        return ("-".into(), "-".into(), "-".into());
+    };
+    let on: Vec<_> = c
+        .counters
+        .iter()
+        .filter(|(_, ok)| **ok)
+        .map(|(m, _)| m.name())
+        .collect();
+    let gpus = if c.gpus.is_empty() {
+        "none".to_string()
+    } else {
+        c.gpus
+            .iter()
+            .map(|g| g.name.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    (
+        format!("{} ({} cores)", c.cpu_model, c.cores),
+        on.join(","),
+        gpus,
+    )
+}
+
+/// The `kiln workers` table, and whether every worker is ok (connected, no slot flagged).
+fn workers_table(
+    config: &CampaignConfig,
+    board: &BTreeMap<String, WorkerStatus>,
+) -> (String, bool) {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<16} {:<24} {:>5} {:<32} {:<28} {:<10}  status",
-        "worker", "host", "slots", "cpu", "counters", "gpus"
+        "{:<16} {:<24} {:>5} {:<32} {:<28} {:<10} {:<16}  status",
+        "worker", "host", "slots", "cpu", "counters", "gpus", "calibration ms"
     );
     let mut all_ok = true;
     for spec in &config.workers {
         let s = &board[spec.name()];
-        all_ok &= s.state == WorkerState::Ok;
-        let (cpu, counters, gpus) = match &s.capabilities {
-            Some(c) => {
-                let on: Vec<_> = c
-                    .counters
-                    .iter()
-                    .filter(|(_, ok)| **ok)
-                    .map(|(m, _)| m.name())
-                    .collect();
-                let gpus = if c.gpus.is_empty() {
-                    "none".to_string()
-                } else {
-                    c.gpus
-                        .iter()
-                        .map(|g| g.name.clone())
-                        .collect::<Vec<_>>()
-                        .join(",")
-                };
-                (
-                    format!("{} ({} cores)", c.cpu_model, c.cores),
-                    on.join(","),
-                    gpus,
-                )
-            }
-            None => ("-".into(), "-".into(), "-".into()),
-        };
+        all_ok &= s.state == WorkerState::Ok && s.calibration.iter().all(|c| !c.flagged);
+        let (cpu, counters, gpus) = capability_cells(s.capabilities.as_ref());
         let _ = writeln!(
             out,
-            "{:<16} {:<24} {:>5} {:<32.32} {:<28.28} {:<10}  {}",
+            "{:<16} {:<24} {:>5} {:<32.32} {:<28.28} {:<10} {:<16}  {}",
             spec.name(),
             s.address,
             spec.slots(),
             cpu,
             counters,
             gpus,
+            calibration::cells(&s.calibration),
             s.state
         );
     }
-    Ok((out, all_ok))
+    (out, all_ok)
 }

@@ -1,9 +1,10 @@
 //! A live protocol session with one worker.
 //!
-//! A reader task routes each response to the request waiting for it; a
-//! heartbeat task pings the worker. When the stream ends, a frame is bad, or
-//! nothing arrives within the loss timeout, the connection is marked lost and
-//! every waiting request fails with [`Lost`], so the pool can re-dispatch.
+//! A reader task routes each response to the request waiting for it; a pinger
+//! task pings the worker and a watchdog task watches the silence. When the
+//! stream ends, a frame is bad, or nothing arrives within the loss timeout, the
+//! connection is marked lost and every waiting request fails with [`Lost`], so
+//! the pool can re-dispatch.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -83,21 +84,23 @@ impl Connection {
             protocol_version: PROTOCOL_VERSION,
             controller_version: env!("CARGO_PKG_VERSION").into(),
         };
-        frame::write_frame_async(&mut writer, &hello)
+        // The whole exchange is bounded: a stalled stream must not hang the supervisor.
+        let exchange = async {
+            frame::write_frame_async(&mut writer, &hello)
+                .await
+                .with_context(|| format!("worker {name} ({address}): cannot send hello"))?;
+            frame::read_frame_async::<Response>(&mut reader, MAX_FRAME)
+                .await
+                .with_context(|| format!("worker {name} ({address}): no answer to hello"))
+        };
+        let answer = tokio::time::timeout(heartbeat.hello_timeout, exchange)
             .await
-            .with_context(|| format!("worker {name} ({address}): cannot send hello"))?;
-        let answer = tokio::time::timeout(
-            heartbeat.hello_timeout,
-            frame::read_frame_async::<Response>(&mut reader, MAX_FRAME),
-        )
-        .await
-        .with_context(|| {
-            format!(
-                "worker {name} ({address}): no hello within {:?}",
-                heartbeat.hello_timeout
-            )
-        })?
-        .with_context(|| format!("worker {name} ({address}): no answer to hello"))?;
+            .with_context(|| {
+                format!(
+                    "worker {name} ({address}): no hello within {:?}",
+                    heartbeat.hello_timeout
+                )
+            })??;
         let capabilities = match answer {
             Response::Hello {
                 protocol_version: PROTOCOL_VERSION,
@@ -134,23 +137,37 @@ impl Connection {
                 mark_lost(&lost_tx, &waiters, reason);
             })
         };
+        // The watchdog never waits on the writer: a stalled stream cannot keep a silent
+        // worker alive.
+        let watchdog_task = {
+            let (waiters, lost_tx) = (waiters.clone(), lost_tx.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(heartbeat.interval).await;
+                    let silent = last_heard.lock().expect("not poisoned").elapsed();
+                    if silent > heartbeat.lost_after {
+                        let reason = format!("no answer for {:.0} s", silent.as_secs_f64());
+                        mark_lost(&lost_tx, &waiters, reason);
+                        return;
+                    }
+                }
+            })
+        };
         let connection = Arc::new_cyclic(|weak: &std::sync::Weak<Connection>| {
-            // The heartbeat holds only a weak reference; it ends with the connection.
+            // The pinger holds only a weak reference, and gives up a stalled ping once the
+            // worker is lost, so that the connection can drop.
             let weak = weak.clone();
-            let heartbeat_task = tokio::spawn(async move {
+            let mut lost_rx = lost.clone();
+            let pinger_task = tokio::spawn(async move {
                 let mut nonce = 0u64;
                 loop {
                     tokio::time::sleep(heartbeat.interval).await;
                     let Some(conn) = weak.upgrade() else { return };
-                    let silent = last_heard.lock().expect("not poisoned").elapsed();
-                    if silent > heartbeat.lost_after {
-                        let reason = format!("no answer for {:.0} s", silent.as_secs_f64());
-                        mark_lost(&lost_tx, &conn.waiters, reason);
-                        return;
-                    }
                     nonce += 1;
-                    if conn.send(&Request::Ping { nonce }).await.is_err() {
-                        return;
+                    let ping = Request::Ping { nonce };
+                    tokio::select! {
+                        sent = conn.send(&ping) => if sent.is_err() { return },
+                        _ = lost_rx.wait_for(Option::is_some) => return,
                     }
                 }
             });
@@ -161,7 +178,7 @@ impl Connection {
                 waiters: waiters.clone(),
                 lost,
                 prepared: Mutex::default(),
-                tasks: vec![reader_task, heartbeat_task],
+                tasks: vec![reader_task, watchdog_task, pinger_task],
                 _guard: guard,
             }
         });
@@ -202,18 +219,32 @@ impl Connection {
             .lock()
             .expect("not poisoned")
             .insert(key.clone(), tx);
-        if let Err(e) = self.send(request).await {
+        let mut lost = self.lost.clone();
+        // A write stalled on a dead stream ends when the heartbeat declares the worker lost.
+        let sent = tokio::select! {
+            sent = self.send(request) => sent,
+            _ = lost.wait_for(Option::is_some) => Err(self.lost_reason()),
+        };
+        if let Err(e) = sent {
             self.waiters.lock().expect("not poisoned").remove(&key);
             return Err(e);
         }
-        let mut lost = self.lost.clone();
         tokio::select! {
-            answer = rx => answer.map_err(|_| Lost(self.lost.borrow().clone().unwrap_or_else(|| "connection dropped".into()))),
+            answer = rx => answer.map_err(|_| self.lost_reason()),
             _ = lost.wait_for(Option::is_some) => {
                 self.waiters.lock().expect("not poisoned").remove(&key);
-                Err(Lost(self.lost.borrow().clone().unwrap_or_default()))
+                Err(self.lost_reason())
             }
         }
+    }
+
+    fn lost_reason(&self) -> Lost {
+        Lost(
+            self.lost
+                .borrow()
+                .clone()
+                .unwrap_or_else(|| "connection dropped".into()),
+        )
     }
 
     /// Makes sure the worker has `bundle`, sending it only if it lacks it.
@@ -322,4 +353,86 @@ fn mark_lost(lost_tx: &watch::Sender<Option<String>>, waiters: &Waiters, reason:
     });
     // Dropping the senders wakes every waiter with an error.
     waiters.lock().expect("not poisoned").clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::{Channel, ChannelGuard};
+    use kiln_protocol::message::BundleFile;
+
+    fn capabilities() -> Capabilities {
+        Capabilities {
+            worker_version: "test".into(),
+            hostname: "fake".into(),
+            kernel: "-".into(),
+            cpu_model: "-".into(),
+            cpu_flags: vec![],
+            cores: 1,
+            governor: None,
+            aslr: None,
+            counters: Default::default(),
+            valgrind: None,
+            gpus: vec![],
+            compilers: Default::default(),
+        }
+    }
+
+    /// A worker that says hello, answers one has-bundle with "missing", then reads nothing
+    /// more (a hung process, a dead link with full buffers): the bundle's write stalls.
+    #[tokio::test]
+    async fn a_stalled_write_does_not_keep_a_silent_worker_alive() {
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let (our_reader, our_writer) = tokio::io::split(ours);
+        let (mut reader, mut writer) = tokio::io::split(theirs);
+        let _fake = tokio::spawn(async move {
+            let _: Request = frame::read_frame_async(&mut reader, MAX_FRAME)
+                .await
+                .unwrap();
+            let hello = Response::Hello {
+                protocol_version: PROTOCOL_VERSION,
+                capabilities: Box::new(capabilities()),
+            };
+            frame::write_frame_async(&mut writer, &hello).await.unwrap();
+            if let Request::HasBundle { hash } = frame::read_frame_async(&mut reader, MAX_FRAME)
+                .await
+                .unwrap()
+            {
+                let missing = Response::BundleStatus {
+                    hash,
+                    present: false,
+                };
+                frame::write_frame_async(&mut writer, &missing)
+                    .await
+                    .unwrap();
+            }
+            // Hold the stream open without reading.
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            drop((reader, writer));
+        });
+        let channel = Channel {
+            reader: Box::new(our_reader),
+            writer: Box::new(our_writer),
+            guard: ChannelGuard::Other(Box::new(())),
+            address: "fake".into(),
+        };
+        let heartbeat = Heartbeat {
+            interval: Duration::from_millis(100),
+            lost_after: Duration::from_millis(500),
+            hello_timeout: Duration::from_secs(5),
+        };
+        let conn = Connection::open("fake", channel, heartbeat).await.unwrap();
+        let bundle = Bundle::new(vec![BundleFile {
+            path: "big".into(),
+            executable: false,
+            contents: vec![7; 1 << 20],
+        }]);
+        let started = Instant::now();
+        let answer = tokio::time::timeout(Duration::from_secs(10), conn.ensure_bundle(&bundle))
+            .await
+            .expect("a stalled write ends once the worker is lost");
+        assert!(answer.is_err(), "the bundle cannot have arrived");
+        assert!(conn.is_lost());
+        assert!(started.elapsed() < Duration::from_secs(3));
+    }
 }

@@ -6,6 +6,7 @@
 //! store ([`store`]) → report ([`status`]).
 
 pub mod bundle;
+pub mod calibration;
 pub mod campaign;
 pub mod chain;
 pub mod commands;

@@ -4,8 +4,11 @@
 //! then runs one task per slot pulling jobs from the shared queue. A job whose
 //! worker is lost goes back on the queue for another slot: it is never lost,
 //! and since only the campaign loop records results, never recorded twice.
-//! A worker lost several times in a row without finishing a job is
-//! quarantined for a while.
+//! A worker lost several times in a row without finishing a job (losing the
+//! jobs it took, or dropping within a minute of connecting) is quarantined
+//! for a while. With calibration configured, each slot measures the
+//! calibration benchmark before its first job and every N jobs (see
+//! [`crate::calibration`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -20,8 +23,22 @@ use kiln_protocol::config::{BenchmarkSpec, Timeouts, WorkerSpec};
 use kiln_protocol::message::{Bundle, Capabilities, Discovery};
 use kiln_protocol::{StepId, StepRequest, StepResult};
 
+use crate::calibration::{Calibrator, SlotCalibration, RECHECK};
 use crate::connection::{Connection, Heartbeat, Lost};
+use crate::store::now_ms;
 use crate::transport;
+
+/// Longest wait between two connection attempts to an unreachable worker.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// Quarantine lasts this long per loss in a row...
+const QUARANTINE_PER_LOSS: Duration = Duration::from_secs(30);
+
+/// ...and at most this long.
+const MAX_QUARANTINE: Duration = Duration::from_secs(600);
+
+/// A connection that held this long without losing work does not count towards quarantine.
+const STABLE: Duration = Duration::from_secs(60);
 
 /// Work for a slot. `K` is the submitter's tag, returned with the result.
 #[derive(Debug, Clone)]
@@ -102,6 +119,8 @@ pub struct WorkerStatus {
     pub jobs_done: u64,
     /// Times the connection was lost.
     pub losses: u64,
+    /// Per slot: calibration figures and verdict (all default without calibration).
+    pub calibration: Vec<SlotCalibration>,
 }
 
 /// Shared view of every worker's status.
@@ -118,6 +137,8 @@ pub struct PoolSettings {
     pub timeouts: Timeouts,
     /// Losses in a row before quarantine.
     pub quarantine_after: u32,
+    /// The calibration benchmark every slot measures, if configured.
+    pub calibration: Option<Arc<Calibrator>>,
 }
 
 /// The running pool.
@@ -156,6 +177,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
                         capabilities: None,
                         jobs_done: 0,
                         losses: 0,
+                        calibration: vec![SlotCalibration::default(); spec.slots() as usize],
                     },
                 );
                 let supervisor = Supervisor {
@@ -256,94 +278,244 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                     tracing::warn!(worker = %name, "cannot connect: {e:#}; retrying in {backoff:?}");
                     self.set_state(WorkerState::Unreachable(format!("{e:#}")));
                     tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_secs(60));
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
                     continue;
                 }
             };
             tracing::info!(worker = %name, "connected");
             backoff = Duration::from_secs(1);
-            {
-                let mut board = self.board.lock().expect("not poisoned");
-                if let Some(s) = board.get_mut(&name) {
-                    s.state = WorkerState::Ok;
-                    s.capabilities = Some(conn.capabilities.clone());
-                }
-            }
-            let slots = self.spec.slots();
-            let finished = Arc::new(AtomicU64::new(0));
-            let slot_tasks: Vec<_> = (0..slots)
-                .map(|slot| tokio::spawn(self.slot_loop(conn.clone(), slot, finished.clone())))
-                .collect();
+            self.admit(&conn);
+            let connected_at = std::time::Instant::now();
+            let tally = Arc::new(Tally::default());
+            let mut slot_tasks = TaskGroup(
+                (0..self.spec.slots())
+                    .map(|slot| tokio::spawn(self.slot_runner(&conn, slot, &tally).run()))
+                    .collect(),
+            );
             let reason = conn.lost().await;
-            for t in slot_tasks {
+            for t in &mut slot_tasks.0 {
                 let _ = t.await;
             }
             drop(conn);
-            if let Some(s) = self.board.lock().expect("not poisoned").get_mut(&name) {
-                s.losses += 1;
-            }
-            losses_in_a_row = if finished.load(Ordering::Relaxed) > 0 {
-                1
-            } else {
-                losses_in_a_row + 1
-            };
+            losses_in_a_row = tally.losses_in_a_row(losses_in_a_row, connected_at.elapsed());
             tracing::warn!(worker = %name, "lost: {reason}");
-            if losses_in_a_row >= self.settings.quarantine_after {
-                let rest = Duration::from_secs(30) * losses_in_a_row;
-                self.set_state(WorkerState::Quarantined(format!(
-                    "lost {losses_in_a_row} times in a row without finishing a job (last: {reason}); retry in {rest:?}"
-                )));
-                tokio::time::sleep(rest).await;
-            } else {
-                self.set_state(WorkerState::Unreachable(reason));
-                tokio::time::sleep(backoff).await;
+            self.rest_after_loss(reason, losses_in_a_row).await;
+        }
+    }
+
+    /// Marks the worker connected, with the capabilities it announced.
+    fn admit(&self, conn: &Connection) {
+        let mut board = self.board.lock().expect("not poisoned");
+        if let Some(s) = board.get_mut(self.spec.name()) {
+            s.state = WorkerState::Ok;
+            s.capabilities = Some(conn.capabilities.clone());
+        }
+    }
+
+    /// Counts a loss and waits before reconnecting: briefly, or in quarantine when the worker
+    /// was lost `losses_in_a_row` times without finishing a job.
+    async fn rest_after_loss(&self, reason: String, losses_in_a_row: u32) {
+        if let Some(s) = self
+            .board
+            .lock()
+            .expect("not poisoned")
+            .get_mut(self.spec.name())
+        {
+            s.losses += 1;
+        }
+        if losses_in_a_row >= self.settings.quarantine_after {
+            let rest = (QUARANTINE_PER_LOSS * losses_in_a_row).min(MAX_QUARANTINE);
+            self.set_state(WorkerState::Quarantined(format!(
+                "lost {losses_in_a_row} times in a row without finishing a job (last: {reason}); retry in {rest:?}"
+            )));
+            tokio::time::sleep(rest).await;
+        } else {
+            self.set_state(WorkerState::Unreachable(reason));
+            // A lost link often comes straight back (a restarted worker, a short outage).
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    fn slot_runner(&self, conn: &Arc<Connection>, slot: u32, tally: &Arc<Tally>) -> SlotRunner<K> {
+        SlotRunner {
+            conn: conn.clone(),
+            slot,
+            cpus: slot_cpus(self.spec.cpus(), self.spec.slots(), slot),
+            worker: self.spec.name().to_string(),
+            jobs: self.jobs.clone(),
+            requeue: self.requeue.clone(),
+            done: self.done.clone(),
+            board: self.board.clone(),
+            ids: self.ids.clone(),
+            tally: tally.clone(),
+            calibrator: self.settings.calibration.clone(),
+        }
+    }
+}
+
+/// What became of the work of one connection.
+#[derive(Debug, Default)]
+struct Tally {
+    /// Jobs finished.
+    finished: AtomicU64,
+    /// Jobs and calibrations cut short by the loss of the connection.
+    interrupted: AtomicU64,
+}
+
+impl Tally {
+    /// Losses in a row without a finished job, this loss included, given the count before it
+    /// and how long the connection `lasted`. A loss that cost no work after a connection that
+    /// held for [`STABLE`] leaves the count as it was: quarantine is for workers that lose the
+    /// jobs they take or cannot stay connected, not for idle links that flap now and then.
+    fn losses_in_a_row(&self, before: u32, lasted: Duration) -> u32 {
+        if self.finished.load(Ordering::Relaxed) > 0 {
+            1
+        } else if self.interrupted.load(Ordering::Relaxed) > 0 || lasted < STABLE {
+            before + 1
+        } else {
+            before
+        }
+    }
+}
+
+/// Tasks aborted on drop: a supervisor's slot tasks end with it (when the pool is dropped),
+/// and with them their hold on the connection and its worker process.
+struct TaskGroup(Vec<tokio::task::JoinHandle<()>>);
+
+impl Drop for TaskGroup {
+    fn drop(&mut self) {
+        for t in &self.0 {
+            t.abort();
+        }
+    }
+}
+
+/// One slot of a connected worker: calibrates when due, runs jobs from the queue, and ends when
+/// the connection is lost (putting its job back on the queue).
+struct SlotRunner<K> {
+    conn: Arc<Connection>,
+    slot: u32,
+    cpus: Vec<u32>,
+    worker: String,
+    jobs: async_channel::Receiver<Job<K>>,
+    requeue: async_channel::Sender<Job<K>>,
+    done: mpsc::UnboundedSender<Done<K>>,
+    board: StatusBoard,
+    ids: Arc<AtomicU64>,
+    /// What became of this connection's jobs, all slots together.
+    tally: Arc<Tally>,
+    calibrator: Option<Arc<Calibrator>>,
+}
+
+impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
+    async fn run(self) {
+        // None until the slot has calibrated on this connection: a reconnect may mean another
+        // machine state, so every connection starts with a calibration.
+        let mut jobs_since_calibration: Option<u64> = None;
+        loop {
+            if let Err(Lost(reason)) = self.keep_calibrated(&mut jobs_since_calibration).await {
+                tracing::warn!(worker = %self.worker, slot = self.slot, "calibration interrupted: {reason}");
+                self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let job = tokio::select! {
+                // A lost connection takes no more jobs.
+                biased;
+                _ = self.conn.lost() => return,
+                job = self.jobs.recv() => match job { Ok(job) => job, Err(_) => return },
+            };
+            if !self.run_one(job).await {
+                return;
+            }
+            jobs_since_calibration = jobs_since_calibration.map(|n| n + 1);
+        }
+    }
+
+    fn next_id(&self) -> StepId {
+        StepId(self.ids.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Runs one job and hands its answer on; `false` once the connection is lost (the job is
+    /// back on the queue for another slot).
+    async fn run_one(&self, job: Job<K>) -> bool {
+        let id = self.next_id();
+        match run_job(&self.conn, &job, id, self.slot, &self.cpus).await {
+            Ok(answer) => {
+                self.tally.finished.fetch_add(1, Ordering::Relaxed);
+                if let Some(s) = self
+                    .board
+                    .lock()
+                    .expect("not poisoned")
+                    .get_mut(&self.worker)
+                {
+                    s.jobs_done += 1;
+                }
+                let _ = self.done.send(Done {
+                    tag: job.tag,
+                    worker: self.worker.clone(),
+                    slot: self.slot,
+                    answer,
+                });
+                true
+            }
+            Err(Lost(reason)) => {
+                tracing::warn!(worker = %self.worker, slot = self.slot, "job {id} re-queued: {reason}");
+                let _ = self.requeue.try_send(job);
+                if self.conn.is_lost() {
+                    self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+                }
+                !self.conn.is_lost()
             }
         }
     }
 
-    fn slot_loop(
-        &self,
-        conn: Arc<Connection>,
-        slot: u32,
-        finished: Arc<AtomicU64>,
-    ) -> impl std::future::Future<Output = ()> + Send + 'static {
-        let jobs = self.jobs.clone();
-        let requeue = self.requeue.clone();
-        let done = self.done.clone();
-        let board = self.board.clone();
-        let ids = self.ids.clone();
-        let cpus = slot_cpus(self.spec.cpus(), self.spec.slots(), slot);
-        let worker = self.spec.name().to_string();
-        async move {
-            loop {
-                let job = tokio::select! {
-                    job = jobs.recv() => match job { Ok(job) => job, Err(_) => return },
-                    _ = conn.lost() => return,
-                };
-                let id = StepId(ids.fetch_add(1, Ordering::Relaxed));
-                match run_job(&conn, &job, id, slot, &cpus).await {
-                    Ok(answer) => {
-                        finished.fetch_add(1, Ordering::Relaxed);
-                        if let Some(s) = board.lock().expect("not poisoned").get_mut(&worker) {
-                            s.jobs_done += 1;
-                        }
-                        let _ = done.send(Done {
-                            tag: job.tag,
-                            worker: worker.clone(),
-                            slot,
-                            answer,
-                        });
-                    }
-                    Err(Lost(reason)) => {
-                        tracing::warn!(worker = %worker, slot, "job {id} re-queued: {reason}");
-                        let _ = requeue.try_send(job);
-                        if conn.is_lost() {
-                            return;
-                        }
-                    }
-                }
+    /// Calibrates when due (first thing on a connection, then every N jobs); while the slot is
+    /// out of service, calibrates again every [`RECHECK`] until it is back within bounds.
+    async fn keep_calibrated(&self, jobs_since: &mut Option<u64>) -> Result<(), Lost> {
+        let Some(calibrator) = &self.calibrator else {
+            return Ok(());
+        };
+        if jobs_since.is_some_and(|n| !calibrator.due(n)) {
+            return Ok(());
+        }
+        while self.calibrate(calibrator).await? {
+            tokio::select! {
+                _ = tokio::time::sleep(RECHECK) => {}
+                // Lost while idle: no work lost; the caller sees the loss and ends.
+                _ = self.conn.lost() => return Ok(()),
             }
         }
+        *jobs_since = Some(0);
+        Ok(())
+    }
+
+    /// Measures the calibration benchmark and records the figure; whether the slot is now out
+    /// of service.
+    async fn calibrate(&self, calibrator: &Calibrator) -> Result<bool, Lost> {
+        let figure = calibrator
+            .measure(&self.conn, self.next_id(), self.slot, &self.cpus)
+            .await?;
+        let mut board = self.board.lock().expect("not poisoned");
+        let Some(s) = board
+            .get_mut(&self.worker)
+            .and_then(|w| w.calibration.get_mut(self.slot as usize))
+        else {
+            return Ok(false);
+        };
+        s.record(figure, &calibrator.settings, now_ms());
+        let (worker, slot) = (&self.worker, self.slot);
+        match &s.reason {
+            Some(reason) if s.out_of_service => {
+                tracing::warn!(worker = %worker, slot, "calibration: {reason}; out of service, re-checking in {RECHECK:?}")
+            }
+            Some(reason) => {
+                tracing::warn!(worker = %worker, slot, "calibration flagged the slot: {reason}")
+            }
+            None => {
+                tracing::info!(worker = %worker, slot, "calibration: {:.1} ms", s.last_ms.unwrap_or(f64::NAN))
+            }
+        }
+        Ok(s.out_of_service)
     }
 }
 
@@ -381,7 +553,35 @@ pub fn slot_cpus(cpus: &[u32], slots: u32, slot: u32) -> Vec<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::slot_cpus;
+    use super::{slot_cpus, Tally, STABLE};
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn only_losses_that_cost_work_or_come_quickly_lead_to_quarantine() {
+        let long = STABLE * 2;
+        let idle = Tally::default();
+        assert_eq!(
+            idle.losses_in_a_row(2, long),
+            2,
+            "an idle loss counts nothing"
+        );
+        assert_eq!(
+            idle.losses_in_a_row(2, STABLE / 2),
+            3,
+            "unless it came quickly"
+        );
+        let crashed = Tally::default();
+        crashed.interrupted.store(1, Ordering::Relaxed);
+        assert_eq!(crashed.losses_in_a_row(2, long), 3);
+        let worked = Tally::default();
+        worked.finished.store(4, Ordering::Relaxed);
+        worked.interrupted.store(1, Ordering::Relaxed);
+        assert_eq!(
+            worked.losses_in_a_row(2, long),
+            1,
+            "a finished job starts the count afresh"
+        );
+    }
 
     #[test]
     fn cpus_split_evenly_across_slots() {

@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use kiln_protocol::CampaignConfig;
 
+use crate::calibration::{self, SlotCalibration};
 use crate::pool::StatusBoard;
 use crate::store::{now_ms, ChainState, ExperimentInfo, Store};
 
@@ -80,6 +81,9 @@ pub struct WorkerRow {
     pub steps: u64,
     /// Times its connection was lost.
     pub losses: u64,
+    /// Per slot: calibration figures and verdict (empty without calibration).
+    #[serde(default)]
+    pub calibration: Vec<SlotCalibration>,
 }
 
 fn chain_rows(
@@ -133,6 +137,7 @@ pub fn write_snapshot(
             state: s.state.to_string(),
             steps: s.jobs_done,
             losses: s.losses,
+            calibration: s.calibration.clone(),
         })
         .collect();
     let report = Report {
@@ -188,6 +193,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
                 state: "-".into(),
                 steps,
                 losses: 0,
+                calibration: Vec::new(),
             })
             .collect(),
     })
@@ -268,16 +274,40 @@ pub fn render(report: &Report) -> String {
         );
     }
     if !report.workers.is_empty() {
+        // Throughput over the campaign's span so far (first chain start to last decision).
+        let start = report
+            .chains
+            .iter()
+            .map(|r| r.started_ms)
+            .min()
+            .unwrap_or(0);
+        let end = report
+            .chains
+            .iter()
+            .map(|r| r.updated_ms)
+            .max()
+            .unwrap_or(start);
+        let minutes = end.saturating_sub(start) as f64 / 60_000.0;
         let _ = writeln!(
             out,
-            "\n{:<20} {:>8} {:>7}  state",
-            "worker", "steps", "losses"
+            "\n{:<20} {:>8} {:>10} {:>7} {:<16}  state",
+            "worker", "steps", "steps/min", "losses", "calibration ms"
         );
         for w in &report.workers {
+            let rate = if minutes > 0.0 {
+                format!("{:.1}", w.steps as f64 / minutes)
+            } else {
+                "-".into()
+            };
             let _ = writeln!(
                 out,
-                "{:<20} {:>8} {:>7}  {}",
-                w.name, w.steps, w.losses, w.state
+                "{:<20} {:>8} {:>10} {:>7} {:<16}  {}",
+                w.name,
+                w.steps,
+                rate,
+                w.losses,
+                calibration::cells(&w.calibration),
+                w.state
             );
         }
     }

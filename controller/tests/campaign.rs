@@ -311,7 +311,10 @@ fn a_store_in_use_is_refused_naming_the_path_and_holder() {
     first.wait().unwrap();
     let err = String::from_utf8_lossy(&second.stderr);
     assert!(!second.status.success());
-    assert!(err.contains("store store is in use by another controller"), "{err}");
+    assert!(
+        err.contains("store store is in use by another controller"),
+        "{err}"
+    );
     assert!(err.contains(&format!("pid {}", first.id())), "{err}");
 }
 
@@ -321,7 +324,10 @@ fn an_incompatible_config_change_is_refused_until_force_new() {
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
     let first = steps(dir.path());
-    assert!(first.iter().all(|s| s.worker_fingerprint.is_some()), "steps carry the worker's fingerprint");
+    assert!(
+        first.iter().all(|s| s.worker_fingerprint.is_some()),
+        "steps carry the worker's fingerprint"
+    );
     std::fs::write(dir.path().join("campaign.sexp"), slow_config(3)).unwrap();
     let refused = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     let err = String::from_utf8_lossy(&refused.stderr);

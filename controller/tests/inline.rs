@@ -43,7 +43,10 @@ fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("sample-dsp", dir.path());
     std::fs::write(dir.path().join("c.sexp"), config("sample-dsp", "80", 1)).unwrap();
-    let out = run_kiln(dir.path(), &["sites", "c.sexp", "sample-dsp", "-o", "stock.sexp"]);
+    let out = run_kiln(
+        dir.path(),
+        &["sites", "c.sexp", "sample-dsp", "-o", "stock.sexp"],
+    );
     assert!(out.status.success(), "{}", text(&out));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("74 decision points"), "{shown}");
@@ -66,7 +69,11 @@ fn annealing_ends_at_or_below_stock_on_every_bundled_c_benchmark() {
         eprintln!("skipped: needs clang and valgrind");
         return;
     }
-    for (benchmark, size) in [("sample-dsp", "80"), ("tiny-interp", "1"), ("graph-walk", "1")] {
+    for (benchmark, size) in [
+        ("sample-dsp", "80"),
+        ("tiny-interp", "1"),
+        ("graph-walk", "1"),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         copy_benchmark(benchmark, dir.path());
         std::fs::write(dir.path().join("c.sexp"), config(benchmark, size, 60)).unwrap();
@@ -79,9 +86,22 @@ fn annealing_ends_at_or_below_stock_on_every_bundled_c_benchmark() {
         let chain = store.chain(benchmark, 0).unwrap().unwrap();
         let best = chain.best.objective();
         eprintln!("{benchmark}: stock {stock}, inline nothing {none}, best {best}");
-        assert!(best <= stock, "{benchmark}: best {best} above stock {stock}");
-        assert!(stock < none, "{benchmark}: stock {stock} not below inlining nothing {none}");
-        let mismatches = chain.failures.get("decision-mismatch").copied().unwrap_or(0);
-        assert_eq!(mismatches, 0, "{benchmark}: builds realised other decisions than requested");
+        assert!(
+            best <= stock,
+            "{benchmark}: best {best} above stock {stock}"
+        );
+        assert!(
+            stock < none,
+            "{benchmark}: stock {stock} not below inlining nothing {none}"
+        );
+        let mismatches = chain
+            .failures
+            .get("decision-mismatch")
+            .copied()
+            .unwrap_or(0);
+        assert_eq!(
+            mismatches, 0,
+            "{benchmark}: builds realised other decisions than requested"
+        );
     }
 }

@@ -28,6 +28,8 @@ pub struct CampaignConfig {
     pub runs: RunPolicy,
     /// Timeouts of the infrastructure (benchmarks carry their own).
     pub timeouts: Timeouts,
+    /// Slot calibration, if configured.
+    pub calibration: Option<Calibration>,
     /// The searches to run.
     pub experiments: Vec<Experiment>,
     /// The benchmarks experiments refer to.
@@ -69,6 +71,27 @@ pub struct Timeouts {
     pub heartbeat_s: f64,
     /// A worker that answers nothing for this long is lost.
     pub lost_after_s: f64,
+}
+
+/// Slot calibration: a reference benchmark measured on every slot, at connect and every
+/// `every` jobs, to catch slots whose speed drifts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The benchmark (one of the campaign's), measured with its default decisions.
+    pub benchmark: String,
+    /// Calibrate a slot again after this many jobs on it (0: only at connect).
+    pub every: u32,
+    /// Largest tolerated relative change from the slot's first figure: |now / first − 1|.
+    pub max_drift: f64,
+    /// Whether a slot that drifts further gets no jobs until it calibrates within bounds again.
+    pub take_out_of_service: bool,
+}
+
+impl Calibration {
+    /// Defaults of the optional fields.
+    pub const DEFAULT_EVERY: u32 = 50;
+    /// Default `max-drift`.
+    pub const DEFAULT_MAX_DRIFT: f64 = 0.05;
 }
 
 /// One search over one benchmark.
@@ -359,6 +382,7 @@ impl CampaignConfig {
                 "objective",
                 "runs",
                 "timeouts",
+                "calibration",
                 "experiments",
                 "benchmarks",
                 "workers",
@@ -435,12 +459,17 @@ impl CampaignConfig {
             }
             workers.push(w);
         }
+        let calibration = match rec.opt("calibration") {
+            Some(f) => Some(calibration(src, &f, &benchmarks)?),
+            None => None,
+        };
         Ok(CampaignConfig {
             name,
             store,
             objective,
             runs,
             timeouts,
+            calibration,
             experiments,
             benchmarks,
             workers,
@@ -453,7 +482,7 @@ impl CampaignConfig {
         let o = &self.objective;
         let r = &self.runs;
         let t = &self.timeouts;
-        Sexp::list(vec![
+        let mut fields = vec![
             Sexp::symbol("campaign"),
             f("name", vec![name_sexp(&self.name)]),
             f("store", vec![path_sexp(&self.store)]),
@@ -482,6 +511,12 @@ impl CampaignConfig {
                     f("lost-after-s", vec![float(t.lost_after_s)]),
                 ],
             ),
+        ];
+        // Printed only when given, so configs without it keep their normalized text.
+        if let Some(c) = &self.calibration {
+            fields.push(c.to_sexp());
+        }
+        fields.extend([
             f(
                 "experiments",
                 self.experiments.iter().map(Experiment::to_sexp).collect(),
@@ -494,7 +529,8 @@ impl CampaignConfig {
                 "workers",
                 self.workers.iter().map(WorkerSpec::to_sexp).collect(),
             ),
-        ])
+        ]);
+        Sexp::list(fields)
     }
 }
 
@@ -607,6 +643,74 @@ fn timeouts(src: Src<'_>, field: &Field<'_>) -> Result<Timeouts, SexpError> {
             .opt_value("lost-after-s", decode::positive_number)?
             .unwrap_or(d.lost_after_s),
     })
+}
+
+fn calibration(
+    src: Src<'_>,
+    field: &Field<'_>,
+    benchmarks: &[BenchmarkSpec],
+) -> Result<Calibration, SexpError> {
+    let rec = field_record(
+        src,
+        field,
+        &["benchmark", "every", "max-drift", "take-out-of-service"],
+    )?;
+    let benchmark = rec.req_value("benchmark", decode::text)?;
+    if !benchmarks.iter().any(|b| b.name == benchmark) {
+        let known: Vec<_> = benchmarks.iter().map(|b| b.name.as_str()).collect();
+        return Err(src.error(
+            rec.req("benchmark")?.pos,
+            format!(
+                "calibration names benchmark '{benchmark}', which is not defined; defined: {}",
+                known.join(", ")
+            ),
+        ));
+    }
+    Ok(Calibration {
+        benchmark,
+        every: rec
+            .opt_value("every", decode::uint32)?
+            .unwrap_or(Calibration::DEFAULT_EVERY),
+        max_drift: rec
+            .opt_value("max-drift", decode::positive_number)?
+            .unwrap_or(Calibration::DEFAULT_MAX_DRIFT),
+        take_out_of_service: rec
+            .opt_value("take-out-of-service", boolean)?
+            .unwrap_or(false),
+    })
+}
+
+/// `#t` or `#f`.
+fn boolean(src: Src<'_>, node: &Sexp, field: &str) -> Result<bool, SexpError> {
+    match node.kind {
+        SexpKind::Bool(b) => Ok(b),
+        _ => Err(src.error(
+            node.pos,
+            format!(
+                "field '{field}' expects #t or #f, found {} `{}`",
+                node.describe(),
+                decode::short(node)
+            ),
+        )),
+    }
+}
+
+impl Calibration {
+    fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        f(
+            "calibration",
+            vec![
+                f("benchmark", vec![name_sexp(&self.benchmark)]),
+                f("every", vec![int(self.every)]),
+                f("max-drift", vec![float(self.max_drift)]),
+                f(
+                    "take-out-of-service",
+                    vec![Sexp::new(SexpKind::Bool(self.take_out_of_service))],
+                ),
+            ],
+        )
+    }
 }
 
 fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {

@@ -224,3 +224,40 @@ fn knob_only_fields_are_rejected_on_inline_benchmarks() {
         "{err}"
     );
 }
+
+#[test]
+fn calibration_parses_with_defaults_and_round_trips() {
+    let text = SKETCH.replace(
+        "(experiments",
+        "(calibration (benchmark sample-dsp) (take-out-of-service #t))\n  (experiments",
+    );
+    let c = CampaignConfig::parse(&text, "c.sexp").unwrap();
+    let cal = c.calibration.as_ref().unwrap();
+    assert_eq!(cal.benchmark, "sample-dsp");
+    assert_eq!(cal.every, 50);
+    assert_eq!(cal.max_drift, 0.05);
+    assert!(cal.take_out_of_service);
+    let printed = c.to_text();
+    assert!(printed.contains("(take-out-of-service #t)"), "{printed}");
+    assert_eq!(CampaignConfig::parse(&printed, "again").unwrap(), c);
+    assert!(CampaignConfig::parse(SKETCH, "s")
+        .unwrap()
+        .calibration
+        .is_none());
+}
+
+#[test]
+fn golden_calibration_errors() {
+    let with = |cal: &str| SKETCH.replace("(experiments", &format!("{cal}\n  (experiments"));
+    assert_eq!(
+        error_of(&with("(calibration (benchmark nope))")),
+        "prod-configs/x.sexp:6:16: calibration names benchmark 'nope', which is not defined; \
+         defined: sample-dsp"
+    );
+    assert_eq!(
+        error_of(&with(
+            "(calibration (benchmark sample-dsp) (take-out-of-service yes))"
+        )),
+        "prod-configs/x.sexp:6:60: field 'take-out-of-service' expects #t or #f, found a symbol `yes`"
+    );
+}

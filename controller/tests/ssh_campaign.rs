@@ -1,0 +1,620 @@
+//! Whole campaigns over SSH workers, with the real `kiln` and `kiln-worker` binaries against real
+//! `sshd` daemons (scripts/ssh-rig): every worker used, a cut link and a killed worker survived
+//! with every step stored once and the worker re-admitted, `kiln workers` telling a dead daemon
+//! apart; and slot calibration on local workers.
+//!
+//! Every SSH test starts its own rig (own port, own namespaces) in
+//! `$TMPDIR/kiln-campaign-test-<name>`; the [`Rig`] guard runs `ssh-rig down` on drop, also when
+//! the test fails. Where the rig cannot run here (not root, no sshd, no namespaces) the test
+//! prints why and passes. Targets are only 127.0.0.x and the rig's own namespace addresses.
+//!
+//! The tests run one at a time ([`serial`]): they measure wall time and watch timeouts of a few
+//! seconds, which two campaigns at once on a small machine would blur.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use common::*;
+use kiln_controller::store::{now_ms, StepRecord, Store};
+
+const SKIP: i32 = 77;
+
+/// Short infrastructure timeouts, so that a loss is noticed within seconds.
+const TIMEOUTS: &str = "(timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 4))";
+
+/// One test at a time (see the module docs).
+fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn rig_script() -> PathBuf {
+    repo().join("scripts/ssh-rig")
+}
+
+/// A running rig of sshd daemons; `ssh-rig down` on drop.
+struct Rig {
+    dir: PathBuf,
+    /// Per daemon (1-based order): address and port.
+    hosts: Vec<(String, u16)>,
+}
+
+impl Rig {
+    /// Starts `n` daemons on loopback, or in namespaces `<prefix>1..n` with `netns`; `None`
+    /// (after printing why) where a rig cannot run here.
+    fn up(test: &str, n: usize, port: u16, netns: Option<(&str, u8)>) -> Option<Rig> {
+        let dir = std::env::temp_dir().join(format!("kiln-campaign-test-{test}"));
+        let mut cmd = Command::new(rig_script());
+        cmd.arg(if netns.is_some() { "netns-up" } else { "up" })
+            .arg(&dir)
+            .arg(n.to_string())
+            .env("SSH_RIG_PORT", port.to_string());
+        if let Some((prefix, octet)) = netns {
+            cmd.env("SSH_RIG_NS_PREFIX", prefix)
+                .env("SSH_RIG_NET", octet.to_string());
+        }
+        let out = cmd.output().expect("cannot run scripts/ssh-rig");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() == Some(SKIP) {
+            eprintln!("SKIP {test}: {}", stderr.trim());
+            return None;
+        }
+        // From here on the guard cleans up, whatever happens.
+        let mut rig = Rig { dir, hosts: vec![] };
+        assert!(out.status.success(), "ssh-rig up failed: {stderr}");
+        let hosts = std::fs::read_to_string(rig.dir.join("hosts")).unwrap();
+        for line in hosts.lines() {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            rig.hosts.push((f[2].to_string(), f[3].parse().unwrap()));
+        }
+        assert_eq!(rig.hosts.len(), n);
+        // A private copy to deploy: a concurrent `cargo build` may replace the original.
+        std::fs::copy(worker(), rig.worker()).unwrap();
+        Some(rig)
+    }
+
+    /// The kiln-worker binary the controller runs and deploys.
+    fn worker(&self) -> PathBuf {
+        self.dir.join("kiln-worker.local")
+    }
+
+    /// `ssh-rig VERB DIR K`.
+    fn ctl(&self, verb: &str, k: usize) {
+        let out = Command::new(rig_script())
+            .arg(verb)
+            .arg(&self.dir)
+            .arg(k.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ssh-rig {verb} {k}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Worker `k`'s folder on the "remote" machine (the rig's daemons run on this one).
+    fn rundir(&self, k: usize) -> PathBuf {
+        self.dir.join(format!("rundir-{k}"))
+    }
+
+    /// The `(ssh ...)` entry of worker `k` (1-based), named `wK`.
+    fn worker_entry(&self, k: usize) -> String {
+        let (host, port) = &self.hosts[k - 1];
+        format!(
+            "(ssh (name w{k}) (host \"{host}\") (port {port}) (user \"root\") \
+             (identity \"{}\") (known-hosts \"{}\") (rundir \"{}\") (slots 1))",
+            self.dir.join("client_key").display(),
+            self.dir.join("known_hosts").display(),
+            self.rundir(k).display()
+        )
+    }
+
+    /// The `(workers ...)` field with every daemon of the rig.
+    fn workers_field(&self) -> String {
+        let entries: Vec<String> = (1..=self.hosts.len())
+            .map(|k| self.worker_entry(k))
+            .collect();
+        format!("(workers {})", entries.join("\n    "))
+    }
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let out = Command::new(rig_script())
+            .arg("down")
+            .arg(&self.dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {
+                let _ = std::fs::remove_dir_all(&self.dir);
+            }
+            Ok(o) => eprintln!(
+                "ssh-rig down {}: {}",
+                self.dir.display(),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => eprintln!("ssh-rig down {}: {e}", self.dir.display()),
+        }
+    }
+}
+
+/// The knob benchmark's run script: sleeps `$3` tenths of a second plus 0–2 more depending on the
+/// knobs, with a `running` marker in the work folder meanwhile (tests wait for it to strike
+/// mid-step).
+const RUN_SH: &str = "touch running\nsleep 0.$(($3 + ($1 * 7 + $2) % 3))\nrm -f running\n";
+
+/// The calibration benchmark's script: sleeps for the number of seconds in `$1/<worker>` (0.1
+/// when there is no such file), where the worker's name is its rundir's (the work folder is
+/// `<rundir>/slots/<slot>/work`, and a local worker's rundir is named after it).
+const CAL_SH: &str = "w=$(basename \"$(dirname \"$(dirname \"$(dirname \"$(pwd)\")\")\")\")\n\
+                      sleep \"$(cat \"$1/$w\" 2>/dev/null || echo 0.1)\"\n";
+
+/// A campaign config over `workers`: `chains` chains of `search` on the 100-combination knob
+/// benchmark `knobs` (steps of `tenths`–`tenths + 2` tenths of a second), plus `extra` campaign
+/// fields. The benchmark `cal` runs `CAL_SH` with the delay folder `delays`.
+fn campaign_config(search: &str, chains: u32, tenths: u32, workers: &str, extra: &str) -> String {
+    format!(
+        r#"(campaign
+  (name ssh-campaign)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  {TIMEOUTS}
+  {extra}
+  (experiments ((benchmark knobs) (search {search}) (chains {chains}) (seed 7)))
+  (benchmarks
+    ((name knobs) (kind knobs) (sources "benchmarks/knobs")
+     ;; 100 combinations: few proposals repeat (a repeat reuses the earlier measurement).
+     (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
+     (run ("sh" "run.sh" "{{a}}" "{{b}}" "{tenths}")) (check-output none) (timeout-s 20))
+    ((name cal) (kind knobs) (sources "benchmarks/knobs") (knobs (x 0))
+     (run ("sh" "cal.sh" "delays")) (check-output none) (timeout-s 20)))
+  {workers})
+"#
+    )
+}
+
+/// A scratch campaign folder with the knob benchmark and `config`.
+fn campaign_dir(config: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/knobs");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(bench.join("run.sh"), RUN_SH).unwrap();
+    std::fs::write(bench.join("cal.sh"), CAL_SH).unwrap();
+    std::fs::create_dir_all(dir.path().join("delays")).unwrap();
+    // Relative paths in the config are relative to the folder kiln runs in; the delay folder
+    // is read by the worker, in its work folder, so it must be absolute.
+    let delays = dir.path().join("delays").display().to_string();
+    let config = config.replace("\"delays\"", &format!("{delays:?}"));
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    dir
+}
+
+/// `kiln run campaign.sexp` in the background, deploying `worker_binary`; output to files.
+fn start_campaign(dir: &Path, worker_binary: &Path) -> Child {
+    let out = std::fs::File::create(dir.join("kiln.out")).unwrap();
+    let err = std::fs::File::create(dir.join("kiln.err")).unwrap();
+    kiln_cmd(dir)
+        .env("KILN_WORKER", worker_binary)
+        .args(["run", "campaign.sexp"])
+        .stdin(Stdio::null())
+        .stdout(out)
+        .stderr(err)
+        .spawn()
+        .unwrap()
+}
+
+/// Everything a failed assertion should show: the controller's output and log.
+fn diagnostics(dir: &Path) -> String {
+    let read = |p: &str| std::fs::read_to_string(dir.join(p)).unwrap_or_default();
+    let log = read("store/kiln.log");
+    let tail: Vec<&str> = log.lines().rev().take(60).collect();
+    format!(
+        "--- kiln stdout\n{}\n--- kiln stderr\n{}\n--- kiln.log (last 60 lines)\n{}",
+        read("kiln.out"),
+        read("kiln.err"),
+        tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+    )
+}
+
+/// Waits for the campaign to end (killing it after `limit`); asserts it succeeded.
+fn finish_campaign(mut child: Child, dir: &Path, limit: Duration) {
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!(
+                "campaign still running after {limit:?}\n{}",
+                diagnostics(dir)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        status.success(),
+        "kiln run failed: {status}\n{}",
+        diagnostics(dir)
+    );
+}
+
+/// The running controller's status snapshot, if there is one yet.
+fn snapshot(dir: &Path) -> Option<serde_json::Value> {
+    let bytes = std::fs::read(dir.join("store/status.json")).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// Steps decided so far, from the snapshot.
+fn decided(dir: &Path) -> u64 {
+    snapshot(dir).map_or(0, |v| {
+        v["chains"].as_array().map_or(0, |c| {
+            c.iter().map(|r| r["done"].as_u64().unwrap_or(0)).sum()
+        })
+    })
+}
+
+/// Worker `name`'s row of the snapshot.
+fn worker_row(dir: &Path, name: &str) -> Option<serde_json::Value> {
+    snapshot(dir)?["workers"]
+        .as_array()?
+        .iter()
+        .find(|w| w["name"] == name)
+        .cloned()
+}
+
+/// Polls `ok` every 50 ms until it holds; panics with `what` after `limit`.
+fn wait_for(what: &str, dir: &Path, limit: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while !ok() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out waiting for {what}\n{}",
+            diagnostics(dir)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every decided step of the store, in order.
+fn stored_steps(dir: &Path) -> Vec<StepRecord> {
+    let store = Store::open(&dir.join("store")).unwrap();
+    store.steps(None).map(Result::unwrap).collect()
+}
+
+/// `kiln store verify` passes, and the store holds exactly `budget` steps, each chain's steps
+/// numbered 0.. without gap or repeat.
+fn assert_every_step_once(dir: &Path, budget: usize) -> Vec<StepRecord> {
+    let verify = run_kiln(dir, &["store", "verify", "store"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+    assert!(
+        String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"),
+        "{}",
+        text(&verify)
+    );
+    let steps = stored_steps(dir);
+    assert_eq!(steps.len(), budget, "{}", text(&verify));
+    let mut keys: Vec<(u32, u32)> = steps.iter().map(|s| (s.key.chain, s.key.step)).collect();
+    keys.dedup();
+    assert_eq!(keys.len(), budget, "a step is stored twice");
+    steps
+}
+
+/// Steps worker `name` measured (not reused) that it started at or after `since_ms`.
+fn measured_by_since(steps: &[StepRecord], name: &str, since_ms: u64) -> usize {
+    steps
+        .iter()
+        .filter(|s| s.worker == name && s.cached_from.is_none() && s.result.started_ms >= since_ms)
+        .count()
+}
+
+/// Whether the controller's log says a job of worker `name` was re-queued.
+fn requeued_from(dir: &Path, name: &str) -> bool {
+    let log = std::fs::read_to_string(dir.join("store/kiln.log")).unwrap_or_default();
+    log.lines()
+        .any(|l| l.contains("re-queued") && l.contains(&format!("worker={name}")))
+}
+
+/// Whether worker `k`'s step is running right now (its run script's marker exists).
+fn mid_step(rig: &Rig, k: usize) -> bool {
+    rig.rundir(k).join("slots/0/work/running").exists()
+}
+
+#[test]
+fn campaign_uses_every_ssh_worker_and_stores_each_step_once() {
+    let _serial = serial();
+    let Some(rig) = Rig::up("all", 3, 2311, None) else {
+        return;
+    };
+    let search = "(simulated-annealing (steps 15) (t-max 0.3) (t-min 0.01))";
+    let dir = campaign_dir(&campaign_config(search, 2, 1, &rig.workers_field(), ""));
+    let t = Instant::now();
+    let child = start_campaign(dir.path(), &rig.worker());
+    finish_campaign(child, dir.path(), Duration::from_secs(180));
+    eprintln!(
+        "30 steps over 3 SSH workers in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let steps = assert_every_step_once(dir.path(), 30);
+    for name in ["w1", "w2", "w3"] {
+        assert!(
+            steps.iter().any(|s| s.worker == name),
+            "no step ran on {name}: {:?}",
+            steps.iter().map(|s| &s.worker).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn cut_link_redispatches_its_step_and_the_worker_comes_back() {
+    let _serial = serial();
+    let Some(rig) = Rig::up("cut", 3, 2312, Some(("kcb", 212))) else {
+        return;
+    };
+    let search = "(random-walk (steps 40) (flips 1))";
+    let dir = campaign_dir(&campaign_config(search, 3, 3, &rig.workers_field(), ""));
+    let d = dir.path();
+    let child = start_campaign(d, &rig.worker());
+
+    wait_for(
+        "5 decided steps and w2 mid-step",
+        d,
+        Duration::from_secs(90),
+        || decided(d) >= 5 && mid_step(&rig, 2),
+    );
+    rig.ctl("cut", 2);
+    let cut = Instant::now();
+    // Heal only once the controller has given up on the link: healed sooner, TCP resumes and
+    // nothing is lost.
+    wait_for("w2 lost", d, Duration::from_secs(30), || {
+        worker_row(d, "w2").is_some_and(|w| w["losses"].as_u64() >= Some(1))
+    });
+    eprintln!("cut noticed after {:.1} s", cut.elapsed().as_secs_f64());
+    // ...and has failed to reconnect at least once, so that re-admission goes through retries.
+    wait_for(
+        "a failed reconnection to w2",
+        d,
+        Duration::from_secs(40),
+        || {
+            worker_row(d, "w2").is_some_and(|w| {
+                w["state"]
+                    .as_str()
+                    .unwrap_or("")
+                    .contains("ssh worker 'w2'")
+            })
+        },
+    );
+    eprintln!(
+        "reconnection failed after {:.1} s: {}",
+        cut.elapsed().as_secs_f64(),
+        worker_row(d, "w2").unwrap()["state"]
+    );
+    let healed_ms = now_ms();
+    rig.ctl("heal", 2);
+    let decided_at_heal = decided(d);
+    assert!(
+        decided_at_heal < 90,
+        "{decided_at_heal} of 120 steps decided at heal: too few left to see w2 come back"
+    );
+    finish_campaign(child, d, Duration::from_secs(180));
+
+    let steps = assert_every_step_once(d, 120);
+    assert!(
+        requeued_from(d, "w2"),
+        "w2's in-flight step was not re-queued\n{}",
+        diagnostics(d)
+    );
+    let after = measured_by_since(&steps, "w2", healed_ms);
+    let back_ms = steps
+        .iter()
+        .filter(|s| s.worker == "w2" && s.result.started_ms >= healed_ms)
+        .map(|s| s.result.started_ms - healed_ms)
+        .min();
+    eprintln!(
+        "{decided_at_heal} steps decided at heal; w2 measured {after} steps after it, the first \
+         {back_ms:?} ms after the heal"
+    );
+    assert!(after > 0, "w2 never came back\n{}", diagnostics(d));
+}
+
+/// The pid of worker `k`'s `kiln-worker serve`, found by its command line (the rig's rundir is
+/// this test's own).
+fn serve_pid(rig: &Rig, k: usize) -> Option<u32> {
+    let program = rig.rundir(k).join("kiln-worker");
+    for entry in std::fs::read_dir("/proc").ok()? {
+        let entry = entry.ok()?;
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let mut args = cmdline.split(|b| *b == 0);
+        if args.next() == Some(program.as_os_str().as_encoded_bytes())
+            && args.next() == Some(b"serve".as_slice())
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+#[test]
+fn killed_worker_process_redispatches_its_step_and_comes_back() {
+    let _serial = serial();
+    let Some(rig) = Rig::up("kill", 3, 2313, None) else {
+        return;
+    };
+    let search = "(random-walk (steps 30) (flips 1))";
+    let dir = campaign_dir(&campaign_config(search, 3, 3, &rig.workers_field(), ""));
+    let d = dir.path();
+    let child = start_campaign(d, &rig.worker());
+
+    wait_for(
+        "5 decided steps and w2 mid-step",
+        d,
+        Duration::from_secs(90),
+        || decided(d) >= 5 && mid_step(&rig, 2) && serve_pid(&rig, 2).is_some(),
+    );
+    let pid = serve_pid(&rig, 2).unwrap();
+    let killed_ms = now_ms();
+    let st = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    finish_campaign(child, d, Duration::from_secs(180));
+
+    let steps = assert_every_step_once(d, 90);
+    assert!(
+        requeued_from(d, "w2"),
+        "w2's in-flight step was not re-queued\n{}",
+        diagnostics(d)
+    );
+    let after = measured_by_since(&steps, "w2", killed_ms);
+    eprintln!("w2 measured {after} steps after its kiln-worker was killed");
+    assert!(after > 0, "w2 never came back\n{}", diagnostics(d));
+}
+
+/// The `kiln workers` line of worker `name`.
+fn table_line<'a>(table: &'a str, name: &str) -> &'a str {
+    table
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(name))
+        .unwrap_or_else(|| panic!("no line for {name} in:\n{table}"))
+}
+
+/// The calibration figures (ms) of a `kiln workers` line: its numbers with a decimal point.
+fn figures(line: &str) -> Vec<f64> {
+    line.split_whitespace()
+        .filter(|t| t.contains('.'))
+        .filter_map(|t| t.parse().ok())
+        .collect()
+}
+
+#[test]
+fn workers_table_shows_calibration_and_a_dead_daemon() {
+    let _serial = serial();
+    let Some(rig) = Rig::up("workers", 2, 2314, None) else {
+        return;
+    };
+    let search = "(random-walk (steps 1))";
+    let calibration = "(calibration (benchmark cal))";
+    let dir = campaign_dir(&campaign_config(
+        search,
+        1,
+        1,
+        &rig.workers_field(),
+        calibration,
+    ));
+    let d = dir.path();
+    let workers = |d: &Path| {
+        kiln_cmd(d)
+            .env("KILN_WORKER", rig.worker())
+            .args(["workers", "campaign.sexp"])
+            .output()
+            .unwrap()
+    };
+
+    let t = Instant::now();
+    let out = workers(d);
+    eprintln!(
+        "kiln workers (2 ok) took {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    eprintln!("{table}");
+    assert!(table.contains("calibration ms"), "{table}");
+    for name in ["w1", "w2"] {
+        let line = table_line(&table, name);
+        assert!(line.trim_end().ends_with(" ok"), "{table}");
+        let figures = figures(line);
+        assert!(
+            figures.len() == 1 && (90.0..1000.0).contains(&figures[0]),
+            "{name}: calibration of a 0.1 s sleep, in ms: {figures:?}\n{table}"
+        );
+    }
+
+    // Daemon 2 goes down (the rig started it; its pid is in the rig's folder).
+    let pid = std::fs::read_to_string(rig.dir.join("d2/pid")).unwrap();
+    let st = Command::new("kill")
+        .args(["-TERM", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (host, port) = rig.hosts[1].clone();
+    wait_for("daemon 2 gone", d, Duration::from_secs(20), || {
+        std::net::TcpStream::connect((host.as_str(), port)).is_err()
+    });
+
+    let t = Instant::now();
+    let out = workers(d);
+    eprintln!(
+        "kiln workers (1 down) took {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    assert!(!out.status.success(), "{}", text(&out));
+    let table = String::from_utf8_lossy(&out.stdout).to_string();
+    eprintln!("{table}");
+    assert!(
+        table_line(&table, "w1").trim_end().ends_with(" ok"),
+        "{table}"
+    );
+    let dead = table_line(&table, "w2");
+    assert!(
+        dead.contains("unreachable") && dead.contains("Connection refused"),
+        "the reason is given: {table}"
+    );
+}
+
+#[test]
+fn drifting_slot_is_flagged_and_taken_out_of_service() {
+    let _serial = serial();
+    let workers = "(workers (local (name steady) (slots 1)) (local (name drifting) (slots 1)))";
+    let calibration =
+        "(calibration (benchmark cal) (every 2) (max-drift 0.5) (take-out-of-service #t))";
+    let search = "(random-walk (steps 20) (flips 1))";
+    let dir = campaign_dir(&campaign_config(search, 2, 1, workers, calibration));
+    let d = dir.path();
+    let child = start_campaign(d, &worker());
+
+    wait_for("4 decided steps", d, Duration::from_secs(60), || {
+        decided(d) >= 4
+    });
+    // The drifting worker's machine gets 4 times slower at the calibration benchmark.
+    std::fs::write(d.join("delays/drifting"), "0.4").unwrap();
+    finish_campaign(child, d, Duration::from_secs(120));
+    let steps = assert_every_step_once(d, 40);
+
+    let row = worker_row(d, "drifting").expect("drifting in the snapshot");
+    let cal = &row["calibration"][0];
+    eprintln!("drifting: {cal}");
+    assert_eq!(cal["flagged"], true, "{row}");
+    assert_eq!(cal["out_of_service"], true, "{row}");
+    let reference = cal["reference_ms"].as_f64().unwrap();
+    let last = cal["last_ms"].as_f64().unwrap();
+    assert!(reference < 200.0 && last > 300.0, "{row}");
+    let flagged_ms = cal["flagged_ms"].as_u64().unwrap();
+    assert_eq!(
+        measured_by_since(&steps, "drifting", flagged_ms),
+        0,
+        "a slot out of service gets no jobs"
+    );
+    assert!(
+        steps.iter().any(|s| s.worker == "drifting"),
+        "drifting worked before it drifted"
+    );
+
+    let steady = worker_row(d, "steady").unwrap();
+    let cal = &steady["calibration"][0];
+    assert_eq!(cal["flagged"], false, "{steady}");
+    assert!(cal["count"].as_u64().unwrap() >= 2, "{steady}");
+}
