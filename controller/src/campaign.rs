@@ -36,6 +36,9 @@ pub struct RunOptions {
     pub force_new: bool,
 }
 
+/// Most results stored and decided under one flush.
+const MAX_BATCH: usize = 256;
+
 /// Times the baseline is measured before the chains start.
 const BASELINE_REPEATS: u32 = 3;
 
@@ -84,19 +87,25 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         measured: HashMap::new(),
         dispatched_ms: HashMap::new(),
         progress: Progress::new(&config),
+        outbox: Vec::new(),
+        staged: false,
+        fingerprints: HashMap::new(),
     };
     run.load_measured()?;
     for p in &prepared {
         for chain in 0..p.experiment.chains {
-            run.start_chain(p, chain, &pool)?;
+            run.start_chain(p, chain)?;
         }
     }
+    run.commit(&pool)?;
     run.progress.refresh(&run.chains);
     let mut snapshot_at = std::time::Instant::now();
+    let ctrl_c = tokio::signal::ctrl_c();
+    tokio::pin!(ctrl_c);
     while !run.all_finished() {
         let done = tokio::select! {
             done = pool.done.recv() => done.context("worker pool stopped")?,
-            _ = tokio::signal::ctrl_c() => {
+            _ = &mut ctrl_c => {
                 run.progress.finish();
                 bail!("interrupted; the campaign is stored in {} and `kiln run` resumes it", store.dir().display());
             }
@@ -105,7 +114,17 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
                 continue;
             }
         };
-        run.on_done(done, &pool)?;
+        // Group commit: every result that has arrived is stored and decided,
+        // then one flush makes them durable before the proposals they lead to
+        // go out.
+        run.on_done(done, &pool.board)?;
+        for _ in 0..MAX_BATCH {
+            let Ok(done) = pool.done.try_recv() else {
+                break;
+            };
+            run.on_done(done, &pool.board)?;
+        }
+        run.commit(&pool)?;
         run.progress.refresh(&run.chains);
         if snapshot_at.elapsed() > Duration::from_secs(1) {
             status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
@@ -405,6 +424,12 @@ struct Running<'a> {
     measured: HashMap<(String, ContentHash), StepKey>,
     dispatched_ms: HashMap<StepKey, u64>,
     progress: Progress,
+    /// Jobs to submit once what led to them is flushed.
+    outbox: Vec<Job<Tag>>,
+    /// Whether the store holds writes not flushed yet.
+    staged: bool,
+    /// Per worker: the capabilities last fingerprinted and their stored hash.
+    fingerprints: HashMap<String, (kiln_protocol::message::Capabilities, ContentHash)>,
 }
 
 impl<'a> Running<'a> {
@@ -437,7 +462,7 @@ impl<'a> Running<'a> {
         Ok(())
     }
 
-    fn start_chain(&mut self, p: &Prepared, chain: u32, pool: &Pool<Tag>) -> Result<()> {
+    fn start_chain(&mut self, p: &Prepared, chain: u32) -> Result<()> {
         let name = &p.experiment.name;
         let ctx = self.context(name);
         let state = match self.store.chain(name, chain)? {
@@ -465,13 +490,27 @@ impl<'a> Running<'a> {
                 Some(record) => {
                     self.arrived.insert(key, record);
                 }
-                None => self.dispatch(key, pool)?,
+                None => self.dispatch(key)?,
             }
         }
-        self.decide_ready(name, chain, pool)
+        self.decide_ready(name, chain)
     }
 
-    fn dispatch(&mut self, key: StepKey, pool: &Pool<Tag>) -> Result<()> {
+    /// Makes what was stored durable, then submits the jobs it led to.
+    fn commit(&mut self, pool: &Pool<Tag>) -> Result<()> {
+        if self.staged {
+            self.store.flush()?;
+            self.staged = false;
+        }
+        for job in self.outbox.drain(..) {
+            pool.submit(job);
+        }
+        Ok(())
+    }
+
+    /// Sends a pending proposal to be measured (at the next commit), or
+    /// reuses the measurement of an earlier step with the same decisions.
+    fn dispatch(&mut self, key: StepKey) -> Result<()> {
         let p = self.experiments[&key.experiment];
         let state = &self.chains[&(key.experiment.clone(), key.chain)];
         let proposal = &state.pending[&key.step];
@@ -486,7 +525,8 @@ impl<'a> Running<'a> {
                         earlier.slot,
                         Some(source.clone()),
                     );
-                    self.store.put_result(&record)?;
+                    self.store.put_result_unflushed(&record)?;
+                    self.staged = true;
                     self.arrived.insert(key, record);
                     return Ok(());
                 }
@@ -500,7 +540,7 @@ impl<'a> Running<'a> {
             p.info.baseline.output_digest,
         );
         self.dispatched_ms.insert(key.clone(), now_ms());
-        pool.submit(Job {
+        self.outbox.push(Job {
             tag: Tag::Step(key),
             bundle: p.bundle.clone(),
             work: Work::Step(Box::new(request)),
@@ -556,7 +596,8 @@ impl<'a> Running<'a> {
         }
     }
 
-    fn on_done(&mut self, done: Done<Tag>, pool: &Pool<Tag>) -> Result<()> {
+    /// Stores a result and decides what it makes decidable (unflushed: see [`commit`](Self::commit)).
+    fn on_done(&mut self, done: Done<Tag>, board: &crate::pool::StatusBoard) -> Result<()> {
         let (Tag::Step(key), Answer::Step(result)) = (done.tag, done.answer) else {
             bail!("unexpected answer during the campaign");
         };
@@ -572,8 +613,17 @@ impl<'a> Running<'a> {
             return Ok(());
         }
         let mut record = self.record_from(&key, *result, &done.worker, done.slot, None);
-        record.worker_fingerprint = self.fingerprint(&done.worker, &pool.board)?;
-        self.store.put_result(&record)?;
+        record.worker_fingerprint = self.fingerprint(&done.worker, board)?;
+        // A result decided on arrival is stored by its decision's batch;
+        // one that waits for earlier steps is stored as it is.
+        let decides_now = self
+            .chains
+            .get(&state_key)
+            .is_some_and(|s| s.next_decide == key.step);
+        if !decides_now {
+            self.store.put_result_unflushed(&record)?;
+            self.staged = true;
+        }
         self.dispatched_ms.remove(&key);
         if record.kind == StepKind::Proposal {
             self.measured
@@ -581,25 +631,35 @@ impl<'a> Running<'a> {
                 .or_insert(key.clone());
         }
         self.arrived.insert(key.clone(), record);
-        self.decide_ready(&key.experiment, key.chain, pool)
+        self.decide_ready(&key.experiment, key.chain)
     }
 
-    /// The stored fingerprint of the worker's environment as it said at its last hello.
+    /// The stored fingerprint of the worker's environment as it said at its
+    /// last hello (hashed and stored once per worker and environment).
     fn fingerprint(
-        &self,
+        &mut self,
         worker: &str,
         board: &crate::pool::StatusBoard,
     ) -> Result<Option<ContentHash>> {
-        let caps = board
-            .lock()
-            .expect("not poisoned")
-            .get(worker)
-            .and_then(|s| s.capabilities.clone());
-        caps.map(|c| self.store.put_fingerprint(&c)).transpose()
+        let caps = {
+            let board = board.lock().expect("not poisoned");
+            let Some(caps) = board.get(worker).and_then(|s| s.capabilities.as_ref()) else {
+                return Ok(None);
+            };
+            if let Some((seen, hash)) = self.fingerprints.get(worker) {
+                if seen == caps {
+                    return Ok(Some(*hash));
+                }
+            }
+            caps.clone()
+        };
+        let hash = self.store.put_fingerprint(&caps)?;
+        self.fingerprints.insert(worker.to_string(), (caps, hash));
+        Ok(Some(hash))
     }
 
     /// Decides every step of the chain whose turn has come and whose result is in.
-    fn decide_ready(&mut self, experiment: &str, chain: u32, pool: &Pool<Tag>) -> Result<()> {
+    fn decide_ready(&mut self, experiment: &str, chain: u32) -> Result<()> {
         let ctx = self.context(experiment);
         let state_key = (experiment.to_string(), chain);
         loop {
@@ -614,7 +674,8 @@ impl<'a> Running<'a> {
             };
             let before: Vec<u32> = state.pending.keys().copied().collect();
             chain::decide(&ctx, state, &mut record);
-            self.store.decide(&record, state)?;
+            self.store.decide_unflushed(&record, state)?;
+            self.staged = true;
             let fresh: Vec<u32> = state
                 .pending
                 .keys()
@@ -622,14 +683,11 @@ impl<'a> Running<'a> {
                 .filter(|s| !before.contains(s))
                 .collect();
             for step in fresh {
-                self.dispatch(
-                    StepKey {
-                        experiment: experiment.to_string(),
-                        chain,
-                        step,
-                    },
-                    pool,
-                )?;
+                self.dispatch(StepKey {
+                    experiment: experiment.to_string(),
+                    chain,
+                    step,
+                })?;
             }
         }
     }

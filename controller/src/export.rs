@@ -7,17 +7,21 @@
 //! measure reads `unsupported`, one not measured at all (a failed step) is
 //! empty. The schemas are documented in README.md, section "Export schema".
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
 use std::io::Write;
 
 use anyhow::{bail, Context, Result};
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 
-use kiln_protocol::message::StepResult;
-use kiln_protocol::{CampaignConfig, Metric, MetricValue, SiteId, Summary};
+use kiln_protocol::{CampaignConfig, Metric, MetricValue, SiteId};
 
 use crate::manual::manual_benchmark;
 use crate::rewards::{self, RewardOptions};
-use crate::store::{ExperimentInfo, StepKind, StepRecord, Store};
+use crate::store::{Decision, ExperimentInfo, StepKind, StepRecord, Store};
 
 /// The tables `kiln export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -113,11 +117,16 @@ pub const SITE_COLUMNS: &[&str] = &[
 pub const REWARD_COLUMNS: &[&str] = &["experiment", "site", "value", "reward", "count"];
 
 /// Writes a table as CSV to `out`; returns the number of data rows.
-pub fn export(store: &Store, options: ExportOptions<'_>, out: impl Write) -> Result<u64> {
+pub fn export(store: &Store, options: ExportOptions<'_>, mut out: impl Write) -> Result<u64> {
     let ctx = Tables::load(store, options.experiment)?;
+    if options.table == Table::Steps {
+        let rows = steps(store, &ctx, &mut out)?;
+        out.flush().context("cannot write the CSV")?;
+        return Ok(rows);
+    }
     let mut csv = csv::Writer::from_writer(out);
     let rows = match options.table {
-        Table::Steps => steps(store, &ctx, &mut csv)?,
+        Table::Steps => unreachable!("written above"),
         Table::Runs => runs(store, &ctx, &mut csv)?,
         Table::Decisions if options.wide => decisions_wide(store, &ctx, &mut csv)?,
         Table::Decisions => decisions_long(store, &ctx, &mut csv)?,
@@ -211,17 +220,24 @@ impl Tables {
             .flat_map(move |name| store.steps(Some(name)))
     }
 
-    /// Every metric measured (or found unsupported) in the selected steps.
+    /// Every metric measured (or found unsupported) in the selected steps: as
+    /// the store keeps them per experiment, or (older stores) read from the
+    /// metric names of each stored step.
     fn metrics(&self, store: &Store) -> Result<BTreeSet<Metric>> {
-        let mut found = BTreeSet::new();
-        for record in self.steps(store) {
-            let record = record?;
-            found.extend(record.result.summary.keys().copied());
-            for run in &record.result.runs {
-                found.extend(run.metrics.keys().copied());
+        let mut found = MetricSet::default();
+        for name in self.experiments.keys() {
+            if let Some(kept) = store.step_metrics(name)? {
+                kept.into_iter().for_each(|m| found.insert(m));
+                continue;
+            }
+            for value in store.step_values(name) {
+                let value = value?;
+                let step: StepMetrics = serde_json::from_slice(&value)
+                    .with_context(|| format!("a stored step of experiment {name} is unreadable"))?;
+                found.0 |= step.result.summary.0 .0 | step.result.runs.0 .0;
             }
         }
-        Ok(found)
+        Ok(found.iter().collect())
     }
 }
 
@@ -235,99 +251,310 @@ fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(String::new, |v| v.to_string())
 }
 
-fn steps<W: Write>(store: &Store, ctx: &Tables, csv: &mut Csv<W>) -> Result<u64> {
-    let metrics = ctx.metrics(store)?;
+fn steps<W: Write>(store: &Store, ctx: &Tables, out: &mut W) -> Result<u64> {
+    let metrics: Vec<Metric> = ctx.metrics(store)?.into_iter().collect();
     let mut header: Vec<String> = STEP_COLUMNS.iter().map(|c| c.to_string()).collect();
     for m in &metrics {
         header.extend(STEP_STATISTICS.iter().map(|s| format!("{}.{s}", m.name())));
     }
+    let mut csv = csv::Writer::from_writer(&mut *out);
     csv.write_record(&header)?;
+    csv.flush()?;
+    drop(csv);
     let mut rows = 0;
-    for record in ctx.steps(store) {
-        let r = record?;
-        let info = &ctx.experiments[&r.key.experiment];
+    for (name, info) in &ctx.experiments {
+        let benchmark = ctx.benchmark(name);
         let baseline = info.baseline.objective();
-        let speedup = match (baseline, r.objective) {
-            (Some(b), Some(o)) => num(b / o),
-            _ => String::new(),
+        let row = |value: &[u8], out: &mut Row| -> Result<()> {
+            // From a str, serde_json need not check each string it reads is UTF-8.
+            let r: StepView = std::str::from_utf8(value)
+                .map_err(anyhow::Error::from)
+                .and_then(|text| Ok(serde_json::from_str(text)?))
+                .with_context(|| format!("a stored step of experiment {name} is unreadable"))?;
+            step_row(out, ctx.campaign(), &benchmark, baseline, &r, &metrics)
         };
-        let result = &r.result;
-        let mut row = vec![
-            ctx.campaign().to_string(),
-            r.key.experiment.clone(),
-            ctx.benchmark(&r.key.experiment),
-            r.key.chain.to_string(),
-            r.key.step.to_string(),
-            kind_name(&r).to_string(),
-            opt(r.parent),
-            r.diff.len().to_string(),
-            r.worker.clone(),
-            r.slot.to_string(),
-            r.decision_hash.to_string(),
-            opt(r
-                .cached_from
-                .as_ref()
-                .map(|k| format!("{}/{}", k.chain, k.step))),
-            result.outcome.name().to_string(),
-            opt(r.decision.as_ref().map(|d| d.accepted)),
-            opt(r.decision.as_ref().map(|d| num(d.compared_with))),
-            num(r.temperature),
-            opt(r.objective.map(num)),
-            opt(baseline.map(num)),
-            speedup,
-            result
-                .runs
-                .iter()
-                .filter(|run| !run.warmup)
-                .count()
-                .to_string(),
-            result.target_met.to_string(),
-            opt(result.build.as_ref().map(|b| b.wall_ns)),
-            opt(result.build.as_ref().and_then(|b| b.text_bytes)),
-            r.dispatched_ms.to_string(),
-            r.recorded_ms.to_string(),
-            opt(r.decision.as_ref().map(|d| d.decided_ms)),
-        ];
-        for m in &metrics {
-            row.extend(statistics(result, *m));
-        }
-        csv.write_record(&row)?;
-        rows += 1;
+        rows += parallel_rows(store.step_values(name), &row, out)?;
     }
     Ok(rows)
 }
 
-/// The step's kind; steps of `kiln benchmark --store` are stored as proposals
-/// of a manual experiment and read `manual`.
-fn kind_name(r: &StepRecord) -> &'static str {
-    match r.kind {
-        StepKind::Remeasure => "remeasure",
-        StepKind::Proposal if manual_benchmark(&r.key.experiment).is_some() => "manual",
-        StepKind::Proposal => "proposal",
+/// Stored steps per chunk of [`parallel_rows`].
+const CHUNK: usize = 256;
+
+/// Writes one row per stored value with `row`, in the values' order: chunks
+/// of values are turned into CSV on every core while this thread writes
+/// them out in order. Chunks in flight are bounded, so memory does not grow
+/// with the number of steps.
+fn parallel_rows<W, F>(
+    values: impl Iterator<Item = Result<sled::IVec>> + Send,
+    row: &F,
+    out: &mut W,
+) -> Result<u64>
+where
+    W: Write,
+    F: Fn(&[u8], &mut Row) -> Result<()> + Sync,
+{
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc::{channel, sync_channel};
+    use std::sync::Mutex;
+
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    let in_flight = 3 * threads;
+    let (chunks_tx, chunks_rx) = sync_channel::<(u64, Result<Vec<sled::IVec>>)>(in_flight);
+    let chunks_rx = Mutex::new(chunks_rx);
+    let (done_tx, done_rx) = channel::<(u64, Result<(Vec<u8>, u64)>)>();
+    let (tokens_tx, tokens_rx) = sync_channel::<()>(in_flight);
+    for _ in 0..in_flight {
+        tokens_tx.send(()).expect("room for every token");
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let stop_reading = &stop;
+        scope.spawn(move || {
+            let mut values = values;
+            let mut seq = 0;
+            loop {
+                if tokens_rx.recv().is_err() || stop_reading.load(Ordering::Relaxed) {
+                    return;
+                }
+                let mut chunk = Vec::with_capacity(CHUNK);
+                let mut failed = None;
+                for value in values.by_ref().take(CHUNK) {
+                    match value {
+                        Ok(v) => chunk.push(v),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                let last = chunk.len() < CHUNK || failed.is_some();
+                if chunk.is_empty() && failed.is_none() {
+                    return;
+                }
+                let item = match failed {
+                    Some(e) => Err(e),
+                    None => Ok(chunk),
+                };
+                if chunks_tx.send((seq, item)).is_err() || last {
+                    return;
+                }
+                seq += 1;
+            }
+        });
+        for _ in 0..threads {
+            let done_tx = done_tx.clone();
+            let (chunks_rx, stop) = (&chunks_rx, &stop);
+            scope.spawn(move || loop {
+                let next = chunks_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                let Ok((seq, chunk)) = next else { return };
+                let made = chunk.and_then(|chunk| {
+                    let mut out = Row::with_capacity(chunk.len() * 1024);
+                    if !stop.load(Ordering::Relaxed) {
+                        for value in &chunk {
+                            row(value, &mut out)?;
+                            out.end();
+                        }
+                    }
+                    Ok((out.bytes, chunk.len() as u64))
+                });
+                if done_tx.send((seq, made)).is_err() {
+                    return;
+                }
+            });
+        }
+        drop(done_tx);
+        // Write the chunks in order as they come.
+        let mut waiting = BTreeMap::new();
+        let (mut next, mut rows) = (0u64, 0u64);
+        let mut error = None;
+        for (seq, made) in done_rx {
+            waiting.insert(seq, made);
+            while let Some(made) = waiting.remove(&next) {
+                next += 1;
+                let _ = tokens_tx.send(());
+                if error.is_some() {
+                    continue;
+                }
+                let written = made.and_then(|(bytes, n)| {
+                    out.write_all(&bytes)?;
+                    Ok(n)
+                });
+                match written {
+                    Ok(n) => rows += n,
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        error = Some(e);
+                    }
+                }
+            }
+        }
+        drop(tokens_tx);
+        match error {
+            Some(e) => Err(e),
+            None => Ok(rows),
+        }
+    })
+}
+
+/// Writes one row of the `steps` table.
+fn step_row(
+    out: &mut Row,
+    campaign: &str,
+    benchmark: &str,
+    baseline: Option<f64>,
+    r: &StepView<'_>,
+    metrics: &[Metric],
+) -> Result<()> {
+    let result = &r.result;
+    out.str(campaign);
+    out.str(&r.key.experiment);
+    out.str(benchmark);
+    out.show(r.key.chain);
+    out.show(r.key.step);
+    out.str(kind_of(r.kind, &r.key.experiment));
+    out.opt(r.parent);
+    out.show(r.diff.0);
+    out.str(&r.worker);
+    out.show(r.slot);
+    out.str(&r.decision_hash);
+    match &r.cached_from {
+        Some(k) => {
+            out.scratch.clear();
+            let _ = write!(out.scratch, "{}/{}", k.chain, k.step);
+            out.field_scratch();
+        }
+        None => out.str(""),
+    }
+    out.str(&result.outcome.outcome);
+    out.opt(r.decision.as_ref().map(|d| d.accepted));
+    out.opt(r.decision.as_ref().map(|d| d.compared_with));
+    out.show(r.temperature);
+    out.opt(r.objective);
+    out.opt(baseline);
+    out.opt(baseline.zip(r.objective).map(|(b, o)| b / o));
+    out.show(result.runs.measured);
+    out.show(result.target_met);
+    out.opt(result.build.as_ref().map(|b| b.wall_ns));
+    out.opt(result.build.as_ref().and_then(|b| b.text_bytes));
+    out.show(r.dispatched_ms);
+    out.show(r.recorded_ms);
+    out.opt(r.decision.as_ref().map(|d| d.decided_ms));
+    for m in metrics {
+        match result.summary.0.iter().find(|(k, _)| k == m) {
+            Some((_, s)) => {
+                for v in [s.median, s.mean, s.stddev, s.ci_low, s.ci_high] {
+                    out.number(v)?;
+                }
+            }
+            None => {
+                let text = if result.runs.unsupported.contains(*m) {
+                    "unsupported"
+                } else {
+                    ""
+                };
+                for _ in STEP_STATISTICS {
+                    out.str(text);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// CSV rows written field by field into bytes, as the `csv` crate writes
+/// them with its defaults (`,`, `\n` after each record, a field quoted only
+/// when it holds `,`, `"`, `\r` or `\n`, quotes doubled); numbers are
+/// formatted into one reused buffer, as `to_string` would write them.
+struct Row {
+    bytes: Vec<u8>,
+    /// Whether the current record has a field yet.
+    started: bool,
+    scratch: String,
+}
+
+impl Row {
+    fn with_capacity(bytes: usize) -> Row {
+        Row {
+            bytes: Vec::with_capacity(bytes),
+            started: false,
+            scratch: String::new(),
+        }
+    }
+
+    fn field(&mut self, s: &[u8]) {
+        if self.started {
+            self.bytes.push(b',');
+        }
+        self.started = true;
+        if s.iter().any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n')) {
+            self.bytes.push(b'"');
+            for &b in s {
+                if b == b'"' {
+                    self.bytes.push(b'"');
+                }
+                self.bytes.push(b);
+            }
+            self.bytes.push(b'"');
+        } else {
+            self.bytes.extend_from_slice(s);
+        }
+    }
+
+    fn field_scratch(&mut self) {
+        let scratch = std::mem::take(&mut self.scratch);
+        self.field(scratch.as_bytes());
+        self.scratch = scratch;
+    }
+
+    /// Ends the record.
+    fn end(&mut self) {
+        self.bytes.push(b'\n');
+        self.started = false;
+    }
+
+    fn str(&mut self, s: &str) {
+        self.field(s.as_bytes());
+    }
+
+    fn show(&mut self, v: impl fmt::Display) {
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{v}");
+        self.field_scratch();
+    }
+
+    /// A stored JSON number (an `f64` as serde_json wrote it), as `to_string`
+    /// of the `f64` would write it: the stored digits laid out in plain
+    /// decimal where they are that (below 16 significant digits both are the
+    /// one shortest representation), else parsed and printed.
+    fn number(&mut self, raw: &RawValue) -> Result<()> {
+        self.scratch.clear();
+        if !plain_decimal(raw.get(), &mut self.scratch) {
+            self.scratch.clear();
+            let v: f64 = serde_json::from_str(raw.get())
+                .with_context(|| format!("'{}' is not a number", raw.get()))?;
+            let _ = write!(self.scratch, "{v}");
+        }
+        self.field_scratch();
+        Ok(())
+    }
+
+    /// Empty for `None`.
+    fn opt(&mut self, v: Option<impl fmt::Display>) {
+        match v {
+            Some(v) => self.show(v),
+            None => self.str(""),
+        }
     }
 }
 
-/// The statistics columns of one metric of one step.
-fn statistics(result: &StepResult, metric: Metric) -> Vec<String> {
-    let cells = |s: &Summary| {
-        vec![
-            num(s.median),
-            num(s.mean),
-            num(s.stddev),
-            num(s.ci_low),
-            num(s.ci_high),
-        ]
-    };
-    match result.summary.get(&metric) {
-        Some(s) => cells(s),
-        None => {
-            let unsupported = result
-                .runs
-                .iter()
-                .any(|r| r.metrics.get(&metric) == Some(&MetricValue::Unsupported));
-            let text = if unsupported { "unsupported" } else { "" };
-            vec![text.to_string(); STEP_STATISTICS.len()]
-        }
+/// The step's kind; steps of `kiln benchmark --store` are stored as proposals
+/// of a manual experiment and read `manual`.
+fn kind_of(kind: StepKind, experiment: &str) -> &'static str {
+    match kind {
+        StepKind::Remeasure => "remeasure",
+        StepKind::Proposal if manual_benchmark(experiment).is_some() => "manual",
+        StepKind::Proposal => "proposal",
     }
 }
 
@@ -447,4 +674,511 @@ fn sites<W: Write>(ctx: &Tables, csv: &mut Csv<W>) -> Result<u64> {
         }
     }
     Ok(rows)
+}
+
+// Stored steps as the tables read them: only what a table shows is decoded,
+// strings are borrowed from the stored JSON, and whatever else a step holds
+// (its decisions, the values of its runs) is skipped unparsed.
+
+/// A set of metrics: bit `m as u32` for metric `m` (the order of [`Metric::ALL`]).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct MetricSet(u128);
+
+const _: () = assert!(Metric::ALL.len() <= 128);
+
+impl MetricSet {
+    fn insert(&mut self, m: Metric) {
+        self.0 |= 1u128 << (m as u32);
+    }
+
+    fn contains(self, m: Metric) -> bool {
+        self.0 & (1u128 << (m as u32)) != 0
+    }
+
+    fn iter(self) -> impl Iterator<Item = Metric> {
+        Metric::ALL
+            .iter()
+            .copied()
+            .filter(move |m| self.contains(*m))
+    }
+}
+
+/// The metric names of a stored step (summary keys and every run's metric keys).
+#[derive(Deserialize)]
+struct StepMetrics {
+    result: ResultMetrics,
+}
+
+#[derive(Deserialize)]
+struct ResultMetrics {
+    summary: MetricKeys,
+    runs: RunsMetricKeys,
+}
+
+#[derive(Deserialize)]
+struct RunMetricKeys {
+    metrics: MetricKeys,
+}
+
+/// The keys of a map keyed by metric, its values skipped.
+struct MetricKeys(MetricSet);
+
+impl<'de> Deserialize<'de> for MetricKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MetricKeys;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map keyed by metric")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<MetricKeys, A::Error> {
+                let mut set = MetricSet::default();
+                while let Some(m) = map.next_key::<Metric>()? {
+                    map.next_value::<IgnoredAny>()?;
+                    set.insert(m);
+                }
+                Ok(MetricKeys(set))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// The union of the metric keys of every run.
+struct RunsMetricKeys(MetricSet);
+
+impl<'de> Deserialize<'de> for RunsMetricKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RunsMetricKeys;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of runs")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<RunsMetricKeys, A::Error> {
+                let mut set = MetricSet::default();
+                while let Some(run) = seq.next_element::<RunMetricKeys>()? {
+                    set.0 |= run.metrics.0 .0;
+                }
+                Ok(RunsMetricKeys(set))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// A stored step as the `steps` table reads it.
+#[derive(Deserialize)]
+struct StepView<'a> {
+    #[serde(borrow)]
+    key: KeyView<'a>,
+    kind: StepKind,
+    #[serde(borrow)]
+    decision_hash: Cow<'a, str>,
+    parent: Option<u32>,
+    diff: MapLen,
+    temperature: f64,
+    #[serde(borrow)]
+    result: ResultView<'a>,
+    objective: Option<f64>,
+    #[serde(borrow)]
+    worker: Cow<'a, str>,
+    slot: u32,
+    #[serde(borrow)]
+    cached_from: Option<KeyView<'a>>,
+    dispatched_ms: u64,
+    recorded_ms: u64,
+    decision: Option<Decision>,
+}
+
+#[derive(Deserialize)]
+struct KeyView<'a> {
+    #[serde(borrow)]
+    experiment: Cow<'a, str>,
+    chain: u32,
+    step: u32,
+}
+
+#[derive(Deserialize)]
+struct ResultView<'a> {
+    #[serde(borrow)]
+    outcome: OutcomeView<'a>,
+    build: Option<BuildView>,
+    runs: RunsView,
+    #[serde(borrow)]
+    summary: SummariesView<'a>,
+    target_met: bool,
+}
+
+/// An outcome's name (the tag of [`kiln_protocol::StepOutcome`]).
+#[derive(Deserialize)]
+struct OutcomeView<'a> {
+    #[serde(borrow)]
+    outcome: Cow<'a, str>,
+}
+
+#[derive(Deserialize)]
+struct BuildView {
+    wall_ns: u64,
+    text_bytes: Option<u64>,
+}
+
+/// The statistics of a metric the `steps` table shows, as stored (JSON numbers).
+#[derive(Deserialize)]
+struct StatsView<'a> {
+    #[serde(borrow)]
+    median: &'a RawValue,
+    #[serde(borrow)]
+    mean: &'a RawValue,
+    #[serde(borrow)]
+    stddev: &'a RawValue,
+    #[serde(borrow)]
+    ci_low: &'a RawValue,
+    #[serde(borrow)]
+    ci_high: &'a RawValue,
+}
+
+/// A step's summary: per metric, its statistics.
+struct SummariesView<'a>(Vec<(Metric, StatsView<'a>)>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for SummariesView<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = SummariesView<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of summaries keyed by metric")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<SummariesView<'a>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(entry) = map.next_entry::<Metric, StatsView<'a>>()? {
+                    out.push(entry);
+                }
+                Ok(SummariesView(out))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// A step's runs as the `steps` table counts them: how many were measured
+/// (not warm-ups), and which metrics any run found unsupported.
+struct RunsView {
+    measured: u64,
+    unsupported: MetricSet,
+}
+
+#[derive(Deserialize)]
+struct RunView {
+    warmup: bool,
+    metrics: UnsupportedKeys,
+}
+
+impl<'de> Deserialize<'de> for RunsView {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RunsView;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of runs")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<RunsView, A::Error> {
+                let mut out = RunsView {
+                    measured: 0,
+                    unsupported: MetricSet::default(),
+                };
+                while let Some(run) = seq.next_element::<RunView>()? {
+                    out.measured += u64::from(!run.warmup);
+                    out.unsupported.0 |= run.metrics.0 .0;
+                }
+                Ok(out)
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// The metrics of a run whose value is `unsupported`; measured values are skipped unparsed.
+struct UnsupportedKeys(MetricSet);
+
+impl<'de> Deserialize<'de> for UnsupportedKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = UnsupportedKeys;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map of metric values")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<UnsupportedKeys, A::Error> {
+                let mut set = MetricSet::default();
+                while let Some(m) = map.next_key::<Metric>()? {
+                    if map.next_value::<IsUnsupported>()?.0 {
+                        set.insert(m);
+                    }
+                }
+                Ok(UnsupportedKeys(set))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Whether a [`MetricValue`] is `unsupported` (a measured value is skipped unparsed).
+struct IsUnsupported(bool);
+
+impl<'de> Deserialize<'de> for IsUnsupported {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = IsUnsupported;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a metric value")
+            }
+            fn visit_str<E: serde::de::Error>(
+                self,
+                s: &str,
+            ) -> std::result::Result<IsUnsupported, E> {
+                Ok(IsUnsupported(s == "unsupported"))
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<IsUnsupported, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(IsUnsupported(false))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The number of entries of a map, its contents skipped.
+struct MapLen(usize);
+
+impl<'de> Deserialize<'de> for MapLen {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = MapLen;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<MapLen, A::Error> {
+                let mut n = 0;
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+                    n += 1;
+                }
+                Ok(MapLen(n))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// Writes the JSON number `text` as Rust prints an `f64` (`{}`: plain
+/// decimal, no exponent, no trailing zeros, `-0` for negative zero), if its
+/// significant digits are fewer than 16; `false` (nothing written) otherwise
+/// or if it is no plain JSON number. Below 16 digits a decimal names at most
+/// one double, so serde_json's shortest digits are Rust's shortest digits;
+/// from 16 on, two shortest candidates can tie and the two round differently.
+fn plain_decimal(text: &str, out: &mut String) -> bool {
+    let b = text.as_bytes();
+    let negative = b.first() == Some(&b'-');
+    let mut i = usize::from(negative);
+    // Significant digits (leading zeros dropped), and where the point is.
+    let mut digits = [0u8; 24];
+    let (mut n, mut int_len, mut dot) = (0usize, 0i64, false);
+    let (mut zeros_after_dot, mut any_digit) = (0i64, false);
+    while i < b.len() {
+        any_digit |= b[i].is_ascii_digit();
+        match b[i] {
+            b'0' if n == 0 => {
+                if dot {
+                    zeros_after_dot += 1;
+                }
+            }
+            c @ b'0'..=b'9' => {
+                if n == digits.len() {
+                    return false;
+                }
+                digits[n] = c;
+                n += 1;
+                if !dot {
+                    int_len += 1;
+                }
+            }
+            b'.' if !dot => dot = true,
+            b'e' | b'E' => break,
+            _ => return false,
+        }
+        i += 1;
+    }
+    if !any_digit {
+        return false;
+    }
+    let mut exp = 0i64;
+    if i < b.len() {
+        i += 1;
+        let minus = b.get(i) == Some(&b'-');
+        if matches!(b.get(i), Some(b'-' | b'+')) {
+            i += 1;
+        }
+        if i == b.len() {
+            return false;
+        }
+        for &c in &b[i..] {
+            if !c.is_ascii_digit() || exp > 100_000 {
+                return false;
+            }
+            exp = exp * 10 + i64::from(c - b'0');
+        }
+        if minus {
+            exp = -exp;
+        }
+    }
+    // Trailing zeros change nothing.
+    while n > 0 && digits[n - 1] == b'0' {
+        n -= 1;
+    }
+    if n >= 16 {
+        return false;
+    }
+    if negative {
+        out.push('-');
+    }
+    if n == 0 {
+        out.push('0');
+        return true;
+    }
+    // The value is 0.D × 10^point.
+    let point = int_len + exp - zeros_after_dot;
+    let d = std::str::from_utf8(&digits[..n]).expect("ASCII digits");
+    let len = n as i64;
+    if point <= 0 {
+        out.push_str("0.");
+        (0..-point).for_each(|_| out.push('0'));
+        out.push_str(d);
+    } else if point >= len {
+        out.push_str(d);
+        (0..point - len).for_each(|_| out.push('0'));
+    } else {
+        out.push_str(&d[..point as usize]);
+        out.push('.');
+        out.push_str(&d[point as usize..]);
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_decimal;
+
+    fn shown(v: f64) -> String {
+        let json = serde_json::to_string(&v).unwrap();
+        let mut out = String::new();
+        if plain_decimal(&json, &mut out) {
+            out
+        } else {
+            format!("{v}")
+        }
+    }
+
+    #[test]
+    fn stored_numbers_print_as_rust_prints_them() {
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut values = vec![
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.1,
+            0.5,
+            1e21,
+            1e22,
+            1e-7,
+            5e-324,
+            1e15,
+            1e16,
+            1e17,
+            123456.0,
+            936535.0,
+            0.3,
+            2.0 / 3.0,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            f64::from_bits(0x4307_3C41_4C03_F1E2), // 817521951276604.25: a tie at 16 digits
+        ];
+        for _ in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            values.push(f64::from_bits(x));
+            values.push((x >> 11) as f64);
+            values.push((x % 10_000_000) as f64 / 1000.0);
+            values.push((x % 1_000_000_000) as f64 * 1e-9);
+        }
+        for v in values.into_iter().filter(|v| v.is_finite()) {
+            assert_eq!(shown(v), format!("{v}"), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn rows_are_quoted_as_the_csv_crate_quotes_them() {
+        let fields = [
+            "plain",
+            "",
+            "a,b",
+            "say \"hi\"",
+            "line\nbreak",
+            "cr\r",
+            "@ main:1:2",
+            "é",
+        ];
+        let mut row = super::Row::with_capacity(64);
+        for f in fields {
+            row.str(f);
+        }
+        row.end();
+        let mut w = csv::Writer::from_writer(Vec::new());
+        w.write_record(fields).unwrap();
+        assert_eq!(row.bytes, w.into_inner().unwrap());
+    }
+
+    #[test]
+    fn odd_texts_are_left_to_the_parser() {
+        let mut out = String::new();
+        for text in ["null", "1e", "1.2.3", "-", "1x"] {
+            assert!(!plain_decimal(text, &mut out), "{text}");
+        }
+        for (text, shown) in [
+            ("100.0", "100"),
+            ("-0.0", "-0"),
+            ("1.5e-3", "0.0015"),
+            ("0.00012", "0.00012"),
+            ("1e21", "1000000000000000000000"),
+            ("12.5E+2", "1250"),
+        ] {
+            out.clear();
+            assert!(plain_decimal(text, &mut out), "{text}");
+            assert_eq!(out, shown, "{text}");
+        }
+    }
 }

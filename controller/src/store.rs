@@ -18,8 +18,9 @@
 //! | `step/manual:<benchmark>/000000/<n>` | [`StepRecord`] measured by `kiln benchmark --store` (no chain state) |
 //! | `result/<experiment>/<chain>/<step>` | [`StepRecord`] measured, not yet decided |
 //! | `fingerprint/<hash>` | [`kiln_protocol::message::Capabilities`] of a worker, by content hash |
+//! | `metrics/<experiment>` | the metrics found in the experiment's decided steps (summaries and runs), kept in the batch of the step that adds one; the export's columns (stores written before it was kept have none, and are scanned) |
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use kiln_protocol::message::{Capabilities, Discovery, StepResult};
-use kiln_protocol::{ContentHash, DecisionSet, StepOutcome};
+use kiln_protocol::{ContentHash, DecisionSet, Metric, StepOutcome};
 
 /// Version of the store's layout; bumped on incompatible changes.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -217,10 +218,21 @@ pub struct ExperimentInfo {
     pub references: BTreeMap<String, Reference>,
 }
 
+/// sled's page cache. Its default (1 GiB) lets a scan of a big store (an
+/// export) grow the controller by the size of the store; a campaign's working
+/// set (chain states, the latest steps) is far smaller.
+const CACHE_BYTES: u64 = 32 << 20;
+
+/// See [`Store::step_values`].
+const TOUCH_EVERY_STEP: usize = 2;
+
 /// An open campaign store.
 pub struct Store {
     db: sled::Db,
     dir: PathBuf,
+    /// `metrics/<experiment>` of each experiment written to: the set, and
+    /// whether the store holds it already.
+    metrics: std::sync::Mutex<HashMap<String, (BTreeSet<Metric>, bool)>>,
 }
 
 /// Unix time in milliseconds.
@@ -237,6 +249,7 @@ impl Store {
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
         let db = sled::Config::new()
             .path(dir.join("db"))
+            .cache_capacity(CACHE_BYTES)
             .open()
             .map_err(|e| {
                 let holder = fs::read_to_string(dir.join("controller.pid")).unwrap_or_default();
@@ -256,6 +269,7 @@ impl Store {
         let store = Store {
             db,
             dir: dir.to_path_buf(),
+            metrics: Default::default(),
         };
         match store.get::<u32>("meta/schema")? {
             None => store.put("meta/schema", &SCHEMA_VERSION)?,
@@ -344,6 +358,16 @@ impl Store {
         self.put(&format!("result/{}", record.key.suffix()), record)
     }
 
+    /// [`put_result`](Self::put_result) without the flush (group commit:
+    /// durable once a later [`flush`](Self::flush) returns).
+    pub fn put_result_unflushed(&self, record: &StepRecord) -> Result<()> {
+        self.db.insert(
+            format!("result/{}", record.key.suffix()),
+            serde_json::to_vec(record)?,
+        )?;
+        Ok(())
+    }
+
     /// A measured, undecided step, if stored.
     pub fn result(&self, key: &StepKey) -> Result<Option<StepRecord>> {
         self.get(&format!("result/{}", key.suffix()))
@@ -374,6 +398,23 @@ impl Store {
             chain_key(&record.key.experiment, record.key.chain).as_bytes(),
             serde_json::to_vec(chain)?,
         );
+        self.index_metrics(record, &mut batch)?;
+        self.db.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Writes decided steps in one atomic batch, unflushed and without chain
+    /// states: for bulk imports (synthetic stores for benchmarks), where
+    /// rewriting a chain state per step would only make garbage for sled.
+    pub fn import_steps(&self, records: &[StepRecord]) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        for record in records {
+            batch.insert(
+                format!("step/{}", record.key.suffix()).as_bytes(),
+                serde_json::to_vec(record)?,
+            );
+            self.index_metrics(record, &mut batch)?;
+        }
         self.db.apply_batch(batch)?;
         Ok(())
     }
@@ -396,6 +437,7 @@ impl Store {
             format!("exp/{}", record.key.experiment).as_bytes(),
             serde_json::to_vec(experiment)?,
         );
+        self.index_metrics(record, &mut batch)?;
         self.db.apply_batch(batch)?;
         self.db.flush()?;
         Ok(())
@@ -408,6 +450,68 @@ impl Store {
             None => "step/".to_string(),
         };
         self.scan::<StepRecord>(&prefix).map(|r| r.map(|(_, v)| v))
+    }
+
+    /// The metrics found in the decided steps of `experiment` (the union of
+    /// their summaries' and runs' metrics), if the store keeps them: `None`
+    /// for a store written before kiln kept them.
+    pub fn step_metrics(&self, experiment: &str) -> Result<Option<BTreeSet<Metric>>> {
+        self.get(&format!("metrics/{experiment}"))
+    }
+
+    /// Adds `metrics/<experiment>` to the batch that records `record` when the
+    /// step brings a metric the experiment's steps did not have.
+    fn index_metrics(&self, record: &StepRecord, batch: &mut sled::Batch) -> Result<()> {
+        let experiment = &record.key.experiment;
+        let mut known = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
+        if !known.contains_key(experiment) {
+            let entry = match self.step_metrics(experiment)? {
+                Some(set) => (set, true),
+                // Not kept yet: from the steps already stored (none in a fresh experiment).
+                None => {
+                    let mut set = BTreeSet::new();
+                    for step in self.steps(Some(experiment)) {
+                        set.extend(metrics_of(&step?.result));
+                    }
+                    (set, false)
+                }
+            };
+            known.insert(experiment.clone(), entry);
+        }
+        let (set, stored) = known.get_mut(experiment).expect("just inserted");
+        let before = set.len();
+        set.extend(metrics_of(&record.result));
+        if set.len() != before || !*stored {
+            batch.insert(
+                format!("metrics/{experiment}").as_bytes(),
+                serde_json::to_vec(&*set)?,
+            );
+            *stored = true;
+        }
+        Ok(())
+    }
+
+    /// The stored JSON of the decided steps of one experiment, in key order,
+    /// for readers that decode only what they need (export).
+    ///
+    /// Memory stays bounded however many steps there are. sled 0.34 admits
+    /// page accesses to its cache in batches of 64 per shard (of 256) and
+    /// only then evicts, whatever the cache capacity: a scan that reads each
+    /// page once keeps up to 16 k pages (hundreds of MB of steps) in memory.
+    /// Reading every `TOUCH_EVERY`th key a second time fills those batches
+    /// sooner, so pages leave the cache soon after the scan passes them.
+    pub fn step_values(&self, experiment: &str) -> impl Iterator<Item = Result<sled::IVec>> + '_ {
+        const TOUCH_EVERY: usize = TOUCH_EVERY_STEP;
+        self.db
+            .scan_prefix(format!("step/{experiment}/"))
+            .enumerate()
+            .map(move |(i, item)| {
+                let (key, value) = item?;
+                if i % TOUCH_EVERY == 0 {
+                    self.db.get(&key)?;
+                }
+                Ok(value)
+            })
     }
 
     /// Stores an artifact (build log, replay file) by content; returns its hash.
@@ -440,6 +544,15 @@ impl Store {
         }
         Ok(hash)
     }
+}
+
+/// The metrics of a result: its summaries' and its runs'.
+fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
+    result
+        .summary
+        .keys()
+        .copied()
+        .chain(result.runs.iter().flat_map(|r| r.metrics.keys().copied()))
 }
 
 fn chain_key(experiment: &str, chain: u32) -> String {

@@ -661,3 +661,61 @@ fn report_draws_a_campaign_with_failed_steps() {
     let store = synthetic_store(&dir.path().join("store"), 6, 1);
     check_report(&store, &dir.path().join("report"));
 }
+
+#[test]
+fn steps_export_reads_the_same_from_a_store_without_the_metrics_index() {
+    // Stores written before kiln kept `metrics/<experiment>` are scanned for
+    // their metrics; the table must not change. Many steps, so that the
+    // export's parallel chunks and their order are exercised too.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let store = synthetic_store(&path, 700, 9);
+    add_manual_step(&store);
+    assert!(store.step_metrics("linear").unwrap().is_some());
+    let indexed = export_table(&store, Table::Steps, None, false);
+    let (_, rows) = read_csv(&indexed);
+    assert_eq!(rows.len(), 1401);
+    drop(store);
+    {
+        let db = reopen(|| sled::open(path.join("db")).map_err(anyhow::Error::from));
+        for key in ["metrics/linear", "metrics/manual:linear"] {
+            assert!(db.remove(key).unwrap().is_some(), "{key} is kept");
+        }
+        db.flush().unwrap();
+    }
+    let store = reopen(|| Store::open(&path));
+    assert!(store.step_metrics("linear").unwrap().is_none());
+    let scanned = export_table(&store, Table::Steps, None, false);
+    assert!(
+        indexed == scanned,
+        "the steps table differs without the metrics index"
+    );
+    // A step recorded now brings the index back, covering the older steps.
+    add_manual_step(&store);
+    assert_eq!(
+        store.step_metrics("manual:linear").unwrap(),
+        Some(
+            [
+                Metric::WallTime,
+                Metric::UserTime,
+                Metric::SystemTime,
+                Metric::Cycles,
+                Metric::Instructions
+            ]
+            .into_iter()
+            .collect()
+        )
+    );
+}
+
+/// Opens again what was just closed: sled's background threads let go of the
+/// database (and its lock) a moment after the last handle is dropped.
+fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
+    for _ in 0..100 {
+        if let Ok(opened) = open() {
+            return opened;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    open().expect("the store opens again")
+}

@@ -3,20 +3,22 @@
 //! Every launch gets its own process group (so a timeout or a cancel kills
 //! the whole tree), is pinned to the slot's CPUs, sees only the environment
 //! it is given, reads stdin from `/dev/null` and has its output captured. The
-//! child waits on a gate between fork and exec, so perf counters are opened on
-//! it before it runs a single instruction of the benchmark; the wall clock
-//! starts when the gate opens. The leader is reaped with `wait4` for its
-//! rusage, and the rest of the group is killed and reaped too, so no process
-//! is left behind. (A process that left the group with `setsid` escapes this
-//! and is out of scope: the worker cannot tell it from an unrelated process.)
+//! child is started as `posix_spawn` starts one (`clone` sharing our memory,
+//! this thread suspended until it execs: no copy of our page tables), and
+//! opens its perf counters on itself before it execs, so they count from its
+//! first instruction; the wall clock starts when it is about to exec. The
+//! leader is reaped with `wait4` for its rusage, and the rest of the group is
+//! killed and reaped too, so no process is left behind. (A process that left
+//! the group with `setsid` escapes this and is out of scope: the worker cannot
+//! tell it from an unrelated process.)
 
 use std::collections::VecDeque;
+use std::ffi::CString;
 use std::fs::File;
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::process::CommandExt;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 use std::time::{Duration, Instant};
@@ -24,8 +26,9 @@ use std::time::{Duration, Instant};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::metric::Metrics;
 
-use crate::counters::Counters;
+use crate::counters::{self, Counters};
 use crate::sampler::{SampleStats, Sampler};
+use perf_event_open_sys::bindings::perf_event_attr;
 
 /// The `PATH` every build and run sees unless the benchmark overrides it.
 pub const CLEAN_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -102,7 +105,7 @@ pub struct Usage {
 pub struct Finished {
     /// How it ended.
     pub end: End,
-    /// From the gate opening (just before exec) to the leader's exit.
+    /// From just before exec to the leader's exit.
     pub wall: Duration,
     /// rusage from `wait4`.
     pub usage: Usage,
@@ -215,84 +218,56 @@ pub fn signal_name(sig: i32) -> String {
 /// `Err` means it could not be started at all; the message names the command.
 pub fn run(launch: &Launch, cancel: Option<&CancelToken>) -> Result<Finished, String> {
     ensure_subreaper();
-    let program = launch
-        .argv
-        .first()
-        .ok_or_else(|| "empty command: nothing to run".to_string())?;
+    if launch.argv.is_empty() {
+        return Err("empty command: nothing to run".to_string());
+    }
     let what = || format!("'{}' (in {})", launch.argv.join(" "), launch.cwd.display());
     if cancel.is_some_and(CancelToken::is_cancelled) {
         return Ok(Finished::cancelled_before_start());
     }
 
-    let mut cmd = Command::new(program);
-    cmd.args(&launch.argv[1..])
-        .env_clear()
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .current_dir(&launch.cwd)
-        .stdin(Stdio::null());
-    let mut merged_read = None;
-    match launch.output {
+    // The child's standard streams: stdin from /dev/null, stdout and stderr
+    // as the output asks. The parent keeps the read ends.
+    let null_in = dev_null(false)?;
+    let (stdout_fd, stderr_fd, child_out, child_err): (
+        Option<OwnedFd>,
+        Option<OwnedFd>,
+        OwnedFd,
+        Option<OwnedFd>,
+    ) = match launch.output {
         Output::Discard => {
-            cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+            let (r, w) = pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
+            (None, Some(r), dev_null(true)?, Some(w))
         }
         Output::HashStdout => {
-            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            let (or, ow) =
+                pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
+            let (er, ew) =
+                pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
+            (Some(or), Some(er), ow, Some(ew))
         }
         Output::KeepMerged { .. } => {
             let (r, w) = pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
-            let w2 = w
-                .try_clone()
-                .map_err(|e| format!("cannot dup a pipe: {e}"))?;
-            cmd.stdout(Stdio::from(w)).stderr(Stdio::from(w2));
-            merged_read = Some(r);
+            (Some(r), None, w, None)
         }
-    }
-
-    // The gate: the child reports its pid on one pipe and waits on the other
-    // until the parent has opened the counters on it.
-    let (pid_r, pid_w) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let (gate_r, gate_w) = pipe().map_err(|e| format!("cannot create a pipe: {e}"))?;
-    let cpuset = cpu_set(&launch.cpus)?;
-    let (pid_w_raw, gate_r_raw) = (pid_w.as_raw_fd(), gate_r.as_raw_fd());
-    // SAFETY: the closure runs between fork and exec and only makes
-    // async-signal-safe system calls on plain integers and a copied cpu_set_t.
-    unsafe {
-        cmd.pre_exec(move || child_setup(pid_w_raw, gate_r_raw, cpuset.as_ref()));
-    }
-
-    let want_counters = launch.counters;
-    let (spawned, gate) = std::thread::scope(|scope| {
-        let opener = scope.spawn(move || {
-            let mut pid_r = File::from(pid_r);
-            let mut buf = [0u8; 4];
-            pid_r.read_exact(&mut buf).ok()?;
-            let pid = i32::from_ne_bytes(buf);
-            let counters = want_counters.then(|| Counters::open(pid));
-            let start = Instant::now();
-            let mut gate_w = File::from(gate_w);
-            io::Write::write_all(&mut gate_w, &[1]).ok()?;
-            Some((counters, start))
-        });
-        let spawned = cmd.spawn();
-        // Our copies of the child's pipe ends must close now: the opener sees
-        // EOF if the child never reported, and the output pipes see EOF once
-        // the group exits.
-        drop(pid_w);
-        drop(gate_r);
-        drop(cmd);
-        (spawned, opener.join().unwrap_or(None))
-    });
-    let mut child = spawned.map_err(|e| format!("cannot start {}: {e}", what()))?;
-    let (counters, start) = gate.ok_or_else(|| format!("{} did not reach exec", what()))?;
-    let pid = child.id() as i32;
-
-    let (stdout_fd, stderr_fd): (Option<OwnedFd>, Option<OwnedFd>) = match launch.output {
-        Output::KeepMerged { .. } => (merged_read, None),
-        _ => (
-            child.stdout.take().map(OwnedFd::from),
-            child.stderr.take().map(OwnedFd::from),
-        ),
     };
+    let stdio = [
+        null_in.as_raw_fd(),
+        child_out.as_raw_fd(),
+        child_err
+            .as_ref()
+            .map_or(child_out.as_raw_fd(), AsRawFd::as_raw_fd),
+    ];
+    let started = spawn(launch, stdio).map_err(|e| format!("cannot start {}: {e}", what()))?;
+    // Our copies of the child's ends must close now, so that the pipes see
+    // EOF once the group exits.
+    drop((null_in, child_out, child_err));
+    let Started {
+        pid,
+        counters,
+        start,
+    } = started;
+
     let mut out = Sink::new(launch.output, stdout_fd);
     let mut err = Sink::tail(stderr_fd);
     let sampler = launch.sample_every.map(|every| Sampler::start(pid, every));
@@ -342,34 +317,268 @@ impl Finished {
     }
 }
 
-/// Runs in the child between fork and exec: own process group, CPUs, death
-/// with the worker, then report the pid and wait for the parent's go.
-fn child_setup(pid_w: RawFd, gate_r: RawFd, cpus: Option<&libc::cpu_set_t>) -> io::Result<()> {
-    // SAFETY: only async-signal-safe calls on values owned by this closure.
+/// A child started by [`spawn`], exec'd.
+struct Started {
+    pid: i32,
+    /// The counters it opened on itself, if asked for.
+    counters: Option<Counters>,
+    /// When it exec'd (the wall clock of the run starts here).
+    start: Instant,
+}
+
+/// Bytes of stack for the child between clone and exec.
+const CHILD_STACK: usize = 64 << 10;
+
+/// What the child needs between clone and exec, prepared by the parent.
+struct ChildArgs {
+    /// Paths to try to exec, in order (the program, or its `PATH` candidates).
+    programs: *const *const libc::c_char,
+    n_programs: usize,
+    argv: *const *const libc::c_char,
+    envp: *const *const libc::c_char,
+    cwd: *const libc::c_char,
+    /// Descriptors to become stdin, stdout and stderr.
+    stdio: [RawFd; 3],
+    /// CPUs to pin to (null: no pinning).
+    cpus: *const libc::cpu_set_t,
+    /// Counters to open on itself, and where to put each descriptor (or -errno).
+    plan: *const counters::Planned,
+    n_plan: usize,
+    results: *mut i32,
+    /// Set by the child if it could not exec: the errno.
+    error: i32,
+    /// Set by the child just before it execs (CLOCK_MONOTONIC, as [`Instant`]).
+    exec_at: libc::timespec,
+}
+
+/// Starts the command the way `posix_spawn` does, with `clone(CLONE_VM |
+/// CLONE_VFORK)`: no copy of our page tables, this thread suspended until the
+/// child execs. Between clone and exec the child opens its perf counters on
+/// itself (`enable_on_exec`: they count from exec on) into the descriptor
+/// table it still shares with us, then takes a table of its own, its own
+/// process group, its CPUs, death with us, its standard streams and folder.
+fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
+    let cstring =
+        |s: &[u8]| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string());
+    let argv: Vec<CString> = launch
+        .argv
+        .iter()
+        .map(|a| cstring(a.as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let envp: Vec<CString> = launch
+        .env
+        .iter()
+        .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let programs: Vec<CString> = exec_candidates(&launch.argv[0], &launch.env)
+        .iter()
+        .map(|p| cstring(p.as_os_str().as_bytes()))
+        .collect::<Result<_, _>>()?;
+    let cwd = cstring(launch.cwd.as_os_str().as_bytes())?;
+    let pointers = |v: &[CString]| -> Vec<*const libc::c_char> {
+        v.iter()
+            .map(|c| c.as_ptr())
+            .chain(std::iter::once(std::ptr::null()))
+            .collect()
+    };
+    let (argv_p, envp_p, programs_p) = (pointers(&argv), pointers(&envp), pointers(&programs));
+    let cpus = cpu_set(&launch.cpus)?;
+    let plan = if launch.counters {
+        counters::plan()
+    } else {
+        Vec::new()
+    };
+    let mut results = vec![NOT_OPENED; plan.len()];
+    let mut args = ChildArgs {
+        programs: programs_p.as_ptr(),
+        n_programs: programs.len(),
+        argv: argv_p.as_ptr(),
+        envp: envp_p.as_ptr(),
+        cwd: cwd.as_ptr(),
+        stdio,
+        cpus: cpus.as_ref().map_or(std::ptr::null(), |c| c as *const _),
+        plan: plan.as_ptr(),
+        n_plan: plan.len(),
+        results: results.as_mut_ptr(),
+        error: 0,
+        exec_at: libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        },
+    };
+    let mut stack: Vec<u8> = Vec::with_capacity(CHILD_STACK);
+    // SAFETY: one past the end of the allocation, rounded down to 16 bytes
+    // as the ABI wants; the child only writes below it.
+    let top = unsafe { stack.as_mut_ptr().add(CHILD_STACK) } as usize & !15;
+    // SAFETY: sigset_t is plain data, filled by sigfillset.
+    let (mut all, mut old): (libc::sigset_t, libc::sigset_t) = unsafe { std::mem::zeroed() };
+    // SAFETY: the child shares our memory until it execs, and must run no
+    // signal handler of ours: every signal is blocked across the clone (the
+    // child unblocks them just before exec). The clone runs `child_main` on
+    // its own stack with `args`, which outlive it: CLONE_VFORK suspends this
+    // thread until the child has exec'd or exited.
+    let (pid, clone_error, start) = unsafe {
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let pid = libc::clone(
+            child_main,
+            top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
+            (&mut args as *mut ChildArgs).cast(),
+        );
+        let clone_error = io::Error::last_os_error();
+        // The run's clock starts when the child was about to exec, which it
+        // noted: this thread may have been scheduled long after.
+        let mut now_ts: libc::timespec = std::mem::zeroed();
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now_ts);
+        let now = Instant::now();
+        let since_exec = timespec_ns(&now_ts).saturating_sub(timespec_ns(&args.exec_at));
+        let start = now
+            .checked_sub(Duration::from_nanos(since_exec))
+            .unwrap_or(now);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        (pid, clone_error, start)
+    };
+    drop(stack);
+    if pid < 0 {
+        return Err(format!("clone: {clone_error}"));
+    }
+    // The descriptors it opened are in our table: owned from here on, closed
+    // with `counters` if the exec failed.
+    let counters = launch.counters.then(|| Counters::opened(&plan, &results));
+    if args.error != 0 {
+        let mut status = 0;
+        // SAFETY: reaps the child that failed to exec (it has exited).
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        return Err(io::Error::from_raw_os_error(args.error).to_string());
+    }
+    Ok(Started {
+        pid,
+        counters,
+        start,
+    })
+}
+
+fn timespec_ns(t: &libc::timespec) -> u64 {
+    (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
+}
+
+/// A counter result the child never wrote (it failed before).
+const NOT_OPENED: i32 = -libc::ECANCELED;
+
+/// The paths an `execvp` of `program` tries: the program itself if it has a
+/// `/`, else each folder of the environment's `PATH` (the clean one by default).
+fn exec_candidates(program: &str, env: &[(String, String)]) -> Vec<PathBuf> {
+    if program.contains('/') {
+        return vec![PathBuf::from(program)];
+    }
+    let path = env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or(CLEAN_PATH, |(_, v)| v.as_str());
+    path.split(':')
+        .map(|dir| {
+            let dir = if dir.is_empty() { "." } else { dir };
+            Path::new(dir).join(program)
+        })
+        .collect()
+}
+
+/// The child between clone and exec: on its own stack, in our memory, with
+/// the parent's thread suspended (as in `posix_spawn`), so it makes system
+/// calls only, on what [`spawn`] prepared; it never returns to Rust code of ours.
+extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the ChildArgs that `spawn` keeps alive until we exec
+    // or exit; every pointer in it is live for as long.
     unsafe {
-        if libc::setpgid(0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if let Some(set) = cpus {
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), set) != 0 {
-                return Err(io::Error::last_os_error());
+        let a = &mut *arg.cast::<ChildArgs>();
+        let errno = || *libc::__errno_location();
+        // Counters on ourselves, into the descriptor table shared with the parent.
+        for i in 0..a.n_plan {
+            let p = &*a.plan.add(i);
+            let mut fd = perf_event_open(&p.attr);
+            if fd == -libc::EACCES {
+                // A strict perf_event_paranoid allows user space only.
+                fd = perf_event_open(&p.user_only);
             }
+            *a.results.add(i) = fd;
+        }
+        let fail = |a: &mut ChildArgs, e: i32| -> ! {
+            a.error = if e == 0 { libc::EINVAL } else { e };
+            libc::_exit(127)
+        };
+        // A descriptor table of our own from here on: the parent's stays as it is.
+        if libc::unshare(libc::CLONE_FILES) != 0 {
+            fail(a, errno());
+        }
+        // Our own process group, so that a timeout or cancel kills the whole tree.
+        if libc::setpgid(0, 0) != 0 {
+            fail(a, errno());
+        }
+        if !a.cpus.is_null()
+            && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), a.cpus) != 0
+        {
+            fail(a, errno());
         }
         // If the worker thread that launched us dies, so do we.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        let pid = libc::getpid().to_ne_bytes();
-        if libc::write(pid_w, pid.as_ptr().cast(), 4) != 4 {
-            return Err(io::Error::last_os_error());
-        }
-        let mut go = 0u8;
-        loop {
-            match libc::read(gate_r, (&mut go as *mut u8).cast(), 1) {
-                1 => return Ok(()),
-                0 => return Err(io::Error::other("the worker closed the start gate")),
-                _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
-                _ => return Err(io::Error::last_os_error()),
+        for (target, &fd) in a.stdio.iter().enumerate() {
+            let target = target as RawFd;
+            if fd == target {
+                let flags = libc::fcntl(fd, libc::F_GETFD);
+                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+            } else if libc::dup2(fd, target) < 0 {
+                fail(a, errno());
             }
         }
+        if libc::chdir(a.cwd) != 0 {
+            fail(a, errno());
+        }
+        // As std's Command: default SIGPIPE (we ignore it), no handler of ours
+        // left where a signal could run it in our memory, nothing blocked.
+        for sig in [libc::SIGPIPE, libc::SIGSEGV, libc::SIGBUS] {
+            libc::signal(sig, libc::SIG_DFL);
+        }
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut a.exec_at);
+        // As execvp: the first candidate that runs; EACCES from any wins over ENOENT.
+        let mut error = libc::ENOENT;
+        for i in 0..a.n_programs {
+            libc::execve(*a.programs.add(i), a.argv, a.envp);
+            match errno() {
+                libc::ENOENT | libc::ENOTDIR => {}
+                libc::EACCES => error = libc::EACCES,
+                e => {
+                    error = e;
+                    break;
+                }
+            }
+        }
+        fail(a, error)
+    }
+}
+
+/// `perf_event_open` of `attr` on the calling process, any CPU, close-on-exec:
+/// the descriptor, or the negated errno.
+///
+/// # Safety
+/// A raw system call; `attr` must be a valid attribute struct.
+unsafe fn perf_event_open(attr: &perf_event_attr) -> i32 {
+    let r = libc::syscall(
+        libc::SYS_perf_event_open,
+        attr as *const perf_event_attr,
+        0,
+        -1,
+        -1,
+        libc::c_ulong::from(perf_event_open_sys::bindings::PERF_FLAG_FD_CLOEXEC),
+    );
+    if r < 0 {
+        -*libc::__errno_location()
+    } else {
+        r as i32
     }
 }
 
@@ -406,6 +615,24 @@ pub fn allowed_cpus() -> Vec<u32> {
         .filter(|&i| unsafe { libc::CPU_ISSET(i, &set) })
         .map(|i| i as u32)
         .collect()
+}
+
+/// `/dev/null` for reading or writing (opened once per process, duplicated per use).
+fn dev_null(write: bool) -> Result<OwnedFd, String> {
+    static NULLS: std::sync::OnceLock<io::Result<(File, File)>> = std::sync::OnceLock::new();
+    let nulls = NULLS.get_or_init(|| {
+        Ok((
+            File::open("/dev/null")?,
+            std::fs::OpenOptions::new().write(true).open("/dev/null")?,
+        ))
+    });
+    let (r, w) = nulls
+        .as_ref()
+        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
+    let file = if write { w } else { r };
+    file.as_fd()
+        .try_clone_to_owned()
+        .map_err(|e| format!("cannot duplicate /dev/null: {e}"))
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -486,12 +713,16 @@ impl Sink {
     /// Reads what is available; closes the pipe at EOF.
     fn pump(&mut self) {
         let Some(fd) = self.raw() else { return };
-        let mut buf = [0u8; 65536];
+        // Not zeroed: read(2) fills what is then looked at.
+        let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 65536];
         loop {
             // SAFETY: reads into a live buffer of the given length.
             let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
             if n > 0 {
-                self.take(&buf[..n as usize]);
+                // SAFETY: read(2) initialised the first n bytes.
+                let bytes =
+                    unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
+                self.take(bytes);
                 continue;
             }
             if n == 0 {

@@ -279,13 +279,20 @@ impl Session {
             lock(&shared.slots).insert(slot, Some(state));
             return;
         };
-        tracing::info!("step {id} of {} starts in slot {slot}", req.benchmark.name);
+        // Per-step lines are debug: at hundreds of steps a second they would
+        // cost the worker and the controller (which logs what the worker says)
+        // more than the steps; failures are logged at info.
+        tracing::debug!("step {id} of {} starts in slot {slot}", req.benchmark.name);
         self.spawn(move || {
             let result = catch_unwind(AssertUnwindSafe(|| {
                 step::run_step(&req, &shared.ws, &mut state, &token)
             }))
             .unwrap_or_else(|_| rejected(id, PANICKED.to_string()));
-            tracing::info!("step {id} finished: {}", result.outcome);
+            if result.outcome == StepOutcome::Ok {
+                tracing::debug!("step {id} finished: ok");
+            } else {
+                tracing::info!("step {id} finished: {}", result.outcome);
+            }
             lock(&shared.slots).insert(slot, Some(state));
             lock(&shared.running).remove(&id);
             shared.send(&Response::StepDone(Box::new(result)));

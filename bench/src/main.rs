@@ -1,0 +1,121 @@
+//! `kiln-bench`: the benchmark harness behind `scripts/bench`.
+//!
+//! `kiln-bench suite` runs every comparison side by side and writes
+//! `REPORT.md` and `raw.csv`; the other subcommands are its helpers and can
+//! be run by hand.
+
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+mod procs;
+mod report;
+mod suite;
+mod synth;
+
+#[derive(Parser)]
+#[command(name = "kiln-bench", about = "kiln's benchmark harness")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run every comparison and write REPORT.md and raw.csv.
+    Suite(suite::Options),
+    /// Run a command and print, as JSON, its wall time, its own CPU time, the
+    /// CPU time of its whole process tree and its peak RSS.
+    Account {
+        /// Kill the command after this many seconds.
+        #[arg(long, default_value_t = 900.0)]
+        timeout: f64,
+        /// Standard output of the command goes here (default: inherited).
+        #[arg(long)]
+        stdout: Option<PathBuf>,
+        /// Standard error of the command goes here (default: inherited).
+        #[arg(long)]
+        stderr: Option<PathBuf>,
+        /// The command.
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// Build a synthetic store of decided steps through the Store API.
+    StoreBuild {
+        /// The store folder.
+        dir: PathBuf,
+        /// Steps in all.
+        #[arg(long)]
+        steps: u64,
+        /// Chains they are spread over.
+        #[arg(long, default_value_t = 4)]
+        chains: u32,
+    },
+    /// Persist steps one by one into a fresh store and print latency percentiles.
+    StoreLatency {
+        /// The store folder (must not exist).
+        dir: PathBuf,
+        /// Steps.
+        #[arg(long, default_value_t = 2000)]
+        steps: u32,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Suite(options) => suite::run(options),
+        Cmd::Account {
+            timeout,
+            stdout,
+            stderr,
+            command,
+        } => account(timeout, stdout, stderr, command),
+        Cmd::StoreBuild { dir, steps, chains } => synth::build(&dir, steps, chains).map(|b| {
+            println!(
+                "{} steps in {:.1} s ({:.0} steps/s); one step record is {} bytes of JSON",
+                b.steps,
+                b.seconds,
+                b.steps as f64 / b.seconds,
+                b.record_bytes
+            );
+        }),
+        Cmd::StoreLatency { dir, steps } => synth::latency(&dir, steps).map(|l| {
+            for (name, v) in [("put_result", &l.put_result), ("decide", &l.decide)] {
+                println!(
+                    "{name}: p50 {:.3} ms, p99 {:.3} ms",
+                    report::percentile(v, 50.0) * 1e3,
+                    report::percentile(v, 99.0) * 1e3
+                );
+            }
+        }),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kiln-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn account(
+    timeout: f64,
+    stdout: Option<PathBuf>,
+    stderr: Option<PathBuf>,
+    command: Vec<String>,
+) -> Result<()> {
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    if let Some(p) = stdout {
+        cmd.stdout(std::fs::File::create(p)?);
+    }
+    if let Some(p) = stderr {
+        cmd.stderr(std::fs::File::create(p)?);
+    }
+    let a = procs::account(cmd, timeout)?;
+    println!("{}", serde_json::to_string(&a)?);
+    Ok(())
+}

@@ -1,0 +1,323 @@
+//! Synthetic campaign stores, written through the Store API as a campaign
+//! writes them (experiment info, chain states, decided step records), and
+//! the latency of persisting one step.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::Result;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use kiln_controller::store::{
+    ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
+    Store,
+};
+use kiln_protocol::message::{Discovery, RunRecord, StepResult};
+use kiln_protocol::{
+    ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
+    StepOutcome, Summary,
+};
+
+/// Knobs of the synthetic experiment (as the no-op campaign's).
+pub const KNOBS: usize = 12;
+/// Values per knob.
+pub const VALUES: i64 = 20;
+
+/// The config stored with a synthetic store (what `kiln export` reads the campaign name from).
+pub fn config_text() -> String {
+    let knobs: Vec<String> = (0..KNOBS)
+        .map(|k| {
+            let values: Vec<String> = (0..VALUES).map(|v| v.to_string()).collect();
+            format!("(k{k} {})", values.join(" "))
+        })
+        .collect();
+    format!(
+        r#"(campaign
+  (name bench-synthetic)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    ((benchmark noop) (search (random-walk (steps 1000000))) (chains 4) (seed 1)))
+  (benchmarks
+    ((name noop) (kind knobs) (knobs {})
+     (sources "noop") (build ()) (run ("true")) (check-output none) (timeout-s 5)))
+  (workers (local (slots 2))))
+"#,
+        knobs.join(" ")
+    )
+}
+
+/// SplitMix64: a tiny deterministic generator.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn points() -> Vec<DecisionPoint> {
+    (0..KNOBS)
+        .map(|k| DecisionPoint {
+            id: SiteId(format!("k{k}")),
+            domain: (0..VALUES).map(DecisionValue::Int).collect(),
+        })
+        .collect()
+}
+
+fn baseline() -> DecisionSet {
+    DecisionSet(
+        (0..KNOBS)
+            .map(|k| (SiteId(format!("k{k}")), DecisionValue::Int(0)))
+            .collect(),
+    )
+}
+
+/// A result like a no-op step's on a machine without a PMU: one run, every
+/// timed metric, hardware counters unsupported.
+fn result(g: &mut Gen) -> StepResult {
+    let wall = 500_000.0 + g.below(300_000) as f64;
+    let measured = [
+        (Metric::WallTime, wall),
+        (Metric::UserTime, (g.below(800) * 1000) as f64),
+        (Metric::SystemTime, 0.0),
+        (Metric::MaxRss, 1_298_432.0),
+        (Metric::TaskClock, wall * 0.7),
+        (Metric::ContextSwitches, g.below(2) as f64),
+        (Metric::CpuMigrations, 0.0),
+        (Metric::PageFaults, 48.0 + g.below(3) as f64),
+        (Metric::BlockIoBytes, 0.0),
+    ];
+    let unsupported = [
+        Metric::Cycles,
+        Metric::HwInstructions,
+        Metric::Branches,
+        Metric::BranchMisses,
+        Metric::CacheReferences,
+        Metric::CacheMisses,
+        Metric::L1dLoadMisses,
+        Metric::LlcLoadMisses,
+        Metric::DtlbLoadMisses,
+    ];
+    let mut metrics = BTreeMap::new();
+    let mut summary = BTreeMap::new();
+    for (m, v) in measured {
+        metrics.insert(m, MetricValue::Measured(v));
+        summary.insert(m, Summary::of(&[v]).expect("one sample"));
+    }
+    for m in unsupported {
+        metrics.insert(m, MetricValue::Unsupported);
+    }
+    StepResult {
+        id: StepId(g.next() >> 20),
+        outcome: StepOutcome::Ok,
+        build: None,
+        runs: vec![RunRecord {
+            index: 0,
+            warmup: false,
+            exit_code: Some(0),
+            signal: None,
+            metrics,
+        }],
+        summary,
+        target_met: true,
+        output_digest: None,
+        started_ms: 1_700_000_000_000,
+        finished_ms: 1_700_000_000_001,
+    }
+}
+
+fn chain_state(samples: &[f64]) -> ChainState {
+    let at = Incumbent {
+        decisions: baseline(),
+        samples: samples.to_vec(),
+        step: None,
+    };
+    ChainState {
+        next_decide: 0,
+        generated: 0,
+        current: at.clone(),
+        best: at,
+        rng: ChaCha8Rng::seed_from_u64(7),
+        pending: BTreeMap::new(),
+        accepted: 0,
+        failures: BTreeMap::new(),
+        temperature: 0.0,
+        started_ms: 0,
+        updated_ms: 0,
+    }
+}
+
+/// One decided step of a random walk from `state`, and the state after it.
+fn next_step(g: &mut Gen, state: &mut ChainState, chain: u32, step: u32) -> StepRecord {
+    let mut decisions = state.current.decisions.clone();
+    let k = g.below(KNOBS as u64);
+    decisions.0.insert(
+        SiteId(format!("k{k}")),
+        DecisionValue::Int(g.below(VALUES as u64) as i64),
+    );
+    let result = result(g);
+    let objective = result.summary[&Metric::WallTime].median;
+    let t = 1_700_000_000_000 + u64::from(step) * 2;
+    let record = StepRecord {
+        key: StepKey {
+            experiment: "noop".into(),
+            chain,
+            step,
+        },
+        kind: StepKind::Proposal,
+        decision_hash: decisions.hash(),
+        diff: decisions.diff_from(&state.current.decisions),
+        decisions: decisions.clone(),
+        parent: state.current.step,
+        temperature: 0.0,
+        result,
+        objective: Some(objective),
+        worker: "local".into(),
+        slot: step % 2,
+        worker_fingerprint: None,
+        artifacts: BTreeMap::new(),
+        cached_from: None,
+        dispatched_ms: t,
+        recorded_ms: t + 1,
+        decision: Some(Decision {
+            accepted: true,
+            compared_with: state.current.objective(),
+            decided_ms: t + 1,
+        }),
+    };
+    state.current = Incumbent {
+        decisions,
+        samples: vec![objective],
+        step: Some(step),
+    };
+    state.next_decide = step + 1;
+    state.generated = step + 1;
+    state.accepted += 1;
+    state.updated_ms = t + 1;
+    record
+}
+
+fn experiment_info() -> ExperimentInfo {
+    let samples = vec![600_000.0, 610_000.0, 590_000.0];
+    ExperimentInfo {
+        discovery: Discovery {
+            points: points(),
+            baseline: baseline(),
+        },
+        bundle: ContentHash::of(b"noop"),
+        baseline: Reference {
+            decisions: baseline(),
+            samples,
+            outcome: StepOutcome::Ok,
+            output_digest: None,
+            text_bytes: None,
+        },
+        references: BTreeMap::new(),
+    }
+}
+
+/// What building a store took.
+pub struct Built {
+    /// Steps written.
+    pub steps: u64,
+    /// Seconds.
+    pub seconds: f64,
+    /// Bytes of one step record's JSON (the first).
+    pub record_bytes: usize,
+}
+
+/// Writes a store of `steps` decided steps over `chains` chains into `dir`
+/// (atomic batches of 1000 steps, flushed every 50 000).
+pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
+    let t0 = Instant::now();
+    let store = Store::open(dir)?;
+    store.put("meta/config", &config_text())?;
+    store.put("meta/created-ms", &1_700_000_000_000u64)?;
+    let info = experiment_info();
+    store.put_experiment("noop", &info)?;
+    let mut g = Gen(42);
+    let per_chain = steps.div_ceil(u64::from(chains.max(1)));
+    let mut written = 0u64;
+    let mut record_bytes = 0;
+    for chain in 0..chains {
+        let mut state = chain_state(&info.baseline.samples);
+        let mut batch = Vec::with_capacity(1000);
+        for step in 0..per_chain {
+            if written == steps {
+                break;
+            }
+            let record = next_step(&mut g, &mut state, chain, step as u32);
+            if written == 0 {
+                record_bytes = serde_json::to_vec(&record)?.len();
+            }
+            batch.push(record);
+            written += 1;
+            if batch.len() == 1000 {
+                store.import_steps(&batch)?;
+                batch.clear();
+            }
+            if written % 50_000 == 0 {
+                store.flush()?;
+            }
+        }
+        store.import_steps(&batch)?;
+        // The chain's state once, as a campaign leaves it (rewriting it per
+        // step, as a campaign does, only adds garbage for sled to clean).
+        store.put_chain("noop", chain, &state)?;
+    }
+    store.flush()?;
+    Ok(Built {
+        steps: written,
+        seconds: t0.elapsed().as_secs_f64(),
+        record_bytes,
+    })
+}
+
+/// Latencies (seconds) of persisting steps one at a time as the campaign
+/// loop does: `put_result` (insert + flush) then `decide` (atomic batch +
+/// flush), in a store holding `prefill` steps already.
+pub struct Latencies {
+    /// `put_result`: the measured, undecided step, flushed.
+    pub put_result: Vec<f64>,
+    /// `decide`: the decided step and chain state in one batch, flushed.
+    pub decide: Vec<f64>,
+}
+
+/// Persists `n` steps one by one into a fresh store in `dir`.
+pub fn latency(dir: &Path, n: u32) -> Result<Latencies> {
+    let store = Store::open(dir)?;
+    store.put("meta/config", &config_text())?;
+    let info = experiment_info();
+    store.put_experiment("noop", &info)?;
+    let mut g = Gen(7);
+    let mut state = chain_state(&info.baseline.samples);
+    store.put_chain("noop", 0, &state)?;
+    let mut out = Latencies {
+        put_result: Vec::new(),
+        decide: Vec::new(),
+    };
+    for step in 0..n {
+        let mut record = next_step(&mut g, &mut state, 0, step);
+        let decision = record.decision.take();
+        let t = Instant::now();
+        store.put_result(&record)?;
+        out.put_result.push(t.elapsed().as_secs_f64());
+        record.decision = decision;
+        let t = Instant::now();
+        store.decide(&record, &state)?;
+        out.decide.push(t.elapsed().as_secs_f64());
+    }
+    Ok(out)
+}
