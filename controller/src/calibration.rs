@@ -51,12 +51,9 @@ impl Calibrator {
         let bundle = crate::bundle::pack(&benchmark.sources)
             .with_context(|| format!("cannot pack calibration benchmark {}", benchmark.name))?;
         let decisions = match &benchmark.kind {
-            BenchmarkKind::Knobs { points } => DecisionSet(
-                points
-                    .iter()
-                    .map(|p| (p.id.clone(), p.domain[0].clone()))
-                    .collect(),
-            ),
+            BenchmarkKind::Knobs { points } => {
+                kiln_protocol::message::Discovery::of_knobs(points).baseline
+            }
             BenchmarkKind::LlvmInline { .. } => DecisionSet::default(),
         };
         let request = StepRequest {

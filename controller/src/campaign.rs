@@ -256,15 +256,7 @@ async fn prepare(
         experiment.name, benchmark.name
     );
     let discovery = match &benchmark.kind {
-        BenchmarkKind::Knobs { points } => Discovery {
-            baseline: DecisionSet(
-                points
-                    .iter()
-                    .map(|p| (p.id.clone(), p.domain[0].clone()))
-                    .collect(),
-            ),
-            points: points.clone(),
-        },
+        BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
             pool.submit(Job {
                 tag: Tag::Discover,

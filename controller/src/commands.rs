@@ -15,7 +15,7 @@ use kiln_protocol::{CampaignConfig, DecisionFile};
 use crate::calibration::{self, Calibrator};
 use crate::pool::{Answer, Job, Pool, PoolSettings, Work, WorkerState, WorkerStatus};
 use crate::status::format_value;
-use crate::store::{ExperimentInfo, Store};
+use crate::store::{ExperimentInfo, StepRecord, Store};
 
 /// The kiln-worker binary: `$KILN_WORKER`, or the one beside this executable.
 pub fn worker_binary() -> Result<PathBuf> {
@@ -111,6 +111,27 @@ pub struct Verification {
     pub problems: usize,
 }
 
+/// What is wrong with one stored step itself: its hash, its artifacts.
+pub fn record_problems(store: &Store, record: &StepRecord) -> Vec<String> {
+    let mut problems = Vec::new();
+    if record.decisions.hash() != record.decision_hash {
+        problems.push(format!(
+            "{}: decision hash does not match its decisions",
+            record.key
+        ));
+    }
+    for (kind, hash) in &record.artifacts {
+        if !store.artifact_path(hash).exists() {
+            problems.push(format!(
+                "{}: {kind} artifact {} missing",
+                record.key,
+                hash.short()
+            ));
+        }
+    }
+    problems
+}
+
 /// Checks a store's integrity: every chain's steps contiguous, decided, hashed right, artifacts present.
 pub fn verify_store(dir: &Path) -> Result<Verification> {
     let store = Store::open(dir)?;
@@ -149,21 +170,7 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
                         record.key
                     ));
                 }
-                if record.decisions.hash() != record.decision_hash {
-                    problems.push(format!(
-                        "{}: decision hash does not match its decisions",
-                        record.key
-                    ));
-                }
-                for (kind, hash) in &record.artifacts {
-                    if !store.artifact_path(hash).exists() {
-                        problems.push(format!(
-                            "{}: {kind} artifact {} missing",
-                            record.key,
-                            hash.short()
-                        ));
-                    }
-                }
+                problems.extend(record_problems(&store, &record));
                 *counts.entry("steps").or_default() += 1;
                 if record.decision.as_ref().is_some_and(|d| d.accepted) {
                     *counts.entry("accepted").or_default() += 1;
@@ -240,15 +247,7 @@ pub async fn sites(
         )
     })?;
     let discovery = match &spec.kind {
-        BenchmarkKind::Knobs { points } => kiln_protocol::message::Discovery {
-            baseline: kiln_protocol::DecisionSet(
-                points
-                    .iter()
-                    .map(|p| (p.id.clone(), p.domain[0].clone()))
-                    .collect(),
-            ),
-            points: points.clone(),
-        },
+        BenchmarkKind::Knobs { points } => kiln_protocol::message::Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
             let bundle = std::sync::Arc::new(crate::bundle::pack(&spec.sources)?);
             let (_scratch, settings) = scratch_settings(config, None)?;

@@ -277,15 +277,7 @@ async fn measure(
     store: Option<&Path>,
 ) -> Result<(Measured, Option<Store>)> {
     let discovery = match &spec.kind {
-        BenchmarkKind::Knobs { points } => Discovery {
-            baseline: DecisionSet(
-                points
-                    .iter()
-                    .map(|p| (p.id.clone(), p.domain[0].clone()))
-                    .collect(),
-            ),
-            points: points.clone(),
-        },
+        BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
             match session.run(bundle, Work::Discover(spec.clone())).await? {
                 Answer::Discovered(Ok(d)) => d,
@@ -588,21 +580,7 @@ pub fn verify(store: &Store, problems: &mut Vec<String>) -> Result<usize> {
             if record.decision.is_none() {
                 problems.push(format!("{}: stored without a decision", record.key));
             }
-            if record.decisions.hash() != record.decision_hash {
-                problems.push(format!(
-                    "{}: decision hash does not match its decisions",
-                    record.key
-                ));
-            }
-            for (kind, hash) in &record.artifacts {
-                if !store.artifact_path(hash).exists() {
-                    problems.push(format!(
-                        "{}: {kind} artifact {} missing",
-                        record.key,
-                        hash.short()
-                    ));
-                }
-            }
+            problems.extend(crate::commands::record_problems(store, &record));
             count += 1;
         }
     }

@@ -227,23 +227,7 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
 
 #[test]
 fn status_of_a_running_campaign_comes_from_its_snapshot() {
-    let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/slow");
-    std::fs::create_dir_all(&bench).unwrap();
-    std::fs::write(bench.join("run.sh"), "sleep 0.2\necho $1 $2\n").unwrap();
-    let config = r#"(campaign
-  (name slow)
-  (store "store")
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark slow) (search (simulated-annealing (steps 40))) (seed 1)))
-  (benchmarks
-    ((name slow) (kind knobs) (sources "benchmarks/slow")
-     ;; A space large enough that few proposals repeat (repeats reuse measurements).
-     (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
-     (run ("sh" "run.sh" "{a}" "{b}")) (check-output none)))
-  (workers (local (slots 1))))
-"#;
-    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let dir = slow_setup(40);
     let mut child = kiln_cmd(dir.path())
         .args(["run", "campaign.sexp"])
         .stdout(Stdio::null())

@@ -231,6 +231,21 @@ pub struct Discovery {
     pub baseline: DecisionSet,
 }
 
+impl Discovery {
+    /// The decision space of a knob benchmark: its knobs, each at its first value.
+    pub fn of_knobs(points: &[crate::decision::DecisionPoint]) -> Discovery {
+        Discovery {
+            baseline: DecisionSet(
+                points
+                    .iter()
+                    .map(|p| (p.id.clone(), p.domain[0].clone()))
+                    .collect(),
+            ),
+            points: points.to_vec(),
+        }
+    }
+}
+
 /// One candidate to build, run and measure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRequest {

@@ -180,18 +180,7 @@ pub fn discover(
     cancel: &CancelToken,
 ) -> Result<Discovery, String> {
     let compiler = match &spec.kind {
-        BenchmarkKind::Knobs { points } => {
-            let baseline = DecisionSet(
-                points
-                    .iter()
-                    .map(|p| (p.id.clone(), p.domain[0].clone()))
-                    .collect(),
-            );
-            return Ok(Discovery {
-                points: points.clone(),
-                baseline,
-            });
-        }
+        BenchmarkKind::Knobs { points } => return Ok(Discovery::of_knobs(points)),
         BenchmarkKind::LlvmInline { compiler, .. } => *compiler,
     };
     let bundle_dir = ws.cache.get(bundle).ok_or_else(|| {
