@@ -247,7 +247,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             WorkerSpec::Local { name, .. } => {
                 let rundir = self.settings.local_rundir.join(name);
                 std::fs::create_dir_all(&rundir)?;
-                transport::open_local(&self.settings.worker_binary, &rundir)?
+                transport::open_local(name, &self.settings.worker_binary, &rundir)?
             }
             WorkerSpec::Ssh(ssh) => {
                 crate::ssh::open_ssh(

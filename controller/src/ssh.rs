@@ -38,7 +38,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use kiln_protocol::config::{HostKeyCheck, SshWorker};
 use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
 use sha2::{Digest, Sha256};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::time::timeout;
 
 use crate::transport::{Channel, ChannelGuard};
@@ -757,12 +757,7 @@ async fn start_serve(
     let stdout = child.stdout().take().expect("stdout is piped");
     let stderr = child.stderr().take().expect("stderr is piped");
     let name = spec.name.clone();
-    let forwarder = tokio::spawn(async move {
-        let mut lines = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::info!(target: "kiln::worker", worker = %name, "{line}");
-        }
-    });
+    let forwarder = crate::transport::forward_log(name, stderr);
     tracing::info!(worker = %spec.name, "started {remote_path} serve on {}", who.addr);
     let guard = SshGuard {
         child: Some(child),

@@ -34,7 +34,7 @@ pub enum ChannelGuard {
 }
 
 /// Starts `kiln-worker serve` as a child process of the controller.
-pub fn open_local(worker_binary: &Path, rundir: &Path) -> Result<Channel> {
+pub fn open_local(name: &str, worker_binary: &Path, rundir: &Path) -> Result<Channel> {
     let mut child = tokio::process::Command::new(worker_binary)
         .arg("serve")
         .arg("--rundir")
@@ -45,7 +45,10 @@ pub fn open_local(worker_binary: &Path, rundir: &Path) -> Result<Channel> {
         .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start local worker {}", worker_binary.display()))?;
-    forward_log(child.stderr.take().expect("stderr is piped"));
+    forward_log(
+        name.to_string(),
+        child.stderr.take().expect("stderr is piped"),
+    );
     let reader = Box::new(child.stdout.take().expect("stdout is piped"));
     let writer = Box::new(child.stdin.take().expect("stdin is piped"));
     Ok(Channel {
@@ -56,18 +59,19 @@ pub fn open_local(worker_binary: &Path, rundir: &Path) -> Result<Channel> {
     })
 }
 
-/// Forwards a local worker's log lines into the controller's log (the
-/// campaign's log file), keeping its warnings and errors visible on stderr.
-fn forward_log(stderr: tokio::process::ChildStderr) {
+/// Forwards a worker's log lines into the controller's log file (target
+/// `kiln::worker`, tagged with the worker's name). They stay off the terminal:
+/// what matters to the user (failed steps, lost workers) the controller reports
+/// itself.
+pub fn forward_log(
+    name: String,
+    stderr: impl tokio::io::AsyncRead + Send + Unpin + 'static,
+) -> tokio::task::JoinHandle<()> {
     use tokio::io::AsyncBufReadExt;
     tokio::spawn(async move {
         let mut lines = tokio::io::BufReader::new(stderr).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            if line.contains(" ERROR ") || line.contains(" WARN ") {
-                tracing::warn!(target: "kiln_worker", "{line}");
-            } else {
-                tracing::info!(target: "kiln_worker", "{line}");
-            }
+            tracing::info!(target: "kiln::worker", worker = %name, "{line}");
         }
-    });
+    })
 }
