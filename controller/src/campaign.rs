@@ -69,6 +69,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         timeouts: config.timeouts,
         quarantine_after: 3,
         calibration: crate::calibration::Calibrator::from_config(&config)?,
+        limits: config.limits_in_use(),
     };
     let mut pool: Pool<Tag> = Pool::start(&config.workers, settings);
     let mut prepared = Vec::new();
@@ -111,6 +112,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
             }
             _ = tokio::time::sleep(Duration::from_secs(10)) => {
                 run.progress.tick(&run.chains, &pool.board);
+                stop_if_all_unfit(&pool)?;
                 continue;
             }
         };
@@ -261,7 +263,7 @@ async fn prepare(
             pool.submit(Job {
                 tag: Tag::Discover,
                 bundle: bundle.clone(),
-                work: Work::Discover(benchmark.clone()),
+                work: Work::Discover(Box::new(benchmark.clone())),
             });
             match next_answer(pool).await?.answer {
                 Answer::Discovered(Ok(d)) => d,
@@ -366,9 +368,24 @@ async fn prepare(
 }
 
 async fn next_answer(pool: &mut Pool<Tag>) -> Result<Done<Tag>> {
-    tokio::select! {
-        done = pool.done.recv() => done.context("worker pool stopped"),
-        _ = tokio::signal::ctrl_c() => bail!("interrupted while preparing; run `kiln run` again to resume"),
+    loop {
+        tokio::select! {
+            done = pool.done.recv() => return done.context("worker pool stopped"),
+            _ = tokio::signal::ctrl_c() => bail!("interrupted while preparing; run `kiln run` again to resume"),
+            _ = tokio::time::sleep(Duration::from_secs(1)) => stop_if_all_unfit(pool)?,
+        }
+    }
+}
+
+/// Stops the campaign when no worker can ever run its steps (none can apply its run limits),
+/// rather than wait for one.
+fn stop_if_all_unfit<K>(pool: &Pool<K>) -> Result<()> {
+    match pool.all_unfit() {
+        Some(reasons) => bail!(
+            "no worker can run this campaign's steps:\n{reasons}\n\
+             the store is unchanged; fix the workers or the benchmark's (limits ...) and run again"
+        ),
+        None => Ok(()),
     }
 }
 

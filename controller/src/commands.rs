@@ -229,6 +229,7 @@ fn scratch_settings(
         timeouts: config.timeouts,
         quarantine_after: 3,
         calibration,
+        limits: config.limits_in_use(),
     };
     Ok((scratch, settings))
 }
@@ -255,7 +256,7 @@ pub async fn sites(
             pool.submit(Job {
                 tag: (),
                 bundle,
-                work: Work::Discover(spec.clone()),
+                work: Work::Discover(Box::new(spec.clone())),
             });
             let done = pool.done.recv().await.context("worker pool stopped")?;
             match done.answer {
@@ -323,7 +324,9 @@ async fn settled_board(
         let settled = board.values().all(|s| match s.state {
             WorkerState::Connecting => false,
             WorkerState::Ok => !calibrating || s.calibration.iter().all(|c| c.count > 0),
-            WorkerState::Unreachable(_) | WorkerState::Quarantined(_) => true,
+            WorkerState::Unreachable(_) | WorkerState::Quarantined(_) | WorkerState::Unfit(_) => {
+                true
+            }
         });
         if settled || tokio::time::Instant::now() > deadline {
             return board;

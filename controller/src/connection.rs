@@ -375,6 +375,7 @@ mod tests {
             valgrind: None,
             gpus: vec![],
             compilers: Default::default(),
+            limits: Default::default(),
         }
     }
 

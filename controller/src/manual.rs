@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use kiln_protocol::breakdown::TimeBreakdown;
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, RunPolicy, WorkerSpec};
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
 use kiln_protocol::{
@@ -93,6 +94,7 @@ pub async fn benchmark(
         timeouts: config.timeouts,
         quarantine_after: 3,
         calibration: None,
+        limits: spec.limits,
     };
     let measured = {
         let mut pool: Pool<()> = Pool::start(std::slice::from_ref(&worker), settings);
@@ -279,7 +281,10 @@ async fn measure(
     let discovery = match &spec.kind {
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
-            match session.run(bundle, Work::Discover(spec.clone())).await? {
+            match session
+                .run(bundle, Work::Discover(Box::new(spec.clone())))
+                .await?
+            {
                 Answer::Discovered(Ok(d)) => d,
                 Answer::Discovered(Err(e)) => bail!(
                     "cannot find the decision points of benchmark {} on worker {}: {e}",
@@ -426,6 +431,7 @@ fn summary_table(
             unsupported.join(", ")
         );
     }
+    out.push_str(&breakdown_table(base, cand));
     let _ = writeln!(out);
     let b = m.baseline_objective;
     match m.candidate_objective {
@@ -453,6 +459,45 @@ fn summary_table(
         None => {
             let _ = writeln!(out, "candidate failed: {}", cand.outcome);
         }
+    }
+    out
+}
+
+/// Where the time of baseline and candidate went (wall, CPU, GPU busy, CPU side), when GPU
+/// time was measured or asked for; empty otherwise.
+fn breakdown_table(base: &StepResult, cand: &StepResult) -> String {
+    let of = |r: &StepResult| TimeBreakdown::of(&r.summary, &r.runs);
+    let (b, c) = (of(base), of(cand));
+    if b.is_none() && c.is_none() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{:<20} {:>22}  {:>22}",
+        "time (medians, ms)", "baseline", "candidate"
+    );
+    let cell = |t: &Option<TimeBreakdown>, row: usize| match t {
+        None => "-".to_string(),
+        Some(t) => match t.rows()[row].1 {
+            MetricValue::Measured(v) => {
+                format!(
+                    "{} {:>7}",
+                    format_value(v / 1e6),
+                    t.share(MetricValue::Measured(v))
+                )
+            }
+            MetricValue::Unsupported => UNSUPPORTED.to_string(),
+        },
+    };
+    let labels = b.or(c).expect("one is some").rows().map(|(label, _)| label);
+    for (row, label) in labels.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{label:<20} {:>22}  {:>22}",
+            cell(&b, row),
+            cell(&c, row)
+        );
     }
     out
 }
@@ -585,4 +630,64 @@ pub fn verify(store: &Store, problems: &mut Vec<String>) -> Result<usize> {
         }
     }
     Ok(count)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_protocol::message::RunRecord;
+
+    fn result(metrics: &[(Metric, MetricValue)]) -> StepResult {
+        let runs = vec![RunRecord {
+            index: 0,
+            warmup: false,
+            exit_code: Some(0),
+            signal: None,
+            metrics: metrics.iter().copied().collect(),
+        }];
+        let summary = metrics
+            .iter()
+            .filter_map(|(m, v)| Some((*m, Summary::of(&[v.measured()?])?)))
+            .collect();
+        StepResult {
+            id: StepId(0),
+            outcome: StepOutcome::Ok,
+            build: None,
+            runs,
+            summary,
+            target_met: true,
+            output_digest: None,
+            started_ms: 0,
+            finished_ms: 0,
+        }
+    }
+
+    #[test]
+    fn breakdown_shows_only_when_gpu_time_was_asked_for() {
+        let m = MetricValue::Measured;
+        let cpu_only = result(&[(Metric::WallTime, m(1e9)), (Metric::UserTime, m(9e8))]);
+        assert_eq!(breakdown_table(&cpu_only, &cpu_only), "");
+
+        let base = result(&[
+            (Metric::WallTime, m(2e9)),
+            (Metric::UserTime, m(5e8)),
+            (Metric::SystemTime, m(5e8)),
+            (Metric::GpuTime, m(1.5e9)),
+        ]);
+        let cand = result(&[
+            (Metric::WallTime, m(1e9)),
+            (Metric::GpuTime, MetricValue::Unsupported),
+        ]);
+        let text = breakdown_table(&base, &cand);
+        let row = |label: &str| {
+            text.lines()
+                .find(|l| l.starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} in {text}"))
+                .to_string()
+        };
+        assert!(row("gpu busy").contains("1500.0000"), "{text}");
+        assert!(row("gpu busy").contains("75.0 %"), "{text}");
+        assert!(row("gpu busy").ends_with(UNSUPPORTED), "{text}");
+        assert!(row("cpu-side").contains("500.0000"), "{text}");
+    }
 }

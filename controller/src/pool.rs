@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::Result;
 use tokio::sync::mpsc;
 
-use kiln_protocol::config::{BenchmarkSpec, Timeouts, WorkerSpec};
+use kiln_protocol::config::{BenchmarkSpec, Limits, Timeouts, WorkerSpec};
 use kiln_protocol::message::{Bundle, Capabilities, Discovery};
 use kiln_protocol::{StepId, StepRequest, StepResult};
 
@@ -55,7 +55,7 @@ pub struct Job<K> {
 #[derive(Debug, Clone)]
 pub enum Work {
     /// Find the benchmark's decision points.
-    Discover(BenchmarkSpec),
+    Discover(Box<BenchmarkSpec>),
     /// Run a step (its id, slot and CPUs are filled in at dispatch).
     Step(Box<StepRequest>),
 }
@@ -93,6 +93,8 @@ pub enum WorkerState {
     Unreachable(String),
     /// Lost too often in a row; resting before the next try.
     Quarantined(String),
+    /// Connected, but cannot run this campaign's steps as configured (run limits).
+    Unfit(String),
 }
 
 impl std::fmt::Display for WorkerState {
@@ -102,6 +104,7 @@ impl std::fmt::Display for WorkerState {
             WorkerState::Ok => f.write_str("ok"),
             WorkerState::Unreachable(r) => write!(f, "unreachable: {r}"),
             WorkerState::Quarantined(r) => write!(f, "quarantined: {r}"),
+            WorkerState::Unfit(r) => write!(f, "unfit: {r}"),
         }
     }
 }
@@ -139,6 +142,8 @@ pub struct PoolSettings {
     pub quarantine_after: u32,
     /// The calibration benchmark every slot measures, if configured.
     pub calibration: Option<Arc<Calibrator>>,
+    /// Run limits every worker must be able to apply.
+    pub limits: Limits,
 }
 
 /// The running pool.
@@ -149,6 +154,21 @@ pub struct Pool<K> {
     /// Every worker's status.
     pub board: StatusBoard,
     supervisors: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl<K> Pool<K> {
+    /// Why no step can ever run, when every worker is unfit for this campaign.
+    pub fn all_unfit(&self) -> Option<String> {
+        let board = self.board.lock().expect("not poisoned");
+        let reasons: Option<Vec<String>> = board
+            .iter()
+            .map(|(name, s)| match &s.state {
+                WorkerState::Unfit(why) => Some(format!("worker {name}: {why}")),
+                _ => None,
+            })
+            .collect();
+        reasons.filter(|r| !r.is_empty()).map(|r| r.join("\n"))
+    }
 }
 
 impl<K> Drop for Pool<K> {
@@ -282,6 +302,14 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                     continue;
                 }
             };
+            if let Err(why) = conn.capabilities.limits.check(&self.settings.limits) {
+                tracing::error!(worker = %name, "takes no steps: {why}");
+                self.set_state(WorkerState::Unfit(why));
+                drop(conn);
+                // Its cgroups may be set up meanwhile: look again now and then.
+                tokio::time::sleep(MAX_BACKOFF).await;
+                continue;
+            }
             tracing::info!(worker = %name, "connected");
             backoff = Duration::from_secs(1);
             self.admit(&conn);
@@ -529,7 +557,7 @@ async fn run_job<K>(
     conn.ensure_bundle(&job.bundle).await?;
     match &job.work {
         Work::Discover(spec) => Ok(Answer::Discovered(
-            conn.discover(id, spec.clone(), job.bundle.hash).await?,
+            conn.discover(id, (**spec).clone(), job.bundle.hash).await?,
         )),
         Work::Step(request) => {
             let mut request = (**request).clone();

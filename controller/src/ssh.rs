@@ -3,8 +3,9 @@
 //! [`open_ssh`] connects with the system `ssh` client through the openssh crate (native
 //! multiplexing: one master connection per worker, one mux session per remote command), makes
 //! sure `<rundir>/kiln-worker` is the binary we mean to run (by SHA-256, uploading it when it is
-//! missing or different), starts `<rundir>/kiln-worker serve --rundir <rundir>` and returns its
-//! stdin/stdout as a [`Channel`].
+//! missing or different) — and likewise `<rundir>/libkiln_cupti.so`, the CUPTI injection library
+//! the worker looks for beside itself, when one lies beside the local binary — starts
+//! `<rundir>/kiln-worker serve --rundir <rundir>` and returns its stdin/stdout as a [`Channel`].
 //!
 //! - The user's `~/.ssh/config` is never read: the client gets a constant config file of ours.
 //!   Control sockets live in a private directory (`$TMPDIR/kiln-ssh-<uid>`, mode 0700).
@@ -36,6 +37,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use kiln_protocol::config::{HostKeyCheck, SshWorker};
+use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
 use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
@@ -178,38 +180,21 @@ pub async fn open_ssh(
     let session = connect(spec, &who, connect_timeout).await?;
     let logged_in = started.elapsed();
 
-    let remote_hash = remote_sha256(&session, &who, &remote_path, connect_timeout).await?;
-    let mut uploaded = false;
-    if remote_hash.as_deref() != Some(local_hash.as_str()) {
-        // Hash exactly the bytes we send (the file may have been rebuilt since).
-        let (bytes, hash) = local_binary(&binary, true).await.map_err(cant_read)?;
-        let bytes = bytes.expect("asked for the bytes");
-        local_hash = hash;
-        if remote_hash.as_deref() != Some(local_hash.as_str()) {
-            tracing::info!(
-                worker = %spec.name,
-                remote = remote_hash.as_deref().unwrap_or("missing"),
-                local = %local_hash,
-                "deploying {} ({} bytes) to {}:{remote_path}",
-                binary.display(),
-                bytes.len(),
-                who.addr
-            );
-            upload(
-                &session,
-                &who,
-                &rundir,
-                &remote_path,
-                &bytes,
-                &local_hash,
-                connect_timeout,
-            )
+    let target = Deploy {
+        session: &session,
+        who: &who,
+        rundir: &rundir,
+        limit: connect_timeout,
+    };
+    let uploaded = target.file(&binary, WORKER_FILE, &mut local_hash).await?;
+    // GPU time needs the injection library beside the worker; without it GPU metrics are
+    // unsupported there, as on a machine without CUDA.
+    let library = binary.with_file_name(INJECTION_LIBRARY);
+    if library.is_file() {
+        let mut library_hash = target.hash(&library).await?;
+        target
+            .file(&library, INJECTION_LIBRARY, &mut library_hash)
             .await?;
-            uploaded = true;
-        }
-    }
-    if !uploaded {
-        tracing::debug!(worker = %spec.name, "{remote_path} is up to date ({local_hash})");
     }
 
     let channel = start_serve(session, spec, &who, &rundir, &remote_path).await?;
@@ -608,22 +593,79 @@ async fn remote_sha256(
     Ok(Some(hash.to_ascii_lowercase()))
 }
 
-/// mkdir -p, stream to a temporary name with dd, verify its hash, chmod, rename into place.
+/// Where files are deployed: a worker's rundir over one session.
+struct Deploy<'a> {
+    session: &'a Session,
+    who: &'a Who,
+    rundir: &'a str,
+    limit: Duration,
+}
+
+impl Deploy<'_> {
+    /// SHA-256 of a local file to deploy.
+    async fn hash(&self, path: &Path) -> Result<String> {
+        let (_, hash) = local_binary(path, false)
+            .await
+            .map_err(|e| self.cant_read(path, e))?;
+        Ok(hash)
+    }
+
+    fn cant_read(&self, path: &Path, e: anyhow::Error) -> anyhow::Error {
+        self.who
+            .err(format!("cannot read {} to deploy: {e:#}", path.display()))
+    }
+
+    /// Makes `<rundir>/<name>` a copy of the local file `path` whose SHA-256 is `local_hash`
+    /// (updated to the bytes sent), uploading it when missing or different; whether it uploaded.
+    async fn file(&self, path: &Path, name: &str, local_hash: &mut String) -> Result<bool> {
+        let remote_path = remote_join(self.rundir, name);
+        let (session, who, limit) = (self.session, self.who, self.limit);
+        let remote_hash = remote_sha256(session, who, &remote_path, limit).await?;
+        if remote_hash.as_deref() == Some(local_hash.as_str()) {
+            tracing::debug!(worker = %who.name, "{remote_path} is up to date ({local_hash})");
+            return Ok(false);
+        }
+        // Hash exactly the bytes we send (the file may have been rebuilt since).
+        let (bytes, hash) = local_binary(path, true)
+            .await
+            .map_err(|e| self.cant_read(path, e))?;
+        let bytes = bytes.expect("asked for the bytes");
+        *local_hash = hash;
+        if remote_hash.as_deref() == Some(local_hash.as_str()) {
+            return Ok(false);
+        }
+        tracing::info!(
+            worker = %who.name,
+            remote = remote_hash.as_deref().unwrap_or("missing"),
+            local = %local_hash,
+            "deploying {} ({} bytes) to {}:{remote_path}",
+            path.display(),
+            bytes.len(),
+            who.addr
+        );
+        upload(session, who, self.rundir, name, &bytes, local_hash, limit).await?;
+        Ok(true)
+    }
+}
+
+/// mkdir -p, stream to a temporary name with dd, verify its hash, chmod, rename into
+/// `<rundir>/<name>`.
 async fn upload(
     session: &Session,
     who: &Who,
     rundir: &str,
-    final_path: &str,
+    name: &str,
     bytes: &[u8],
     local_hash: &str,
     limit: Duration,
 ) -> Result<()> {
     remote_run(session, who, "mkdir", &["-p", "--", rundir], limit).await?;
+    let final_path = remote_join(rundir, name);
     let tmp = remote_join(
         rundir,
-        &format!(".{WORKER_FILE}.upload-{}-{}", std::process::id(), nanos()),
+        &format!(".{name}.upload-{}-{}", std::process::id(), nanos()),
     );
-    let res = upload_to(session, who, &tmp, final_path, bytes, local_hash, limit).await;
+    let res = upload_to(session, who, &tmp, &final_path, bytes, local_hash, limit).await;
     if res.is_err() {
         // Best effort: the link may be what failed.
         let _ = timeout(

@@ -330,3 +330,50 @@ fn an_incompatible_config_change_is_refused_until_force_new() {
         .collect();
     assert_eq!(moved.len(), 1, "the old store is kept aside");
 }
+
+/// Whether this machine's worker can apply a memory limit (cgroup v2 memory controller).
+fn worker_limits_memory() -> bool {
+    let out = std::process::Command::new(worker())
+        .args(["probe", "--json"])
+        .output()
+        .expect("kiln-worker probe runs");
+    let caps: serde_json::Value = serde_json::from_slice(&out.stdout).expect("probe prints JSON");
+    caps["limits"]["memory"].as_bool() == Some(true)
+}
+
+#[test]
+fn run_limits_no_worker_can_apply_stop_the_campaign_naming_why() {
+    if worker_limits_memory() {
+        eprintln!("skipped: this machine's worker can apply memory limits (cgroup v2)");
+        return;
+    }
+    let config = synthetic_config(4, 1, 1)
+        .replace(
+            "(objective (metric instructions)",
+            "(objective (metric wall-time)",
+        )
+        .replace(
+            "(timeout-s 30)",
+            "(timeout-s 30)\n     (limits (cpus 1) (memory \"256m\"))",
+        );
+    let dir = setup(&config);
+    let started = Instant::now();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("no worker can run this campaign's steps") && said.contains("worker local"),
+        "{said}"
+    );
+    assert!(
+        said.contains("memory controller")
+            && said.contains("(limits (cpus 1.0) (memory 268435456))"),
+        "{said}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the campaign must stop, not wait for a fit worker"
+    );
+    // Nothing was measured, and the store stays resumable.
+    assert!(steps(dir.path()).is_empty());
+}

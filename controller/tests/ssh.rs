@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 use kiln_controller::ssh::{open_ssh, server_alive_interval, SshConnect, SERVER_ALIVE_COUNT_MAX};
 use kiln_protocol::config::{HostKeyCheck, SshWorker};
 use kiln_protocol::frame::{read_frame_async, write_frame_async, MAX_FRAME};
+use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
 use kiln_protocol::{Request, Response, PROTOCOL_VERSION};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
@@ -254,6 +255,10 @@ async fn deploys_once_then_reuses() {
     let local = &rig.worker;
     let remote = Path::new(&spec.rundir).join("kiln-worker");
     assert!(!remote.exists());
+    // An injection library beside the local binary travels with it.
+    let library = local.with_file_name(INJECTION_LIBRARY);
+    std::fs::write(&library, b"stands in for libkiln_cupti.so").unwrap();
+    let remote_library = Path::new(&spec.rundir).join(INJECTION_LIBRARY);
 
     let t = Instant::now();
     let first = connect(&rig, &spec).await.unwrap();
@@ -268,6 +273,7 @@ async fn deploys_once_then_reuses() {
     );
     // The rig's daemons run on this machine: the remote file is a local file.
     assert!(same_content(&remote, local));
+    assert!(same_content(&remote_library, &library));
     assert_eq!(first.worker_sha256, file_sha256(&remote));
     use std::os::unix::fs::PermissionsExt;
     assert_ne!(
@@ -288,9 +294,11 @@ async fn deploys_once_then_reuses() {
     // A different file in place is replaced (unlinked first: the old one may still be running).
     std::fs::remove_file(&remote).unwrap();
     std::fs::write(&remote, b"not the worker").unwrap();
+    std::fs::write(&remote_library, b"stale").unwrap();
     let third = connect(&rig, &spec).await.unwrap();
     assert!(third.uploaded);
     assert!(same_content(&remote, local));
+    assert!(same_content(&remote_library, &library));
     drop(third);
 
     // No temporary upload files are left behind.

@@ -201,6 +201,9 @@ pub struct BenchmarkSpec {
     pub env: Vec<(String, String)>,
     /// How a run's output is checked against the baseline's.
     pub check_output: OutputCheck,
+    /// CPU and memory limits on the timed runs (cgroup v2).
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 /// The kinds of benchmark.
@@ -260,6 +263,42 @@ pub enum OutputCheck {
     Stdout,
     /// The named file (relative to the run directory) must match.
     File(String),
+}
+
+/// Limits on a benchmark's timed runs, applied through cgroup v2 as `docker run
+/// --cpus --memory` applies them, to measure a program as a smaller machine would run it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// CPU bandwidth in CPUs: 1.5 allows one and a half CPUs' worth of time per period.
+    pub cpus: Option<f64>,
+    /// The most memory the run's processes may use, bytes (no swap beyond it).
+    pub memory_bytes: Option<u64>,
+}
+
+impl Limits {
+    /// Whether no limit is set.
+    pub fn is_none(&self) -> bool {
+        self.cpus.is_none() && self.memory_bytes.is_none()
+    }
+
+    /// The limits as they are written in a config: `(limits (cpus 1.5) (memory 536870912))`.
+    pub fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        let mut fields = Vec::new();
+        if let Some(c) = self.cpus {
+            fields.push(f("cpus", vec![float(c)]));
+        }
+        if let Some(m) = self.memory_bytes {
+            fields.push(f("memory", vec![Sexp::new(SexpKind::Int(m as i64))]));
+        }
+        f("limits", fields)
+    }
+}
+
+impl std::fmt::Display for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.to_sexp())
+    }
 }
 
 /// A machine that runs steps.
@@ -353,6 +392,21 @@ impl CampaignConfig {
     pub fn parse(text: &str, source_name: &str) -> Result<Self, SexpError> {
         let node = sexp::parse_single(text, source_name)?;
         Self::from_sexp(Src(source_name), &node)
+    }
+
+    /// The run limits some benchmark sets, each at its largest: what every worker
+    /// must be able to apply.
+    pub fn limits_in_use(&self) -> Limits {
+        let largest = |f: fn(&Limits) -> Option<f64>| {
+            self.benchmarks
+                .iter()
+                .filter_map(|b| f(&b.limits))
+                .reduce(f64::max)
+        };
+        Limits {
+            cpus: largest(|l| l.cpus),
+            memory_bytes: largest(|l| l.memory_bytes.map(|m| m as f64)).map(|m| m as u64),
+        }
     }
 
     /// The benchmark named `name`.
@@ -882,6 +936,7 @@ const BENCHMARK_FIELDS: &[&str] = &[
     "compiler",
     "fallback",
     "knobs",
+    "limits",
 ];
 
 fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
@@ -958,6 +1013,10 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         Some(f) => output_check(src, f.one()?)?,
         None => OutputCheck::Stdout,
     };
+    let limits = match rec.opt("limits") {
+        Some(f) => limits(src, &f)?,
+        None => Limits::default(),
+    };
     Ok(BenchmarkSpec {
         sources: PathBuf::from(rec.req_value("sources", decode::string)?),
         timeout_s: rec
@@ -972,6 +1031,15 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         run,
         env,
         check_output,
+        limits,
+    })
+}
+
+fn limits(src: Src<'_>, field: &Field<'_>) -> Result<Limits, SexpError> {
+    let rec = field_record(src, field, &["cpus", "memory"])?;
+    Ok(Limits {
+        cpus: rec.opt_value("cpus", decode::positive_number)?,
+        memory_bytes: rec.opt_value("memory", decode::byte_size)?,
     })
 }
 
@@ -1125,6 +1193,9 @@ impl BenchmarkSpec {
             OutputCheck::File(p) => Sexp::list(vec![Sexp::symbol("file"), Sexp::string(p.clone())]),
         };
         fields.push(f("check-output", vec![check]));
+        if !self.limits.is_none() {
+            fields.push(self.limits.to_sexp());
+        }
         Sexp::list(fields)
     }
 }

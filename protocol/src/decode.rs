@@ -269,6 +269,37 @@ pub fn positive_number(src: Src<'_>, node: &Sexp, field: &str) -> Result<f64, Se
     }
 }
 
+/// A size in bytes: an integer, or a string with a binary unit as `docker run
+/// --memory` reads one (`"512m"`, `"2g"`, `"64KiB"`; k, m and g are powers of 1024).
+pub fn byte_size(src: Src<'_>, node: &Sexp, field: &str) -> Result<u64, SexpError> {
+    const EXPECTED: &str = "a positive size in bytes, like 536870912 or \"512m\"";
+    let size = match &node.kind {
+        SexpKind::Int(i) if *i > 0 => Some(*i as u64),
+        SexpKind::Str(s) | SexpKind::Symbol(s) => parse_byte_size(s),
+        _ => None,
+    };
+    size.filter(|&b| b > 0)
+        .ok_or_else(|| type_error(src, node, field, EXPECTED))
+}
+
+/// Parses a size such as `512m` or `64KiB` (see [`byte_size`]).
+pub fn parse_byte_size(text: &str) -> Option<u64> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return None,
+    };
+    digits.parse::<u64>().ok()?.checked_mul(1 << shift)
+}
+
 /// A string, or a symbol read as its name.
 pub fn text(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError> {
     match &node.kind {

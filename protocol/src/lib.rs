@@ -2,10 +2,12 @@
 //! decision points and decision sets, step requests and results, metrics and
 //! their statistics, and the framing of messages on a byte stream.
 
+pub mod breakdown;
 pub mod config;
 pub mod decision;
 pub mod decode;
 pub mod frame;
+pub mod gpu_trace;
 pub mod message;
 pub mod metric;
 pub mod sexp;

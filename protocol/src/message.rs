@@ -9,7 +9,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{BenchmarkSpec, RunPolicy};
+use crate::config::{BenchmarkSpec, Limits, RunPolicy};
 use crate::decision::{ContentHash, DecisionSet};
 use crate::metric::{Metric, Metrics};
 use crate::stats::Summary;
@@ -464,8 +464,43 @@ pub struct Capabilities {
     pub valgrind: Option<String>,
     /// GPUs found.
     pub gpus: Vec<GpuInfo>,
+    /// Which run limits the worker can apply.
+    #[serde(default)]
+    pub limits: LimitSupport,
     /// Versions of compilers asked about (`clang`, `rustc`, …).
     pub compilers: BTreeMap<String, String>,
+}
+
+/// Which run limits a worker can apply: the cgroup v2 controllers it may use.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LimitSupport {
+    /// CPU bandwidth (`cpu.max`).
+    pub cpu: bool,
+    /// Memory (`memory.max`).
+    pub memory: bool,
+    /// Why a limit cannot be applied; empty when both can.
+    pub detail: String,
+}
+
+impl LimitSupport {
+    /// `Err` naming what is missing when `limits` cannot be applied here.
+    pub fn check(&self, limits: &Limits) -> Result<(), String> {
+        let missing: Vec<&str> = [
+            (limits.cpus.is_some() && !self.cpu, "cpu"),
+            (limits.memory_bytes.is_some() && !self.memory, "memory"),
+        ]
+        .into_iter()
+        .filter_map(|(missing, name)| missing.then_some(name))
+        .collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        Err(format!(
+            "cannot apply {limits}: no cgroup v2 {} controller available to this worker ({})",
+            missing.join(" or "),
+            self.detail
+        ))
+    }
 }
 
 /// A GPU as NVML reports it.

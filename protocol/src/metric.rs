@@ -65,6 +65,7 @@ metrics! {
     PowerPeak = "power-peak", "mW", "GPU peak sampled power (NVML).";
     SmClock = "sm-clock", "MHz", "GPU SM clock, average of samples (NVML).";
     GpuTemperature = "gpu-temperature", "C", "GPU temperature, peak of samples (NVML).";
+    GpuThrottled = "gpu-throttled", "%", "Share of NVML samples with clocks held down by power or heat.";
 }
 
 impl fmt::Display for Metric {
@@ -94,6 +95,31 @@ impl Metric {
     /// Whether the metric comes from valgrind's callgrind, which needs its own run.
     pub fn needs_callgrind(self) -> bool {
         self == Metric::Instructions
+    }
+
+    /// Whether the metric comes from the CUPTI trace of kiln's injection library.
+    pub fn needs_cupti(self) -> bool {
+        matches!(
+            self,
+            Metric::GpuTime
+                | Metric::GpuKernelSum
+                | Metric::GpuMemcpyTime
+                | Metric::GpuKernelCount
+                | Metric::GpuDroppedRecords
+        )
+    }
+
+    /// Whether the metric comes from sampling the GPU through NVML.
+    pub fn needs_nvml(self) -> bool {
+        matches!(
+            self,
+            Metric::Energy
+                | Metric::PowerAvg
+                | Metric::PowerPeak
+                | Metric::SmClock
+                | Metric::GpuTemperature
+                | Metric::GpuThrottled
+        )
     }
 
     /// Whether a smaller value is better (true for every time, count and energy).

@@ -261,3 +261,58 @@ fn golden_calibration_errors() {
         "prod-configs/x.sexp:6:60: field 'take-out-of-service' expects #t or #f, found a symbol `yes`"
     );
 }
+
+#[test]
+fn run_limits_parse_with_units_and_round_trip() {
+    let text = SKETCH.replace(
+        "(timeout-s 30)",
+        "(timeout-s 30) (limits (cpus 1.5) (memory \"512m\"))",
+    );
+    let c = CampaignConfig::parse(&text, "l.sexp").unwrap();
+    let limits = c.benchmarks[0].limits;
+    assert_eq!(limits.cpus, Some(1.5));
+    assert_eq!(limits.memory_bytes, Some(512 << 20));
+    assert_eq!(c.limits_in_use(), limits);
+    let printed = c.to_text();
+    assert!(
+        printed.contains("(limits (cpus 1.5) (memory 536870912))"),
+        "{printed}"
+    );
+    assert_eq!(CampaignConfig::parse(&printed, "again").unwrap(), c);
+    for (written, bytes) in [
+        ("1048576", 1u64 << 20),
+        ("\"64KiB\"", 64 << 10),
+        ("\"2g\"", 2 << 30),
+    ] {
+        let t = SKETCH.replace("(timeout-s 30)", &format!("(limits (memory {written}))"));
+        let c = CampaignConfig::parse(&t, "l.sexp").unwrap();
+        assert_eq!(
+            c.benchmarks[0].limits.memory_bytes,
+            Some(bytes),
+            "{written}"
+        );
+    }
+    // Without the field, nothing is limited and nothing is printed.
+    let plain = CampaignConfig::parse(SKETCH, "s").unwrap();
+    assert!(plain.benchmarks[0].limits.is_none());
+    assert!(!plain.to_text().contains("limits"));
+}
+
+#[test]
+fn golden_run_limit_errors() {
+    let with = |l: &str| SKETCH.replace("(timeout-s 30)", l);
+    assert_eq!(
+        error_of(&with("(limits (memory \"lots\"))")),
+        "prod-configs/x.sexp:10:93: field 'memory' expects a positive size in bytes, like \
+         536870912 or \"512m\", found a string `\"lots\"`"
+    );
+    assert_eq!(
+        error_of(&with("(limits (cpus 0))")),
+        "prod-configs/x.sexp:10:91: field 'cpus' expects a number greater than 0, found \
+         an integer `0`"
+    );
+    assert_eq!(
+        error_of(&with("(limits (swap 1))")),
+        "prod-configs/x.sexp:10:85: unknown field 'swap' in limits; expected one of: cpus, memory"
+    );
+}

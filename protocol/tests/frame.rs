@@ -29,6 +29,7 @@ fn spec() -> BenchmarkSpec {
         build_timeout_s: 10.0,
         env: vec![("A".into(), "b c".into())],
         check_output: OutputCheck::File("out.txt".into()),
+        limits: Default::default(),
     }
 }
 
@@ -165,6 +166,7 @@ fn responses() -> Vec<Response> {
                     driver: "550".into(),
                 }],
                 compilers: BTreeMap::new(),
+                limits: Default::default(),
             }),
         },
         Response::Prepared { hash },

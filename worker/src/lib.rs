@@ -3,12 +3,17 @@
 
 pub mod bundle_cache;
 pub mod callgrind;
+pub mod cgroup;
 pub mod counters;
+pub mod cupti;
+pub mod gpu;
 pub mod llvm_inline;
 pub mod measure;
+pub mod nvml;
 pub mod probe;
 pub mod process;
 pub mod report;
 pub mod sampler;
 pub mod serve;
+pub mod slot_lock;
 pub mod step;

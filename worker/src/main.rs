@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use kiln_protocol::config::RunPolicy;
+use kiln_protocol::config::{Limits, RunPolicy};
 use kiln_protocol::frame::MAX_FRAME;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::{ContentHash, Metric};
@@ -77,7 +77,9 @@ enum Cmd {
         #[arg(long, default_value = "wall-time")]
         objective: Metric,
         /// An extra metric (repeatable): `instructions` adds a callgrind run,
-        /// cpu-percent-avg/cpu-percent-peak/rss-avg turn on sampling.
+        /// cpu-percent-avg/cpu-percent-peak/rss-avg turn on sampling, gpu-time and the
+        /// other CUPTI metrics trace CUDA (libkiln_cupti.so beside kiln-worker), energy and
+        /// the other NVML metrics sample the GPUs.
         #[arg(long = "metric")]
         metrics: Vec<Metric>,
         /// Timeout of one run in seconds (the process group is killed).
@@ -86,6 +88,12 @@ enum Cmd {
         /// CPUs to pin to, e.g. 0,1.
         #[arg(long, value_delimiter = ',')]
         cpus: Vec<u32>,
+        /// Limit the runs to this many CPUs' worth of time, e.g. 1.5 (cgroup v2 cpu.max).
+        #[arg(long, value_parser = parse_cpu_limit)]
+        limit_cpus: Option<f64>,
+        /// Limit the runs' memory, e.g. 512m or 2g (cgroup v2 memory.max, no swap).
+        #[arg(long, value_parser = parse_memory_limit)]
+        limit_memory: Option<u64>,
         /// Extra environment variable NAME=VALUE (repeatable).
         #[arg(long = "env", value_parser = parse_env)]
         env: Vec<(String, String)>,
@@ -101,6 +109,21 @@ enum Cmd {
     },
     /// Print the worker's version.
     Version,
+}
+
+fn parse_cpu_limit(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!(
+            "expected a number of CPUs above 0, like 1.5; found '{s}'"
+        )),
+    }
+}
+
+fn parse_memory_limit(s: &str) -> Result<u64, String> {
+    kiln_protocol::decode::parse_byte_size(s)
+        .filter(|&b| b > 0)
+        .ok_or_else(|| format!("expected a size like 536870912, 512m or 2g; found '{s}'"))
 }
 
 fn parse_env(s: &str) -> Result<(String, String), String> {
@@ -173,6 +196,8 @@ fn main() -> ExitCode {
             metrics,
             timeout,
             cpus,
+            limit_cpus,
+            limit_memory,
             env,
             expect_output,
             json,
@@ -195,6 +220,8 @@ fn main() -> ExitCode {
             };
             let callgrind_out =
                 std::env::temp_dir().join(format!("kiln-measure-{}.callgrind", std::process::id()));
+            let gpu_trace_dir =
+                std::env::temp_dir().join(format!("kiln-measure-{}.gpu-trace", std::process::id()));
             let plan = Plan {
                 argv: command.clone(),
                 env: process::clean_env(&cwd, &env),
@@ -213,9 +240,15 @@ fn main() -> ExitCode {
                 output: OutputSpec::Stdout,
                 expected_output: expect_output,
                 callgrind_out: callgrind_out.clone(),
+                gpu_trace_dir: gpu_trace_dir.clone(),
+                limits: Limits {
+                    cpus: limit_cpus,
+                    memory_bytes: limit_memory,
+                },
             };
             let m = measure::measure(&plan, None);
             let _ = std::fs::remove_file(&callgrind_out);
+            let _ = std::fs::remove_dir_all(&gpu_trace_dir);
             if json {
                 println!(
                     "{}",

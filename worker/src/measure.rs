@@ -3,15 +3,17 @@
 //! Warm-up runs first (recorded, not summarised), then timed runs until the
 //! objective's median CI is narrow enough, `max` runs are done or `max_time_s`
 //! has passed (adaptive repetition). Instruction counts come from separate
-//! callgrind runs, never from timed ones. Every run's output is checked; the
-//! first failing run ends the measurement, and a failed measurement carries no
-//! summary, so it can never pass for a fast one.
+//! callgrind runs, never from timed ones; GPU time and energy come from the
+//! timed runs themselves, traced and sampled by [`crate::gpu`] when wanted.
+//! Every run's output is checked; the first failing run ends the measurement,
+//! and a failed measurement carries no summary, so it can never pass for a
+//! fast one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kiln_protocol::config::RunPolicy;
+use kiln_protocol::config::{Limits, RunPolicy};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{RunRecord, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
@@ -19,6 +21,8 @@ use kiln_protocol::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 use crate::callgrind;
+use crate::cgroup::RunCgroup;
+use crate::gpu::GpuSide;
 use crate::process::{self, CancelToken, End, Finished, Launch, Output};
 use crate::sampler::{self, SAMPLED_METRICS};
 
@@ -62,6 +66,10 @@ pub struct Plan {
     pub expected_output: Option<ContentHash>,
     /// Where callgrind writes its profile.
     pub callgrind_out: PathBuf,
+    /// Where the CUPTI injection library writes a timed run's traces (emptied before each).
+    pub gpu_trace_dir: PathBuf,
+    /// CPU and memory limits on the timed runs.
+    pub limits: Limits,
 }
 
 /// The runs of a plan and what they add up to (`measure --json` prints it).
@@ -87,14 +95,34 @@ enum Kind {
 
 /// Measures a plan; `cancel` stops it between or during runs.
 pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
+    let cgroup = if plan.limits.is_none() {
+        None
+    } else {
+        match RunCgroup::create(&plan.limits) {
+            Ok(cg) => Some(cg),
+            // Not the candidate's failure: this worker cannot measure it as asked.
+            Err(reason) => {
+                return Measurement {
+                    outcome: StepOutcome::Rejected { reason },
+                    runs: Vec::new(),
+                    summary: BTreeMap::new(),
+                    target_met: false,
+                    output_digest: None,
+                }
+            }
+        }
+    };
+    let wanted: BTreeSet<Metric> = std::iter::once(plan.objective)
+        .chain(plan.extra.iter().copied())
+        .collect();
     let mut m = Engine {
         plan,
         cancel,
-        wanted: std::iter::once(plan.objective)
-            .chain(plan.extra.iter().copied())
-            .collect(),
+        gpu: GpuSide::new(&wanted, &plan.env, &plan.gpu_trace_dir),
+        wanted,
         runs: Vec::new(),
         output_digest: None,
+        cgroup,
     };
     let outcome = m.run_all().err().unwrap_or(StepOutcome::Ok);
     let summary = if outcome == StepOutcome::Ok {
@@ -139,6 +167,10 @@ struct Engine<'a> {
     wanted: BTreeSet<Metric>,
     runs: Vec<RunRecord>,
     output_digest: Option<ContentHash>,
+    /// GPU time and energy of timed runs, where wanted.
+    gpu: GpuSide,
+    /// Where timed runs are limited, if the plan has limits.
+    cgroup: Option<RunCgroup>,
 }
 
 impl Engine<'_> {
@@ -216,7 +248,7 @@ impl Engine<'_> {
             }
         };
         let sample = kind == Kind::Timed && SAMPLED_METRICS.iter().any(|m| self.wanted.contains(m));
-        let launch = Launch {
+        let mut launch = Launch {
             argv,
             cwd: plan.cwd.clone(),
             env: plan.env.clone(),
@@ -228,7 +260,14 @@ impl Engine<'_> {
             timeout,
             counters: kind == Kind::Timed,
             sample_every: sample.then_some(sampler::DEFAULT_INTERVAL),
+            // Limits shape timed runs only: callgrind's counts do not depend on them.
+            cgroup: match kind {
+                Kind::Timed => self.cgroup.as_ref().map(RunCgroup::procs),
+                Kind::Callgrind => None,
+            },
         };
+        let oom_kills_before = self.cgroup.as_ref().map_or(0, RunCgroup::oom_kills);
+        let gpu = (kind == Kind::Timed).then(|| self.gpu.begin(&mut launch.env));
         let index = self.runs.len() as u32;
         let finished = match process::run(&launch, self.cancel) {
             Ok(f) => f,
@@ -247,7 +286,13 @@ impl Engine<'_> {
             End::TimedOut | End::Cancelled => (None, Some(libc::SIGKILL)),
         };
         let metrics = match kind {
-            Kind::Timed => timed_metrics(&finished),
+            Kind::Timed => {
+                let mut m = timed_metrics(&finished);
+                if let Some(gpu) = gpu {
+                    m.extend(self.gpu.end(gpu, finished.wall));
+                }
+                m
+            }
             Kind::Callgrind if finished.end == End::Exited(0) => {
                 let count = callgrind::read_total(&plan.callgrind_out)
                     .map_err(|e| tracing::warn!("{e}"))
@@ -275,12 +320,24 @@ impl Engine<'_> {
                 })
             }
             End::Signaled(s) => {
+                let oom = self
+                    .cgroup
+                    .as_ref()
+                    .filter(|cg| cg.oom_kills() > oom_kills_before);
+                let stderr_tail = match oom {
+                    Some(cg) => format!(
+                        "the kernel's OOM killer ended the run at its memory limit {}\n{}",
+                        cg.limits(),
+                        finished.stderr_tail
+                    ),
+                    None => finished.stderr_tail,
+                };
                 return Err(StepOutcome::RunFailed {
                     code: None,
                     signal: Some(s),
                     signal_name: Some(process::signal_name(s)),
-                    stderr_tail: finished.stderr_tail,
-                })
+                    stderr_tail,
+                });
             }
             End::Exited(c) if c != 0 => {
                 return Err(StepOutcome::RunFailed {

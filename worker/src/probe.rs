@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 
 use kiln_protocol::message::{Capabilities, GpuInfo};
 
-use crate::{callgrind, counters, process};
+use crate::{callgrind, cgroup, counters, process};
 
 /// CPU flags worth recording: the ones that change what compiled code can use.
 const NOTABLE_FLAGS: &[&str] = &[
@@ -50,6 +50,7 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
         counters: counters::available(),
         valgrind: callgrind::version(),
         gpus: gpus(),
+        limits: cgroup::support(),
         compilers: compilers
             .iter()
             .filter_map(|c| Some((c.clone(), compiler_version(c)?)))
@@ -57,10 +58,9 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
     }
 }
 
-/// The GPUs of this machine. None yet: GPU support (NVML) fills this in later,
-/// and everything downstream already carries the list.
+/// The GPUs of this machine as NVML lists them (none without an NVIDIA driver).
 pub fn gpus() -> Vec<GpuInfo> {
-    Vec::new()
+    crate::nvml::gpus()
 }
 
 /// A human-readable table of capabilities.
@@ -90,6 +90,13 @@ pub fn table(c: &Capabilities) -> String {
         "valgrind",
         c.valgrind.as_deref().unwrap_or("(not installed)"),
     );
+    let limits = match (c.limits.cpu, c.limits.memory) {
+        (true, true) => "cpu memory (cgroup v2)".to_string(),
+        (true, false) => format!("cpu only: {}", c.limits.detail),
+        (false, true) => format!("memory only: {}", c.limits.detail),
+        (false, false) => format!("none: {}", c.limits.detail),
+    };
+    row("run limits", &limits);
     if c.gpus.is_empty() {
         row("gpus", "(none)");
     }

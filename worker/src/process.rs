@@ -20,7 +20,7 @@ use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Once;
+use std::sync::{Arc, Once};
 use std::time::{Duration, Instant};
 
 use kiln_protocol::decision::ContentHash;
@@ -72,6 +72,8 @@ pub struct Launch {
     pub counters: bool,
     /// Whether to sample the group's CPU and memory use, and how often.
     pub sample_every: Option<Duration>,
+    /// The `cgroup.procs` of a cgroup the child joins before it execs (run limits).
+    pub cgroup: Option<Arc<OwnedFd>>,
 }
 
 /// How a launched command ended.
@@ -341,12 +343,15 @@ struct ChildArgs {
     stdio: [RawFd; 3],
     /// CPUs to pin to (null: no pinning).
     cpus: *const libc::cpu_set_t,
+    /// A cgroup's `cgroup.procs` to join (-1: none).
+    cgroup_procs: RawFd,
     /// Counters to open on itself, and where to put each descriptor (or -errno).
     plan: *const counters::Planned,
     n_plan: usize,
     results: *mut i32,
-    /// Set by the child if it could not exec: the errno.
+    /// Set by the child if it could not exec: the errno, and what failed.
     error: i32,
+    failed: &'static str,
     /// Set by the child just before it execs (CLOCK_MONOTONIC, as [`Instant`]).
     exec_at: libc::timespec,
 }
@@ -397,10 +402,12 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
         cwd: cwd.as_ptr(),
         stdio,
         cpus: cpus.as_ref().map_or(std::ptr::null(), |c| c as *const _),
+        cgroup_procs: launch.cgroup.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
         plan: plan.as_ptr(),
         n_plan: plan.len(),
         results: results.as_mut_ptr(),
         error: 0,
+        failed: "",
         exec_at: libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
@@ -450,7 +457,11 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
         let mut status = 0;
         // SAFETY: reaps the child that failed to exec (it has exited).
         unsafe { libc::waitpid(pid, &mut status, 0) };
-        return Err(io::Error::from_raw_os_error(args.error).to_string());
+        return Err(format!(
+            "{}: {}",
+            args.failed,
+            io::Error::from_raw_os_error(args.error)
+        ));
     }
     Ok(Started {
         pid,
@@ -504,22 +515,27 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
             *a.results.add(i) = fd;
         }
-        let fail = |a: &mut ChildArgs, e: i32| -> ! {
+        let fail = |a: &mut ChildArgs, what: &'static str, e: i32| -> ! {
             a.error = if e == 0 { libc::EINVAL } else { e };
+            a.failed = what;
             libc::_exit(127)
         };
         // A descriptor table of our own from here on: the parent's stays as it is.
         if libc::unshare(libc::CLONE_FILES) != 0 {
-            fail(a, errno());
+            fail(a, "unshare", errno());
         }
         // Our own process group, so that a timeout or cancel kills the whole tree.
         if libc::setpgid(0, 0) != 0 {
-            fail(a, errno());
+            fail(a, "setpgid", errno());
         }
         if !a.cpus.is_null()
             && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), a.cpus) != 0
         {
-            fail(a, errno());
+            fail(a, "sched_setaffinity", errno());
+        }
+        // Into the run's cgroup (limits) before exec, so the limits hold from the start.
+        if a.cgroup_procs >= 0 && libc::write(a.cgroup_procs, b"0".as_ptr().cast(), 1) != 1 {
+            fail(a, "joining the run's cgroup", errno());
         }
         // If the worker thread that launched us dies, so do we.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -529,11 +545,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 let flags = libc::fcntl(fd, libc::F_GETFD);
                 libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
             } else if libc::dup2(fd, target) < 0 {
-                fail(a, errno());
+                fail(a, "dup2", errno());
             }
         }
         if libc::chdir(a.cwd) != 0 {
-            fail(a, errno());
+            fail(a, "chdir", errno());
         }
         // As std's Command: default SIGPIPE (we ignore it), no handler of ours
         // left where a signal could run it in our memory, nothing blocked.
@@ -557,7 +573,7 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
                 }
             }
         }
-        fail(a, error)
+        fail(a, "exec", error)
     }
 }
 

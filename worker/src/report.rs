@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use kiln_protocol::breakdown::TimeBreakdown;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_protocol::stats::Summary;
@@ -60,7 +61,7 @@ pub fn table(command: &str, m: &Measurement, target_rel_ci: f64) -> String {
     let _ = writeln!(t);
     let _ = writeln!(
         t,
-        "  {:<18} {:>12} {:>26} {:>28} {:>4}",
+        "  {:<19} {:>12} {:>26} {:>28} {:>4}",
         "metric", "median", "mean ± σ", "min … max", "n"
     );
     for &metric in Metric::ALL {
@@ -78,7 +79,17 @@ pub fn table(command: &str, m: &Measurement, target_rel_ci: f64) -> String {
             None if values.contains(&&MetricValue::Unsupported) => "unsupported".to_string(),
             None => "(no value)".to_string(),
         };
-        let _ = writeln!(t, "  {:<18} {line}", metric.name());
+        let _ = writeln!(t, "  {:<19} {line}", metric.name());
+    }
+    if let Some(b) = TimeBreakdown::of(&m.summary, &m.runs) {
+        let _ = writeln!(t, "\n  Time breakdown (medians):");
+        for (label, v) in b.rows() {
+            let shown = match v {
+                MetricValue::Measured(x) => value(Metric::WallTime, x),
+                MetricValue::Unsupported => "unsupported".into(),
+            };
+            let _ = writeln!(t, "  {label:<20} {shown:>12} {:>8}", b.share(v));
+        }
     }
     t
 }
@@ -124,6 +135,46 @@ pub fn value(metric: Metric, x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gpu_runs_get_a_time_breakdown() {
+        use kiln_protocol::message::RunRecord;
+        let m = MetricValue::Measured;
+        let run = RunRecord {
+            index: 0,
+            warmup: false,
+            exit_code: Some(0),
+            signal: None,
+            metrics: [
+                (Metric::WallTime, m(2e9)),
+                (Metric::UserTime, m(5e8)),
+                (Metric::SystemTime, m(0.0)),
+                (Metric::GpuTime, MetricValue::Unsupported),
+            ]
+            .into(),
+        };
+        let runs = vec![run];
+        let measurement = Measurement {
+            outcome: StepOutcome::Ok,
+            summary: crate::measure::summarise(&runs),
+            runs,
+            target_met: true,
+            output_digest: None,
+        };
+        let text = table("prog", &measurement, 0.01);
+        assert!(text.contains("Time breakdown"), "{text}");
+        let line = |label: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .unwrap_or_else(|| panic!("no {label} in {text}"))
+                .to_string()
+        };
+        assert!(line("cpu (user+system)").contains("500.000 ms"));
+        assert!(line("cpu (user+system)").contains("25.0 %"));
+        assert!(line("gpu busy").contains("unsupported"));
+        assert!(line("cpu-side").contains("unsupported"));
+        assert!(line("gpu-time").contains("unsupported"));
+    }
 
     #[test]
     fn units_scale() {

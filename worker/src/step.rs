@@ -4,8 +4,8 @@
 //!
 //! Layout under the rundir: `slots/<slot>/work/` is a step's work folder
 //! (cleared for every step unless its build is reused), `slots/<slot>/` is
-//! the runs' `HOME` and holds the callgrind profile, `discover/<id>/` is a
-//! discovery's scratch folder. Every path taken from a request is confined.
+//! the runs' `HOME` and holds the callgrind profile and `gpu-trace/` (the CUPTI
+//! traces of the last timed run), `discover/<id>/` is a discovery's scratch folder. Every path taken from a request is confined.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -20,6 +20,7 @@ use crate::bundle_cache::{copy_tree, fresh_dir, BundleCache};
 use crate::llvm_inline;
 use crate::measure::{self, OutputSpec, Plan};
 use crate::process::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
+use crate::slot_lock::SlotLock;
 
 /// Name of the decision file written into the work folder.
 pub const DECISIONS_FILE: &str = "decisions.sexp";
@@ -79,9 +80,23 @@ pub fn run_step(
         started_ms,
         finished_ms: started_ms,
     };
-    match step_inner(req, ws, slot, cancel, &mut result) {
-        Ok(()) => {}
-        Err(outcome) => result.outcome = outcome,
+    let outcome = match SlotLock::acquire(&ws.slot_dir(req.slot), cancel) {
+        Ok(Some(lock)) => {
+            if lock.used_by_another {
+                // Its folder no longer holds what this session built there.
+                slot.last_build = None;
+            }
+            // The step starts once it has the slot (it may have waited for it).
+            result.started_ms = unix_ms();
+            step_inner(req, ws, slot, cancel, &mut result)
+        }
+        Ok(None) => Err(StepOutcome::Cancelled),
+        Err(e) => Err(StepOutcome::Rejected {
+            reason: format!("cannot lock the folder of slot {}: {e}", req.slot),
+        }),
+    };
+    if let Err(outcome) = outcome {
+        result.outcome = outcome;
     }
     result.finished_ms = unix_ms();
     result
@@ -103,6 +118,12 @@ fn step_inner(
         ))
     })?;
     check_cpus(&req.cpus).map_err(reject)?;
+    // Before building: a worker that cannot apply the limits must not spend a build.
+    if !spec.limits.is_none() {
+        crate::cgroup::support()
+            .check(&spec.limits)
+            .map_err(reject)?;
+    }
     if let Some(points) = spec.knob_points() {
         req.decisions
             .check(points)
@@ -159,6 +180,8 @@ fn step_inner(
         output,
         expected_output: req.expected_output,
         callgrind_out: slot_dir.join("callgrind.out"),
+        gpu_trace_dir: slot_dir.join("gpu-trace"),
+        limits: spec.limits,
     };
     let m = measure::measure(&plan, Some(cancel));
     result.runs = m.runs;
@@ -379,6 +402,7 @@ impl Build<'_> {
                 .unwrap_or(Duration::ZERO),
             counters: false,
             sample_every: None,
+            cgroup: None,
         }
     }
 }

@@ -31,6 +31,8 @@ fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
         output: OutputSpec::Stdout,
         expected_output: None,
         callgrind_out: dir.join("callgrind.out"),
+        gpu_trace_dir: dir.join("gpu-trace"),
+        limits: Default::default(),
     }
 }
 

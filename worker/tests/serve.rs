@@ -18,16 +18,23 @@ struct Worker {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: ChildStdout,
-    _rundir: tempfile::TempDir,
+    _rundir: Option<tempfile::TempDir>,
     rundir: PathBuf,
 }
 
 impl Worker {
     fn start(max_frame: usize) -> Worker {
         let rundir = tempfile::tempdir().unwrap();
+        let mut w = Worker::start_in(rundir.path(), max_frame);
+        w._rundir = Some(rundir);
+        w
+    }
+
+    /// A worker on `rundir`, which another worker process may be using too.
+    fn start_in(rundir: &Path, max_frame: usize) -> Worker {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
             .args(["serve", "--rundir"])
-            .arg(rundir.path())
+            .arg(rundir)
             .args(["--max-frame", &max_frame.to_string(), "--compiler", "cc"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -39,8 +46,8 @@ impl Worker {
             stdin: child.stdin.take(),
             stdout: child.stdout.take().unwrap(),
             child,
-            rundir: rundir.path().to_path_buf(),
-            _rundir: rundir,
+            rundir: rundir.to_path_buf(),
+            _rundir: None,
         }
     }
 
@@ -168,6 +175,7 @@ fn knobs_spec(run: &[&str], build: &[&str], timeout_s: f64) -> BenchmarkSpec {
         build_timeout_s: 30.0,
         env: vec![("GREETING".into(), "hello".into())],
         check_output: OutputCheck::Stdout,
+        limits: Default::default(),
     }
 }
 
@@ -408,4 +416,33 @@ fn slots_run_steps_at_once() {
         b.finished_ms
     );
     assert!(w.rundir.join("slots/0/work").is_dir() && w.rundir.join("slots/1/work").is_dir());
+}
+
+#[test]
+fn two_worker_sessions_never_share_a_slot_at_once() {
+    // As after a cut link: the old session still runs a step in slot 0 when a
+    // new session on the same run directory is sent one for the same slot.
+    let mut old = Worker::start(MAX_FRAME);
+    let mut new = Worker::start_in(&old.rundir.clone(), MAX_FRAME);
+    let b = bundle();
+    prepare(&mut old, &b);
+    // The bundle cache on disk is shared: the new session finds the bundle there.
+    let spec = knobs_spec(&["sh", "-c", "sleep 0.2; echo {x}"], &[], 10.0);
+    old.send(&Request::Step(Box::new(step(1, 0, &spec, b.hash, 1))));
+    std::thread::sleep(Duration::from_millis(100));
+    new.send(&Request::Step(Box::new(step(2, 0, &spec, b.hash, 2))));
+    let first = step_done(old.recv());
+    let second = step_done(new.recv());
+    for r in [&first, &second] {
+        assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    }
+    // Under load the new session may get the slot first; either way, one waits.
+    assert!(
+        first.finished_ms <= second.started_ms || second.finished_ms <= first.started_ms,
+        "one session waited for the other's step: {}..{} and {}..{}",
+        first.started_ms,
+        first.finished_ms,
+        second.started_ms,
+        second.finished_ms
+    );
 }

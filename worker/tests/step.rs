@@ -25,6 +25,7 @@ fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
         build_timeout_s: 1.0,
         env: Vec::new(),
         check_output: OutputCheck::Stdout,
+        limits: Default::default(),
     }
 }
 
@@ -245,6 +246,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         build_timeout_s: 60.0,
         env: Vec::new(),
         check_output: OutputCheck::Stdout,
+        limits: Default::default(),
     };
     let cancel = CancelToken::new().unwrap();
     let discovery =

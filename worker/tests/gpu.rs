@@ -1,0 +1,205 @@
+//! GPU measurement through the worker: `unsupported` (never 0, never a panic) where nothing can
+//! be measured, and on a GPU machine the calibration program's CPU and GPU times within 5 % of
+//! the times it is known to spend. Tests needing nvcc, a GPU or the injection library skip with
+//! a printed reason.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use kiln_protocol::config::{Limits, RunPolicy};
+use kiln_protocol::message::StepOutcome;
+use kiln_protocol::metric::{Metric, MetricValue};
+use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
+use kiln_worker::process::clean_env;
+
+fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
+    Plan {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        cwd: dir.to_path_buf(),
+        env: clean_env(dir, &[]),
+        cpus: Vec::new(),
+        timeout: Duration::from_secs(120),
+        policy: RunPolicy {
+            warmup: 1,
+            min: runs,
+            max: runs,
+            target_rel_ci: 0.01,
+            max_time_s: 600.0,
+        },
+        objective: Metric::GpuTime,
+        extra: Vec::new(),
+        output: OutputSpec::Stdout,
+        expected_output: None,
+        callgrind_out: dir.join("callgrind.out"),
+        gpu_trace_dir: dir.join("gpu-trace"),
+        limits: Limits::default(),
+    }
+}
+
+fn worker_measure(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
+        .arg("measure")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kiln-worker measure {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn median(m: &Measurement, metric: Metric) -> f64 {
+    m.summary
+        .get(&metric)
+        .unwrap_or_else(|| panic!("no {metric} in {:?}", m.summary.keys()))
+        .median
+}
+
+#[test]
+fn gpu_metrics_of_a_program_without_cuda_are_unsupported() {
+    let args = [
+        "--runs", "2", "--warmup", "0", "--metric", "gpu-time", "--metric", "energy",
+    ];
+    let json = worker_measure(&[&args[..], &["--json", "--", "true"]].concat());
+    let m: Measurement = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(m.outcome, StepOutcome::Ok);
+    let no_gpu = kiln_worker::nvml::gpus().is_empty();
+    for run in &m.runs {
+        // `true` never initialises CUDA: there is no GPU time to report, here or on a GPU machine.
+        for metric in Metric::ALL.iter().filter(|m| m.needs_cupti()) {
+            assert_eq!(
+                run.metrics.get(metric),
+                Some(&MetricValue::Unsupported),
+                "{metric}"
+            );
+        }
+        if no_gpu {
+            for metric in Metric::ALL.iter().filter(|m| m.needs_nvml()) {
+                assert_eq!(
+                    run.metrics.get(metric),
+                    Some(&MetricValue::Unsupported),
+                    "{metric}"
+                );
+            }
+        }
+    }
+    assert!(!m.summary.contains_key(&Metric::GpuTime));
+
+    let table = worker_measure(&[&args[..], &["--", "true"]].concat());
+    let text = String::from_utf8_lossy(&table.stdout);
+    let row = |label: &str| {
+        text.lines()
+            .find(|l| l.trim_start().starts_with(label))
+            .unwrap_or_else(|| panic!("no {label} row in:\n{text}"))
+            .to_string()
+    };
+    assert!(row("gpu-time").contains("unsupported"), "{text}");
+    assert!(row("gpu busy").contains("unsupported"), "{text}");
+    assert!(row("cpu (user+system)").contains('s'), "{text}");
+    if no_gpu {
+        assert!(row("energy").contains("unsupported"), "{text}");
+    }
+}
+
+#[test]
+fn an_unsupported_gpu_time_objective_stops_at_the_fewest_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = plan(&["true"], dir.path(), 2);
+    p.policy.max = 10;
+    p.policy.warmup = 0;
+    let m = measure(&p, None);
+    assert_eq!(m.outcome, StepOutcome::Ok);
+    assert_eq!(
+        m.runs.len(),
+        2,
+        "more runs cannot tighten an unsupported objective"
+    );
+    assert!(!m.target_met);
+}
+
+/// nvcc on the PATH or in the CUDA toolkit's usual place.
+fn nvcc() -> Option<PathBuf> {
+    ["nvcc", "/usr/local/cuda/bin/nvcc"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|p| {
+            Command::new(p)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+}
+
+fn within(found: f64, expected: f64, tolerance: f64) -> bool {
+    (found - expected).abs() <= tolerance * expected
+}
+
+#[test]
+fn calibration_cpu_and_gpu_times_are_within_5_percent() {
+    let Some(nvcc) = nvcc() else {
+        eprintln!("skipped: nvcc is not installed (looked on PATH and in /usr/local/cuda/bin)");
+        return;
+    };
+    if kiln_worker::nvml::gpus().is_empty() {
+        eprintln!("skipped: NVML finds no GPU");
+        return;
+    }
+    if let Err(e) = kiln_worker::cupti::injection_library() {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let source =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/gpu-calibrate/calibrate.cu");
+    let built = Command::new(&nvcc)
+        // Built for this GPU: no PTX compiled at load time, in one run and not the other.
+        .args(["-O2", "-arch=native", "-o", "calibrate"])
+        .arg(&source)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "nvcc failed:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+
+    const CPU_MS: f64 = 1000.0;
+    const GPU_MS: f64 = 800.0;
+    const STREAMS: f64 = 2.0;
+    let run = |argv: &[&str]| {
+        let m = measure(&plan(argv, dir.path(), 3), None);
+        assert_eq!(m.outcome, StepOutcome::Ok, "{argv:?}");
+        m
+    };
+    // CUDA's start-up costs CPU time of its own: a run without work measures it.
+    let idle = run(&["./calibrate", "0", "0"]);
+    let busy = run(&["./calibrate", "1000", "800", "2"]);
+    let cpu = |m: &Measurement| median(m, Metric::UserTime) + median(m, Metric::SystemTime);
+    let ms = 1e6;
+    let cpu_ms = (cpu(&busy) - cpu(&idle)) / ms;
+    let gpu_ms = median(&busy, Metric::GpuTime) / ms;
+    let sum_ms = median(&busy, Metric::GpuKernelSum) / ms;
+    let wall_ms = (median(&busy, Metric::WallTime) - median(&idle, Metric::WallTime)) / ms;
+    eprintln!(
+        "calibration (known: cpu {CPU_MS} ms, gpu {GPU_MS} ms on {STREAMS} streams):\n  \
+         cpu {cpu_ms:.1} ms (start-up {:.1} ms taken out), gpu busy {gpu_ms:.1} ms, \
+         kernel sum {sum_ms:.1} ms, kernels {}, dropped records {}, wall {wall_ms:.1} ms more \
+         than an idle run, energy {:?} mJ",
+        cpu(&idle) / ms,
+        median(&busy, Metric::GpuKernelCount),
+        median(&busy, Metric::GpuDroppedRecords),
+        busy.summary.get(&Metric::Energy).map(|s| s.median),
+    );
+    assert!(within(cpu_ms, CPU_MS, 0.05), "CPU time {cpu_ms:.1} ms");
+    assert!(within(gpu_ms, GPU_MS, 0.05), "GPU busy time {gpu_ms:.1} ms");
+    assert!(
+        within(sum_ms, STREAMS * GPU_MS, 0.05),
+        "kernel sum {sum_ms:.1} ms"
+    );
+    assert_eq!(median(&busy, Metric::GpuDroppedRecords), 0.0);
+    assert!(median(&idle, Metric::GpuTime) < 0.01 * GPU_MS * ms);
+}
