@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 
 use kiln_protocol::config::{BenchmarkSpec, Limits, Timeouts, WorkerSpec};
 use kiln_protocol::message::{Bundle, Capabilities, Discovery};
-use kiln_protocol::{StepId, StepRequest, StepResult};
+use kiln_protocol::{StepId, StepOutcome, StepRequest, StepResult};
 
 use crate::calibration::{Calibrator, SlotCalibration, RECHECK};
 use crate::connection::{Connection, Heartbeat, Lost};
@@ -93,7 +93,8 @@ pub enum WorkerState {
     Unreachable(String),
     /// Lost too often in a row; resting before the next try.
     Quarantined(String),
-    /// Connected, but cannot run this campaign's steps as configured (run limits).
+    /// Connected, but cannot run this campaign's steps: run limits it cannot apply, or it
+    /// rejected a step (a CPU it lacks).
     Unfit(String),
 }
 
@@ -468,6 +469,23 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
     async fn run_one(&self, job: Job<K>) -> bool {
         let id = self.next_id();
         match run_job(&self.conn, &job, id, self.slot, &self.cpus).await {
+            Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
+                // The worker could not run the step at all (a CPU it lacks, limits it cannot
+                // apply): that is no result of the candidate's. Another worker takes the step,
+                // and this slot takes no more.
+                let why = format!("slot {} rejected a step: {}", self.slot, result.outcome);
+                tracing::error!(worker = %self.worker, "{why}; the step goes back on the queue");
+                let _ = self.requeue.try_send(job);
+                if let Some(s) = self
+                    .board
+                    .lock()
+                    .expect("not poisoned")
+                    .get_mut(&self.worker)
+                {
+                    s.state = WorkerState::Unfit(why);
+                }
+                false
+            }
             Ok(answer) => {
                 self.tally.finished.fetch_add(1, Ordering::Relaxed);
                 if let Some(s) = self

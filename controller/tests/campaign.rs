@@ -377,3 +377,29 @@ fn run_limits_no_worker_can_apply_stop_the_campaign_naming_why() {
     // Nothing was measured, and the store stays resumable.
     assert!(steps(dir.path()).is_empty());
 }
+
+#[test]
+fn a_worker_that_rejects_steps_is_set_aside_and_its_steps_run_elsewhere() {
+    // Worker "bad" is pinned to a CPU this machine lacks: it rejects every step.
+    let config = synthetic_config(6, 3, 1)
+        .replace(
+            "(objective (metric instructions)",
+            "(objective (metric wall-time)",
+        )
+        .replace(
+            "(workers (local (slots 2)))",
+            "(workers (local (name good) (slots 1)) (local (name bad) (slots 1) (cpus (1000))))",
+        );
+    assert!(config.contains("(name bad)"), "{config}");
+    let dir = setup(&config);
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("CPU 1000 is not available"), "{said}");
+    let steps = steps(dir.path());
+    assert_eq!(steps.len(), 6);
+    for s in &steps {
+        assert_eq!(s.result.outcome.name(), "ok", "{:?}", s.result.outcome);
+        assert_eq!(s.worker, "good");
+    }
+}
