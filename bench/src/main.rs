@@ -53,6 +53,13 @@ enum Cmd {
         #[arg(long, default_value_t = 4)]
         chains: u32,
     },
+    /// Copy a store as kiln wrote stores before export rows (layout 1, which older kilns read).
+    StoreLayout1 {
+        /// The store folder (not in use).
+        from: PathBuf,
+        /// The copy's folder (must not exist).
+        to: PathBuf,
+    },
     /// Persist steps one by one into a fresh store and print latency percentiles.
     StoreLatency {
         /// The store folder (must not exist).
@@ -75,12 +82,16 @@ fn main() -> ExitCode {
         } => account(timeout, stdout, stderr, command),
         Cmd::StoreBuild { dir, steps, chains } => synth::build(&dir, steps, chains).map(|b| {
             println!(
-                "{} steps in {:.1} s ({:.0} steps/s); one step record is {} bytes of JSON",
+                "{} steps in {:.1} s ({:.0} steps/s); one step record is {} bytes of JSON, its export row {} bytes",
                 b.steps,
                 b.seconds,
                 b.steps as f64 / b.seconds,
-                b.record_bytes
+                b.record_bytes,
+                b.row_bytes
             );
+        }),
+        Cmd::StoreLayout1 { from, to } => synth::copy_as_layout_1(&from, &to).map(|keys| {
+            println!("{keys} keys copied into {} (layout 1)", to.display());
         }),
         Cmd::StoreLatency { dir, steps } => synth::latency(&dir, steps).map(|l| {
             for (name, v) in [("put_result", &l.put_result), ("decide", &l.decide)] {

@@ -1185,7 +1185,8 @@ impl Suite {
         for &n in &self.sizes.stores.clone() {
             let sdir = self.work.join(format!("store-{n}"));
             let marker = self.work.join(format!("store-{n}.built"));
-            let want = format!("v2 {n}");
+            // v3: layout 2, an export row beside every step.
+            let want = format!("v3 {n}");
             if fs::read_to_string(&marker).ok().as_deref() != Some(want.as_str()) {
                 if sdir.exists() {
                     fs::remove_dir_all(&sdir)?;
@@ -1200,26 +1201,48 @@ impl Suite {
                     "steps_per_s",
                     b.steps as f64 / b.seconds,
                 );
-                self.results.add(
-                    "store",
-                    &format!("build-{n}"),
-                    "store-api",
-                    0,
-                    "record_bytes",
-                    b.record_bytes as f64,
-                );
+                for (metric, bytes) in
+                    [("record_bytes", b.record_bytes), ("row_bytes", b.row_bytes)]
+                {
+                    let config = format!("build-{n}");
+                    let res = &mut self.results;
+                    res.add("store", &config, "store-api", 0, metric, bytes as f64);
+                }
                 eprintln!(
-                    "  built in {:.1} s ({:.0} steps/s, {} bytes per record)",
+                    "  built in {:.1} s ({:.0} steps/s, {} bytes per record, {} per export row)",
                     b.seconds,
                     b.steps as f64 / b.seconds,
-                    b.record_bytes
+                    b.record_bytes,
+                    b.row_bytes
                 );
                 fs::write(&marker, &want)?;
+            }
+            // Kilns older than the store's layout (the baseline) refuse it:
+            // they export a copy as they wrote stores, made once.
+            let layout1 = self.work.join(format!("store-{n}-layout1"));
+            let layout1_marker = self.work.join(format!("store-{n}-layout1.built"));
+            let mut reads_current = BTreeMap::new();
+            for v in &self.versions {
+                reads_current.insert(v.label.clone(), reads_store(v, &sdir)?);
+            }
+            let want_layout1 = reads_current.values().any(|r| !r);
+            if want_layout1
+                && fs::read_to_string(&layout1_marker).ok().as_deref() != Some(want.as_str())
+            {
+                if layout1.exists() {
+                    fs::remove_dir_all(&layout1)?;
+                }
+                eprintln!("  copying the store of {n} steps in layout 1, for older kilns");
+                synth::copy_as_layout_1(&sdir, &layout1)?;
+                fs::write(&layout1_marker, &want)?;
             }
             let size = dir_size(&sdir);
             // Warm the page cache: the exports measure kiln, not the disk.
             let t = Instant::now();
             read_all(&sdir)?;
+            if want_layout1 {
+                read_all(&layout1)?;
+            }
             let warm_s = t.elapsed().as_secs_f64();
             self.results.add(
                 "store",
@@ -1242,63 +1265,78 @@ impl Suite {
             } else {
                 self.sizes.reps
             };
+            // Every version on the store it reads; once more (first repetition),
+            // the working tree on the layout-1 copy: how stores written before
+            // export rows export now.
+            let mut runs = Vec::new();
             for rep in 0..reps {
                 for v in self.order(rep) {
                     // The baseline's 1 M export takes a minute: once.
                     if n >= 1_000_000 && rep > 0 && v.label != self.versions[0].label {
                         continue;
                     }
-                    let run = self.work.join("runs").join(format!("export-{}", v.label));
-                    fs::create_dir_all(&run)?;
-                    let csv = run.join("steps.csv");
-                    let cmd = vec![
-                        v.kiln().display().to_string(),
-                        "export".into(),
-                        sdir.display().to_string(),
-                        "--table".into(),
-                        "steps".into(),
-                        "-o".into(),
-                        csv.display().to_string(),
-                    ];
-                    let a = self.accounted(&cmd, &run, &[], 900.0)?;
-                    let said = fs::read_to_string(run.join("stderr.txt")).unwrap_or_default();
-                    let rows: f64 = said
-                        .split_whitespace()
-                        .nth(1)
-                        .and_then(|r| r.parse().ok())
-                        .unwrap_or(f64::NAN);
-                    if rows as u64 != n {
-                        bail!("export wrote {rows} rows of {n}: {said}");
-                    }
-                    let config = format!("export-{n}");
-                    let res = &mut self.results;
-                    res.add(
-                        "store",
-                        &config,
-                        &v.label,
-                        rep,
-                        "rows_per_s",
-                        rows / a.wall_s,
-                    );
-                    res.add("store", &config, &v.label, rep, "wall_s", a.wall_s);
-                    res.add("store", &config, &v.label, rep, "cpu_s", a.self_cpu_s());
-                    res.add(
-                        "store",
-                        &config,
-                        &v.label,
-                        rep,
-                        "max_rss_mib",
-                        a.max_rss_kib as f64 / 1024.0,
-                    );
-                    eprintln!(
-                        "  export {n:>8} {:<10} rep {rep}: {:.1} s, {:.0} rows/s, peak RSS {:.0} MiB",
-                        v.label,
-                        a.wall_s,
-                        rows / a.wall_s,
-                        a.max_rss_kib as f64 / 1024.0
-                    );
-                    fs::remove_dir_all(&run)?;
+                    let store = if reads_current[&v.label] {
+                        &sdir
+                    } else {
+                        &layout1
+                    };
+                    runs.push((rep, v, store, format!("export-{n}")));
                 }
+                if rep == 0 && want_layout1 {
+                    let v = self.versions[0].clone();
+                    runs.push((rep, v, &layout1, format!("export-{n}-layout1")));
+                }
+            }
+            for (rep, v, store, config) in runs {
+                let run = self.work.join("runs").join(format!("export-{}", v.label));
+                fs::create_dir_all(&run)?;
+                let csv = run.join("steps.csv");
+                let cmd = vec![
+                    v.kiln().display().to_string(),
+                    "export".into(),
+                    store.display().to_string(),
+                    "--table".into(),
+                    "steps".into(),
+                    "-o".into(),
+                    csv.display().to_string(),
+                ];
+                let a = self.accounted(&cmd, &run, &[], 900.0)?;
+                let said = fs::read_to_string(run.join("stderr.txt")).unwrap_or_default();
+                let rows: f64 = said
+                    .split_whitespace()
+                    .nth(1)
+                    .and_then(|r| r.parse().ok())
+                    .unwrap_or(f64::NAN);
+                if rows as u64 != n {
+                    bail!("export wrote {rows} rows of {n}: {said}");
+                }
+                let res = &mut self.results;
+                res.add(
+                    "store",
+                    &config,
+                    &v.label,
+                    rep,
+                    "rows_per_s",
+                    rows / a.wall_s,
+                );
+                res.add("store", &config, &v.label, rep, "wall_s", a.wall_s);
+                res.add("store", &config, &v.label, rep, "cpu_s", a.self_cpu_s());
+                res.add(
+                    "store",
+                    &config,
+                    &v.label,
+                    rep,
+                    "max_rss_mib",
+                    a.max_rss_kib as f64 / 1024.0,
+                );
+                eprintln!(
+                    "  {config:<22} {:<10} rep {rep}: {:.1} s, {:.0} rows/s, peak RSS {:.0} MiB",
+                    v.label,
+                    a.wall_s,
+                    rows / a.wall_s,
+                    a.max_rss_kib as f64 / 1024.0
+                );
+                fs::remove_dir_all(&run)?;
             }
         }
         Ok(())
@@ -1592,9 +1630,12 @@ impl Suite {
                  writes only `decide` for a step decided on arrival, and group-commits (one flush for every \
                  result that arrived together). Stores for export: {} chains of random-walk steps like the \
                  no-op campaign's (one run, every timed metric, hardware counters unsupported; about 2.8 KB \
-                 of JSON each), written through the Store API (`Store::import_steps`, atomic batches of \
-                 1000, each chain's state once). Export: `kiln export STORE --table steps -o FILE` on a \
-                 warm page cache (the store is read once before); peak RSS is the larger of wait4's ru_maxrss (what `/usr/bin/time -v` \
+                 of JSON each, and beside each its export row, about 270 bytes, which the steps table reads \
+                 instead of the JSON), written through the Store API (`Store::import_steps`, atomic batches \
+                 of 1000, each chain's state once). A kiln that predates export rows (store layout 2) \
+                 refuses such a store: it exports a copy in layout 1, as it wrote stores (the same keys, no \
+                 rows). Export: `kiln export STORE --table steps -o FILE` on a warm page cache (the store \
+                 is read once before); peak RSS is the larger of wait4's ru_maxrss (what `/usr/bin/time -v` \
                  reports) and the sampled VmHWM. The baseline's 1 M export runs once.\n",
                 self.sizes.latency_steps, 4
             )?;
@@ -1643,9 +1684,29 @@ impl Suite {
             }
             t.write(o)?;
             for n in &self.sizes.stores {
-                if let Some(rate) = r.median(st, &format!("build-{n}"), "store-api", "steps_per_s")
-                {
-                    writeln!(o, "Building the {n}-step store ran at {} steps/s (one record: {} bytes of JSON).\n", fmt(Some(rate)), fmt(r.median(st, &format!("build-{n}"), "store-api", "record_bytes")))?;
+                let c = format!("export-{n}-layout1");
+                if let Some(rate) = r.median(st, &c, after, "rows_per_s") {
+                    writeln!(
+                        o,
+                        "The layout-1 copy of the {n}-step store (a store written before export rows, \
+                         read through its steps' JSON until a step is next written into it) exports at \
+                         {} rows/s ({after}; peak RSS {} MiB).\n",
+                        fmt(Some(rate)),
+                        fmt(r.median(st, &c, after, "max_rss_mib"))
+                    )?;
+                }
+            }
+            for n in &self.sizes.stores {
+                let c = format!("build-{n}");
+                if let Some(rate) = r.median(st, &c, "store-api", "steps_per_s") {
+                    writeln!(
+                        o,
+                        "Building the {n}-step store ran at {} steps/s (one record: {} bytes of JSON, its \
+                         export row {} bytes).\n",
+                        fmt(Some(rate)),
+                        fmt(r.median(st, &c, "store-api", "record_bytes")),
+                        fmt(r.median(st, &c, "store-api", "row_bytes"))
+                    )?;
                 }
             }
         }
@@ -1736,6 +1797,27 @@ impl Suite {
 }
 
 /// Reads every file under `dir` (into the page cache).
+/// Whether kiln `v` reads the store in `dir`: false if it refuses the
+/// store's layout as newer than its own.
+fn reads_store(v: &Version, dir: &Path) -> Result<bool> {
+    let out = Command::new(v.kiln())
+        .arg("export")
+        .arg(dir)
+        .args(["--table", "sites", "-o", "/dev/null"])
+        .stdin(Stdio::null())
+        .output()?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    match out.status.success() {
+        true => Ok(true),
+        false if said.contains("schema version") => Ok(false),
+        false => bail!(
+            "{} cannot read {}: {said}",
+            v.kiln().display(),
+            dir.display()
+        ),
+    }
+}
+
 fn read_all(dir: &Path) -> Result<()> {
     let mut buf = vec![0u8; 1 << 20];
     for e in fs::read_dir(dir)?.flatten() {

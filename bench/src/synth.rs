@@ -1,6 +1,7 @@
 //! Synthetic campaign stores, written through the Store API as a campaign
-//! writes them (experiment info, chain states, decided step records), and
-//! the latency of persisting one step.
+//! writes them (experiment info, chain states, decided step records), their
+//! copies in the layout older kilns read, and the latency of persisting one
+//! step.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use kiln_controller::store::{
     ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
-    Store,
+    StepRow, Store,
 };
 use kiln_protocol::message::{Discovery, RunRecord, StepResult};
 use kiln_protocol::{
@@ -236,6 +237,8 @@ pub struct Built {
     pub seconds: f64,
     /// Bytes of one step record's JSON (the first).
     pub record_bytes: usize,
+    /// Bytes of its export row.
+    pub row_bytes: usize,
 }
 
 /// Writes a store of `steps` decided steps over `chains` chains into `dir`
@@ -250,7 +253,7 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
     let mut g = Gen(42);
     let per_chain = steps.div_ceil(u64::from(chains.max(1)));
     let mut written = 0u64;
-    let mut record_bytes = 0;
+    let (mut record_bytes, mut row_bytes) = (0, 0);
     for chain in 0..chains {
         let mut state = chain_state(&info.baseline.samples);
         let mut batch = Vec::with_capacity(1000);
@@ -261,6 +264,7 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
             let record = next_step(&mut g, &mut state, chain, step as u32);
             if written == 0 {
                 record_bytes = serde_json::to_vec(&record)?.len();
+                row_bytes = StepRow::of(&record).encode()?.len();
             }
             batch.push(record);
             written += 1;
@@ -282,7 +286,40 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
         steps: written,
         seconds: t0.elapsed().as_secs_f64(),
         record_bytes,
+        row_bytes,
     })
+}
+
+/// Copies the store in `from` (closed) into `to` as kiln wrote stores
+/// before it kept export rows, the only layout older kilns read: every key
+/// but the rows (`row/…`), `meta/schema` 1. Returns the keys copied.
+pub fn copy_as_layout_1(from: &Path, to: &Path) -> Result<u64> {
+    anyhow::ensure!(!to.exists(), "{} exists already", to.display());
+    // sled's default cache (1 GiB) would only grow this process.
+    let open = |dir: &Path| {
+        sled::Config::new()
+            .path(dir.join("db"))
+            .cache_capacity(32 << 20)
+            .open()
+    };
+    let (from, to) = (open(from)?, open(to)?);
+    let mut batch = sled::Batch::default();
+    let mut copied = 0u64;
+    for item in from.iter() {
+        let (key, value) = item?;
+        if key.starts_with(b"row/") {
+            continue;
+        }
+        batch.insert(key, value);
+        copied += 1;
+        if copied % 1000 == 0 {
+            to.apply_batch(std::mem::take(&mut batch))?;
+        }
+    }
+    batch.insert("meta/schema", serde_json::to_vec(&1u32)?);
+    to.apply_batch(batch)?;
+    to.flush()?;
+    Ok(copied)
 }
 
 /// Latencies (seconds) of persisting steps one at a time as the campaign

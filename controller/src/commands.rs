@@ -132,7 +132,8 @@ pub fn record_problems(store: &Store, record: &StepRecord) -> Vec<String> {
     problems
 }
 
-/// Checks a store's integrity: every chain's steps contiguous, decided, hashed right, artifacts present.
+/// Checks a store's integrity: every chain's steps contiguous, decided, hashed right, artifacts
+/// present, export rows matching their steps.
 pub fn verify_store(dir: &Path) -> Result<Verification> {
     let store = Store::open(dir)?;
     let mut problems = Vec::new();
@@ -191,6 +192,7 @@ pub fn verify_store(dir: &Path) -> Result<Verification> {
         }
     }
     let manual = crate::manual::verify(&store, &mut problems)?;
+    problems.extend(store.row_problems()?);
     if manual > 0 {
         counts.insert("manual steps", manual);
     }

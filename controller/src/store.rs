@@ -2,28 +2,34 @@
 //! folder beside it.
 //!
 //! Keys are readable, `/`-separated and zero-padded so that sled's byte order
-//! is step order. Values are JSON. A decided step and its chain's new state are
-//! written in one atomic batch and flushed before the chain moves on, so a
-//! `kill -9` at any moment leaves either the step decided (and the chain past
-//! it) or neither.
+//! is step order. Values are JSON, but for the export rows. A decided step and
+//! its chain's new state are written in one atomic batch and flushed before
+//! the chain moves on, so a `kill -9` at any moment leaves either the step
+//! decided (and the chain past it) or neither.
 //!
 //! | key | value |
 //! |-----|-------|
-//! | `meta/schema` | schema version |
+//! | `meta/schema` | layout version ([`SCHEMA_VERSION`]) |
 //! | `meta/config` | normalized config text |
 //! | `meta/created-ms` | creation time |
 //! | `exp/<experiment>` | [`ExperimentInfo`]: decision points, baseline, references |
 //! | `chain/<experiment>/<chain>` | [`ChainState`] |
 //! | `step/<experiment>/<chain>/<step>` | [`StepRecord`], decided |
 //! | `step/manual:<benchmark>/000000/<n>` | [`StepRecord`] measured by `kiln benchmark --store` (no chain state) |
+//! | `row/<experiment>/<chain>/<step>` | [`StepRow`] of the decided step `step/…` (binary, see [`row`]), in its batch; layout 2 on |
 //! | `result/<experiment>/<chain>/<step>` | [`StepRecord`] measured, not yet decided |
 //! | `fingerprint/<hash>` | [`kiln_protocol::message::Capabilities`] of a worker, by content hash |
 //! | `metrics/<experiment>` | the metrics found in the experiment's decided steps (summaries and runs), kept in the batch of the step that adds one; the export's columns (stores written before it was kept have none, and are scanned) |
+//!
+//! Layout 1 had no export rows. kiln reads a layout-1 store as it is (the
+//! export then reads the steps' JSON), and brings it to layout 2 when it
+//! first writes a step into it ([`Store::upgrade`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use rand_chacha::ChaCha8Rng;
@@ -32,8 +38,16 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use kiln_protocol::message::{Capabilities, Discovery, StepResult};
 use kiln_protocol::{ContentHash, DecisionSet, Metric, StepOutcome};
 
-/// Version of the store's layout; bumped on incompatible changes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub mod row;
+
+pub use row::StepRow;
+
+/// Version of the store's layout, bumped on incompatible changes; this kiln
+/// reads every version up to it. 2: an export row beside every decided step.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The first layout with an export row beside every decided step.
+const ROWS_SINCE: u32 = 2;
 
 /// Identifies a step of a chain.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -62,7 +76,8 @@ impl std::fmt::Display for StepKey {
     }
 }
 
-/// Why a step was measured.
+/// Why a step was measured. Export rows store it by position: add variants
+/// at the end only.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum StepKind {
@@ -232,7 +247,9 @@ pub struct Store {
     dir: PathBuf,
     /// `metrics/<experiment>` of each experiment written to: the set, and
     /// whether the store holds it already.
-    metrics: std::sync::Mutex<HashMap<String, (BTreeSet<Metric>, bool)>>,
+    metrics: Mutex<HashMap<String, (BTreeSet<Metric>, bool)>>,
+    /// The layout version (`meta/schema`); held while [`Store::upgrade`] runs.
+    layout: Mutex<u32>,
 }
 
 /// Unix time in milliseconds.
@@ -270,16 +287,69 @@ impl Store {
             db,
             dir: dir.to_path_buf(),
             metrics: Default::default(),
+            layout: Mutex::new(SCHEMA_VERSION),
         };
         match store.get::<u32>("meta/schema")? {
             None => store.put("meta/schema", &SCHEMA_VERSION)?,
-            Some(SCHEMA_VERSION) => {}
+            Some(v @ 1..=SCHEMA_VERSION) => *store.layout() = v,
             Some(v) => bail!(
-                "store {} has schema version {v}; this kiln reads version {SCHEMA_VERSION}",
+                "store {} has schema version {v}; this kiln reads versions up to {SCHEMA_VERSION} \
+                 (a newer kiln wrote it)",
                 dir.display()
             ),
         }
         Ok(store)
+    }
+
+    fn layout(&self) -> std::sync::MutexGuard<'_, u32> {
+        self.layout.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The store's layout version (`meta/schema`).
+    pub fn schema(&self) -> u32 {
+        *self.layout()
+    }
+
+    /// Brings a layout-1 store to the current layout: writes the export row
+    /// of every decided step, then the version. Writing a step does it first,
+    /// so that every decided step of a layout-2 store has its row. Rows are
+    /// written before the version, so an interrupted upgrade leaves a
+    /// layout-1 store, upgraded again by the next write.
+    pub fn upgrade(&self) -> Result<()> {
+        let mut layout = self.layout();
+        if *layout >= ROWS_SINCE {
+            return Ok(());
+        }
+        let (from, started) = (*layout, std::time::Instant::now());
+        let mut batch = sled::Batch::default();
+        let mut rows = 0u64;
+        for item in self.scan_bounded("step/".to_string()) {
+            let (key, json) = item?;
+            let row = StepRow::from_json(&json).with_context(|| {
+                format!(
+                    "store key {} holds unreadable data",
+                    String::from_utf8_lossy(&key)
+                )
+            })?;
+            batch.insert(
+                [&b"row/"[..], &key[b"step/".len()..]].concat(),
+                row.encode()?,
+            );
+            rows += 1;
+            if rows % 1000 == 0 {
+                self.db.apply_batch(std::mem::take(&mut batch))?;
+            }
+        }
+        self.db.apply_batch(batch)?;
+        self.db.flush()?;
+        self.put("meta/schema", &SCHEMA_VERSION)?;
+        *layout = SCHEMA_VERSION;
+        tracing::info!(
+            "store {} upgraded from layout {from} to {SCHEMA_VERSION}: export rows for {rows} steps in {:.1} s",
+            self.dir.display(),
+            started.elapsed().as_secs_f64()
+        );
+        Ok(())
     }
 
     /// Records this process as the store's holder (for the refusal message of others).
@@ -387,20 +457,31 @@ impl Store {
     /// [`decide`](Self::decide) without the flush: the batch is atomic, and
     /// durable once a later [`flush`](Self::flush) returns (group commit, bulk imports).
     pub fn decide_unflushed(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
-        let suffix = record.key.suffix();
         let mut batch = sled::Batch::default();
-        batch.insert(
-            format!("step/{suffix}").as_bytes(),
-            serde_json::to_vec(record)?,
-        );
-        batch.remove(format!("result/{suffix}").as_bytes());
+        self.insert_step(record, &mut batch)?;
+        batch.remove(format!("result/{}", record.key.suffix()).as_bytes());
         batch.insert(
             chain_key(&record.key.experiment, record.key.chain).as_bytes(),
             serde_json::to_vec(chain)?,
         );
-        self.index_metrics(record, &mut batch)?;
         self.db.apply_batch(batch)?;
         Ok(())
+    }
+
+    /// Adds a decided step to `batch`: its record, its export row, and the
+    /// experiment's metrics if it brings a new one.
+    fn insert_step(&self, record: &StepRecord, batch: &mut sled::Batch) -> Result<()> {
+        self.upgrade()?;
+        let suffix = record.key.suffix();
+        batch.insert(
+            format!("step/{suffix}").as_bytes(),
+            serde_json::to_vec(record)?,
+        );
+        batch.insert(
+            format!("row/{suffix}").as_bytes(),
+            StepRow::of(record).encode()?,
+        );
+        self.index_metrics(record, batch)
     }
 
     /// Writes decided steps in one atomic batch, unflushed and without chain
@@ -409,11 +490,7 @@ impl Store {
     pub fn import_steps(&self, records: &[StepRecord]) -> Result<()> {
         let mut batch = sled::Batch::default();
         for record in records {
-            batch.insert(
-                format!("step/{}", record.key.suffix()).as_bytes(),
-                serde_json::to_vec(record)?,
-            );
-            self.index_metrics(record, &mut batch)?;
+            self.insert_step(record, &mut batch)?;
         }
         self.db.apply_batch(batch)?;
         Ok(())
@@ -429,15 +506,11 @@ impl Store {
     /// together with its experiment's updated info, then flushes.
     pub fn record_manual(&self, experiment: &ExperimentInfo, record: &StepRecord) -> Result<()> {
         let mut batch = sled::Batch::default();
-        batch.insert(
-            format!("step/{}", record.key.suffix()).as_bytes(),
-            serde_json::to_vec(record)?,
-        );
+        self.insert_step(record, &mut batch)?;
         batch.insert(
             format!("exp/{}", record.key.experiment).as_bytes(),
             serde_json::to_vec(experiment)?,
         );
-        self.index_metrics(record, &mut batch)?;
         self.db.apply_batch(batch)?;
         self.db.flush()?;
         Ok(())
@@ -492,26 +565,102 @@ impl Store {
     }
 
     /// The stored JSON of the decided steps of one experiment, in key order,
-    /// for readers that decode only what they need (export).
-    ///
-    /// Memory stays bounded however many steps there are. sled 0.34 admits
-    /// page accesses to its cache in batches of 64 per shard (of 256) and
-    /// only then evicts, whatever the cache capacity: a scan that reads each
-    /// page once keeps up to 16 k pages (hundreds of MB of steps) in memory.
-    /// Reading every `TOUCH_EVERY`th key a second time fills those batches
-    /// sooner, so pages leave the cache soon after the scan passes them.
+    /// for readers that decode only what they need (export); memory stays
+    /// bounded however many steps there are.
     pub fn step_values(&self, experiment: &str) -> impl Iterator<Item = Result<sled::IVec>> + '_ {
+        self.scan_bounded(format!("step/{experiment}/"))
+            .map(|item| Ok(item?.1))
+    }
+
+    /// The export rows of the decided steps of one experiment, in key order:
+    /// as stored beside them, or (a layout-1 store) in their JSON. Memory
+    /// stays bounded however many steps there are.
+    pub fn step_rows(&self, experiment: &str) -> impl Iterator<Item = Result<StoredRow>> + '_ {
+        let rows = self.schema() >= ROWS_SINCE;
+        let prefix = if rows { "row" } else { "step" };
+        self.scan_bounded(format!("{prefix}/{experiment}/"))
+            .map(move |item| {
+                let value = item?.1;
+                Ok(if rows {
+                    StoredRow::Row(value)
+                } else {
+                    StoredRow::Json(value)
+                })
+            })
+    }
+
+    /// Every key and value under a prefix, in key order, in bounded memory.
+    ///
+    /// sled 0.34 admits page accesses to its cache in batches of 64 per
+    /// shard (of 256) and only then evicts, whatever the cache capacity: a
+    /// scan that reads each page once keeps up to 16 k pages (hundreds of MB
+    /// of steps) in memory. Reading every `TOUCH_EVERY`th key a second time
+    /// fills those batches sooner, so pages leave the cache soon after the
+    /// scan passes them.
+    fn scan_bounded(
+        &self,
+        prefix: String,
+    ) -> impl Iterator<Item = Result<(sled::IVec, sled::IVec)>> + '_ {
         const TOUCH_EVERY: usize = TOUCH_EVERY_STEP;
         self.db
-            .scan_prefix(format!("step/{experiment}/"))
+            .scan_prefix(prefix)
             .enumerate()
             .map(move |(i, item)| {
                 let (key, value) = item?;
                 if i % TOUCH_EVERY == 0 {
                     self.db.get(&key)?;
                 }
-                Ok(value)
+                Ok((key, value))
             })
+    }
+
+    /// What is wrong with the export rows (layout 2 on): a decided step
+    /// without its row or with a row that differs from it, a row without its
+    /// step.
+    pub fn row_problems(&self) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        if self.schema() < ROWS_SINCE {
+            return Ok(problems);
+        }
+        // Both scans are in suffix order: walk them side by side.
+        let suffix =
+            |key: &[u8], prefix: &str| String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+        let mut rows = self.scan_bounded("row/".to_string()).peekable();
+        for item in self.scan_bounded("step/".to_string()) {
+            let (key, json) = item?;
+            let step = suffix(&key, "step/");
+            let record: StepRecord = serde_json::from_slice(&json)
+                .with_context(|| format!("store key step/{step} holds unreadable data"))?;
+            let mut stored = None;
+            while let Some(item) =
+                rows.next_if(|r| r.as_ref().map_or(true, |(k, _)| suffix(k, "row/") <= step))
+            {
+                let (k, row) = item?;
+                if suffix(&k, "row/") == step {
+                    stored = Some(row);
+                } else {
+                    problems.push(format!(
+                        "row/{}: a row without its step",
+                        suffix(&k, "row/")
+                    ));
+                }
+            }
+            match stored {
+                None => problems.push(format!("{}: no export row", record.key)),
+                Some(row) if *row != *StepRow::of(&record).encode()? => {
+                    problems.push(format!("{}: its export row differs from it", record.key))
+                }
+                Some(_) => {}
+            }
+        }
+        for item in rows {
+            let k = item?.0;
+            problems.push(format!(
+                "row/{}: a row without its step",
+                suffix(&k, "row/")
+            ));
+        }
+        Ok(problems)
     }
 
     /// Stores an artifact (build log, replay file) by content; returns its hash.
@@ -553,6 +702,24 @@ fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
         .keys()
         .copied()
         .chain(result.runs.iter().flat_map(|r| r.metrics.keys().copied()))
+}
+
+/// A decided step's export row as the store holds it; [`StoredRow::row`] reads it.
+pub enum StoredRow {
+    /// The row stored beside the step (layout 2 on).
+    Row(sled::IVec),
+    /// The step's JSON, which holds the row (layout 1).
+    Json(sled::IVec),
+}
+
+impl StoredRow {
+    /// The row.
+    pub fn row(&self) -> Result<StepRow<'_>> {
+        match self {
+            StoredRow::Row(bytes) => StepRow::decode(bytes),
+            StoredRow::Json(json) => StepRow::from_json(json),
+        }
+    }
 }
 
 fn chain_key(experiment: &str, chain: u32) -> String {

@@ -1,0 +1,590 @@
+//! The store's layouts. A store written before kiln kept export rows (layout
+//! 1, written here key by key as that kiln wrote it) exports exactly as it
+//! did then, reads and verifies as it is, and gains its rows when a step is
+//! next written into it, campaign or not; a store of the current layout
+//! exports the same from its rows, and `kiln store verify` checks them.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use common::*;
+use kiln_controller::commands::verify_store;
+use kiln_controller::export::{self, ExportOptions, Table};
+use kiln_controller::manual::manual_experiment;
+use kiln_controller::store::{
+    ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
+    Store, SCHEMA_VERSION,
+};
+use kiln_protocol::message::{BuildRecord, Discovery, RunRecord, StepResult};
+use kiln_protocol::{
+    ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
+    StepOutcome, Summary,
+};
+
+const CONFIG: &str = r#"(campaign
+  (name store-format)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 1) (min 3) (max 3))
+  (experiments
+    ((name walk) (benchmark knobs) (search (random-walk (steps 1000))) (chains 2) (seed 1)))
+  (benchmarks
+    ((name knobs) (kind knobs) (knobs (k 0 1 2))
+     (sources "benchmarks/knobs") (build ("true")) (run ("true")) (timeout-s 5)))
+  (workers (local (slots 2))))
+"#;
+
+/// The steps table of [`campaign`]`(20)` written in layout 1, as kiln
+/// exported it before it kept export rows (19161d1), built with serde_json's
+/// `float_roundtrip`: without it, that kiln read some stored numbers of 16
+/// and 17 significant digits one unit in the last place off, and printed
+/// them so (`1008358.1111111112` for the stored `1008358.1111111111`).
+const GOLDEN_STEPS: &str = include_str!("golden/store_format_steps.csv");
+
+/// SplitMix64: the data never depends on a crate's stream.
+struct Gen(u64);
+
+impl Gen {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A campaign's stored data: experiments, then decided steps in the order
+/// they were written, each with its chain's state after it (`None`: a manual step).
+struct Campaign {
+    experiments: Vec<(String, ExperimentInfo)>,
+    steps: Vec<(StepRecord, Option<ChainState>)>,
+}
+
+fn info() -> ExperimentInfo {
+    let baseline = DecisionSet([(SiteId("k".into()), DecisionValue::Int(0))].into());
+    ExperimentInfo {
+        discovery: Discovery {
+            points: vec![DecisionPoint {
+                id: SiteId("k".into()),
+                domain: (0..3).map(DecisionValue::Int).collect(),
+            }],
+            baseline: baseline.clone(),
+        },
+        bundle: ContentHash::of(b"knobs"),
+        baseline: Reference {
+            decisions: baseline,
+            samples: vec![1_000_000.0, 1_000_003.0, 999_998.5],
+            outcome: StepOutcome::Ok,
+            output_digest: None,
+            text_bytes: Some(4096),
+        },
+        references: BTreeMap::new(),
+    }
+}
+
+/// Statistics as a worker computes them, some of them replaced by numbers
+/// whose printing is easy to get wrong (17 significant digits, a tie at 16,
+/// exponents, negative zero).
+fn summary(samples: &[f64], step: u32) -> Summary {
+    let mut s = Summary::of(samples).unwrap();
+    match step % 6 {
+        1 => s.mean = 411_950.699_999_999_95,
+        2 => s.ci_high = f64::from_bits(0x4307_3C41_4C03_F1E2), // 817521951276604.25
+        3 => (s.ci_low, s.ci_high) = (1e-7, 1e21),
+        4 => s.stddev = -0.0,
+        _ => {}
+    }
+    s
+}
+
+/// The result of a step: failed builds and runs among successful steps with
+/// warm-ups and a metric the machine cannot measure.
+fn result(g: &mut Gen, step: u32) -> StepResult {
+    let failed = |outcome| StepResult {
+        id: StepId(u64::from(step)),
+        outcome,
+        build: Some(BuildRecord {
+            wall_ns: 20_000 + u64::from(step),
+            text_bytes: None,
+            binary_hash: None,
+            log_tail: "error: no".into(),
+            replay_file: None,
+            reused: false,
+        }),
+        runs: Vec::new(),
+        summary: BTreeMap::new(),
+        target_met: false,
+        output_digest: None,
+        started_ms: 1_000,
+        finished_ms: 2_000,
+    };
+    match step % 7 {
+        3 => {
+            return failed(StepOutcome::BuildFailed {
+                code: Some(2),
+                log_tail: "error: no".into(),
+            })
+        }
+        5 => {
+            let mut r = failed(StepOutcome::RunFailed {
+                code: None,
+                signal: Some(9),
+                signal_name: Some("SIGKILL".into()),
+                stderr_tail: String::new(),
+            });
+            r.runs.push(RunRecord {
+                index: 0,
+                warmup: false,
+                exit_code: None,
+                signal: Some(9),
+                metrics: [(Metric::WallTime, MetricValue::Measured(5.0))].into(),
+            });
+            return r;
+        }
+        _ => {}
+    }
+    let runs: Vec<RunRecord> = (0..4)
+        .map(|index| {
+            let wall = 1_000_000.0 + g.below(30_000) as f64 / 3.0;
+            let mut metrics = BTreeMap::from([
+                (Metric::WallTime, MetricValue::Measured(wall)),
+                (Metric::UserTime, MetricValue::Measured(wall * 0.7)),
+                (Metric::MaxRss, MetricValue::Measured(1_298_432.0)),
+            ]);
+            // Unsupported in every run, or (every fourth step) in one of them.
+            if step % 4 != 0 || index == 2 {
+                metrics.insert(Metric::Cycles, MetricValue::Unsupported);
+            }
+            RunRecord {
+                index,
+                warmup: index == 0,
+                exit_code: Some(0),
+                signal: None,
+                metrics,
+            }
+        })
+        .collect();
+    let summary = [Metric::WallTime, Metric::UserTime, Metric::MaxRss]
+        .into_iter()
+        .map(|m| {
+            let samples: Vec<f64> = runs[1..]
+                .iter()
+                .filter_map(|r| r.metrics[&m].measured())
+                .collect();
+            (m, summary(&samples, step))
+        })
+        .collect();
+    StepResult {
+        id: StepId(u64::from(step)),
+        outcome: StepOutcome::Ok,
+        build: (step % 2 == 0).then(|| BuildRecord {
+            wall_ns: 10_000 + u64::from(step),
+            text_bytes: (step % 4 == 0).then_some(4096 + u64::from(step)),
+            binary_hash: None,
+            log_tail: String::new(),
+            replay_file: None,
+            reused: false,
+        }),
+        runs,
+        summary,
+        target_met: step % 3 != 0,
+        output_digest: None,
+        started_ms: 1_000,
+        finished_ms: 2_000,
+    }
+}
+
+/// Experiment `walk`, two chains of `steps` steps, then two manual steps.
+fn campaign(steps: u32) -> Campaign {
+    let mut g = Gen(7);
+    let info = info();
+    let mut out = Campaign {
+        experiments: vec![("walk".into(), info.clone())],
+        steps: Vec::new(),
+    };
+    for chain in 0..2 {
+        let at = Incumbent {
+            decisions: info.baseline.decisions.clone(),
+            samples: info.baseline.samples.clone(),
+            step: None,
+        };
+        let mut state = ChainState {
+            next_decide: 0,
+            generated: 0,
+            current: at.clone(),
+            best: at,
+            rng: ChaCha8Rng::seed_from_u64(u64::from(chain)),
+            pending: BTreeMap::new(),
+            accepted: 0,
+            failures: BTreeMap::new(),
+            temperature: 0.0,
+            started_ms: 0,
+            updated_ms: 0,
+        };
+        for step in 0..steps {
+            let record = step_record(&mut g, "walk", chain, step, &state, steps);
+            state.next_decide = step + 1;
+            state.generated = step + 1;
+            state.temperature = record.temperature;
+            state.updated_ms = record.recorded_ms + 1;
+            if record.decision.as_ref().is_some_and(|d| d.accepted) {
+                state.accepted += 1;
+                state.current = Incumbent {
+                    decisions: record.decisions.clone(),
+                    samples: vec![record.objective.unwrap()],
+                    step: Some(step),
+                };
+            }
+            out.steps.push((record, Some(state.clone())));
+        }
+    }
+    let manual = manual_experiment("knobs");
+    out.experiments.push((manual.clone(), info.clone()));
+    let state = out.steps[0].1.clone().unwrap();
+    for n in 0..2 {
+        let mut record = step_record(&mut g, &manual, 0, n, &state, steps);
+        record.parent = None;
+        record.temperature = 0.0;
+        out.steps.push((record, None));
+    }
+    out
+}
+
+fn step_record(
+    g: &mut Gen,
+    experiment: &str,
+    chain: u32,
+    step: u32,
+    state: &ChainState,
+    steps: u32,
+) -> StepRecord {
+    let mut decisions = state.current.decisions.clone();
+    decisions
+        .0
+        .insert(SiteId("k".into()), DecisionValue::Int(g.below(3) as i64));
+    let result = result(g, step);
+    let objective = result.summary.get(&Metric::WallTime).map(|s| s.median);
+    let t = 1_700_000_000_000 + u64::from(step) * 1_000;
+    StepRecord {
+        key: StepKey {
+            experiment: experiment.into(),
+            chain,
+            step,
+        },
+        kind: if step % 10 == 9 {
+            StepKind::Remeasure
+        } else {
+            StepKind::Proposal
+        },
+        decision_hash: decisions.hash(),
+        diff: decisions.diff_from(&state.current.decisions),
+        decisions,
+        parent: state.current.step,
+        temperature: 0.04 * (1.0 - f64::from(step) / f64::from(steps)),
+        result,
+        objective,
+        worker: ["w0", "host,1", "say \"hi\""][step as usize % 3].into(),
+        slot: step % 4,
+        worker_fingerprint: None,
+        artifacts: BTreeMap::new(),
+        cached_from: (step % 11 == 6).then(|| StepKey {
+            experiment: experiment.into(),
+            chain,
+            step: step - 5,
+        }),
+        dispatched_ms: t,
+        recorded_ms: t + 400,
+        decision: Some(Decision {
+            accepted: objective.is_some() && g.below(3) > 0,
+            compared_with: state.current.objective(),
+            decided_ms: t + 401,
+        }),
+    }
+}
+
+fn put(db: &sled::Db, key: &str, value: &impl Serialize) {
+    db.insert(key, serde_json::to_vec(value).unwrap()).unwrap();
+}
+
+/// Writes `c` into `dir` as kiln wrote stores before it kept export rows:
+/// `meta/schema` 1, the same keys and JSON, no `row/…`.
+fn write_layout_1(dir: &Path, c: &Campaign) {
+    let db = sled::open(dir.join("db")).unwrap();
+    put(&db, "meta/schema", &1u32);
+    put(&db, "meta/config", &CONFIG);
+    put(&db, "meta/created-ms", &1u64);
+    let mut metrics: BTreeMap<&str, BTreeSet<Metric>> = BTreeMap::new();
+    for (name, info) in &c.experiments {
+        put(&db, &format!("exp/{name}"), info);
+    }
+    for (record, state) in &c.steps {
+        let k = &record.key;
+        let suffix = format!("{}/{:06}/{:09}", k.experiment, k.chain, k.step);
+        put(&db, &format!("step/{suffix}"), record);
+        if let Some(state) = state {
+            put(
+                &db,
+                &format!("chain/{}/{:06}", k.experiment, k.chain),
+                state,
+            );
+        }
+        let r = &record.result;
+        let found = metrics.entry(&k.experiment).or_default();
+        found.extend(r.summary.keys().copied());
+        found.extend(r.runs.iter().flat_map(|run| run.metrics.keys().copied()));
+    }
+    for (name, set) in metrics {
+        put(&db, &format!("metrics/{name}"), &set);
+    }
+    db.flush().unwrap();
+}
+
+/// Writes `c` into `dir` through the Store API, as kiln writes a campaign now.
+fn write_current(dir: &Path, c: &Campaign) -> Store {
+    let store = Store::open(dir).unwrap();
+    store.put("meta/config", &CONFIG.to_string()).unwrap();
+    store.put("meta/created-ms", &1u64).unwrap();
+    for (name, info) in &c.experiments {
+        store.put_experiment(name, info).unwrap();
+    }
+    for (record, state) in &c.steps {
+        write_step(&store, c, record, state.as_ref());
+    }
+    store
+}
+
+fn write_step(store: &Store, c: &Campaign, record: &StepRecord, state: Option<&ChainState>) {
+    match state {
+        Some(state) => store.decide(record, state).unwrap(),
+        None => {
+            let info = &c
+                .experiments
+                .iter()
+                .find(|(n, _)| *n == record.key.experiment);
+            store.record_manual(&info.unwrap().1, record).unwrap();
+        }
+    }
+}
+
+fn steps_table(store: &Store) -> String {
+    let mut out = Vec::new();
+    let options = ExportOptions {
+        table: Table::Steps,
+        experiment: None,
+        wide: false,
+    };
+    export::export(store, options, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// Opens again what was just closed: sled's background threads let go of the
+/// database (and its lock) a moment after the last handle is dropped.
+fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
+    for _ in 0..100 {
+        if let Ok(opened) = open() {
+            return opened;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    open().expect("the store opens again")
+}
+
+#[test]
+fn a_store_without_export_rows_exports_as_kiln_did_before_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = campaign(20);
+    write_layout_1(dir.path(), &c);
+    let store = reopen(|| Store::open(dir.path()));
+    assert_eq!(store.schema(), 1);
+    let table = steps_table(&store);
+    assert!(
+        table == GOLDEN_STEPS,
+        "the steps table differs from kiln's before export rows:\n{table}"
+    );
+    // Stored numbers print as stored, every digit of them.
+    assert!(table.contains(",411950.69999999995,"), "{table}");
+    // Reading leaves the store as it is.
+    assert_eq!(store.schema(), 1);
+    drop(store);
+    let verified = reopen(|| verify_store(dir.path()));
+    assert_eq!(verified.problems, 0, "{}", verified.text);
+    let store = reopen(|| Store::open(dir.path()));
+    assert_eq!(store.schema(), 1);
+
+    // The same campaign written now exports the same table from its rows.
+    let now = tempfile::tempdir().unwrap();
+    let current = write_current(now.path(), &c);
+    assert_eq!(current.schema(), SCHEMA_VERSION);
+    assert!(
+        steps_table(&current) == GOLDEN_STEPS,
+        "{}",
+        steps_table(&current)
+    );
+}
+
+#[test]
+fn a_store_without_export_rows_gains_them_when_a_step_is_written() {
+    // Enough steps for several of the export's parallel chunks per chain.
+    let mut c = campaign(601);
+    let last = c.steps.iter().rposition(|(r, _)| r.key.chain == 1).unwrap();
+    let (extra, extra_state) = c.steps.remove(last);
+    let old = tempfile::tempdir().unwrap();
+    write_layout_1(old.path(), &c);
+    let now = tempfile::tempdir().unwrap();
+    let current = write_current(now.path(), &c);
+    let store = reopen(|| Store::open(old.path()));
+    assert!(steps_table(&store) == steps_table(&current));
+
+    // A campaign resuming on it decides its next step: the store is upgraded first.
+    write_step(&store, &c, &extra, extra_state.as_ref());
+    write_step(&current, &c, &extra, extra_state.as_ref());
+    assert_eq!(store.schema(), SCHEMA_VERSION);
+    assert_eq!(store.row_problems().unwrap(), Vec::<String>::new());
+    let table = steps_table(&store);
+    assert!(table == steps_table(&current));
+    assert_eq!(table.lines().count(), 1 + c.steps.len() + 1);
+    // Nothing else changed: every step reads back as written.
+    let mut expected: Vec<StepRecord> = c.steps.iter().map(|(r, _)| r.clone()).collect();
+    expected.push(extra);
+    expected.sort_by(|a, b| a.key.cmp(&b.key));
+    let stored: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
+    assert!(stored == expected, "the stored steps changed");
+    drop(store);
+    let verified = reopen(|| verify_store(old.path()));
+    assert_eq!(verified.problems, 0, "{}", verified.text);
+    // Reopened, it is a store of the current layout.
+    let store = reopen(|| Store::open(old.path()));
+    assert_eq!(store.schema(), SCHEMA_VERSION);
+    assert!(steps_table(&store) == steps_table(&current));
+}
+
+#[test]
+fn verify_finds_export_rows_missing_astray_or_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(write_current(dir.path(), &campaign(12)));
+    {
+        let db = reopen(|| sled::open(dir.path().join("db")).map_err(anyhow::Error::from));
+        let row = |chain: u32, step: u32| format!("row/walk/{chain:06}/{step:09}");
+        let other = db.get(row(1, 8)).unwrap().unwrap();
+        assert!(db.remove(row(0, 5)).unwrap().is_some());
+        db.insert(row(1, 7), other.clone()).unwrap();
+        db.insert(row(1, 99), other).unwrap();
+        db.flush().unwrap();
+    }
+    let verified = reopen(|| verify_store(dir.path()));
+    let problems: Vec<&str> = verified
+        .text
+        .lines()
+        .filter(|l| l.starts_with("problem:"))
+        .collect();
+    assert_eq!(
+        problems,
+        [
+            "problem: walk/chain 0/step 5: no export row",
+            "problem: walk/chain 1/step 7: its export row differs from it",
+            "problem: row/walk/000001/000000099: a row without its step",
+        ],
+        "{}",
+        verified.text
+    );
+    assert_eq!(verified.problems, 3);
+}
+
+#[test]
+fn a_store_of_a_newer_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = sled::open(dir.path().join("db")).unwrap();
+        put(&db, "meta/schema", &(SCHEMA_VERSION + 1));
+        db.flush().unwrap();
+    }
+    let e = reopen(|| Ok(Store::open(dir.path()).map(|_| ()).unwrap_err()));
+    let said = format!("{e:#}");
+    assert!(
+        said.contains(&format!("schema version {}", SCHEMA_VERSION + 1))
+            && said.contains("a newer kiln wrote it"),
+        "{said}"
+    );
+}
+
+/// A no-op campaign through the real binaries: experiments `a` and, if
+/// `with_b`, `b`.
+fn noop_config(with_b: bool) -> String {
+    let experiment = |name: &str, steps: u32| {
+        format!("((name {name}) (benchmark noop) (search (random-walk (steps {steps}))) (chains 2) (seed 3))")
+    };
+    format!(
+        r#"(campaign
+  (name noop)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    {a}
+    {b})
+  (benchmarks
+    ((name noop) (kind knobs) (knobs (k 0 1 2 3))
+     (sources "noop") (build ()) (run ("true")) (check-output none) (timeout-s 10)))
+  (workers (local (slots 2))))
+"#,
+        a = experiment("a", 12),
+        b = if with_b {
+            experiment("b", 8)
+        } else {
+            String::new()
+        },
+    )
+}
+
+#[test]
+fn a_campaign_stored_without_export_rows_resumes_and_exports() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("noop")).unwrap();
+    std::fs::write(dir.path().join("noop/README"), "nothing to build\n").unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), noop_config(false)).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Make it a store as kiln wrote them before export rows.
+    {
+        let db = reopen(|| sled::open(dir.path().join("store/db")).map_err(anyhow::Error::from));
+        let rows: Vec<_> = db.scan_prefix("row/").keys().map(Result::unwrap).collect();
+        assert_eq!(rows.len(), 24);
+        rows.iter().for_each(|k| drop(db.remove(k).unwrap()));
+        put(&db, "meta/schema", &1u32);
+        db.flush().unwrap();
+    }
+    let export = |dir: &Path| {
+        let out = run_kiln(dir, &["export", "store", "--table", "steps"]);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = export(dir.path());
+    assert_eq!(before.lines().count(), 1 + 24);
+
+    // A second experiment is added to the campaign and run: the store is
+    // upgraded when its first step is decided, and exports the first
+    // experiment's steps as before.
+    std::fs::write(dir.path().join("campaign.sexp"), noop_config(true)).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after = export(dir.path());
+    assert_eq!(after.lines().count(), 1 + 24 + 16);
+    assert!(after.starts_with(&before), "{before}\n{after}");
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    assert_eq!(store.schema(), SCHEMA_VERSION);
+    drop(store);
+    let verify = run_kiln(dir.path(), &["store", "verify", "store"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
+}
