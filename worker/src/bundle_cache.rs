@@ -2,7 +2,9 @@
 //!
 //! A bundle is written into a temporary folder and renamed into place, so a
 //! crash never leaves a half bundle under its hash; leftovers of interrupted
-//! writes are removed when the cache opens. Every path is checked to stay
+//! writes are removed when the cache opens, unless the process that wrote them
+//! still lives (another session on the same rundir, such as one orphaned by a
+//! cut link, may be writing a bundle right now). Every path is checked to stay
 //! inside its folder, and copies never follow symbolic links.
 
 use std::fs;
@@ -24,14 +26,18 @@ pub struct BundleCache {
 }
 
 impl BundleCache {
-    /// Opens (creating) the cache under `rundir/bundles`, clearing half-written leftovers.
+    /// Opens (creating) the cache under `rundir/bundles`, clearing half-written
+    /// leftovers of processes that are gone.
     pub fn open(rundir: &Path) -> Result<Self, String> {
         let root = rundir.join("bundles");
         fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
         let entries =
             fs::read_dir(&root).map_err(|e| format!("cannot list {}: {e}", root.display()))?;
         for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let writer_lives =
+                temp_writer(&name).is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+            if name.starts_with(TEMP_PREFIX) && !writer_lives {
                 let _ = fs::remove_dir_all(entry.path());
             }
         }
@@ -77,6 +83,13 @@ impl BundleCache {
         }
         result
     }
+}
+
+/// The pid of the process writing a temporary folder `.tmp-<hash>-<pid>-<n>`.
+fn temp_writer(name: &str) -> Option<u32> {
+    let mut parts = name.strip_prefix(TEMP_PREFIX)?.rsplit('-');
+    parts.next()?;
+    parts.next()?.parse().ok()
 }
 
 fn write_files(dir: &Path, bundle: &Bundle) -> Result<(), String> {
@@ -191,6 +204,24 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o111, 0o111);
+    }
+
+    #[test]
+    fn only_leftovers_of_gone_writers_are_cleared() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bundles = tmp.path().join("bundles");
+        // Our own pid lives; pid 0 never names a process in /proc.
+        let live = bundles.join(format!("{TEMP_PREFIX}abcd-{}-0", std::process::id()));
+        let dead = bundles.join(format!("{TEMP_PREFIX}abcd-0-3"));
+        let odd = bundles.join(format!("{TEMP_PREFIX}junk"));
+        for d in [&live, &dead, &odd] {
+            fs::create_dir_all(d).unwrap();
+        }
+        BundleCache::open(tmp.path()).unwrap();
+        assert!(live.exists(), "another session may be writing it");
+        assert!(!dead.exists() && !odd.exists());
+        assert_eq!(temp_writer(".tmp-abcd-42-7"), Some(42));
+        assert_eq!(temp_writer("abcd-42-7"), None);
     }
 
     #[test]
