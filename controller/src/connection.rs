@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{oneshot, watch, Mutex};
 
 use kiln_protocol::frame::{self, MAX_FRAME};
@@ -43,10 +44,15 @@ pub struct Connection {
     writer: Mutex<ChannelWriter>,
     waiters: Waiters,
     lost: watch::Receiver<Option<String>>,
+    /// The last sign of life: a frame from the worker, or the worker taking in our bytes.
+    last_heard: Arc<StdMutex<Instant>>,
     prepared: Mutex<HashSet<ContentHash>>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     _guard: ChannelGuard,
 }
+
+/// Frames are written in pieces of this size, each one a sign that the worker reads.
+const WRITE_PIECE: usize = 64 << 10;
 
 impl Drop for Connection {
     fn drop(&mut self) {
@@ -117,6 +123,7 @@ impl Connection {
         let (lost_tx, lost) = watch::channel(None);
         let lost_tx = Arc::new(lost_tx);
         let last_heard = Arc::new(StdMutex::new(Instant::now()));
+        let alive = last_heard.clone();
         let reader_task = {
             let (waiters, lost_tx, last_heard, name) = (
                 waiters.clone(),
@@ -177,6 +184,7 @@ impl Connection {
                 writer: Mutex::new(writer),
                 waiters: waiters.clone(),
                 lost,
+                last_heard: alive,
                 prepared: Mutex::default(),
                 tasks: vec![reader_task, watchdog_task, pinger_task],
                 _guard: guard,
@@ -208,7 +216,16 @@ impl Connection {
             return Err(Lost(reason));
         }
         let mut w = self.writer.lock().await;
-        frame::write_frame_async(&mut *w, request)
+        // A worker reading a large frame (a bundle) cannot answer pings meanwhile; each piece
+        // it takes in shows it alive, while a stalled write shows nothing.
+        let bytes = frame::encode(request);
+        for piece in bytes.chunks(WRITE_PIECE) {
+            w.write_all(piece)
+                .await
+                .map_err(|e| Lost(format!("cannot write to worker: {e}")))?;
+            *self.last_heard.lock().expect("not poisoned") = Instant::now();
+        }
+        w.flush()
             .await
             .map_err(|e| Lost(format!("cannot write to worker: {e}")))
     }
@@ -435,5 +452,73 @@ mod tests {
         assert!(answer.is_err(), "the bundle cannot have arrived");
         assert!(conn.is_lost());
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    /// A worker that takes in a large bundle more slowly than `lost_after` (a slow link) is
+    /// not lost: every piece it reads is a sign of life.
+    #[tokio::test]
+    async fn a_slow_but_steady_upload_keeps_the_worker_alive() {
+        use tokio::io::AsyncReadExt;
+        let (ours, theirs) = tokio::io::duplex(4096);
+        let (our_reader, our_writer) = tokio::io::split(ours);
+        let (mut reader, mut writer) = tokio::io::split(theirs);
+        let _fake = tokio::spawn(async move {
+            let _: Request = frame::read_frame_async(&mut reader, MAX_FRAME)
+                .await
+                .unwrap();
+            let hello = Response::Hello {
+                protocol_version: PROTOCOL_VERSION,
+                capabilities: Box::new(capabilities()),
+            };
+            frame::write_frame_async(&mut writer, &hello).await.unwrap();
+            loop {
+                let mut header = [0u8; 4];
+                reader.read_exact(&mut header).await.unwrap();
+                let mut payload = vec![0u8; u32::from_be_bytes(header) as usize];
+                // 64 KiB every 100 ms: about 2 s for this bundle, four times `lost_after`.
+                for piece in payload.chunks_mut(64 << 10) {
+                    reader.read_exact(piece).await.unwrap();
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                let answer = match frame::decode::<Request>(&payload).unwrap() {
+                    Request::HasBundle { hash } => Response::BundleStatus {
+                        hash,
+                        present: false,
+                    },
+                    Request::Prepare(b) => Response::Prepared { hash: b.hash },
+                    Request::Ping { nonce } => Response::Pong { nonce },
+                    other => panic!("unexpected {other:?}"),
+                };
+                frame::write_frame_async(&mut writer, &answer)
+                    .await
+                    .unwrap();
+            }
+        });
+        let channel = Channel {
+            reader: Box::new(our_reader),
+            writer: Box::new(our_writer),
+            guard: ChannelGuard::Other(Box::new(())),
+            address: "fake".into(),
+        };
+        let heartbeat = Heartbeat {
+            interval: Duration::from_millis(100),
+            lost_after: Duration::from_millis(500),
+            hello_timeout: Duration::from_secs(5),
+        };
+        let conn = Connection::open("fake", channel, heartbeat).await.unwrap();
+        let bundle = Bundle::new(vec![BundleFile {
+            path: "big".into(),
+            executable: false,
+            contents: vec![7; 1 << 20],
+        }]);
+        let started = Instant::now();
+        conn.ensure_bundle(&bundle)
+            .await
+            .expect("the bundle arrives over the slow link");
+        assert!(
+            started.elapsed() > Duration::from_secs(1),
+            "the link was slow"
+        );
+        assert!(!conn.is_lost());
     }
 }
