@@ -299,9 +299,9 @@ impl Connection {
             .await?
         {
             Response::StepDone(result) => Ok(*result),
-            Response::Error { message, .. } => {
-                Err(Lost(format!("worker rejected step {id}: {message}")))
-            }
+            // Not a loss: the worker is there but refuses the step (the pool sets it aside
+            // rather than send it the step again and again).
+            Response::Error { message, .. } => Ok(StepResult::rejected(id, message)),
             other => Err(Lost(format!("unexpected answer to step: {other:?}"))),
         }
     }

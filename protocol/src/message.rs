@@ -439,6 +439,26 @@ pub struct StepResult {
     pub finished_ms: u64,
 }
 
+impl StepResult {
+    /// A step the worker could not run at all, stamped now.
+    pub fn rejected(id: StepId, reason: String) -> StepResult {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        StepResult {
+            id,
+            outcome: StepOutcome::Rejected { reason },
+            build: None,
+            runs: Vec::new(),
+            summary: Default::default(),
+            target_met: false,
+            output_digest: None,
+            started_ms: now,
+            finished_ms: now,
+        }
+    }
+}
+
 /// What a worker is and can do: its capabilities and environment fingerprint.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Capabilities {

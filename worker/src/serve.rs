@@ -272,7 +272,9 @@ impl Session {
         };
         let Some(mut state) = state else {
             let reason = format!("slot {slot} is busy with another step");
-            shared.send(&Response::StepDone(Box::new(rejected(id, reason))));
+            shared.send(&Response::StepDone(Box::new(StepResult::rejected(
+                id, reason,
+            ))));
             return;
         };
         let Some(token) = self.register(id) else {
@@ -287,7 +289,7 @@ impl Session {
             let result = catch_unwind(AssertUnwindSafe(|| {
                 step::run_step(&req, &shared.ws, &mut state, &token)
             }))
-            .unwrap_or_else(|_| rejected(id, PANICKED.to_string()));
+            .unwrap_or_else(|_| StepResult::rejected(id, PANICKED.to_string()));
             if result.outcome == StepOutcome::Ok {
                 tracing::debug!("step {id} finished: ok");
             } else {
@@ -309,22 +311,5 @@ impl Session {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
-    }
-}
-
-fn rejected(id: StepId, reason: String) -> StepResult {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    StepResult {
-        id,
-        outcome: StepOutcome::Rejected { reason },
-        build: None,
-        runs: Vec::new(),
-        summary: Default::default(),
-        target_met: false,
-        output_digest: None,
-        started_ms: now,
-        finished_ms: now,
     }
 }
