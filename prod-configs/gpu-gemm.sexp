@@ -28,4 +28,4 @@
      (timeout-s 60)
      (build-timeout-s 120)))
   (workers
-    (local (slots 1))))
+    (local (slots 1) (gpus (0)))))

@@ -29,4 +29,4 @@
      (run ("python3" "conv.py" "--iters" "3000"))
      (timeout-s 300)))
   (workers
-    (local (slots 1))))
+    (local (slots 1) (gpus (0)))))

@@ -20,6 +20,7 @@ use kiln_protocol::message::Bundle;
 use kiln_protocol::{CampaignConfig, DecisionSet, Metric, StepId, StepOutcome, StepRequest};
 
 use crate::connection::{Connection, Lost};
+use crate::pool::SlotPlace;
 
 /// How long a slot out of service waits before calibrating again.
 pub const RECHECK: Duration = Duration::from_secs(30);
@@ -60,6 +61,7 @@ impl Calibrator {
             id: StepId(0),
             slot: 0,
             cpus: Vec::new(),
+            gpus: Vec::new(),
             bundle: bundle.hash,
             benchmark,
             decisions,
@@ -86,14 +88,12 @@ impl Calibrator {
         &self,
         conn: &Connection,
         id: StepId,
-        slot: u32,
-        cpus: &[u32],
+        place: &SlotPlace,
     ) -> Result<Result<f64, String>, Lost> {
         conn.ensure_bundle(&self.bundle).await?;
         let mut request = self.request.clone();
         request.id = id;
-        request.slot = slot;
-        request.cpus = cpus.to_vec();
+        place.apply(&mut request);
         let result = conn.step(request).await?;
         if result.outcome != StepOutcome::Ok {
             return Ok(Err(format!("calibration {}", result.outcome)));

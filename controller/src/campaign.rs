@@ -401,6 +401,7 @@ fn step_request(
         id: StepId(0),
         slot: 0,
         cpus: Vec::new(),
+        gpus: Vec::new(),
         benchmark: benchmark.clone(),
         bundle: bundle.hash,
         decisions: decisions.clone(),

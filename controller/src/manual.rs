@@ -26,7 +26,7 @@ use kiln_protocol::{
 };
 
 use crate::campaign::objective_of;
-use crate::pool::{slot_cpus, Answer, Job, Pool, PoolSettings, Work, WorkerState};
+use crate::pool::{Answer, Job, Pool, PoolSettings, SlotPlace, Work, WorkerState};
 use crate::status::format_value;
 use crate::store::{
     now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
@@ -152,23 +152,26 @@ fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<WorkerSpec
                 name: "local".into(),
                 slots: 1,
                 cpus: Vec::new(),
+                gpus: Vec::new(),
             })),
     }
 }
 
-/// The worker with one slot (its first slot's CPUs): baseline and candidate
-/// run one after the other, never beside each other.
+/// The worker with one slot (its first slot's CPUs and GPUs): baseline and
+/// candidate run one after the other, never beside each other.
 fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
-    let cpus = slot_cpus(worker.cpus(), worker.slots(), 0);
+    let first = SlotPlace::of(worker, 0);
     match worker.clone() {
         WorkerSpec::Local { name, .. } => WorkerSpec::Local {
             name,
             slots: 1,
-            cpus,
+            cpus: first.cpus,
+            gpus: first.gpus,
         },
         WorkerSpec::Ssh(mut ssh) => {
             ssh.slots = 1;
-            ssh.cpus = cpus;
+            ssh.cpus = first.cpus;
+            ssh.gpus = first.gpus;
             WorkerSpec::Ssh(ssh)
         }
     }
@@ -314,6 +317,7 @@ async fn measure(
         id: StepId(0),
         slot: 0,
         cpus: Vec::new(),
+        gpus: Vec::new(),
         benchmark: spec.clone(),
         bundle: bundle.hash,
         decisions: set.clone(),

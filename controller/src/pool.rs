@@ -368,8 +368,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
     fn slot_runner(&self, conn: &Arc<Connection>, slot: u32, tally: &Arc<Tally>) -> SlotRunner<K> {
         SlotRunner {
             conn: conn.clone(),
-            slot,
-            cpus: slot_cpus(self.spec.cpus(), self.spec.slots(), slot),
+            place: SlotPlace::of(&self.spec, slot),
             worker: self.spec.name().to_string(),
             jobs: self.jobs.clone(),
             requeue: self.requeue.clone(),
@@ -423,8 +422,7 @@ impl Drop for TaskGroup {
 /// the connection is lost (putting its job back on the queue).
 struct SlotRunner<K> {
     conn: Arc<Connection>,
-    slot: u32,
-    cpus: Vec<u32>,
+    place: SlotPlace,
     worker: String,
     jobs: async_channel::Receiver<Job<K>>,
     requeue: async_channel::Sender<Job<K>>,
@@ -443,7 +441,7 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
         let mut jobs_since_calibration: Option<u64> = None;
         loop {
             if let Err(Lost(reason)) = self.keep_calibrated(&mut jobs_since_calibration).await {
-                tracing::warn!(worker = %self.worker, slot = self.slot, "calibration interrupted: {reason}");
+                tracing::warn!(worker = %self.worker, slot = self.place.slot, "calibration interrupted: {reason}");
                 self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
                 return;
             }
@@ -468,12 +466,12 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
     /// back on the queue for another slot).
     async fn run_one(&self, job: Job<K>) -> bool {
         let id = self.next_id();
-        match run_job(&self.conn, &job, id, self.slot, &self.cpus).await {
+        match run_job(&self.conn, &job, id, &self.place).await {
             Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
                 // The worker could not run the step at all (a CPU it lacks, limits it cannot
                 // apply): that is no result of the candidate's. Another worker takes the step,
                 // and this slot takes no more.
-                let why = format!("slot {} rejected a step: {}", self.slot, result.outcome);
+                let why = format!("slot {} rejected a step: {}", self.place.slot, result.outcome);
                 tracing::error!(worker = %self.worker, "{why}; the step goes back on the queue");
                 let _ = self.requeue.try_send(job);
                 if let Some(s) = self
@@ -499,13 +497,13 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
                 let _ = self.done.send(Done {
                     tag: job.tag,
                     worker: self.worker.clone(),
-                    slot: self.slot,
+                    slot: self.place.slot,
                     answer,
                 });
                 true
             }
             Err(Lost(reason)) => {
-                tracing::warn!(worker = %self.worker, slot = self.slot, "job {id} re-queued: {reason}");
+                tracing::warn!(worker = %self.worker, slot = self.place.slot, "job {id} re-queued: {reason}");
                 let _ = self.requeue.try_send(job);
                 if self.conn.is_lost() {
                     self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
@@ -539,17 +537,17 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
     /// of service.
     async fn calibrate(&self, calibrator: &Calibrator) -> Result<bool, Lost> {
         let figure = calibrator
-            .measure(&self.conn, self.next_id(), self.slot, &self.cpus)
+            .measure(&self.conn, self.next_id(), &self.place)
             .await?;
         let mut board = self.board.lock().expect("not poisoned");
         let Some(s) = board
             .get_mut(&self.worker)
-            .and_then(|w| w.calibration.get_mut(self.slot as usize))
+            .and_then(|w| w.calibration.get_mut(self.place.slot as usize))
         else {
             return Ok(false);
         };
         s.record(figure, &calibrator.settings, now_ms());
-        let (worker, slot) = (&self.worker, self.slot);
+        let (worker, slot) = (&self.worker, self.place.slot);
         match &s.reason {
             Some(reason) if s.out_of_service => {
                 tracing::warn!(worker = %worker, slot, "calibration: {reason}; out of service, re-checking in {RECHECK:?}")
@@ -569,8 +567,7 @@ async fn run_job<K>(
     conn: &Connection,
     job: &Job<K>,
     id: StepId,
-    slot: u32,
-    cpus: &[u32],
+    place: &SlotPlace,
 ) -> Result<Answer, Lost> {
     conn.ensure_bundle(&job.bundle).await?;
     match &job.work {
@@ -580,26 +577,55 @@ async fn run_job<K>(
         Work::Step(request) => {
             let mut request = (**request).clone();
             request.id = id;
-            request.slot = slot;
-            request.cpus = cpus.to_vec();
+            place.apply(&mut request);
             Ok(Answer::Step(Box::new(conn.step(request).await?)))
         }
     }
 }
 
-/// The CPUs of slot `slot`: the worker's CPU list split evenly across its slots.
-pub fn slot_cpus(cpus: &[u32], slots: u32, slot: u32) -> Vec<u32> {
-    if cpus.is_empty() || slots == 0 {
+/// Where a slot's steps run: the slot, and its share of the worker's CPUs and GPUs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SlotPlace {
+    /// The slot (its folder on the worker).
+    pub slot: u32,
+    /// CPUs its builds and runs are pinned to; empty: no pinning.
+    pub cpus: Vec<u32>,
+    /// GPUs its runs see; empty: every GPU.
+    pub gpus: Vec<u32>,
+}
+
+impl SlotPlace {
+    /// Slot `slot` of `worker`, with the worker's CPU and GPU lists split evenly across slots.
+    pub fn of(worker: &WorkerSpec, slot: u32) -> SlotPlace {
+        SlotPlace {
+            slot,
+            cpus: share(worker.cpus(), worker.slots(), slot),
+            gpus: share(worker.gpus(), worker.slots(), slot),
+        }
+    }
+
+    /// Addresses `request` to this slot.
+    pub fn apply(&self, request: &mut StepRequest) {
+        request.slot = self.slot;
+        request.cpus = self.cpus.clone();
+        request.gpus = self.gpus.clone();
+    }
+}
+
+/// Slot `slot`'s share of `ids` split evenly across `slots`.
+fn share(ids: &[u32], slots: u32, slot: u32) -> Vec<u32> {
+    if ids.is_empty() || slots == 0 {
         return Vec::new();
     }
-    let per = (cpus.len() / slots as usize).max(1);
-    let start = (slot as usize * per) % cpus.len();
-    cpus[start..(start + per).min(cpus.len())].to_vec()
+    let per = (ids.len() / slots as usize).max(1);
+    let start = (slot as usize * per) % ids.len();
+    ids[start..(start + per).min(ids.len())].to_vec()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{slot_cpus, Tally, STABLE};
+    use super::{share, SlotPlace, Tally, STABLE};
+    use kiln_protocol::config::WorkerSpec;
     use std::sync::atomic::Ordering;
 
     #[test]
@@ -630,10 +656,24 @@ mod tests {
     }
 
     #[test]
-    fn cpus_split_evenly_across_slots() {
-        assert_eq!(slot_cpus(&[2, 3], 2, 0), vec![2]);
-        assert_eq!(slot_cpus(&[2, 3], 2, 1), vec![3]);
-        assert_eq!(slot_cpus(&[0, 1, 2, 3], 2, 1), vec![2, 3]);
-        assert_eq!(slot_cpus(&[], 2, 1), Vec::<u32>::new());
+    fn cpus_and_gpus_split_evenly_across_slots() {
+        assert_eq!(share(&[2, 3], 2, 0), vec![2]);
+        assert_eq!(share(&[2, 3], 2, 1), vec![3]);
+        assert_eq!(share(&[0, 1, 2, 3], 2, 1), vec![2, 3]);
+        assert_eq!(share(&[], 2, 1), Vec::<u32>::new());
+        let worker = WorkerSpec::Local {
+            name: "w".into(),
+            slots: 2,
+            cpus: vec![0, 1, 2, 3],
+            gpus: vec![4, 5],
+        };
+        assert_eq!(
+            SlotPlace::of(&worker, 1),
+            SlotPlace {
+                slot: 1,
+                cpus: vec![2, 3],
+                gpus: vec![5]
+            }
+        );
     }
 }

@@ -830,6 +830,7 @@ mod tests {
             rundir: rundir.into(),
             slots: 1,
             cpus: vec![],
+            gpus: Vec::new(),
             worker_binary: None,
         }
     }

@@ -132,6 +132,7 @@ impl Rig {
             rundir: self.dir.join(format!("rundir-{k}")).display().to_string(),
             slots: 1,
             cpus: vec![],
+            gpus: Vec::new(),
             worker_binary: None,
         }
     }

@@ -312,6 +312,8 @@ pub enum WorkerSpec {
         slots: u32,
         /// CPUs the slots are pinned to (one or more per slot, split evenly).
         cpus: Vec<u32>,
+        /// GPUs the slots run on (split evenly as CPUs are); empty: every GPU.
+        gpus: Vec<u32>,
     },
     /// A worker reached over SSH.
     Ssh(SshWorker),
@@ -340,6 +342,8 @@ pub struct SshWorker {
     pub slots: u32,
     /// CPUs the slots are pinned to.
     pub cpus: Vec<u32>,
+    /// GPUs the slots run on; empty: every GPU.
+    pub gpus: Vec<u32>,
     /// A kiln-worker binary built for the worker's platform, uploaded instead of ours.
     pub worker_binary: Option<PathBuf>,
 }
@@ -377,6 +381,14 @@ impl WorkerSpec {
         match self {
             WorkerSpec::Local { cpus, .. } => cpus,
             WorkerSpec::Ssh(s) => &s.cpus,
+        }
+    }
+
+    /// GPUs the slots run on (their `CUDA_VISIBLE_DEVICES`); empty: every GPU.
+    pub fn gpus(&self) -> &[u32] {
+        match self {
+            WorkerSpec::Local { gpus, .. } => gpus,
+            WorkerSpec::Ssh(s) => &s.gpus,
         }
     }
 }
@@ -1200,7 +1212,7 @@ impl BenchmarkSpec {
     }
 }
 
-const LOCAL_FIELDS: &[&str] = &["name", "slots", "cpus"];
+const LOCAL_FIELDS: &[&str] = &["name", "slots", "cpus", "gpus"];
 const SSH_FIELDS: &[&str] = &[
     "name",
     "host",
@@ -1212,6 +1224,7 @@ const SSH_FIELDS: &[&str] = &[
     "rundir",
     "slots",
     "cpus",
+    "gpus",
     "worker-binary",
 ];
 
@@ -1229,10 +1242,7 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
         Some("local") => {
             let rec = Record::open(src, node, "local worker", Some("local"), LOCAL_FIELDS)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
-            let cpus = rec
-                .opt_value("cpus", decode::uint_list)?
-                .unwrap_or_default();
-            check_cpus(src, &rec, slots, &cpus)?;
+            let (cpus, gpus) = slot_devices(src, &rec, slots)?;
             Ok(WorkerSpec::Local {
                 name: rec.opt_value("name", decode::text)?.unwrap_or_else(|| {
                     if index == 0 {
@@ -1243,16 +1253,14 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
                 }),
                 slots,
                 cpus,
+                gpus,
             })
         }
         Some("ssh") => {
             let rec = Record::open(src, node, "ssh worker", Some("ssh"), SSH_FIELDS)?;
             let host = rec.req_value("host", decode::string)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
-            let cpus = rec
-                .opt_value("cpus", decode::uint_list)?
-                .unwrap_or_default();
-            check_cpus(src, &rec, slots, &cpus)?;
+            let (cpus, gpus) = slot_devices(src, &rec, slots)?;
             let port = match rec.opt("port") {
                 Some(f) => {
                     let node = f.one()?;
@@ -1292,6 +1300,7 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
                 rundir: rec.req_value("rundir", decode::string)?,
                 slots,
                 cpus,
+                gpus,
                 worker_binary: rec
                     .opt_value("worker-binary", decode::string)?
                     .map(PathBuf::from),
@@ -1308,35 +1317,50 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
     }
 }
 
-fn check_cpus(src: Src<'_>, rec: &Record<'_>, slots: u32, cpus: &[u32]) -> Result<(), SexpError> {
-    if !cpus.is_empty() && (cpus.len() as u32) < slots {
-        let pos = rec.opt("cpus").map_or(rec.pos(), |f| f.pos);
-        return Err(src.error(
-            pos,
-            format!(
-                "{} slots need at least {} CPUs in (cpus ...), found {}",
-                slots,
-                slots,
-                cpus.len()
-            ),
-        ));
-    }
-    Ok(())
+/// A worker's `(cpus ...)` and `(gpus ...)`: each, where given, has one or more per slot.
+fn slot_devices(
+    src: Src<'_>,
+    rec: &Record<'_>,
+    slots: u32,
+) -> Result<(Vec<u32>, Vec<u32>), SexpError> {
+    let list = |field: &str, what: &str| -> Result<Vec<u32>, SexpError> {
+        let list = rec.opt_value(field, decode::uint_list)?.unwrap_or_default();
+        if !list.is_empty() && (list.len() as u32) < slots {
+            let pos = rec.opt(field).map_or(rec.pos(), |f| f.pos);
+            return Err(src.error(
+                pos,
+                format!(
+                    "{slots} slots need at least {slots} {what} in ({field} ...), found {}",
+                    list.len()
+                ),
+            ));
+        }
+        Ok(list)
+    };
+    Ok((list("cpus", "CPUs")?, list("gpus", "GPUs")?))
 }
 
 impl WorkerSpec {
     fn to_sexp(&self) -> Sexp {
         let f = Sexp::field;
-        let cpu_list = |cpus: &[u32]| Sexp::list(cpus.iter().map(|c| int(*c)).collect());
+        let cpu_list = |ids: &[u32]| Sexp::list(ids.iter().map(|c| int(*c)).collect());
         match self {
-            WorkerSpec::Local { name, slots, cpus } => f(
-                "local",
-                vec![
+            WorkerSpec::Local {
+                name,
+                slots,
+                cpus,
+                gpus,
+            } => {
+                let mut fields = vec![
                     f("name", vec![name_sexp(name)]),
                     f("slots", vec![int(*slots)]),
                     f("cpus", vec![cpu_list(cpus)]),
-                ],
-            ),
+                ];
+                if !gpus.is_empty() {
+                    fields.push(f("gpus", vec![cpu_list(gpus)]));
+                }
+                f("local", fields)
+            }
             WorkerSpec::Ssh(s) => {
                 let mut fields = vec![
                     f("name", vec![name_sexp(&s.name)]),
@@ -1363,6 +1387,9 @@ impl WorkerSpec {
                 fields.push(f("rundir", vec![Sexp::string(s.rundir.clone())]));
                 fields.push(f("slots", vec![int(s.slots)]));
                 fields.push(f("cpus", vec![cpu_list(&s.cpus)]));
+                if !s.gpus.is_empty() {
+                    fields.push(f("gpus", vec![cpu_list(&s.gpus)]));
+                }
                 if let Some(b) = &s.worker_binary {
                     fields.push(f("worker-binary", vec![path_sexp(b)]));
                 }

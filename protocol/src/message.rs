@@ -256,6 +256,9 @@ pub struct StepRequest {
     /// The CPUs this slot's build and runs are pinned to; empty: no pinning.
     #[serde(default)]
     pub cpus: Vec<u32>,
+    /// The GPUs this slot's runs see (`CUDA_VISIBLE_DEVICES`); empty: every GPU.
+    #[serde(default)]
+    pub gpus: Vec<u32>,
     /// How to build and run.
     pub benchmark: BenchmarkSpec,
     /// The cached bundle to build from.

@@ -316,3 +316,25 @@ fn golden_run_limit_errors() {
         "prod-configs/x.sexp:10:85: unknown field 'swap' in limits; expected one of: cpus, memory"
     );
 }
+
+#[test]
+fn worker_gpus_parse_round_trip_and_need_one_per_slot() {
+    let text = SKETCH.replace(
+        "(local (slots 1) (cpus (1)))",
+        "(local (slots 2) (cpus (0 1)) (gpus (2 3)))",
+    );
+    let c = CampaignConfig::parse(&text, "g.sexp").unwrap();
+    assert_eq!(c.workers[0].gpus(), &[2, 3]);
+    assert!(c.workers[1].gpus().is_empty());
+    let printed = c.to_text();
+    assert!(printed.contains("(gpus (2 3))"), "{printed}");
+    assert_eq!(CampaignConfig::parse(&printed, "again").unwrap(), c);
+    let err = error_of(&SKETCH.replace(
+        "(local (slots 1) (cpus (1)))",
+        "(local (slots 2) (gpus (0)))",
+    ));
+    assert!(
+        err.contains("2 slots need at least 2 GPUs in (gpus ...), found 1"),
+        "{err}"
+    );
+}

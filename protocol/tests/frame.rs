@@ -62,6 +62,7 @@ fn requests() -> Vec<Request> {
             id: StepId(7),
             slot: 1,
             cpus: vec![1],
+            gpus: vec![0],
             benchmark: spec(),
             bundle: bundle.hash,
             decisions: decisions(),

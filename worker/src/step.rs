@@ -171,7 +171,7 @@ fn step_inner(
             &work.join(DECISIONS_FILE),
         ),
         cwd: work.clone(),
-        env: step_env(spec, &req.decisions, &slot_dir),
+        env: with_gpus(step_env(spec, &req.decisions, &slot_dir), &req.gpus),
         cpus: req.cpus.clone(),
         timeout: run_timeout,
         policy: req.runs,
@@ -420,6 +420,23 @@ fn step_env(spec: &BenchmarkSpec, decisions: &DecisionSet, home: &Path) -> Vec<(
         );
     }
     process::clean_env(home, &extra)
+}
+
+/// A run's environment with the slot's GPUs: `CUDA_VISIBLE_DEVICES` shows the run only
+/// those (and is what NVML samples), numbered in PCI bus order as NVML numbers them.
+fn with_gpus(mut env: Vec<(String, String)>, gpus: &[u32]) -> Vec<(String, String)> {
+    if gpus.is_empty() {
+        return env;
+    }
+    let list: Vec<String> = gpus.iter().map(u32::to_string).collect();
+    for (name, value) in [
+        ("CUDA_DEVICE_ORDER", "PCI_BUS_ID".to_string()),
+        ("CUDA_VISIBLE_DEVICES", list.join(",")),
+    ] {
+        env.retain(|(k, _)| k != name);
+        env.push((name.to_string(), value));
+    }
+    env
 }
 
 /// `KILN_KNOB_` and the id uppercased, other characters than letters and digits as `_`.

@@ -184,6 +184,7 @@ fn step(id: u64, slot: u32, spec: &BenchmarkSpec, bundle: ContentHash, x: i64) -
         id: StepId(id),
         slot,
         cpus: Vec::new(),
+        gpus: Vec::new(),
         benchmark: spec.clone(),
         bundle,
         decisions: DecisionSet([(SiteId::from("x"), DecisionValue::Int(x))].into()),

@@ -56,6 +56,7 @@ fn request(f: &Fixture, spec: BenchmarkSpec) -> StepRequest {
         id: StepId(1),
         slot: 0,
         cpus: Vec::new(),
+        gpus: Vec::new(),
         benchmark: spec,
         bundle: f.bundle.hash,
         decisions: DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(16))].into()),
@@ -210,6 +211,24 @@ int main(int argc, char **argv) {
 }
 "#;
 
+#[test]
+fn a_slots_gpus_are_the_only_ones_its_runs_see() {
+    let f = fixture();
+    let check = [
+        "sh",
+        "-c",
+        "test \"$CUDA_VISIBLE_DEVICES\" = 1,3 && test \"$CUDA_DEVICE_ORDER\" = PCI_BUS_ID",
+    ];
+    let mut req = request(&f, spec(&[], &check));
+    req.gpus = vec![1, 3];
+    let r = step(&f, &req);
+    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    // Without GPUs for the slot, nothing is set (a run sees every GPU).
+    req.gpus.clear();
+    let r = step(&f, &req);
+    assert_eq!(r.outcome.name(), "run-failed", "{r:?}");
+}
+
 fn have_clang() -> bool {
     std::process::Command::new("clang")
         .arg("--version")
@@ -261,6 +280,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         id: StepId(1),
         slot: 0,
         cpus: Vec::new(),
+        gpus: Vec::new(),
         benchmark: spec,
         bundle: bundle.hash,
         decisions: discovery.baseline.clone(),
