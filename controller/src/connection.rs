@@ -396,6 +396,47 @@ mod tests {
         }
     }
 
+    /// The fake worker's side of hello.
+    async fn say_hello(
+        reader: &mut (impl tokio::io::AsyncRead + Unpin),
+        writer: &mut (impl tokio::io::AsyncWrite + Unpin),
+    ) {
+        let _: Request = frame::read_frame_async(reader, MAX_FRAME).await.unwrap();
+        let hello = Response::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            capabilities: Box::new(capabilities()),
+        };
+        frame::write_frame_async(writer, &hello).await.unwrap();
+    }
+
+    /// A connection to a fake worker, declared lost after 0.5 s of silence.
+    async fn open_fake(
+        reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
+        writer: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+    ) -> Arc<Connection> {
+        let channel = Channel {
+            reader: Box::new(reader),
+            writer: Box::new(writer),
+            guard: ChannelGuard::Other(Box::new(())),
+            address: "fake".into(),
+        };
+        let heartbeat = Heartbeat {
+            interval: Duration::from_millis(100),
+            lost_after: Duration::from_millis(500),
+            hello_timeout: Duration::from_secs(5),
+        };
+        Connection::open("fake", channel, heartbeat).await.unwrap()
+    }
+
+    /// A bundle of 1 MiB, about 1.4 MB on the wire.
+    fn big_bundle() -> Bundle {
+        Bundle::new(vec![BundleFile {
+            path: "big".into(),
+            executable: false,
+            contents: vec![7; 1 << 20],
+        }])
+    }
+
     /// A worker that says hello, answers one has-bundle with "missing", then reads nothing
     /// more (a hung process, a dead link with full buffers): the bundle's write stalls.
     #[tokio::test]
@@ -404,14 +445,7 @@ mod tests {
         let (our_reader, our_writer) = tokio::io::split(ours);
         let (mut reader, mut writer) = tokio::io::split(theirs);
         let _fake = tokio::spawn(async move {
-            let _: Request = frame::read_frame_async(&mut reader, MAX_FRAME)
-                .await
-                .unwrap();
-            let hello = Response::Hello {
-                protocol_version: PROTOCOL_VERSION,
-                capabilities: Box::new(capabilities()),
-            };
-            frame::write_frame_async(&mut writer, &hello).await.unwrap();
+            say_hello(&mut reader, &mut writer).await;
             if let Request::HasBundle { hash } = frame::read_frame_async(&mut reader, MAX_FRAME)
                 .await
                 .unwrap()
@@ -428,23 +462,8 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(600)).await;
             drop((reader, writer));
         });
-        let channel = Channel {
-            reader: Box::new(our_reader),
-            writer: Box::new(our_writer),
-            guard: ChannelGuard::Other(Box::new(())),
-            address: "fake".into(),
-        };
-        let heartbeat = Heartbeat {
-            interval: Duration::from_millis(100),
-            lost_after: Duration::from_millis(500),
-            hello_timeout: Duration::from_secs(5),
-        };
-        let conn = Connection::open("fake", channel, heartbeat).await.unwrap();
-        let bundle = Bundle::new(vec![BundleFile {
-            path: "big".into(),
-            executable: false,
-            contents: vec![7; 1 << 20],
-        }]);
+        let conn = open_fake(our_reader, our_writer).await;
+        let bundle = big_bundle();
         let started = Instant::now();
         let answer = tokio::time::timeout(Duration::from_secs(10), conn.ensure_bundle(&bundle))
             .await
@@ -463,14 +482,7 @@ mod tests {
         let (our_reader, our_writer) = tokio::io::split(ours);
         let (mut reader, mut writer) = tokio::io::split(theirs);
         let _fake = tokio::spawn(async move {
-            let _: Request = frame::read_frame_async(&mut reader, MAX_FRAME)
-                .await
-                .unwrap();
-            let hello = Response::Hello {
-                protocol_version: PROTOCOL_VERSION,
-                capabilities: Box::new(capabilities()),
-            };
-            frame::write_frame_async(&mut writer, &hello).await.unwrap();
+            say_hello(&mut reader, &mut writer).await;
             loop {
                 let mut header = [0u8; 4];
                 reader.read_exact(&mut header).await.unwrap();
@@ -494,23 +506,8 @@ mod tests {
                     .unwrap();
             }
         });
-        let channel = Channel {
-            reader: Box::new(our_reader),
-            writer: Box::new(our_writer),
-            guard: ChannelGuard::Other(Box::new(())),
-            address: "fake".into(),
-        };
-        let heartbeat = Heartbeat {
-            interval: Duration::from_millis(100),
-            lost_after: Duration::from_millis(500),
-            hello_timeout: Duration::from_secs(5),
-        };
-        let conn = Connection::open("fake", channel, heartbeat).await.unwrap();
-        let bundle = Bundle::new(vec![BundleFile {
-            path: "big".into(),
-            executable: false,
-            contents: vec![7; 1 << 20],
-        }]);
+        let conn = open_fake(our_reader, our_writer).await;
+        let bundle = big_bundle();
         let started = Instant::now();
         conn.ensure_bundle(&bundle)
             .await

@@ -471,7 +471,10 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
                 // The worker could not run the step at all (a CPU it lacks, limits it cannot
                 // apply): that is no result of the candidate's. Another worker takes the step,
                 // and this slot takes no more.
-                let why = format!("slot {} rejected a step: {}", self.place.slot, result.outcome);
+                let why = format!(
+                    "slot {} rejected a step: {}",
+                    self.place.slot, result.outcome
+                );
                 tracing::error!(worker = %self.worker, "{why}; the step goes back on the queue");
                 let _ = self.requeue.try_send(job);
                 if let Some(s) = self

@@ -82,18 +82,7 @@ fn search_dirs() -> Vec<PathBuf> {
         .map(PathBuf::from)
         .collect();
     roots.push(PathBuf::from("/usr/local/cuda"));
-    let mut versioned: Vec<PathBuf> = std::fs::read_dir("/usr/local")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("cuda-"))
-        })
-        .collect();
-    versioned.sort_by(|a, b| b.cmp(a));
-    roots.extend(versioned);
+    roots.extend(entries_starting(Path::new("/usr/local"), "cuda-"));
     roots
         .iter()
         .flat_map(|root| {
@@ -105,6 +94,12 @@ fn search_dirs() -> Vec<PathBuf> {
 
 /// The libcupti files of a folder, versioned names first (their soname is what cudarc asks for).
 fn libraries_in(dir: &Path) -> Vec<PathBuf> {
+    entries_starting(dir, "libcupti.so")
+}
+
+/// The entries of `dir` whose names start with `prefix`, in reverse name order (newest
+/// version first).
+fn entries_starting(dir: &Path, prefix: &str) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -112,7 +107,7 @@ fn libraries_in(dir: &Path) -> Vec<PathBuf> {
         .map(|e| e.path())
         .filter(|p| {
             p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("libcupti.so"))
+                .is_some_and(|n| n.to_string_lossy().starts_with(prefix))
         })
         .collect();
     found.sort_by(|a, b| b.cmp(a));

@@ -3,37 +3,28 @@
 //! the times it is known to spend. Tests needing nvcc, a GPU or the injection library skip with
 //! a printed reason.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use kiln_protocol::config::{Limits, RunPolicy};
+use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::{Metric, MetricValue};
-use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
-use kiln_worker::process::clean_env;
+use kiln_worker::measure::{measure, Measurement, Plan};
 
+/// One warm-up, then `runs` runs on GPU time.
 fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
+    let base = common::plan(argv, dir, runs);
     Plan {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        cwd: dir.to_path_buf(),
-        env: clean_env(dir, &[]),
-        cpus: Vec::new(),
         timeout: Duration::from_secs(120),
         policy: RunPolicy {
             warmup: 1,
-            min: runs,
-            max: runs,
-            target_rel_ci: 0.01,
-            max_time_s: 600.0,
+            ..base.policy
         },
         objective: Metric::GpuTime,
-        extra: Vec::new(),
-        output: OutputSpec::Stdout,
-        expected_output: None,
-        callgrind_out: dir.join("callgrind.out"),
-        gpu_trace_dir: dir.join("gpu-trace"),
-        limits: Limits::default(),
+        ..base
     }
 }
 

@@ -2,36 +2,23 @@
 //! memory limit ends a run that outgrows it; where the controllers are missing
 //! the measurement is rejected with an error naming them.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
-use kiln_protocol::config::{Limits, RunPolicy};
+use kiln_protocol::config::Limits;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::Metric;
 use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
-use kiln_worker::process::clean_env;
 
+/// One run under `limits`, output unchecked.
 fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {
     Plan {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        cwd: dir.to_path_buf(),
-        env: clean_env(dir, &[]),
-        cpus: Vec::new(),
         timeout: Duration::from_secs(30),
-        policy: RunPolicy {
-            warmup: 0,
-            min: 1,
-            max: 1,
-            target_rel_ci: 0.01,
-            max_time_s: 60.0,
-        },
-        objective: Metric::WallTime,
-        extra: Vec::new(),
         output: OutputSpec::None,
-        expected_output: None,
-        callgrind_out: dir.join("callgrind.out"),
-        gpu_trace_dir: dir.join("gpu-trace"),
         limits,
+        ..common::plan(argv, dir, 1)
     }
 }
 

@@ -1,6 +1,10 @@
 //! The measuring engine on real processes: timing, counters, failures,
 //! timeouts that leave no process behind, callgrind, output checks.
 
+mod common;
+
+use common::plan;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -9,32 +13,8 @@ use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::counters;
-use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
-use kiln_worker::process::{clean_env, CancelToken};
-
-fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
-    Plan {
-        argv: argv.iter().map(|s| s.to_string()).collect(),
-        cwd: dir.to_path_buf(),
-        env: clean_env(dir, &[]),
-        cpus: Vec::new(),
-        timeout: Duration::from_secs(20),
-        policy: RunPolicy {
-            warmup: 0,
-            min: runs,
-            max: runs,
-            target_rel_ci: 0.01,
-            max_time_s: 600.0,
-        },
-        objective: Metric::WallTime,
-        extra: Vec::new(),
-        output: OutputSpec::Stdout,
-        expected_output: None,
-        callgrind_out: dir.join("callgrind.out"),
-        gpu_trace_dir: dir.join("gpu-trace"),
-        limits: Default::default(),
-    }
-}
+use kiln_worker::measure::{measure, Measurement, OutputSpec};
+use kiln_worker::process::CancelToken;
 
 fn measured(m: &Measurement, metric: Metric) -> Vec<f64> {
     m.runs

@@ -1,0 +1,34 @@
+//! What the worker's integration tests share.
+
+use std::path::Path;
+use std::time::Duration;
+
+use kiln_protocol::config::{Limits, RunPolicy};
+use kiln_protocol::metric::Metric;
+use kiln_worker::measure::{OutputSpec, Plan};
+use kiln_worker::process::clean_env;
+
+/// A plan for `runs` timed runs of `argv` in `dir` (no warm-up), on wall time, stdout hashed.
+pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
+    Plan {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        cwd: dir.to_path_buf(),
+        env: clean_env(dir, &[]),
+        cpus: Vec::new(),
+        timeout: Duration::from_secs(20),
+        policy: RunPolicy {
+            warmup: 0,
+            min: runs,
+            max: runs,
+            target_rel_ci: 0.01,
+            max_time_s: 600.0,
+        },
+        objective: Metric::WallTime,
+        extra: Vec::new(),
+        output: OutputSpec::Stdout,
+        expected_output: None,
+        callgrind_out: dir.join("callgrind.out"),
+        gpu_trace_dir: dir.join("gpu-trace"),
+        limits: Limits::default(),
+    }
+}
