@@ -305,7 +305,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             };
             if let Err(why) = conn.capabilities.limits.check(&self.settings.limits) {
                 tracing::error!(worker = %name, "takes no steps: {why}");
-                self.set_state(WorkerState::Unfit(why));
+                self.record(&conn, WorkerState::Unfit(why));
                 drop(conn);
                 // Its cgroups may be set up meanwhile: look again now and then.
                 tokio::time::sleep(MAX_BACKOFF).await;
@@ -313,7 +313,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             }
             tracing::info!(worker = %name, "connected");
             backoff = Duration::from_secs(1);
-            self.admit(&conn);
+            self.record(&conn, WorkerState::Ok);
             let connected_at = std::time::Instant::now();
             let tally = Arc::new(Tally::default());
             let mut slot_tasks = TaskGroup(
@@ -332,11 +332,11 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
         }
     }
 
-    /// Marks the worker connected, with the capabilities it announced.
-    fn admit(&self, conn: &Connection) {
+    /// Records a connected worker's state (`Ok`: taking jobs) and the capabilities it announced.
+    fn record(&self, conn: &Connection, state: WorkerState) {
         let mut board = self.board.lock().expect("not poisoned");
         if let Some(s) = board.get_mut(self.spec.name()) {
-            s.state = WorkerState::Ok;
+            s.state = state;
             s.capabilities = Some(conn.capabilities.clone());
         }
     }
