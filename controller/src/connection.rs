@@ -392,6 +392,7 @@ mod tests {
             valgrind: None,
             gpus: vec![],
             compilers: Default::default(),
+            gpu_time: Err("no GPU".into()),
             limits: Default::default(),
         }
     }

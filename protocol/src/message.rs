@@ -487,11 +487,18 @@ pub struct Capabilities {
     pub valgrind: Option<String>,
     /// GPUs found.
     pub gpus: Vec<GpuInfo>,
+    /// Whether GPU time (CUPTI) can be measured: the injection library's path, or why not.
+    #[serde(default = "not_reported")]
+    pub gpu_time: Result<String, String>,
     /// Which run limits the worker can apply.
     #[serde(default)]
     pub limits: LimitSupport,
     /// Versions of compilers asked about (`clang`, `rustc`, …).
     pub compilers: BTreeMap<String, String>,
+}
+
+fn not_reported() -> Result<String, String> {
+    Err("not reported by this worker".into())
 }
 
 /// Which run limits a worker can apply: the cgroup v2 controllers it may use.

@@ -167,6 +167,7 @@ fn responses() -> Vec<Response> {
                     driver: "550".into(),
                 }],
                 compilers: BTreeMap::new(),
+                gpu_time: Ok("/opt/kiln/libkiln_cupti.so".into()),
                 limits: Default::default(),
             }),
         },

@@ -42,6 +42,15 @@ pub fn injection_library() -> Result<PathBuf, String> {
         })
 }
 
+/// Whether GPU time can be traced here: the injection library, or why not (no CUDA driver,
+/// no library).
+pub fn readiness() -> Result<PathBuf, String> {
+    if !driver_present() {
+        return Err("the CUDA driver (libcuda.so.1) is not installed".into());
+    }
+    injection_library()
+}
+
 /// Whether the CUDA driver library loads here (checked once).
 fn driver_present() -> bool {
     static PRESENT: OnceLock<bool> = OnceLock::new();
@@ -73,11 +82,8 @@ impl Tracer {
                 "the benchmark sets {INJECTION_ENV} itself; only one injection library loads"
             ));
         }
-        if !driver_present() {
-            return Err("the CUDA driver (libcuda.so.1) is not installed".into());
-        }
         Ok(Tracer {
-            library: injection_library()?,
+            library: readiness()?,
             dir: dir.to_path_buf(),
         })
     }

@@ -50,6 +50,7 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
         counters: counters::available(),
         valgrind: callgrind::version(),
         gpus: gpus(),
+        gpu_time: crate::cupti::readiness().map(|p| p.display().to_string()),
         limits: cgroup::support(),
         compilers: compilers
             .iter()
@@ -110,6 +111,10 @@ pub fn table(c: &Capabilities) -> String {
                 g.driver
             ),
         );
+    }
+    match &c.gpu_time {
+        Ok(library) => row("gpu time", &format!("traced with {library}")),
+        Err(why) => row("gpu time", &format!("unsupported: {why}")),
     }
     for (name, version) in &c.compilers {
         row(name, version);

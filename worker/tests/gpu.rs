@@ -96,6 +96,32 @@ fn gpu_metrics_of_a_program_without_cuda_are_unsupported() {
 }
 
 #[test]
+fn probe_says_whether_gpu_time_can_be_traced_and_why_not() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
+        .args(["probe", "--json"])
+        .output()
+        .unwrap();
+    let caps: kiln_protocol::message::Capabilities = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        caps.gpu_time.is_ok(),
+        kiln_worker::cupti::readiness().is_ok(),
+        "probe reports what the tracer would find: {:?}",
+        caps.gpu_time
+    );
+    if let Err(why) = &caps.gpu_time {
+        assert!(
+            why.contains("libcuda") || why.contains("libkiln_cupti"),
+            "{why}"
+        );
+    }
+    let table = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
+        .arg("probe")
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&table.stdout).contains("gpu time"));
+}
+
+#[test]
 fn an_unsupported_gpu_time_objective_stops_at_the_fewest_runs() {
     let dir = tempfile::tempdir().unwrap();
     let mut p = plan(&["true"], dir.path(), 2);
