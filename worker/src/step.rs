@@ -4,8 +4,10 @@
 //!
 //! Layout under the rundir: `slots/<slot>/work/` is a step's work folder
 //! (cleared for every step unless its build is reused), `slots/<slot>/` is
-//! the runs' `HOME` and holds the callgrind profile and `gpu-trace/` (the CUPTI
-//! traces of the last timed run), `discover/<id>/` is a discovery's scratch folder. Every path taken from a request is confined.
+//! the runs' `HOME` and holds the callgrind profile, `gpu-trace/` (the CUPTI
+//! traces of the last timed run) and `.lock` (see `slot_lock`),
+//! `discover/<id>/` is a discovery's scratch folder. Every path taken from a
+//! request is confined.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
