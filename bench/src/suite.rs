@@ -20,6 +20,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::procs::{self, Account};
+
+/// Start-up measurements per tool (a lone run of `true`), for their median.
+const STARTUP_SAMPLES: usize = 7;
 use crate::report::{self, fmt, ratio, Results, Table};
 use crate::synth;
 
@@ -967,6 +970,32 @@ impl Suite {
             ),
             ("true", vec!["true".into()], self.sizes.true_runs, 0),
         ];
+        // Each tool's one-time start-up (process start, and for kiln the first perf counter,
+        // which makes the kernel patch its text): a run of `true` alone, less that run.
+        // Per-run overhead is then also given without it, as a per-run figure should be.
+        let mut startup: BTreeMap<String, f64> = BTreeMap::new();
+        let argv_true = ["true".to_string()];
+        for rep in 0..STARTUP_SAMPLES {
+            let mut tools: Vec<Option<Version>> = vec![None];
+            tools.extend(self.versions.iter().cloned().map(Some));
+            for tool in tools {
+                let (label, _, _, wall, sum_all, _) = match &tool {
+                    None => self.hyperfine(&dir, &argv_true, 1, 0)?,
+                    Some(v) => self.kiln_measure(&dir, v, &argv_true, 1, 0)?,
+                };
+                let ms = 1e3 * (wall - sum_all);
+                self.results
+                    .add("fidelity", "startup", &label, rep, "startup_ms", ms);
+            }
+        }
+        for label in std::iter::once("hyperfine".to_string())
+            .chain(self.versions.iter().map(|v| v.label.clone()))
+        {
+            let ms = self
+                .results
+                .median("fidelity", "startup", &label, "startup_ms");
+            startup.insert(label, ms.unwrap_or(0.0) * 1e-3);
+        }
         // Fine-grained interleaving against the machine's other load: each
         // repetition is three rounds of a third of the runs per tool, the
         // tools' order rotating; medians are over every run a tool measured.
@@ -1008,6 +1037,14 @@ impl Suite {
                         rep,
                         "overhead_ms_per_run",
                         1e3 * (wall - sum_all) / total,
+                    );
+                    res.add(
+                        "fidelity",
+                        name,
+                        &label,
+                        rep,
+                        "overhead_ex_startup_ms_per_run",
+                        1e3 * (wall - sum_all - startup[&label]) / total,
                     );
                     eprintln!(
                         "  {name:<10} {label:<10} rep {rep}: median {:.3} ms, tool {:.2} s, {:.3} ms per run, overhead {:.3} ms per run",
@@ -1542,11 +1579,25 @@ impl Suite {
                  The CPU-bound program is a C loop (`cc -O2`, {} iterations ≈ 100 ms). Per-run overhead = \
                  (wall time of the whole tool run − sum of the run times it measured) / runs; per-run \
                  cost = wall of the whole tool run / runs (with `true`, this is the tool's cost per run). \
-                 The two tools time different spans: kiln's clock starts when the child is about to exec (its clone, perf counters and reaping fall outside a run), hyperfine's before it spawns the child; so the first definition bills kiln's process handling to overhead and hyperfine's to its runs, and it includes each tool's start-up (about 2 ms) spread over a round's runs. The cost with `true` compares the whole work per run. Both are sensitive to other load on the machine (see the load averages above): a delay outside kiln's span counts as its overhead, inside hyperfine's as run time.\n",
+                 The two tools time different spans: kiln's clock starts when the child is about to exec (its clone, perf counters and reaping fall outside a run), hyperfine's before it spawns the child; so the first definition bills kiln's process handling to overhead and hyperfine's to its runs, and it includes each tool's one-time start-up spread over a round's runs (the 'w/o start-up' columns subtract it; see below). The cost with `true` compares the whole work per run. Both are sensitive to other load on the machine (see the load averages above): a delay outside kiln's span counts as its overhead, inside hyperfine's as run time.\n",
                 self.sizes.fidelity_warmup,
                 self.sizes.fidelity_runs.div_ceil(3).max(3) * 3 * self.sizes.reps as u32,
                 self.sizes.true_runs.div_ceil(3).max(3) * 3 * self.sizes.reps as u32,
                 self.cpu_iterations
+            )?;
+            let startups: Vec<String> = std::iter::once("hyperfine".to_string())
+                .chain(self.versions.iter().map(|v| v.label.clone()))
+                .map(|l| {
+                    let ms = r.median(fi, "startup", &l, "startup_ms");
+                    format!("{l} {} ms", fmt(ms))
+                })
+                .collect();
+            writeln!(
+                o,
+                "Start-up: the wall time of a tool run that measures one run of `true`, less that \
+                 run (median of {STARTUP_SAMPLES} per tool): {}. kiln-worker's includes opening \
+                 its first perf counters, for which the kernel patches its text once per process.\n",
+                startups.join(", ")
             )?;
             let mut head = vec!["command".to_string(), "hyperfine median ms".to_string()];
             for v in &self.versions {
@@ -1556,6 +1607,10 @@ impl Suite {
             head.push("hyperfine overhead ms/run".into());
             for v in &self.versions {
                 head.push(format!("'{}' overhead ms/run", v.label));
+            }
+            head.push("hyperfine overhead w/o start-up".into());
+            for v in &self.versions {
+                head.push(format!("'{}' overhead w/o start-up", v.label));
             }
             head.push("hyperfine cost ms/run".into());
             for v in &self.versions {
@@ -1579,6 +1634,11 @@ impl Suite {
                 row.push(fmt(r.median(fi, c, "hyperfine", "overhead_ms_per_run")));
                 for v in &self.versions {
                     row.push(fmt(r.median(fi, c, &v.label, "overhead_ms_per_run")));
+                }
+                let ex = "overhead_ex_startup_ms_per_run";
+                row.push(fmt(r.median(fi, c, "hyperfine", ex)));
+                for v in &self.versions {
+                    row.push(fmt(r.median(fi, c, &v.label, ex)));
                 }
                 row.push(fmt(r.median(fi, c, "hyperfine", "per_run_ms")));
                 for v in &self.versions {
@@ -1607,12 +1667,13 @@ impl Suite {
                 ko.zip(ho).map(|(k, h)| k <= h),
             ));
             for c in ["sleep-50ms", "cpu-100ms"] {
-                let ho = r.median(fi, c, "hyperfine", "overhead_ms_per_run");
-                let ko = r.median(fi, c, after, "overhead_ms_per_run");
+                let ex = "overhead_ex_startup_ms_per_run";
+                let ho = r.median(fi, c, "hyperfine", ex);
+                let ko = r.median(fi, c, after, ex);
                 targets.push((
-                    format!("{c}: per-run overhead ≤ hyperfine's"),
+                    format!("{c}: per-run overhead (start-up excluded) ≤ hyperfine's"),
                     format!("{} vs {} ms", fmt(ko), fmt(ho)),
-                    pair(fi, c, "overhead_ms_per_run"),
+                    pair(fi, c, ex),
                     ko.zip(ho).map(|(k, h)| k <= h),
                 ));
             }
