@@ -453,6 +453,27 @@ fn step_of(v: &f64) -> String {
     format!("{v:.0}")
 }
 
+/// The legend of a chart's labelled series, in every plot's style.
+fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<()>
+where
+    DB: DrawingBackend + 'a,
+    DB::ErrorType: 'static,
+    CT: CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FAMILY, 13))
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(draw_error)?;
+    Ok(())
+}
+
 fn draw_error<E: std::error::Error + Send + Sync + 'static>(e: E) -> anyhow::Error {
     anyhow::anyhow!("cannot draw a plot: {e}")
 }
@@ -567,14 +588,7 @@ where
             .label(format!("chain {chain}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .label_font((FAMILY, 13))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
 }
 
 fn objective<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, e: &ExperimentData) -> Result<()>
@@ -682,14 +696,7 @@ where
             .label("failed")
             .legend(|(x, y)| Cross::new((x + 9, y), 5, RED.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .label_font((FAMILY, 13))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
 }
 
 fn runtimes<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, e: &ExperimentData) -> Result<()>
@@ -740,14 +747,7 @@ where
             .label(format!("chain {chain}"))
             .legend(move |(x, y)| Circle::new((x + 9, y), 3, c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .label_font((FAMILY, 13))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
 }
 
 fn breakdown<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, e: &ExperimentData) -> Result<()>
@@ -821,14 +821,7 @@ where
             .label(label)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .label_font((FAMILY, 13))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
 }
 
 fn throughput<DB: DrawingBackend>(
@@ -910,13 +903,5 @@ where
             .label(format!("{worker}: {n} steps, {rate}"))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((FAMILY, 13))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
-    Ok(())
+    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
