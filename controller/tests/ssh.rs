@@ -14,6 +14,8 @@
 //!
 //! Targets are only 127.0.0.x and the link-local addresses of the rig's own namespaces.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -27,12 +29,10 @@ use kiln_protocol::{Request, Response, PROTOCOL_VERSION};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 
+use common::{rig_down, rig_script};
+
 const SKIP: i32 = 77;
 const CONNECT: Duration = Duration::from_secs(8);
-
-fn rig_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/ssh-rig")
-}
 
 /// One daemon of a rig.
 #[derive(Debug, Clone)]
@@ -140,21 +140,7 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
-        let out = Command::new(rig_script())
-            .arg("down")
-            .arg(&self.dir)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                let _ = std::fs::remove_dir_all(&self.dir);
-            }
-            Ok(o) => eprintln!(
-                "ssh-rig down {}: {}",
-                self.dir.display(),
-                String::from_utf8_lossy(&o.stderr)
-            ),
-            Err(e) => eprintln!("ssh-rig down {}: {e}", self.dir.display()),
-        }
+        rig_down(&self.dir);
     }
 }
 

@@ -32,10 +32,6 @@ fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn rig_script() -> PathBuf {
-    repo().join("scripts/ssh-rig")
-}
-
 /// A running rig of sshd daemons; `ssh-rig down` on drop.
 struct Rig {
     dir: PathBuf,
@@ -125,21 +121,7 @@ impl Rig {
 
 impl Drop for Rig {
     fn drop(&mut self) {
-        let out = Command::new(rig_script())
-            .arg("down")
-            .arg(&self.dir)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {
-                let _ = std::fs::remove_dir_all(&self.dir);
-            }
-            Ok(o) => eprintln!(
-                "ssh-rig down {}: {}",
-                self.dir.display(),
-                String::from_utf8_lossy(&o.stderr)
-            ),
-            Err(e) => eprintln!("ssh-rig down {}: {e}", self.dir.display()),
-        }
+        rig_down(&self.dir);
     }
 }
 

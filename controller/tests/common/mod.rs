@@ -74,3 +74,24 @@ pub fn copy_benchmark(name: &str, dir: &Path) {
         }
     }
 }
+
+/// `scripts/ssh-rig`, which runs the sshd test rig.
+pub fn rig_script() -> PathBuf {
+    repo().join("scripts/ssh-rig")
+}
+
+/// Takes down the rig in `dir` (`ssh-rig down`) and removes the folder; a failure is
+/// printed, not raised, as this runs from `Drop`.
+pub fn rig_down(dir: &Path) {
+    match Command::new(rig_script()).arg("down").arg(dir).output() {
+        Ok(o) if o.status.success() => {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        Ok(o) => eprintln!(
+            "ssh-rig down {}: {}",
+            dir.display(),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => eprintln!("ssh-rig down {}: {e}", dir.display()),
+    }
+}
