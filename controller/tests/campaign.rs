@@ -225,19 +225,26 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     assert!(shown.contains("timeout"), "{shown}");
 }
 
-#[test]
-fn status_of_a_running_campaign_comes_from_its_snapshot() {
-    let dir = slow_setup(40);
-    let mut child = kiln_cmd(dir.path())
+/// Starts `kiln run campaign.sexp` in `dir` and waits (at most a minute) until its status
+/// snapshot shows `steps` decided steps; the campaign goes on running.
+fn run_until_decided(dir: &Path, steps: usize) -> std::process::Child {
+    let child = kiln_cmd(dir)
         .args(["run", "campaign.sexp"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    while decided_in_snapshot(&dir.path().join("store")) < 2 && Instant::now() < deadline {
+    while decided_in_snapshot(&dir.join("store")) < steps && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(100));
     }
+    child
+}
+
+#[test]
+fn status_of_a_running_campaign_comes_from_its_snapshot() {
+    let dir = slow_setup(40);
+    let mut child = run_until_decided(dir.path(), 2);
     let status = run_kiln(dir.path(), &["status", "store"]);
     let shown = String::from_utf8_lossy(&status.stdout).to_string();
     child.kill().unwrap();
@@ -280,16 +287,7 @@ fn slow_setup(steps: u32) -> tempfile::TempDir {
 #[test]
 fn a_store_in_use_is_refused_naming_the_path_and_holder() {
     let dir = slow_setup(40);
-    let mut first = kiln_cmd(dir.path())
-        .args(["run", "campaign.sexp"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while decided_in_snapshot(&dir.path().join("store")) < 1 && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let mut first = run_until_decided(dir.path(), 1);
     let second = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     first.kill().unwrap();
     first.wait().unwrap();
