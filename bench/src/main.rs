@@ -10,6 +10,7 @@ use std::process::{Command, ExitCode};
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
+mod kspans;
 mod procs;
 mod report;
 mod suite;
