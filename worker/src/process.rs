@@ -783,6 +783,8 @@ impl Sink {
     /// (a process that escaped the group may still hold the pipe).
     fn drain(&mut self) {
         let deadline = Instant::now() + REAP_GRACE;
+        // Usually every writer is gone and the pipe reads to EOF at once: poll only if not.
+        self.pump();
         while let Some(fd) = self.raw() {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
