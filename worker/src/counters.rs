@@ -1,22 +1,33 @@
-//! perf counters of one launched process and its descendants.
+//! perf counters of launched processes and their descendants.
 //!
-//! The launched child opens its counters on itself between clone and exec
-//! (see `process`), from attributes [`plan`] prepares: `enable_on_exec`
-//! (counting starts at exec), `inherit` (children it forks are counted too;
-//! their counts fold into ours when they exit). A counter that cannot be
-//! opened, as hardware events on a machine without a PMU, is reported
-//! `Unsupported`, never 0, and is not tried again by this process.
+//! The counters are opened once, on the thread that launches the runs
+//! ([`Inherited`]): disabled, `enable_on_exec` and `inherit`. Each child the
+//! thread starts gets its own copy of every counter, which starts counting
+//! at its exec and is passed on to the children it forks; when a copy's
+//! process exits, its counts fold into the thread's counters. A run's counts
+//! are what the totals gained across it. This is what perf does for
+//! counters a child opens on itself before exec, without a perf file per
+//! counter per run (about 16 µs a run of `true`, a tenth of a launch).
+//!
+//! A process that escapes its run's process group (`setsid`) and outlives
+//! the run keeps its copies. If it counts between two runs, the totals move
+//! while no run is going, and the counters are opened afresh, so that it
+//! adds nothing to later runs. (One that counts only while a later run runs
+//! would add to that run; it would also take CPU from it.)
+//!
+//! A counter that cannot be opened, as hardware events on a machine without
+//! a PMU, is reported `Unsupported`, never 0, and is not tried again by this
+//! process.
 
 use std::collections::BTreeMap;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Once;
 
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Hardware, Software};
-use perf_event::{Builder, Counter};
-use perf_event_open_sys::bindings::perf_event_attr;
+use perf_event::{Builder, CountAndTime, Counter};
 
 /// The metrics that come from perf counters, in display order.
 pub const PERF_METRICS: &[Metric] = &[
@@ -65,7 +76,7 @@ fn keep_software_events_enabled() {
             Metric::CpuMigrations,
             Metric::PageFaults,
         ] {
-            match build(m, None) {
+            match build(m, false) {
                 // Never enabled, never read: it only holds the key.
                 Ok(counter) => std::mem::forget(counter),
                 Err(e) => tracing::debug!("cannot keep a {m} counter open: {e}"),
@@ -74,97 +85,104 @@ fn keep_software_events_enabled() {
     });
 }
 
-/// A counter for a launched child to open on itself before it execs.
-pub struct Planned {
-    /// The metric.
-    pub metric: Metric,
-    /// Its attributes, kernel time included.
-    pub attr: perf_event_attr,
-    /// The same counting user space only (where the kernel refuses the first with EACCES).
-    pub user_only: perf_event_attr,
+/// Counters opened on the calling thread and inherited by every child it
+/// starts while they are open. Not `Send`: the counters follow the thread
+/// that opened them, and only its children inherit them.
+pub struct Inherited {
+    open: Vec<(Metric, Option<Counter>)>,
+    /// The totals when the last run ended.
+    after_last: Option<Vec<Option<CountAndTime>>>,
+    _this_thread: PhantomData<*const ()>,
 }
 
-/// The counters to open for one launch: every perf metric not known to be
-/// unavailable here, disabled until exec, inherited by the child's children.
-pub fn plan() -> Vec<Planned> {
-    keep_software_events_enabled();
-    let unavailable = UNAVAILABLE.load(Ordering::Relaxed);
-    PERF_METRICS
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| unavailable & (1 << i) == 0)
-        .filter_map(|(_, &metric)| {
-            let mut b = builder(metric).ok()?;
-            // Count kernel time too, as `perf stat` does.
-            b.inherit(true).enable_on_exec(true).include_kernel();
-            let attr = *b.attrs();
-            b.exclude_kernel(true);
-            Some(Planned {
-                metric,
-                attr,
-                user_only: *b.attrs(),
-            })
-        })
-        .collect()
-}
+/// The totals before a run, to subtract from those after it.
+pub struct Before(Vec<Option<CountAndTime>>);
 
-/// Counters a launched child opened on itself (those that could not be opened are `None`).
-pub struct Counters {
-    open: Vec<(Metric, Option<OwnedFd>)>,
-}
-
-impl Counters {
-    /// The counters of `plan` as the child opened them: `results[i]` is a
-    /// descriptor in this process, or a negated errno. A metric the machine
-    /// cannot count is remembered, and not planned again.
-    pub fn opened(plan: &[Planned], results: &[i32]) -> Counters {
-        let open = plan
+impl Inherited {
+    /// Opens every perf metric not known to be unavailable here on the
+    /// calling thread. Children started from now on are counted.
+    pub fn open() -> Inherited {
+        keep_software_events_enabled();
+        let unavailable = UNAVAILABLE.load(Ordering::Relaxed);
+        let open = PERF_METRICS
             .iter()
-            .zip(results)
-            .map(|(p, &r)| {
-                if r >= 0 {
-                    // SAFETY: the child opened it in the descriptor table it
-                    // shared with us; nothing else owns it.
-                    return (p.metric, Some(unsafe { OwnedFd::from_raw_fd(r) }));
-                }
-                let e = io::Error::from_raw_os_error(-r);
-                if is_permanent(&e) {
-                    if let Some(i) = PERF_METRICS.iter().position(|m| *m == p.metric) {
+            .enumerate()
+            .filter(|(i, _)| unavailable & (1 << i) == 0)
+            .map(|(i, &metric)| match build(metric, true) {
+                Ok(counter) => (metric, Some(counter)),
+                Err(e) => {
+                    if is_permanent(&e) {
                         UNAVAILABLE.fetch_or(1 << i, Ordering::Relaxed);
                     }
+                    tracing::debug!("perf counter {metric} unavailable: {e}");
+                    (metric, None)
                 }
-                tracing::debug!("perf counter {} unavailable: {e}", p.metric);
-                (p.metric, None)
             })
             .collect();
-        Counters { open }
+        Inherited {
+            open,
+            after_last: None,
+            _this_thread: PhantomData,
+        }
     }
 
-    /// Reads the totals, once the process and its children have exited; every
-    /// perf metric is in the result, `Unsupported` where it could not be counted.
-    pub fn read(self) -> Metrics {
+    /// The totals just before a launch. If they moved since the last run
+    /// ended, a process left over from an earlier run (one that escaped its
+    /// process group) is still counting into them: the counters are opened
+    /// afresh, so that it cannot add to this run's counts.
+    pub fn before_launch(&mut self) -> Before {
+        let now = self.totals();
+        if self
+            .after_last
+            .take()
+            .is_some_and(|last| !same(&last, &now))
+        {
+            tracing::warn!(
+                "a process left over from an earlier run is still counted; perf counters reopened"
+            );
+            *self = Inherited::open();
+            return Before(self.totals());
+        }
+        Before(now)
+    }
+
+    /// A run's counts, once its process and all its descendants have
+    /// exited: every perf metric is in the result, `Unsupported` where it
+    /// could not be counted.
+    pub fn after_exit(&mut self, before: Before) -> Metrics {
+        let after = self.totals();
         let mut out: Metrics = PERF_METRICS
             .iter()
             .map(|&m| (m, MetricValue::Unsupported))
             .collect();
-        for (m, fd) in self.open {
-            let value = fd
-                .and_then(|fd| read_count(&fd))
-                .and_then(|(count, enabled, running)| scaled(count, enabled, running))
+        for (((m, _), b), a) in self.open.iter().zip(&before.0).zip(&after) {
+            let value = b
+                .zip(*a)
+                .and_then(|(b, a)| {
+                    scaled(
+                        a.count.checked_sub(b.count)?,
+                        a.time_enabled.checked_sub(b.time_enabled)?,
+                        a.time_running.checked_sub(b.time_running)?,
+                    )
+                })
                 .map_or(MetricValue::Unsupported, MetricValue::Measured);
-            out.insert(m, value);
+            out.insert(*m, value);
         }
+        self.after_last = Some(after);
         out
+    }
+
+    fn totals(&mut self) -> Vec<Option<CountAndTime>> {
+        self.open
+            .iter_mut()
+            .map(|(_, c)| c.as_mut()?.read_count_and_time().ok())
+            .collect()
     }
 }
 
-/// Count, time enabled and time running of a counter (read format
-/// `TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING`, as [`Builder::new`] sets it).
-fn read_count(fd: &OwnedFd) -> Option<(u64, u64, u64)> {
-    let mut v = [0u64; 3];
-    // SAFETY: reads at most 24 bytes into a live buffer of 24 bytes.
-    let n = unsafe { libc::read(fd.as_raw_fd(), v.as_mut_ptr().cast(), 24) };
-    (n == 24).then_some((v[0], v[1], v[2]))
+fn same(a: &[Option<CountAndTime>], b: &[Option<CountAndTime>]) -> bool {
+    let key = |c: &Option<CountAndTime>| c.map(|c| (c.count, c.time_enabled, c.time_running));
+    a.iter().map(key).eq(b.iter().map(key))
 }
 
 /// A count corrected for multiplexing; `None` if the counter never ran while enabled.
@@ -183,16 +201,18 @@ fn scaled(count: u64, enabled: u64, running: u64) -> Option<f64> {
 pub fn available() -> BTreeMap<Metric, bool> {
     PERF_METRICS
         .iter()
-        .map(|&m| (m, build(m, None).is_ok()))
+        .map(|&m| (m, build(m, false).is_ok()))
         .collect()
 }
 
-fn build(metric: Metric, pid: Option<i32>) -> io::Result<Counter> {
+/// A counter of `metric` on the calling thread; `inherited`: disabled until
+/// exec and passed on to the children it starts (see [`Inherited`]).
+fn build(metric: Metric, inherited: bool) -> io::Result<Counter> {
     let mut builder = builder(metric)?;
-    match pid {
-        Some(pid) => builder.observe_pid(pid).inherit(true).enable_on_exec(true),
-        None => builder.observe_self(),
-    };
+    builder.observe_self();
+    if inherited {
+        builder.inherit(true).enable_on_exec(true);
+    }
     // Count kernel time too, as `perf stat` does; unprivileged users under a
     // strict perf_event_paranoid may only count user space.
     builder.include_kernel();

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::callgrind;
 use crate::cgroup::RunCgroup;
+use crate::counters::Inherited;
 use crate::gpu::GpuSide;
 use crate::process::{self, CancelToken, End, Finished, Launch, Output};
 use crate::sampler::{self, SAMPLED_METRICS};
@@ -123,6 +124,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         runs: Vec::new(),
         output_digest: None,
         cgroup,
+        counters: None,
     };
     let outcome = m.run_all().err().unwrap_or(StepOutcome::Ok);
     let summary = if outcome == StepOutcome::Ok {
@@ -171,6 +173,9 @@ struct Engine<'a> {
     gpu: GpuSide,
     /// Where timed runs are limited, if the plan has limits.
     cgroup: Option<RunCgroup>,
+    /// perf counters for timed runs, opened on this thread at the first one
+    /// and closed before callgrind runs (which need no counting).
+    counters: Option<Inherited>,
 }
 
 impl Engine<'_> {
@@ -258,7 +263,6 @@ impl Engine<'_> {
                 _ => Output::Discard,
             },
             timeout,
-            counters: kind == Kind::Timed,
             sample_every: sample.then_some(sampler::DEFAULT_INTERVAL),
             // Limits shape timed runs only: callgrind's counts do not depend on them.
             cgroup: match kind {
@@ -269,7 +273,15 @@ impl Engine<'_> {
         let oom_kills_before = self.cgroup.as_ref().map_or(0, RunCgroup::oom_kills);
         let gpu = (kind == Kind::Timed).then(|| self.gpu.begin(&mut launch.env));
         let index = self.runs.len() as u32;
-        let finished = match process::run(&launch, self.cancel) {
+        let counters = match kind {
+            Kind::Timed => Some(self.counters.get_or_insert_with(Inherited::open)),
+            Kind::Callgrind => {
+                // Closed, so that valgrind's processes do not inherit them.
+                self.counters = None;
+                None
+            }
+        };
+        let finished = match process::run(&launch, counters, self.cancel) {
             Ok(f) => f,
             Err(message) => {
                 return Err(StepOutcome::RunFailed {

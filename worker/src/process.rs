@@ -4,9 +4,10 @@
 //! the whole tree), is pinned to the slot's CPUs, sees only the environment
 //! it is given, reads stdin from `/dev/null` and has its output captured. The
 //! child is started as `posix_spawn` starts one (`clone` sharing our memory,
-//! this thread suspended until it execs: no copy of our page tables), and
-//! opens its perf counters on itself before it execs, so they count from its
-//! first instruction; the wall clock starts when it is about to exec. The
+//! this thread suspended until it execs: no copy of our page tables). A
+//! counted launch inherits the thread's perf counters (see `counters`),
+//! which count from its exec on; the wall clock starts when it is about to
+//! exec. The
 //! leader is reaped with `wait4` for its rusage, and the rest of the group is
 //! killed and reaped too, so no process is left behind. (A process that left
 //! the group with `setsid` escapes this and is out of scope: the worker cannot
@@ -26,9 +27,8 @@ use std::time::{Duration, Instant};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::metric::Metrics;
 
-use crate::counters::{self, Counters};
+use crate::counters::Inherited;
 use crate::sampler::{SampleStats, Sampler};
-use perf_event_open_sys::bindings::perf_event_attr;
 
 /// The `PATH` every build and run sees unless the benchmark overrides it.
 pub const CLEAN_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -68,8 +68,6 @@ pub struct Launch {
     pub output: Output,
     /// The whole process group is killed after this long.
     pub timeout: Duration,
-    /// Whether to open perf counters on the process (inherited by its children).
-    pub counters: bool,
     /// Whether to sample the group's CPU and memory use, and how often.
     pub sample_every: Option<Duration>,
     /// The `cgroup.procs` of a cgroup the child joins before it execs (run limits).
@@ -218,7 +216,14 @@ pub fn signal_name(sig: i32) -> String {
 /// Runs one command to its end (exit, signal, timeout or cancel).
 ///
 /// `Err` means it could not be started at all; the message names the command.
-pub fn run(launch: &Launch, cancel: Option<&CancelToken>) -> Result<Finished, String> {
+/// Launches `launch` and waits for it (and its group) to end. With
+/// `counters`, the run is counted by them: opened on this thread, inherited
+/// by the child.
+pub fn run(
+    launch: &Launch,
+    mut counters: Option<&mut Inherited>,
+    cancel: Option<&CancelToken>,
+) -> Result<Finished, String> {
     ensure_subreaper();
     if launch.argv.is_empty() {
         return Err("empty command: nothing to run".to_string());
@@ -260,6 +265,7 @@ pub fn run(launch: &Launch, cancel: Option<&CancelToken>) -> Result<Finished, St
             .as_ref()
             .map_or(child_out.as_raw_fd(), AsRawFd::as_raw_fd),
     ];
+    let before = counters.as_deref_mut().map(Inherited::before_launch);
     let started = spawn(launch, stdio).map_err(|e| format!("cannot start {}: {e}", what()))?;
     // Our copies of the child's pipe ends stay open until the leader has
     // exited: its exit then wakes us once (its pidfd), not first for the
@@ -267,11 +273,7 @@ pub fn run(launch: &Launch, cancel: Option<&CancelToken>) -> Result<Finished, St
     // Closed after it, they let the pipes see EOF once the group is gone.
     drop(null_in);
     let writers = (child_out, child_err);
-    let Started {
-        pid,
-        counters,
-        start,
-    } = started;
+    let Started { pid, start } = started;
 
     let mut out = Sink::new(launch.output, stdout_fd);
     let mut err = Sink::tail(stderr_fd);
@@ -287,7 +289,10 @@ pub fn run(launch: &Launch, cancel: Option<&CancelToken>) -> Result<Finished, St
     reap_group(pid);
     out.drain();
     err.drain();
-    let counters = counters.map(Counters::read).unwrap_or_default();
+    let counters = match (counters, before) {
+        (Some(c), Some(before)) => c.after_exit(before),
+        _ => Metrics::new(),
+    };
 
     let end = match watched.kill_reason {
         Some(reason) => reason,
@@ -326,8 +331,6 @@ impl Finished {
 /// A child started by [`spawn`], exec'd.
 struct Started {
     pid: i32,
-    /// The counters it opened on itself, if asked for.
-    counters: Option<Counters>,
     /// When it exec'd (the wall clock of the run starts here).
     start: Instant,
 }
@@ -349,10 +352,6 @@ struct ChildArgs {
     cpus: *const libc::cpu_set_t,
     /// A cgroup's `cgroup.procs` to join (-1: none).
     cgroup_procs: RawFd,
-    /// Counters to open on itself, and where to put each descriptor (or -errno).
-    plan: *const counters::Planned,
-    n_plan: usize,
-    results: *mut i32,
     /// Set by the child if it could not exec: the errno, and what failed.
     error: i32,
     failed: &'static str,
@@ -362,10 +361,9 @@ struct ChildArgs {
 
 /// Starts the command the way `posix_spawn` does, with `clone(CLONE_VM |
 /// CLONE_VFORK)`: no copy of our page tables, this thread suspended until the
-/// child execs. Between clone and exec the child opens its perf counters on
-/// itself (`enable_on_exec`: they count from exec on) into the descriptor
-/// table it still shares with us, then takes a table of its own, its own
-/// process group, its CPUs, death with us, its standard streams and folder.
+/// child execs (with a descriptor table of its own, as `fork` gives). Between
+/// clone and exec the child takes its own process group, its CPUs, its run
+/// cgroup, death with us, its standard streams and folder.
 fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
     let cstring =
         |s: &[u8]| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string());
@@ -392,12 +390,6 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
     };
     let (argv_p, envp_p, programs_p) = (pointers(&argv), pointers(&envp), pointers(&programs));
     let cpus = cpu_set(&launch.cpus)?;
-    let plan = if launch.counters {
-        counters::plan()
-    } else {
-        Vec::new()
-    };
-    let mut results = vec![NOT_OPENED; plan.len()];
     let mut args = ChildArgs {
         programs: programs_p.as_ptr(),
         n_programs: programs.len(),
@@ -407,9 +399,6 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
         stdio,
         cpus: cpus.as_ref().map_or(std::ptr::null(), |c| c as *const _),
         cgroup_procs: launch.cgroup.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
-        plan: plan.as_ptr(),
-        n_plan: plan.len(),
-        results: results.as_mut_ptr(),
         error: 0,
         failed: "",
         exec_at: libc::timespec {
@@ -434,7 +423,7 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
         let pid = libc::clone(
             child_main,
             top as *mut libc::c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_FILES | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             (&mut args as *mut ChildArgs).cast(),
         );
         let clone_error = io::Error::last_os_error();
@@ -454,9 +443,6 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
     if pid < 0 {
         return Err(format!("clone: {clone_error}"));
     }
-    // The descriptors it opened are in our table: owned from here on, closed
-    // with `counters` if the exec failed.
-    let counters = launch.counters.then(|| Counters::opened(&plan, &results));
     if args.error != 0 {
         let mut status = 0;
         // SAFETY: reaps the child that failed to exec (it has exited).
@@ -467,19 +453,12 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
             io::Error::from_raw_os_error(args.error)
         ));
     }
-    Ok(Started {
-        pid,
-        counters,
-        start,
-    })
+    Ok(Started { pid, start })
 }
 
 fn timespec_ns(t: &libc::timespec) -> u64 {
     (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
-
-/// A counter result the child never wrote (it failed before).
-const NOT_OPENED: i32 = -libc::ECANCELED;
 
 /// The paths an `execvp` of `program` tries: the program itself if it has a
 /// `/`, else each folder of the environment's `PATH` (the clean one by default).
@@ -509,25 +488,11 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     unsafe {
         let a = &mut *arg.cast::<ChildArgs>();
         let errno = || *libc::__errno_location();
-        // Counters on ourselves, into the descriptor table shared with the parent.
-        for i in 0..a.n_plan {
-            let p = &*a.plan.add(i);
-            let mut fd = perf_event_open(&p.attr);
-            if fd == -libc::EACCES {
-                // A strict perf_event_paranoid allows user space only.
-                fd = perf_event_open(&p.user_only);
-            }
-            *a.results.add(i) = fd;
-        }
         let fail = |a: &mut ChildArgs, what: &'static str, e: i32| -> ! {
             a.error = if e == 0 { libc::EINVAL } else { e };
             a.failed = what;
             libc::_exit(127)
         };
-        // A descriptor table of our own from here on: the parent's stays as it is.
-        if libc::unshare(libc::CLONE_FILES) != 0 {
-            fail(a, "unshare", errno());
-        }
         // Our own process group, so that a timeout or cancel kills the whole tree.
         if libc::setpgid(0, 0) != 0 {
             fail(a, "setpgid", errno());
@@ -578,27 +543,6 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             }
         }
         fail(a, "exec", error)
-    }
-}
-
-/// `perf_event_open` of `attr` on the calling process, any CPU, close-on-exec:
-/// the descriptor, or the negated errno.
-///
-/// # Safety
-/// A raw system call; `attr` must be a valid attribute struct.
-unsafe fn perf_event_open(attr: &perf_event_attr) -> i32 {
-    let r = libc::syscall(
-        libc::SYS_perf_event_open,
-        attr as *const perf_event_attr,
-        0,
-        -1,
-        -1,
-        libc::c_ulong::from(perf_event_open_sys::bindings::PERF_FLAG_FD_CLOEXEC),
-    );
-    if r < 0 {
-        -*libc::__errno_location()
-    } else {
-        r as i32
     }
 }
 
@@ -1010,6 +954,7 @@ pub fn stat_field(stat: &str, n: usize) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kiln_protocol::metric::{Metric, MetricValue};
 
     #[test]
     fn stat_fields_after_odd_names() {
@@ -1035,7 +980,6 @@ mod tests {
             cpus: Vec::new(),
             output,
             timeout: Duration::from_secs(30),
-            counters: false,
             sample_every: None,
             cgroup: None,
         }
@@ -1047,7 +991,7 @@ mod tests {
         // read while it runs (our copies of their write ends stay open).
         let script =
             "head -c 1048576 /dev/zero; head -c 1048575 /dev/zero | tr '\\0' x >&2; echo end >&2";
-        let f = run(&launch(script, Output::HashStdout), None).unwrap();
+        let f = run(&launch(script, Output::HashStdout), None, None).unwrap();
         assert_eq!(f.end, End::Exited(0));
         let zeros = vec![0u8; 1 << 20];
         assert_eq!(
@@ -1069,10 +1013,70 @@ mod tests {
         // and without waiting out the grace given to escaped holders of a pipe.
         let started = Instant::now();
         let script = "sleep 30 & echo kept; echo said >&2";
-        let f = run(&launch(script, Output::KeepMerged { cap: 1024 }), None).unwrap();
+        let f = run(
+            &launch(script, Output::KeepMerged { cap: 1024 }),
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(f.end, End::Exited(0));
         assert_eq!(String::from_utf8_lossy(&f.kept), "kept\nsaid\n");
         assert!(started.elapsed() < REAP_GRACE, "{:?}", started.elapsed());
+    }
+
+    fn task_clock_ms(f: &Finished) -> f64 {
+        match f.counters.get(&Metric::TaskClock) {
+            Some(MetricValue::Measured(ns)) => ns / 1e6,
+            other => panic!("task-clock: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_counted_run_gets_its_own_counts() {
+        let mut counters = Inherited::open();
+        let busy = launch(
+            "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done",
+            Output::Discard,
+        );
+        let busy = run(&busy, Some(&mut counters), None).unwrap();
+        let idle = run(&launch("true", Output::Discard), Some(&mut counters), None).unwrap();
+        // The first run's shell counted its own loop; the second, only itself.
+        assert!(task_clock_ms(&busy) > 20.0, "{}", task_clock_ms(&busy));
+        assert!(task_clock_ms(&idle) < 10.0, "{}", task_clock_ms(&idle));
+    }
+
+    #[test]
+    fn a_process_left_over_from_a_run_is_not_counted_in_the_next() {
+        // The first run leaves a busy process that escaped its group (setsid):
+        // it still holds copies of the counters, but the next run must not
+        // see its CPU time.
+        let dir = std::env::temp_dir().join(format!("kiln-escapee-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let pidfile = dir.join("pid");
+        let mut counters = Inherited::open();
+        let escape = format!(
+            "setsid sh -c 'echo $$ > {}; while :; do :; done' & sleep 0.1",
+            pidfile.display()
+        );
+        run(&launch(&escape, Output::Discard), Some(&mut counters), None).unwrap();
+        let pid: i32 = std::fs::read_to_string(&pidfile)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let next = run(
+            &launch("sleep 0.3", Output::Discard),
+            Some(&mut counters),
+            None,
+        );
+        // SAFETY: kills and reaps the escapee (our child: we are its subreaper).
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, std::ptr::null_mut(), 0);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+        let next = next.unwrap();
+        assert!(task_clock_ms(&next) < 50.0, "{}", task_clock_ms(&next));
     }
 
     #[test]

@@ -308,7 +308,7 @@ impl Build<'_> {
             ));
             replay_text = Some(text);
         }
-        let finished = match process::run(&self.launch(argv), Some(self.cancel)) {
+        let finished = match process::run(&self.launch(argv), None, Some(self.cancel)) {
             Ok(f) => f,
             Err(message) => {
                 let failed = StepOutcome::BuildFailed {
@@ -376,7 +376,7 @@ impl Build<'_> {
             &self.work.join(DECISIONS_FILE),
         );
         argv.extend(extra.iter().cloned());
-        let finished = process::run(&self.launch(argv), Some(self.cancel))?;
+        let finished = process::run(&self.launch(argv), None, Some(self.cancel))?;
         let log = String::from_utf8_lossy(&finished.kept).into_owned();
         let failure = match finished.end {
             End::Exited(0) => return Ok(log),
@@ -402,7 +402,6 @@ impl Build<'_> {
             // Checked by `seconds` when the step or discovery began.
             timeout: seconds(self.spec.build_timeout_s, "build-timeout-s")
                 .unwrap_or(Duration::ZERO),
-            counters: false,
             sample_every: None,
             cgroup: None,
         }
