@@ -126,24 +126,44 @@ impl Inherited {
         }
     }
 
-    /// The totals just before a launch. If they moved since the last run
-    /// ended, a process left over from an earlier run (one that escaped its
-    /// process group) is still counting into them: the counters are opened
-    /// afresh, so that it cannot add to this run's counts.
+    /// The totals just before a launch: those the last run ended with, if
+    /// nothing has counted since. If task-clock moved (any process that runs
+    /// moves it), a process left over from an earlier run (one that escaped
+    /// its process group) is still counting into them: the counters are
+    /// opened afresh, so that it cannot add to this run's counts.
     pub fn before_launch(&mut self) -> Before {
-        let now = self.totals();
-        if self
-            .after_last
-            .take()
-            .is_some_and(|last| !same(&last, &now))
-        {
+        if let Some(last) = self.after_last.take() {
+            if !self.moved_since(&last) {
+                return Before(last);
+            }
             tracing::warn!(
                 "a process left over from an earlier run is still counted; perf counters reopened"
             );
             *self = Inherited::open();
-            return Before(self.totals());
         }
-        Before(now)
+        Before(self.totals())
+    }
+
+    /// Whether the totals differ from `last`. Task-clock moves whenever a
+    /// counted process runs, so one read of it tells, where it is open.
+    fn moved_since(&mut self, last: &[Option<CountAndTime>]) -> bool {
+        let key = |c: Option<CountAndTime>| c.map(|c| (c.count, c.time_enabled, c.time_running));
+        let task_clock =
+            |(m, c): &(Metric, Option<Counter>)| *m == Metric::TaskClock && c.is_some();
+        match self.open.iter().position(task_clock) {
+            Some(i) => {
+                let now = self.open[i]
+                    .1
+                    .as_mut()
+                    .and_then(|c| c.read_count_and_time().ok());
+                key(now) != key(last[i])
+            }
+            None => !self
+                .totals()
+                .into_iter()
+                .map(key)
+                .eq(last.iter().copied().map(key)),
+        }
     }
 
     /// A run's counts, once its process and all its descendants have
@@ -178,11 +198,6 @@ impl Inherited {
             .map(|(_, c)| c.as_mut()?.read_count_and_time().ok())
             .collect()
     }
-}
-
-fn same(a: &[Option<CountAndTime>], b: &[Option<CountAndTime>]) -> bool {
-    let key = |c: &Option<CountAndTime>| c.map(|c| (c.count, c.time_enabled, c.time_running));
-    a.iter().map(key).eq(b.iter().map(key))
 }
 
 /// A count corrected for multiplexing; `None` if the counter never ran while enabled.

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -234,52 +234,48 @@ pub fn run(
     }
 
     // The child's standard streams: stdin from /dev/null, stdout and stderr
-    // as the output asks. The parent keeps the read ends.
-    let null_in = dev_null(false)?;
-    let (stdout_fd, stderr_fd, child_out, child_err): (
-        Option<OwnedFd>,
-        Option<OwnedFd>,
-        OwnedFd,
-        Option<OwnedFd>,
-    ) = match launch.output {
+    // as the output asks. The parent keeps the read ends; `writers` are our
+    // copies of the child's ends of the pipes.
+    let null = dev_null()?;
+    let pipe = || pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()));
+    let (stdout_fd, stderr_fd, writers) = match launch.output {
         Output::Discard => {
-            let (r, w) = pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
-            (None, Some(r), dev_null(true)?, Some(w))
+            let (r, w) = pipe()?;
+            (None, Some(r), [None, Some(w)])
         }
         Output::HashStdout => {
-            let (or, ow) =
-                pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
-            let (er, ew) =
-                pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
-            (Some(or), Some(er), ow, Some(ew))
+            let ((or, ow), (er, ew)) = (pipe()?, pipe()?);
+            (Some(or), Some(er), [Some(ow), Some(ew)])
         }
         Output::KeepMerged { .. } => {
-            let (r, w) = pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()))?;
-            (Some(r), None, w, None)
+            let (r, w) = pipe()?;
+            (Some(r), None, [Some(w), None])
         }
     };
-    let stdio = [
-        null_in.as_raw_fd(),
-        child_out.as_raw_fd(),
-        child_err
-            .as_ref()
-            .map_or(child_out.as_raw_fd(), AsRawFd::as_raw_fd),
-    ];
+    let raw = |w: &Option<OwnedFd>| w.as_ref().map(AsRawFd::as_raw_fd);
+    let stdout = raw(&writers[0]).unwrap_or(null);
+    let stdio = [null, stdout, raw(&writers[1]).unwrap_or(stdout)];
     let before = counters.as_deref_mut().map(Inherited::before_launch);
     let started = spawn(launch, stdio).map_err(|e| format!("cannot start {}: {e}", what()))?;
     // Our copies of the child's pipe ends stay open until the leader has
     // exited: its exit then wakes us once (its pidfd), not first for the
     // pipes' hang-up and again for the exit, which costs about 50 µs a run.
     // Closed after it, they let the pipes see EOF once the group is gone.
-    drop(null_in);
-    let writers = (child_out, child_err);
-    let Started { pid, start } = started;
+    let Started { pid, pidfd, start } = started;
 
     let mut out = Sink::new(launch.output, stdout_fd);
     let mut err = Sink::tail(stderr_fd);
     let sampler = launch.sample_every.map(|every| Sampler::start(pid, every));
 
-    let watched = watch(pid, launch.timeout, start, cancel, &mut out, &mut err);
+    let watched = watch(
+        pid,
+        pidfd,
+        launch.timeout,
+        start,
+        cancel,
+        &mut out,
+        &mut err,
+    );
     drop(writers);
     let samples = sampler.map(Sampler::finish);
     // The leader is a zombie now, so its pid (the group id) cannot be reused:
@@ -331,6 +327,8 @@ impl Finished {
 /// A child started by [`spawn`], exec'd.
 struct Started {
     pid: i32,
+    /// A pidfd of the child, where the kernel gives one (Linux 5.2 on).
+    pidfd: Option<OwnedFd>,
     /// When it exec'd (the wall clock of the run starts here).
     start: Instant,
 }
@@ -417,15 +415,24 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
     // child unblocks them just before exec). The clone runs `child_main` on
     // its own stack with `args`, which outlive it: CLONE_VFORK suspends this
     // thread until the child has exec'd or exited.
+    let mut pidfd: libc::c_int = -1;
     let (pid, clone_error, start) = unsafe {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-        let pid = libc::clone(
-            child_main,
-            top as *mut libc::c_void,
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            (&mut args as *mut ChildArgs).cast(),
-        );
+        let mut clone = |flags| {
+            libc::clone(
+                child_main,
+                top as *mut libc::c_void,
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | flags,
+                (&mut args as *mut ChildArgs).cast(),
+                &mut pidfd as *mut libc::c_int,
+            )
+        };
+        // With its pidfd (into `pidfd`), where the kernel knows CLONE_PIDFD.
+        let mut pid = clone(libc::CLONE_PIDFD);
+        if pid < 0 && *libc::__errno_location() == libc::EINVAL {
+            pid = clone(0);
+        }
         let clone_error = io::Error::last_os_error();
         // The run's clock starts when the child was about to exec, which it
         // noted: this thread may have been scheduled long after.
@@ -443,6 +450,8 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
     if pid < 0 {
         return Err(format!("clone: {clone_error}"));
     }
+    // SAFETY: a non-negative descriptor is the pidfd clone made for us.
+    let pidfd = (pidfd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(pidfd) });
     if args.error != 0 {
         let mut status = 0;
         // SAFETY: reaps the child that failed to exec (it has exited).
@@ -453,7 +462,7 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
             io::Error::from_raw_os_error(args.error)
         ));
     }
-    Ok(Started { pid, start })
+    Ok(Started { pid, pidfd, start })
 }
 
 fn timespec_ns(t: &libc::timespec) -> u64 {
@@ -581,24 +590,23 @@ pub fn allowed_cpus() -> Vec<u32> {
         .collect()
 }
 
-/// `/dev/null` for reading or writing (opened once per process, duplicated per use).
-fn dev_null(write: bool) -> Result<OwnedFd, String> {
-    static NULLS: std::sync::OnceLock<io::Result<(File, File)>> = std::sync::OnceLock::new();
-    let nulls = NULLS.get_or_init(|| {
-        Ok((
-            File::open("/dev/null")?,
-            std::fs::OpenOptions::new().write(true).open("/dev/null")?,
-        ))
-    });
-    let (r, w) = nulls
-        .as_ref()
-        .map_err(|e| format!("cannot open /dev/null: {e}"))?;
-    let file = if write { w } else { r };
-    file.as_fd()
-        .try_clone_to_owned()
-        .map_err(|e| format!("cannot duplicate /dev/null: {e}"))
+/// `/dev/null`, opened once per process for reading and writing: every
+/// run's stdin, and its stdout where that is discarded (the child dup2s it).
+fn dev_null() -> Result<RawFd, String> {
+    static NULL: std::sync::OnceLock<io::Result<File>> = std::sync::OnceLock::new();
+    NULL.get_or_init(|| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+    })
+    .as_ref()
+    .map(AsRawFd::as_raw_fd)
+    .map_err(|e| format!("cannot open /dev/null: {e}"))
 }
 
+/// A pipe for a child's output: both ends close-on-exec (the child dup2s
+/// its end), ours to read without blocking.
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let mut fds = [0; 2];
     // SAFETY: fds has room for the two descriptors.
@@ -606,7 +614,12 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: both descriptors are fresh and owned by nobody else.
-    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+    let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    // SAFETY: fcntl on a descriptor we own; a fresh read end has no other status flag.
+    if unsafe { libc::fcntl(r.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((r, w))
 }
 
 /// Makes this process the reaper of its orphaned descendants, so that the
@@ -656,10 +669,8 @@ impl Sink {
         Sink::with(SinkMode::Tail, fd)
     }
 
+    /// `fd`: the read end of a [`pipe`].
     fn with(mode: SinkMode, fd: Option<OwnedFd>) -> Self {
-        if let Some(fd) = &fd {
-            set_nonblocking(fd.as_raw_fd());
-        }
         Sink {
             fd,
             mode,
@@ -759,14 +770,6 @@ impl Sink {
     }
 }
 
-fn set_nonblocking(fd: RawFd) {
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFL);
-        libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK);
-    }
-}
-
 struct Watched {
     exited_at: Instant,
     kill_reason: Option<End>,
@@ -776,6 +779,7 @@ struct Watched {
 /// deadline or on cancel. Returns when the leader is a zombie (not reaped).
 fn watch(
     pid: i32,
+    pidfd: Option<OwnedFd>,
     timeout: Duration,
     start: Instant,
     cancel: Option<&CancelToken>,
@@ -786,7 +790,6 @@ fn watch(
     let deadline = start
         .checked_add(timeout)
         .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 86400));
-    let pidfd = pidfd_open(pid);
     let mut kill_reason = None;
     let mut cancel_fd = cancel.map(|c| c.event.as_raw_fd());
     loop {
@@ -809,7 +812,7 @@ fn watch(
             }
         };
         if pidfd.is_none() {
-            // Without pidfds (Linux < 5.3) exit is noticed by polling each ms.
+            // Without a pidfd (Linux < 5.2) exit is noticed by polling each ms.
             wait_ms = wait_ms.min(1);
         }
         let fds = [
@@ -850,13 +853,6 @@ fn watch(
             };
         }
     }
-}
-
-fn pidfd_open(pid: i32) -> Option<OwnedFd> {
-    // SAFETY: a raw syscall with integer arguments; the result is checked.
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    // SAFETY: a non-negative result is a fresh descriptor we own.
-    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
 /// Whether the child has exited, without reaping it.
