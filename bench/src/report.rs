@@ -105,6 +105,32 @@ pub fn percentile(v: &[f64], p: f64) -> f64 {
     s[lo] + (s[hi] - s[lo]) * (rank - lo as f64)
 }
 
+/// The difference of medians `median(a) − median(b)` and its 95 % percentile
+/// bootstrap interval (2000 resamples of each, seeded: the same data give the
+/// same interval). NaNs if either is empty.
+pub fn median_difference(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
+    use rand::{RngExt, SeedableRng};
+    if a.is_empty() || b.is_empty() {
+        return (f64::NAN, f64::NAN, f64::NAN);
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+    let mut resample = |v: &[f64], buf: &mut Vec<f64>| {
+        buf.clear();
+        buf.extend((0..v.len()).map(|_| v[rng.random_range(0..v.len())]));
+        let mid = buf.len() / 2;
+        *buf.select_nth_unstable_by(mid, f64::total_cmp).1
+    };
+    let (mut ba, mut bb) = (Vec::new(), Vec::new());
+    let diffs: Vec<f64> = (0..2000)
+        .map(|_| resample(a, &mut ba) - resample(b, &mut bb))
+        .collect();
+    (
+        median(a) - median(b),
+        percentile(&diffs, 2.5),
+        percentile(&diffs, 97.5),
+    )
+}
+
 /// A number for a table: `—` where missing, else with sensible digits.
 pub fn fmt(v: Option<f64>) -> String {
     match v {
@@ -164,5 +190,22 @@ impl Table {
             writeln!(out, "| {} |", r.join(" | "))?;
         }
         writeln!(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_difference_brackets_a_clear_shift() {
+        let a: Vec<f64> = (0..500).map(|i| 10.0 + (i % 7) as f64).collect();
+        let b: Vec<f64> = (0..500).map(|i| 12.0 + (i % 7) as f64).collect();
+        let (d, lo, hi) = median_difference(&a, &b);
+        assert_eq!(d, -2.0);
+        assert!(lo <= -2.0 && (-2.0..0.0).contains(&hi), "{lo} … {hi}");
+        let (d, lo, hi) = median_difference(&a, &a);
+        assert_eq!(d, 0.0);
+        assert!(lo <= 0.0 && hi >= 0.0, "{lo} … {hi}");
     }
 }

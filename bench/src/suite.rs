@@ -1168,12 +1168,27 @@ impl Suite {
                 .add("fidelity", case, label, rep, "kernel_gap_ms", ms);
             pooled.entry((case, label)).or_default().extend(gaps);
         }
-        for ((case, label), gaps) in pooled {
-            let ms = 1e3 * report::median(&gaps);
+        for ((case, label), gaps) in &pooled {
+            let ms = 1e3 * report::median(gaps);
             self.results
                 .add("fidelity", case, label, 0, "pooled_kernel_gap_ms", ms);
             self.results
                 .add("fidelity", case, label, 0, "kernel_gaps", gaps.len() as f64);
+            let Some(hyperfine) = pooled
+                .get(&(case, "hyperfine"))
+                .filter(|_| *label != "hyperfine")
+            else {
+                continue;
+            };
+            let (d, lo, hi) = report::median_difference(gaps, hyperfine);
+            for (metric, v) in [
+                ("kernel_gap_vs_hyperfine_ms", d),
+                ("kernel_gap_vs_hyperfine_lo_ms", lo),
+                ("kernel_gap_vs_hyperfine_hi_ms", hi),
+            ] {
+                self.results
+                    .add("fidelity", case, label, 0, metric, 1e3 * v);
+            }
         }
     }
 
@@ -1808,9 +1823,20 @@ impl Suite {
                 if !kernel && c == "true" {
                     continue;
                 }
+                // How sure: kiln − hyperfine with its bootstrap interval.
+                let diff = |m: &str| r.median(fi, c, after, m);
+                let sure = match diff("kernel_gap_vs_hyperfine_ms") {
+                    Some(d) if kernel => format!(
+                        "; kiln − hyperfine {} ms (95 % CI {} … {})",
+                        fmt(Some(d)),
+                        fmt(diff("kernel_gap_vs_hyperfine_lo_ms")),
+                        fmt(diff("kernel_gap_vs_hyperfine_hi_ms"))
+                    ),
+                    _ => String::new(),
+                };
                 targets.push((
                     format!("{c}: {what} ≤ hyperfine's"),
-                    format!("{} vs {} ms", fmt(ko), fmt(ho)),
+                    format!("{} vs {} ms{sure}", fmt(ko), fmt(ho)),
                     pair(fi, c, metric),
                     ko.zip(ho).map(|(k, h)| k <= h),
                 ));
