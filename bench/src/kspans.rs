@@ -45,6 +45,7 @@ impl Recorder {
             .map(Path::new)
             .find(|p| p.join("instances").is_dir())
             .context("tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing)")?;
+        remove_stale_instances(&root.join("instances"));
         let instance = root.join(format!("instances/kiln-bench-{}", std::process::id()));
         fs::create_dir(&instance)
             .with_context(|| format!("cannot create {}", instance.display()))?;
@@ -81,6 +82,23 @@ impl Recorder {
             bail!("the trace buffer overflowed: {n} events lost");
         }
         Ok(events)
+    }
+}
+
+/// Removes the instances of bench runs that were killed before they could
+/// (each holds its ring buffers until removed).
+fn remove_stale_instances(instances: &Path) {
+    let Ok(entries) = fs::read_dir(instances) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("kiln-bench-")) else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            let _ = fs::remove_dir(entry.path());
+        }
     }
 }
 
