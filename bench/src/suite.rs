@@ -1540,6 +1540,25 @@ impl Suite {
                 None => fmt(a),
             }
         };
+        // A before → after table of campaign runs: one column per (heading, metric), one row
+        // per (section, config, row name); configs that did not run are left out.
+        let campaign_table =
+            |first: &str, columns: &[(&str, &str)], rows: &[(&str, &str, &str)]| {
+                let head: Vec<String> = std::iter::once(first.to_string())
+                    .chain(columns.iter().map(|(h, _)| both(h)))
+                    .collect();
+                let mut t = Table::new(&head.iter().map(String::as_str).collect::<Vec<_>>());
+                for &(sec, c, name) in rows {
+                    if r.median(sec, c, after, "steps").is_some() {
+                        t.row(
+                            std::iter::once(name.to_string())
+                                .chain(columns.iter().map(|(_, m)| pair(sec, c, m)))
+                                .collect(),
+                        );
+                    }
+                }
+                t
+            };
         writeln!(o, "# kiln benchmark report\n")?;
         writeln!(
             o,
@@ -1573,30 +1592,19 @@ impl Suite {
                  per step, sequential, on the same rig.\n",
                 self.sizes.throughput_steps, self.sizes.serial_steps
             )?;
-            let mut t = Table::new(&[
+            campaign_table(
                 "config",
-                &both("steps/s"),
-                &both("end-to-end steps/s"),
-                &both("ctl CPU ms/step"),
-                &both("ctl-side children CPU ms/step"),
-                &both("remote CPU ms/step"),
-                &both("ctl cores"),
-            ]);
-            for c in ["local", "ssh1", "ssh2", "ssh4"] {
-                if r.median(ov, c, after, "steps").is_none() {
-                    continue;
-                }
-                t.row(vec![
-                    c.into(),
-                    pair(ov, c, "steps_per_s"),
-                    pair(ov, c, "steps_per_s_end_to_end"),
-                    pair(ov, c, "ctl_cpu_ms_per_step"),
-                    pair(ov, c, "children_cpu_ms_per_step"),
-                    pair(ov, c, "remote_cpu_ms_per_step"),
-                    pair(ov, c, "ctl_cores"),
-                ]);
-            }
-            t.write(o)?;
+                &[
+                    ("steps/s", "steps_per_s"),
+                    ("end-to-end steps/s", "steps_per_s_end_to_end"),
+                    ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
+                    ("ctl-side children CPU ms/step", "children_cpu_ms_per_step"),
+                    ("remote CPU ms/step", "remote_cpu_ms_per_step"),
+                    ("ctl cores", "ctl_cores"),
+                ],
+                &["local", "ssh1", "ssh2", "ssh4"].map(|c| (ov, c, c)),
+            )
+            .write(o)?;
             let (mut steps, mut cached, mut failed) = (0.0, 0.0, 0.0);
             for row in r.rows.iter().filter(|x| x.section == ov) {
                 match row.metric.as_str() {
@@ -1612,26 +1620,17 @@ impl Suite {
                  earlier measurement of the same decisions ({:.2} %), {failed:.0} failed.\n",
                 100.0 * cached / steps.max(1.0)
             )?;
-            let mut t = Table::new(&[
+            campaign_table(
                 "serial config",
-                &both("step latency ms"),
-                &both("run of `true` ms"),
-                &both("overhead ms/step"),
-                &both("ctl CPU ms/step"),
-            ]);
-            for c in ["serial-local", "serial-ssh1"] {
-                if r.median(ov, c, after, "steps").is_none() {
-                    continue;
-                }
-                t.row(vec![
-                    c.into(),
-                    pair(ov, c, "step_ms"),
-                    pair(ov, c, "run_ms"),
-                    pair(ov, c, "overhead_ms"),
-                    pair(ov, c, "ctl_cpu_ms_per_step"),
-                ]);
-            }
-            t.write(o)?;
+                &[
+                    ("step latency ms", "step_ms"),
+                    ("run of `true` ms", "run_ms"),
+                    ("overhead ms/step", "overhead_ms"),
+                    ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
+                ],
+                &["serial-local", "serial-ssh1"].map(|c| (ov, c, c)),
+            )
+            .write(o)?;
             let peer_ms = r.median(ov, "peer-scp-ssh", "peer", "step_ms");
             let peer_rate = r.median(ov, "peer-scp-ssh", "peer", "steps_per_s");
             if peer_ms.is_some() {
@@ -1949,36 +1948,23 @@ impl Suite {
                 self.sizes.scale_steps,
                 self.nproc()
             )?;
-            let mut t = Table::new(&[
+            campaign_table(
                 "config",
-                &both("steps/s"),
-                &both("ctl CPU ms/step"),
-                &both("workers CPU ms/step"),
-                &both("ctl share"),
-                &both("ctl cores"),
-                &both("all-CPU cores"),
-                &both("machine busy"),
-            ]);
-            for (sec, c) in [(ov, "local"), (sc, "local-64")] {
-                if r.median(sec, c, after, "steps").is_none() {
-                    continue;
-                }
-                t.row(vec![
-                    if c == "local" {
-                        "local, 2 slots (§1)".into()
-                    } else {
-                        "local, 8 × 8 slots".into()
-                    },
-                    pair(sec, c, "steps_per_s"),
-                    pair(sec, c, "ctl_cpu_ms_per_step"),
-                    pair(sec, c, "children_cpu_ms_per_step"),
-                    pair(sec, c, "ctl_share_of_cpu"),
-                    pair(sec, c, "ctl_cores"),
-                    pair(sec, c, "tree_cores"),
-                    pair(sec, c, "machine_busy"),
-                ]);
-            }
-            t.write(o)?;
+                &[
+                    ("steps/s", "steps_per_s"),
+                    ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
+                    ("workers CPU ms/step", "children_cpu_ms_per_step"),
+                    ("ctl share", "ctl_share_of_cpu"),
+                    ("ctl cores", "ctl_cores"),
+                    ("all-CPU cores", "tree_cores"),
+                    ("machine busy", "machine_busy"),
+                ],
+                &[
+                    (ov, "local", "local, 2 slots (§1)"),
+                    (sc, "local-64", "local, 8 × 8 slots"),
+                ],
+            )
+            .write(o)?;
             let share = r.median(sc, "local-64", after, "ctl_share_of_cpu");
             let busy = r.median(sc, "local-64", after, "machine_busy");
             let cores = r.median(sc, "local-64", after, "ctl_cores");
