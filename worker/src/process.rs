@@ -213,15 +213,14 @@ pub fn signal_name(sig: i32) -> String {
     name.to_string()
 }
 
-/// Runs one command to its end (exit, signal, timeout or cancel).
+/// Runs one command to its end (exit, signal, timeout or cancel), its whole
+/// process group included. With `counters` (opened on this thread), the
+/// child inherits them and the run's counts are in the result.
 ///
 /// `Err` means it could not be started at all; the message names the command.
-/// Launches `launch` and waits for it (and its group) to end. With
-/// `counters`, the run is counted by them: opened on this thread, inherited
-/// by the child.
 pub fn run(
     launch: &Launch,
-    mut counters: Option<&mut Inherited>,
+    counters: Option<&mut Inherited>,
     cancel: Option<&CancelToken>,
 ) -> Result<Finished, String> {
     ensure_subreaper();
@@ -255,13 +254,12 @@ pub fn run(
     let raw = |w: &Option<OwnedFd>| w.as_ref().map(AsRawFd::as_raw_fd);
     let stdout = raw(&writers[0]).unwrap_or(null);
     let stdio = [null, stdout, raw(&writers[1]).unwrap_or(stdout)];
-    let before = counters.as_deref_mut().map(Inherited::before_launch);
-    let started = spawn(launch, stdio).map_err(|e| format!("cannot start {}: {e}", what()))?;
-    // Our copies of the child's pipe ends stay open until the leader has
-    // exited: its exit then wakes us once (its pidfd), not first for the
-    // pipes' hang-up and again for the exit, which costs about 50 µs a run.
-    // Closed after it, they let the pipes see EOF once the group is gone.
-    let Started { pid, pidfd, start } = started;
+    let counted = counters.map(|c| {
+        let before = c.before_launch();
+        (c, before)
+    });
+    let Started { pid, pidfd, start } =
+        spawn(launch, stdio).map_err(|e| format!("cannot start {}: {e}", what()))?;
 
     let mut out = Sink::new(launch.output, stdout_fd);
     let mut err = Sink::tail(stderr_fd);
@@ -276,6 +274,10 @@ pub fn run(
         &mut out,
         &mut err,
     );
+    // Our copies of the child's pipe ends stayed open until the leader
+    // exited: its exit woke us once (its pidfd), not first for the pipes'
+    // hang-up and again for the exit, which costs about 50 µs a run. Closed
+    // now, they let the pipes see EOF once the group is gone.
     drop(writers);
     let samples = sampler.map(Sampler::finish);
     // The leader is a zombie now, so its pid (the group id) cannot be reused:
@@ -285,10 +287,7 @@ pub fn run(
     reap_group(pid);
     out.drain();
     err.drain();
-    let counters = match (counters, before) {
-        (Some(c), Some(before)) => c.after_exit(before),
-        _ => Metrics::new(),
-    };
+    let counters = counted.map_or_else(Metrics::new, |(c, before)| c.after_exit(before));
 
     let end = match watched.kill_reason {
         Some(reason) => reason,
