@@ -246,8 +246,7 @@ pub struct Built {
 pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
     let t0 = Instant::now();
     let store = Store::open(dir)?;
-    store.put("meta/config", &config_text())?;
-    store.put("meta/created-ms", &1_700_000_000_000u64)?;
+    store.put_config(&config_text(), 1_700_000_000_000)?;
     let info = experiment_info();
     store.put_experiment("noop", &info)?;
     let mut g = Gen(42);
@@ -335,7 +334,7 @@ pub struct Latencies {
 /// Persists `n` steps one by one into a fresh store in `dir`.
 pub fn latency(dir: &Path, n: u32) -> Result<Latencies> {
     let store = Store::open(dir)?;
-    store.put("meta/config", &config_text())?;
+    store.put_config(&config_text(), 1_700_000_000_000)?;
     let info = experiment_info();
     store.put_experiment("noop", &info)?;
     let mut g = Gen(7);

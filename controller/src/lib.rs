@@ -1,25 +1,32 @@
 //! kiln's controller: reads a campaign config, plans searches, dispatches
 //! steps to workers, stores every step and exports datasets.
 //!
-//! Data flows one way: config → plan ([`chain`], [`search`]) → dispatch
-//! ([`pool`], [`connection`], [`transport`], [`ssh`]) → measure (the worker) →
-//! store ([`store`]) → report ([`status`]).
+//! The data flows one way, and the modules are layered the same way: each
+//! imports only from the ones listed before it (`scripts/test` checks that
+//! no two modules import each other, directly or round a cycle).
+//!
+//! | module | owns |
+//! |--------|------|
+//! | [`text`], [`logging`] | number formatting every output shares; log setup |
+//! | [`store`] | the sled store: records, every key and file name, opening, verification |
+//! | [`error`] | the exit status of every failure |
+//! | [`plan`] | the search: proposals, verdicts in step order, what a step asks and is worth |
+//! | [`dispatch`] | workers: the pool, slots, calibration, connections, local and SSH channels, bundles |
+//! | [`campaign`] | the run loop that owns chain state, its progress display and status report |
+//! | [`rewards`] | ridge-regression rewards of decisions |
+//! | [`export`] | the CSV tables |
+//! | [`report`] | plots and their page |
+//! | [`cli`], [`commands`] | the command line, and one file per subcommand that runs it |
 
-pub mod bundle;
-pub mod calibration;
 pub mod campaign;
-pub mod chain;
+pub mod cli;
 pub mod commands;
-pub mod connection;
+pub mod dispatch;
+pub mod error;
 pub mod export;
 pub mod logging;
-pub mod manual;
-pub mod pool;
-pub mod progress;
+pub mod plan;
 pub mod report;
 pub mod rewards;
-pub mod search;
-pub mod ssh;
-pub mod status;
 pub mod store;
-pub mod transport;
+pub mod text;

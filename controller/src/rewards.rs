@@ -14,15 +14,18 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 use nalgebra::{DMatrix, DVector};
 
 use kiln_protocol::{DecisionFile, DecisionSet, DecisionValue, SiteId, StepOutcome};
 
-use crate::export::{benchmark_of, experiment_names, stored_config, REWARD_COLUMNS};
-use crate::store::{StepRecord, Store};
+use crate::error::BadInput;
+use crate::store::{benchmark_of, layout, StepRecord, Store};
+
+/// The columns of the `rewards` table.
+pub const REWARD_COLUMNS: &[&str] = &["experiment", "site", "value", "reward", "count"];
 
 /// Every how many usable rows one is held out to score the fit.
 pub const HOLD_OUT_EVERY: u64 = 5;
@@ -173,7 +176,7 @@ pub fn assign_all(
         return Ok((vec![assign(store, name, options)?], Vec::new()));
     }
     let (mut assignments, mut skipped) = (Vec::new(), Vec::new());
-    for name in experiment_names(store)? {
+    for name in store.experiment_names()? {
         if has_rows(store, &name)? {
             assignments.push(assign(store, &name, options)?);
         } else {
@@ -186,10 +189,11 @@ pub fn assign_all(
 /// Assigns rewards over the steps of one experiment.
 pub fn assign(store: &Store, experiment: &str, options: &RewardOptions) -> Result<Assignment> {
     if !(options.lambda.is_finite() && options.lambda >= 0.0) {
-        bail!(
+        return Err(BadInput(format!(
             "--lambda must be a finite number ≥ 0, not {}",
             options.lambda
-        );
+        ))
+        .into());
     }
     let info = store.experiment(experiment)?.with_context(|| {
         format!(
@@ -320,7 +324,7 @@ pub fn assign(store: &Store, experiment: &str, options: &RewardOptions) -> Resul
             .unwrap_or_else(|| p.domain[0].clone());
         best.0.insert(p.id.clone(), chosen);
     }
-    let config = stored_config(store)?;
+    let config = store.config()?;
     Ok(Assignment {
         experiment: experiment.to_string(),
         benchmark: benchmark_of(config.as_ref(), experiment),
@@ -353,24 +357,6 @@ pub fn write_table<W: Write>(assignments: &[Assignment], csv: &mut csv::Writer<W
     Ok(rows)
 }
 
-/// A name made safe as a file name.
-pub fn file_stem(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The decision file `kiln rewards` writes for an experiment.
-pub fn best_file(dir: &Path, experiment: &str) -> PathBuf {
-    dir.join(format!("{}.best.sexp", file_stem(experiment)))
-}
-
 /// `kiln rewards`: writes `rewards.csv` and one best decision file per
 /// experiment into `dir`; returns a summary.
 pub fn run(
@@ -387,7 +373,7 @@ pub fn run(
         );
     }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let table = dir.join("rewards.csv");
+    let table = layout::rewards_table(dir);
     let file = std::fs::File::create(&table)
         .with_context(|| format!("cannot write {}", table.display()))?;
     let mut csv = csv::Writer::from_writer(file);
@@ -397,7 +383,7 @@ pub fn run(
 
     let mut out = String::new();
     for a in &assignments {
-        let path = best_file(dir, &a.experiment);
+        let path = layout::rewards_best_file(dir, &a.experiment);
         std::fs::write(&path, a.decision_file().to_text())
             .with_context(|| format!("cannot write {}", path.display()))?;
         let _ = writeln!(

@@ -1,21 +1,24 @@
 //! Datasets from a store: CSV export, reward assignment and the report, on
 //! stores built synthetically through the Store API (no worker needed).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use common::{kiln_cmd, run_kiln, text};
 use kiln_controller::export::{
     self, ExportOptions, Table, DECISION_COLUMNS, REWARD_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
     STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
 };
-use kiln_controller::manual::manual_experiment;
 use kiln_controller::rewards::{self, RewardOptions, Target};
+use kiln_controller::store::layout::rewards_best_file;
 use kiln_controller::store::{
-    ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
-    Store,
+    manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey,
+    StepKind, StepRecord, Store,
 };
 use kiln_protocol::message::{Discovery, RunRecord, StepResult};
 use kiln_protocol::{
@@ -192,7 +195,7 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
 /// `fail_every`-th step fails (0: none). Returns the store, open.
 fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
     let store = Store::open(dir).unwrap();
-    store.put("meta/config", &CONFIG.to_string()).unwrap();
+    store.put_config(CONFIG, 1).unwrap();
     let mut g = Gen(42);
     let baseline = no_inline();
     let baseline_samples = vec![BASE_COST, BASE_COST + 1.0, BASE_COST - 1.0];
@@ -517,8 +520,8 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
     assert!(err.contains("nope") && err.contains("linear"), "{err}");
 
     drop(store);
-    let verified = kiln_controller::commands::verify_store(&dir.path().join("store")).unwrap();
-    assert_eq!(verified.problems, 0, "{}", verified.text);
+    let verified = kiln_controller::store::verify(&dir.path().join("store")).unwrap();
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
 }
 
 #[test]
@@ -569,7 +572,7 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
     let (header, rows) = read_csv(&std::fs::read(out.join("rewards.csv")).unwrap());
     assert_eq!(header, REWARD_COLUMNS);
     assert_eq!(rows.len(), 2 * EFFECTS.len());
-    let best = rewards::best_file(&out, "linear");
+    let best = rewards_best_file(&out, "linear");
     let text = std::fs::read_to_string(&best).unwrap();
     let file = kiln_protocol::DecisionFile::parse_checked(&text, "best", &points()).unwrap();
     assert_eq!(file.benchmark.as_deref(), Some("linear"));
@@ -594,7 +597,7 @@ fn rewards_refuse_an_experiment_without_successful_steps_and_skip_it_over_the_st
     let out = dir.path().join("rewards");
     let summary = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
     assert!(summary.contains("experiment linear: skipped"), "{summary}");
-    assert!(rewards::best_file(&out, "manual:linear").exists());
+    assert!(rewards_best_file(&out, "manual:linear").exists());
 }
 
 fn check_report(store: &Store, out: &Path) {
@@ -671,7 +674,7 @@ fn steps_export_reads_the_same_from_a_store_without_the_metrics_index() {
     let path = dir.path().join("store");
     let store = synthetic_store(&path, 700, 9);
     add_manual_step(&store);
-    assert!(store.step_metrics("linear").unwrap().is_some());
+    assert!(store.kept_metrics("linear").unwrap().is_some());
     let indexed = export_table(&store, Table::Steps, None, false);
     let (_, rows) = read_csv(&indexed);
     assert_eq!(rows.len(), 1401);
@@ -684,7 +687,7 @@ fn steps_export_reads_the_same_from_a_store_without_the_metrics_index() {
         db.flush().unwrap();
     }
     let store = reopen(|| Store::open(&path));
-    assert!(store.step_metrics("linear").unwrap().is_none());
+    assert!(store.kept_metrics("linear").unwrap().is_none());
     let scanned = export_table(&store, Table::Steps, None, false);
     assert!(
         indexed == scanned,
@@ -693,7 +696,7 @@ fn steps_export_reads_the_same_from_a_store_without_the_metrics_index() {
     // A step recorded now brings the index back, covering the older steps.
     add_manual_step(&store);
     assert_eq!(
-        store.step_metrics("manual:linear").unwrap(),
+        store.kept_metrics("manual:linear").unwrap(),
         Some(
             [
                 Metric::WallTime,
@@ -718,4 +721,80 @@ fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     open().expect("the store opens again")
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_early_is_no_error() {
+    // `kiln export | head`: the table is far larger than a pipe's buffer, so
+    // kiln is still writing when the reader goes.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    drop(synthetic_store(&path, 400, 9));
+    let mut child = kiln_cmd(dir.path())
+        .args(["export", path.to_str().unwrap(), "--table", "runs"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.take().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.starts_with("experiment,chain,step"), "{first}");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(out.stderr.is_empty(), "{}", text(&out));
+}
+
+#[test]
+fn bad_input_exits_2_and_a_failure_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("bad.sexp");
+    std::fs::write(&config, "(campaign (name x) (nope 1))").unwrap();
+    let out = run_kiln(dir.path(), &["check", config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("bad.sexp:1:"),
+        "{}",
+        text(&out)
+    );
+
+    let nowhere = dir.path().join("no-store");
+    let out = run_kiln(dir.path(), &["status", nowhere.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let out = run_kiln(dir.path(), &["store", "verify", nowhere.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        !nowhere.exists(),
+        "verify created a store where there was none"
+    );
+
+    let out = run_kiln(dir.path(), &["export", "--table", "nope", "x"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+
+    // A store with a problem: verify runs, finds it, and fails.
+    let path = dir.path().join("store");
+    drop(synthetic_store(&path, 10, 9));
+    {
+        let db = reopen(|| sled::open(path.join("db")).map_err(anyhow::Error::from));
+        let row = db.scan_prefix("row/").next().unwrap().unwrap().0;
+        db.remove(row).unwrap();
+        db.flush().unwrap();
+    }
+    let out = reopen(|| {
+        let out = run_kiln(dir.path(), &["store", "verify", path.to_str().unwrap()]);
+        // sled lets go of its lock a moment after the handle above is dropped.
+        match String::from_utf8_lossy(&out.stderr).contains("in use") {
+            true => anyhow::bail!("still held"),
+            false => Ok(out),
+        }
+    });
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("no export row"),
+        "{}",
+        text(&out)
+    );
 }

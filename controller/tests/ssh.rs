@@ -21,7 +21,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use kiln_controller::ssh::{open_ssh, server_alive_interval, SshConnect, SERVER_ALIVE_COUNT_MAX};
+use kiln_controller::dispatch::ssh::{
+    open_ssh, server_alive_interval, SshConnect, SERVER_ALIVE_COUNT_MAX,
+};
 use kiln_protocol::config::{HostKeyCheck, SshWorker};
 use kiln_protocol::frame::{read_frame_async, write_frame_async, MAX_FRAME};
 use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
@@ -149,7 +151,9 @@ fn init_tracing() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         let filter = tracing_subscriber::EnvFilter::try_from_env("KILN_LOG").unwrap_or_else(|_| {
-            tracing_subscriber::EnvFilter::new("kiln_controller::ssh=debug,kiln::worker=info")
+            tracing_subscriber::EnvFilter::new(
+                "kiln_controller::dispatch::ssh=debug,kiln::worker=info",
+            )
         });
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)

@@ -1,12 +1,17 @@
-//! `kiln run`: a campaign from config to stored steps, resumable at any point.
+//! Campaign: a config run to stored steps, resumable at any point.
 //!
-//! The campaign loop is the only owner of chain state and the only writer of
-//! the store. It prepares each experiment (discovery, reference measurements),
-//! starts or resumes its chains, hands proposals to the pool, stores each
-//! result as it arrives, and decides steps in order.
+//! The campaign loop ([`run`]) is the only owner of chain state and the only
+//! writer of the store while it runs. It prepares each experiment (discovery,
+//! reference measurements), starts or resumes its chains, hands proposals to
+//! the pool, stores each result as it arrives, and decides steps in order.
+//! Beside it: the live display ([`progress`]) and the status report
+//! ([`status`]) it keeps up to date.
+//!
+//! It drives plan, dispatch and store; it formats nothing for a command's
+//! output beyond progress lines, and reads no export or report.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,17 +20,22 @@ use anyhow::{bail, Context, Result};
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
 use kiln_protocol::{
-    CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepId, StepOutcome,
-    StepRequest,
+    CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepOutcome,
 };
 
-use crate::chain::{self, ChainContext};
-use crate::pool::{Answer, Done, Job, Pool, PoolSettings, Work};
-use crate::progress::Progress;
-use crate::status;
+use crate::dispatch::calibration::Calibrator;
+use crate::dispatch::pool::{Answer, Done, Job, Pool, PoolSettings, StatusBoard, Work};
+use crate::error::{BadInput, Interrupted};
+use crate::plan::chain::{self, ChainContext};
+use crate::plan::step::{self, objective_of};
 use crate::store::{
-    now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
+    layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
 };
+
+mod progress;
+pub mod status;
+
+use progress::Progress;
 
 /// Options of `kiln run` beyond the config.
 #[derive(Debug, Clone)]
@@ -62,13 +72,13 @@ struct Prepared {
 /// Runs (or resumes) the campaign to its end; returns the folder of the store.
 pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf> {
     let store = open_store(&config, options.force_new)?;
-    let _log_guard = crate::logging::to_file(&store.dir().join("kiln.log"))?;
+    let _log_guard = crate::logging::to_file(&layout::log(store.dir()))?;
     let settings = PoolSettings {
         worker_binary: options.worker_binary.clone(),
-        local_rundir: store.dir().join("workers"),
+        local_rundir: layout::local_workers(store.dir()),
         timeouts: config.timeouts,
         quarantine_after: 3,
-        calibration: crate::calibration::Calibrator::from_config(&config)?,
+        calibration: Calibrator::from_config(&config)?,
         limits: config.limits_in_use(),
     };
     let mut pool: Pool<Tag> = Pool::start(&config.workers, settings);
@@ -108,7 +118,11 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
             done = pool.done.recv() => done.context("worker pool stopped")?,
             _ = &mut ctrl_c => {
                 run.progress.finish();
-                bail!("interrupted; the campaign is stored in {} and `kiln run` resumes it", store.dir().display());
+                return Err(Interrupted(format!(
+                    "interrupted; the campaign is stored in {} and `kiln run` resumes it",
+                    store.dir().display()
+                ))
+                .into());
             }
             _ = tokio::time::sleep(Duration::from_secs(10)) => {
                 run.progress.tick(&run.chains, &pool.board);
@@ -136,57 +150,32 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     run.progress.finish();
     status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
     run.write_best_files()?;
-    write_steps_csv(&store)?;
     Ok(store.dir().to_path_buf())
-}
-
-/// Exports the steps table beside the store, so a finished campaign has its dataset at hand.
-fn write_steps_csv(store: &Store) -> Result<()> {
-    let path = store.dir().join("steps.csv");
-    let tmp = store.dir().join(".steps.csv.tmp");
-    let file = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
-    let options = crate::export::ExportOptions {
-        table: crate::export::Table::Steps,
-        experiment: None,
-        wide: false,
-    };
-    crate::export::export(store, options, file)?;
-    std::fs::rename(tmp, path)?;
-    Ok(())
 }
 
 fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
     let dir = &config.store;
     if force_new && dir.exists() {
-        let aside = PathBuf::from(format!("{}.old-{}", dir.display(), now_ms()));
+        let aside = layout::aside(dir, now_ms());
         std::fs::rename(dir, &aside)
             .with_context(|| format!("cannot move old store {} aside", dir.display()))?;
         eprintln!("kiln: moved the previous store to {}", aside.display());
     }
     let store = Store::open(dir)?;
     store.claim()?;
-    let text = config.to_text();
-    match store.get::<String>("meta/config")? {
-        None => {
-            store.put("meta/config", &text)?;
-            store.put("meta/created-ms", &now_ms())?;
-        }
-        Some(stored) => {
-            let old = CampaignConfig::parse(&stored, "stored config")
-                .map_err(|e| anyhow::anyhow!("the store's config no longer parses: {e}"))?;
-            let changes = incompatible_changes(&old, config);
-            if !changes.is_empty() {
-                bail!(
-                    "the config changed incompatibly with the campaign stored in {}:\n{}\n\
-                     run with --force-new to start a fresh campaign (the old store is moved aside)",
-                    dir.display(),
-                    changes.join("\n")
-                );
-            }
-            // Workers, timeouts and the like may change between runs.
-            store.put("meta/config", &text)?;
+    if let Some(old) = store.config()? {
+        let changes = incompatible_changes(&old, config);
+        if !changes.is_empty() {
+            bail!(
+                "the config changed incompatibly with the campaign stored in {}:\n{}\n\
+                 run with --force-new to start a fresh campaign (the old store is moved aside)",
+                dir.display(),
+                changes.join("\n")
+            );
         }
     }
+    // Workers, timeouts and the like may change between runs.
+    store.put_config(&config.to_text(), now_ms())?;
     Ok(store)
 }
 
@@ -229,7 +218,7 @@ async fn prepare(
         .benchmark(&experiment.benchmark)
         .expect("config checks benchmark references")
         .clone();
-    let bundle = Arc::new(crate::bundle::pack(&benchmark.sources)?);
+    let bundle = Arc::new(crate::dispatch::bundle::pack(&benchmark.sources)?);
     let flips = match benchmark.kind {
         // Knob benchmarks move one knob at a time.
         BenchmarkKind::Knobs { .. } => 1,
@@ -280,7 +269,8 @@ async fn prepare(
             let text = std::fs::read_to_string(path).with_context(|| {
                 format!("cannot read baseline decision file {}", path.display())
             })?;
-            DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)?
+            DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)
+                .map_err(|e| BadInput(e.to_string()))?
                 .set
                 .completed_from(&discovery.baseline)
         }
@@ -311,8 +301,13 @@ async fn prepare(
             pool.submit(Job {
                 tag: Tag::Reference(name.clone()),
                 bundle: bundle.clone(),
-                work: Work::Step(Box::new(step_request(
-                    config, &benchmark, &bundle, set, None,
+                work: Work::Step(Box::new(step::request(
+                    config,
+                    &benchmark,
+                    &bundle,
+                    set,
+                    config.runs,
+                    None,
                 ))),
             });
         }
@@ -371,7 +366,12 @@ async fn next_answer(pool: &mut Pool<Tag>) -> Result<Done<Tag>> {
     loop {
         tokio::select! {
             done = pool.done.recv() => return done.context("worker pool stopped"),
-            _ = tokio::signal::ctrl_c() => bail!("interrupted while preparing; run `kiln run` again to resume"),
+            _ = tokio::signal::ctrl_c() => {
+                return Err(Interrupted(
+                    "interrupted while preparing; run `kiln run` again to resume".into(),
+                )
+                .into())
+            }
             _ = tokio::time::sleep(Duration::from_secs(1)) => stop_if_all_unfit(pool)?,
         }
     }
@@ -387,40 +387,6 @@ fn stop_if_all_unfit<K>(pool: &Pool<K>) -> Result<()> {
         ),
         None => Ok(()),
     }
-}
-
-/// A step request for `decisions` (id, slot and CPUs are set at dispatch).
-fn step_request(
-    config: &CampaignConfig,
-    benchmark: &BenchmarkSpec,
-    bundle: &Bundle,
-    decisions: &DecisionSet,
-    expected_output: Option<ContentHash>,
-) -> StepRequest {
-    StepRequest {
-        id: StepId(0),
-        slot: 0,
-        cpus: Vec::new(),
-        gpus: Vec::new(),
-        benchmark: benchmark.clone(),
-        bundle: bundle.hash,
-        decisions: decisions.clone(),
-        runs: config.runs,
-        objective: config.objective.metric,
-        expected_output,
-        reuse_build: false,
-    }
-}
-
-/// The objective of a result: the configured statistic of the metric, if the step succeeded.
-pub fn objective_of(config: &CampaignConfig, result: &StepResult) -> Option<f64> {
-    if result.outcome != StepOutcome::Ok {
-        return None;
-    }
-    result
-        .summary
-        .get(&config.objective.metric)
-        .map(|s| config.objective.statistic.of(s))
 }
 
 struct Running<'a> {
@@ -542,11 +508,12 @@ impl<'a> Running<'a> {
                 }
             }
         }
-        let request = step_request(
+        let request = step::request(
             self.config,
             &p.benchmark,
             &p.bundle,
             &proposal.decisions,
+            self.config.runs,
             p.info.baseline.output_digest,
         );
         self.dispatched_ms.insert(key.clone(), now_ms());
@@ -569,22 +536,7 @@ impl<'a> Running<'a> {
     ) -> StepRecord {
         let state = &self.chains[&(key.experiment.clone(), key.chain)];
         let proposal = &state.pending[&key.step];
-        let mut artifacts = BTreeMap::new();
-        if let Some(build) = result.build.as_mut() {
-            for (kind, text) in [
-                ("build-log", std::mem::take(&mut build.log_tail)),
-                ("replay-file", build.replay_file.take().unwrap_or_default()),
-            ] {
-                if !text.is_empty() {
-                    match self.store.put_artifact(&text) {
-                        Ok(hash) => {
-                            artifacts.insert(kind.to_string(), hash);
-                        }
-                        Err(e) => tracing::warn!("cannot store {kind} of {key}: {e:#}"),
-                    }
-                }
-            }
-        }
+        let artifacts = self.store.stash_artifacts(&mut result);
         StepRecord {
             key: key.clone(),
             kind: proposal.kind,
@@ -607,7 +559,7 @@ impl<'a> Running<'a> {
     }
 
     /// Stores a result and decides what it makes decidable (unflushed: see [`commit`](Self::commit)).
-    fn on_done(&mut self, done: Done<Tag>, board: &crate::pool::StatusBoard) -> Result<()> {
+    fn on_done(&mut self, done: Done<Tag>, board: &StatusBoard) -> Result<()> {
         let (Tag::Step(key), Answer::Step(result)) = (done.tag, done.answer) else {
             bail!("unexpected answer during the campaign");
         };
@@ -646,11 +598,7 @@ impl<'a> Running<'a> {
 
     /// The stored fingerprint of the worker's environment as it said at its
     /// last hello (hashed and stored once per worker and environment).
-    fn fingerprint(
-        &mut self,
-        worker: &str,
-        board: &crate::pool::StatusBoard,
-    ) -> Result<Option<ContentHash>> {
+    fn fingerprint(&mut self, worker: &str, board: &StatusBoard) -> Result<Option<ContentHash>> {
         let caps = {
             let board = board.lock().expect("not poisoned");
             let Some(caps) = board.get(worker).and_then(|s| s.capabilities.as_ref()) else {
@@ -704,25 +652,19 @@ impl<'a> Running<'a> {
 
     /// Writes each chain's best decision set as a decision file beside the store.
     fn write_best_files(&self) -> Result<()> {
-        let dir = self.store.dir().join("best");
-        std::fs::create_dir_all(&dir)?;
         for ((experiment, chain), state) in &self.chains {
             let file = DecisionFile {
                 benchmark: Some(self.experiments[experiment].benchmark.name.clone()),
                 set: state.best.decisions.clone(),
             };
-            std::fs::write(
-                dir.join(format!("{experiment}-chain{chain}.sexp")),
-                file.to_text(),
-            )?;
+            let path = layout::best_file(self.store.dir(), experiment, *chain);
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create {}", dir.display()))?;
+            }
+            std::fs::write(&path, file.to_text())
+                .with_context(|| format!("cannot write {}", path.display()))?;
         }
         Ok(())
     }
-}
-
-/// The path of the best decision file of a chain.
-pub fn best_file(store_dir: &Path, experiment: &str, chain: u32) -> PathBuf {
-    store_dir
-        .join("best")
-        .join(format!("{experiment}-chain{chain}.sexp"))
 }

@@ -20,7 +20,7 @@ use kiln_protocol::{
     ContentHash, Request, Response, StepId, StepRequest, StepResult, PROTOCOL_VERSION,
 };
 
-use crate::transport::{Channel, ChannelGuard, ChannelWriter};
+use super::transport::{Channel, ChannelGuard, ChannelWriter};
 
 /// The worker was lost while a request was outstanding.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -375,7 +375,7 @@ fn mark_lost(lost_tx: &watch::Sender<Option<String>>, waiters: &Waiters, reason:
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::{Channel, ChannelGuard};
+    use crate::dispatch::transport::{Channel, ChannelGuard};
     use kiln_protocol::message::BundleFile;
 
     fn capabilities() -> Capabilities {

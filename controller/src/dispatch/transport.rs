@@ -2,10 +2,10 @@
 //! remote one over SSH. Everything above this module speaks the protocol over
 //! a [`Channel`] and does not care which.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// A reader half of a worker channel.
@@ -74,4 +74,24 @@ pub fn forward_log(
             tracing::info!(target: "kiln::worker", worker = %name, "{line}");
         }
     })
+}
+
+/// The kiln-worker binary to start locally and to deploy: `$KILN_WORKER`, or
+/// the one beside this executable.
+pub fn worker_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("KILN_WORKER") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe().context("cannot locate the kiln executable")?;
+    let dir = exe.parent().context("kiln executable has no folder")?;
+    // Integration tests run from target/*/deps; the binary sits one level up.
+    for candidate in [dir.join("kiln-worker"), dir.join("../kiln-worker")] {
+        if candidate.exists() {
+            return Ok(candidate);
+        }
+    }
+    bail!(
+        "cannot find kiln-worker beside {}; build it (cargo build --release) or set KILN_WORKER",
+        exe.display()
+    )
 }

@@ -1,11 +1,11 @@
-//! `kiln status`: where a campaign stands, per experiment and chain.
+//! Where a campaign stands, per experiment and chain: the [`Report`] that
+//! `kiln status` shows.
 //!
 //! A running controller holds the store's lock, so it also writes the same
 //! report as `status.json` beside the store; `kiln status` reads the store
 //! when it can and that snapshot when the campaign is running.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -13,9 +13,9 @@ use serde::{Deserialize, Serialize};
 
 use kiln_protocol::CampaignConfig;
 
-use crate::calibration::{self, SlotCalibration};
-use crate::pool::StatusBoard;
-use crate::store::{now_ms, ChainState, ExperimentInfo, Store};
+use crate::dispatch::calibration::SlotCalibration;
+use crate::dispatch::pool::StatusBoard;
+use crate::store::{layout, now_ms, ChainState, ExperimentInfo, Store};
 
 /// A campaign's status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -147,8 +147,8 @@ pub fn write_snapshot(
         chains: rows,
         workers,
     };
-    let path = store.dir().join("status.json");
-    let tmp = store.dir().join(".status.json.tmp");
+    let path = layout::status_snapshot(store.dir());
+    let tmp = layout::status_snapshot_tmp(store.dir());
     std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)?;
     std::fs::rename(tmp, path)?;
     Ok(())
@@ -156,10 +156,9 @@ pub fn write_snapshot(
 
 /// The report of a store that no controller holds.
 pub fn from_store(store: &Store) -> Result<Report> {
-    let text: String = store
-        .get("meta/config")?
+    let config = store
+        .config()?
         .with_context(|| format!("{} holds no campaign", store.dir().display()))?;
-    let config = CampaignConfig::parse(&text, "stored config")?;
     let mut infos = BTreeMap::new();
     let mut chains = BTreeMap::new();
     for e in &config.experiments {
@@ -201,17 +200,14 @@ pub fn from_store(store: &Store) -> Result<Report> {
 
 /// The report for `kiln status STORE`: from the store, or from the running controller's snapshot.
 pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
-    if !store_dir.join("db").exists() {
-        anyhow::bail!("{} is not a kiln store (no db folder)", store_dir.display());
-    }
-    match Store::open(store_dir) {
+    match Store::open_existing(store_dir) {
         Ok(store) => Ok((from_store(&store)?, None)),
         Err(open_error) => {
-            let path = store_dir.join("status.json");
+            let path = layout::status_snapshot(store_dir);
             let bytes = std::fs::read(&path).map_err(|_| open_error)?;
-            let report: Report = serde_json::from_slice(&bytes)?;
-            let holder =
-                std::fs::read_to_string(store_dir.join("controller.pid")).unwrap_or_default();
+            let report: Report = serde_json::from_slice(&bytes)
+                .with_context(|| format!("{} is unreadable", path.display()))?;
+            let holder = std::fs::read_to_string(layout::holder(store_dir)).unwrap_or_default();
             let age = now_ms().saturating_sub(report.at_ms) as f64 / 1000.0;
             Ok((
                 report,
@@ -221,121 +217,5 @@ pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
                 )),
             ))
         }
-    }
-}
-
-/// The report as a table.
-pub fn render(report: &Report) -> String {
-    let mut out = String::new();
-    let state = if report.finished {
-        "finished"
-    } else {
-        "running or stopped"
-    };
-    let _ = writeln!(out, "campaign {} ({state})", report.campaign);
-    let _ = writeln!(
-        out,
-        "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10} {:>9} {:>9}  failures",
-        "experiment", "chain", "steps", "accepted", "best", "vs base", "temp", "elapsed", "eta"
-    );
-    for r in &report.chains {
-        let elapsed = (r.updated_ms.saturating_sub(r.started_ms)) as f64 / 1000.0;
-        let failures = if r.failures.is_empty() {
-            "-".to_string()
-        } else {
-            r.failures
-                .iter()
-                .map(|(k, v)| format!("{k} {v}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let accept_rate = if r.done > 0 {
-            format!(
-                "{} ({:.0}%)",
-                r.accepted,
-                100.0 * f64::from(r.accepted) / f64::from(r.done)
-            )
-        } else {
-            "0".into()
-        };
-        let _ = writeln!(
-            out,
-            "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10.5} {:>9} {:>9}  {}",
-            r.experiment,
-            r.chain,
-            format!("{}/{}", r.done, r.total),
-            accept_rate,
-            format_value(r.best),
-            format!("{:.4}", r.best / r.baseline),
-            r.temperature,
-            format_secs(elapsed),
-            r.eta_s().map_or("-".into(), format_secs),
-            failures
-        );
-    }
-    if !report.workers.is_empty() {
-        // Throughput over the campaign's span so far (first chain start to last decision).
-        let start = report
-            .chains
-            .iter()
-            .map(|r| r.started_ms)
-            .min()
-            .unwrap_or(0);
-        let end = report
-            .chains
-            .iter()
-            .map(|r| r.updated_ms)
-            .max()
-            .unwrap_or(start);
-        let minutes = end.saturating_sub(start) as f64 / 60_000.0;
-        let _ = writeln!(
-            out,
-            "\n{:<20} {:>8} {:>10} {:>7} {:<16}  state",
-            "worker", "steps", "steps/min", "losses", "calibration ms"
-        );
-        for w in &report.workers {
-            let rate = if minutes > 0.0 {
-                format!("{:.1}", w.steps as f64 / minutes)
-            } else {
-                "-".into()
-            };
-            let _ = writeln!(
-                out,
-                "{:<20} {:>8} {:>10} {:>7} {:<16}  {}",
-                w.name,
-                w.steps,
-                rate,
-                w.losses,
-                calibration::cells(&w.calibration),
-                w.state
-            );
-        }
-    }
-    out
-}
-
-/// A large count or time in a compact form.
-pub fn format_value(v: f64) -> String {
-    if !v.is_finite() {
-        "-".into()
-    } else if v.abs() >= 1e6 {
-        format!("{:.4}e6", v / 1e6)
-    } else {
-        format!("{v:.4}")
-    }
-}
-
-/// Seconds as `1h02m`, `3m05s` or `12.3s`.
-pub fn format_secs(s: f64) -> String {
-    if s >= 3600.0 {
-        format!(
-            "{}h{:02}m",
-            (s / 3600.0) as u64,
-            ((s % 3600.0) / 60.0) as u64
-        )
-    } else if s >= 60.0 {
-        format!("{}m{:02}s", (s / 60.0) as u64, (s % 60.0) as u64)
-    } else {
-        format!("{s:.1}s")
     }
 }

@@ -19,8 +19,8 @@ use kiln_protocol::config::{BenchmarkKind, Calibration};
 use kiln_protocol::message::Bundle;
 use kiln_protocol::{CampaignConfig, DecisionSet, Metric, StepId, StepOutcome, StepRequest};
 
-use crate::connection::{Connection, Lost};
-use crate::pool::SlotPlace;
+use super::connection::{Connection, Lost};
+use super::slot::SlotPlace;
 
 /// How long a slot out of service waits before calibrating again.
 pub const RECHECK: Duration = Duration::from_secs(30);
@@ -49,7 +49,7 @@ impl Calibrator {
             .benchmark(&settings.benchmark)
             .expect("config checks the calibration benchmark")
             .clone();
-        let bundle = crate::bundle::pack(&benchmark.sources)
+        let bundle = super::bundle::pack(&benchmark.sources)
             .with_context(|| format!("cannot pack calibration benchmark {}", benchmark.name))?;
         let decisions = match &benchmark.kind {
             BenchmarkKind::Knobs { points } => {

@@ -1,29 +1,18 @@
 //! The campaign store: one sled database per campaign, plus an artifacts
-//! folder beside it.
+//! folder beside it. Everything kiln keeps goes through [`Store`]; the names
+//! it keeps them under are in [`layout`], the records in [`records`].
 //!
-//! Keys are readable, `/`-separated and zero-padded so that sled's byte order
-//! is step order. Values are JSON, but for the export rows. A decided step and
-//! its chain's new state are written in one atomic batch and flushed before
-//! the chain moves on, so a `kill -9` at any moment leaves either the step
-//! decided (and the chain past it) or neither.
-//!
-//! | key | value |
-//! |-----|-------|
-//! | `meta/schema` | layout version ([`SCHEMA_VERSION`]) |
-//! | `meta/config` | normalized config text |
-//! | `meta/created-ms` | creation time |
-//! | `exp/<experiment>` | [`ExperimentInfo`]: decision points, baseline, references |
-//! | `chain/<experiment>/<chain>` | [`ChainState`] |
-//! | `step/<experiment>/<chain>/<step>` | [`StepRecord`], decided |
-//! | `step/manual:<benchmark>/000000/<n>` | [`StepRecord`] measured by `kiln benchmark --store` (no chain state) |
-//! | `row/<experiment>/<chain>/<step>` | [`StepRow`] of the decided step `step/…` (binary, see [`row`]), in its batch; layout 2 on |
-//! | `result/<experiment>/<chain>/<step>` | [`StepRecord`] measured, not yet decided |
-//! | `fingerprint/<hash>` | [`kiln_protocol::message::Capabilities`] of a worker, by content hash |
-//! | `metrics/<experiment>` | the metrics found in the experiment's decided steps (summaries and runs), kept in the batch of the step that adds one; the export's columns (stores written before it was kept have none, and are scanned) |
+//! Values are JSON, but for the export rows. A decided step and its chain's
+//! new state are written in one atomic batch and flushed before the chain
+//! moves on, so a `kill -9` at any moment leaves either the step decided (and
+//! the chain past it) or neither.
 //!
 //! Layout 1 had no export rows. kiln reads a layout-1 store as it is (the
 //! export then reads the steps' JSON), and brings it to layout 2 when it
 //! first writes a step into it ([`Store::upgrade`]).
+//!
+//! This is the lowest layer of the controller: it imports from no other
+//! module of it, and knows nothing of workers, searches or presentation.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fs;
@@ -31,16 +20,55 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{bail, Context, Result};
-use rand_chacha::ChaCha8Rng;
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use anyhow::{Context, Result};
+use serde::{de::DeserializeOwned, Serialize};
 
-use kiln_protocol::message::{Capabilities, Discovery, StepResult};
-use kiln_protocol::{ContentHash, DecisionSet, Metric, StepOutcome};
+use kiln_protocol::message::{Capabilities, StepResult};
+use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
+pub mod layout;
+mod records;
 pub mod row;
+mod step_metrics;
+mod verify;
 
+pub use layout::{manual_benchmark, manual_experiment};
+pub use records::{
+    ChainState, Decision, ExperimentInfo, Incumbent, Proposal, Reference, StepKey, StepKind,
+    StepRecord,
+};
 pub use row::StepRow;
+pub use verify::{verify, Verification};
+
+/// Why a store cannot be opened. Every message names the store's folder.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// A reading command pointed at a folder that holds no store.
+    #[error("{} is not a kiln store (no db folder)", .0.display())]
+    NotAStore(PathBuf),
+    /// Another process holds the database.
+    #[error("store {} is in use by another controller{holder} ({cause})", .dir.display())]
+    InUse {
+        /// The store.
+        dir: PathBuf,
+        /// `: pid N on HOST` where the holder said so.
+        holder: String,
+        /// sled's words.
+        cause: String,
+    },
+    /// A newer kiln wrote it.
+    #[error(
+        "store {} has schema version {found}; this kiln reads versions up to \
+         {SCHEMA_VERSION} (a newer kiln wrote it)",
+        .dir.display()
+    )]
+    Newer {
+        /// The store.
+        dir: PathBuf,
+        /// Its layout version.
+        found: u32,
+    },
+}
 
 /// Version of the store's layout, bumped on incompatible changes; this kiln
 /// reads every version up to it. 2: an export row beside every decided step.
@@ -49,196 +77,12 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// The first layout with an export row beside every decided step.
 const ROWS_SINCE: u32 = 2;
 
-/// Identifies a step of a chain.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct StepKey {
-    /// Experiment name.
-    pub experiment: String,
-    /// Chain index.
-    pub chain: u32,
-    /// Step index within the chain.
-    pub step: u32,
-}
-
-impl StepKey {
-    fn suffix(&self) -> String {
-        format!("{}/{:06}/{:09}", self.experiment, self.chain, self.step)
-    }
-}
-
-impl std::fmt::Display for StepKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}/chain {}/step {}",
-            self.experiment, self.chain, self.step
-        )
-    }
-}
-
-/// Why a step was measured. Export rows store it by position: add variants
-/// at the end only.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum StepKind {
-    /// A search proposal.
-    Proposal,
-    /// A re-measurement of the incumbent (against the winner's curse).
-    Remeasure,
-}
-
-/// A measured step, as stored.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRecord {
-    /// Which step.
-    pub key: StepKey,
-    /// Why it was measured.
-    pub kind: StepKind,
-    /// The full decision set.
-    pub decisions: DecisionSet,
-    /// Its hash.
-    pub decision_hash: ContentHash,
-    /// The step whose state it was proposed from (`None`: the baseline).
-    pub parent: Option<u32>,
-    /// The decisions that differ from the parent state.
-    pub diff: DecisionSet,
-    /// Temperature at this step.
-    pub temperature: f64,
-    /// The worker's result (build log and replay file moved to artifacts).
-    pub result: StepResult,
-    /// The objective, if the step succeeded.
-    pub objective: Option<f64>,
-    /// Worker that ran it.
-    pub worker: String,
-    /// Slot on that worker.
-    pub slot: u32,
-    /// Hash of the worker's capabilities when it ran the step (`fingerprint/<hash>` holds them).
-    #[serde(default)]
-    pub worker_fingerprint: Option<ContentHash>,
-    /// Artifacts (kind → content hash) in the artifacts folder.
-    pub artifacts: BTreeMap<String, ContentHash>,
-    /// The earlier step whose measurement this one reuses (same decision set).
-    pub cached_from: Option<StepKey>,
-    /// When the step was handed to the pool (Unix ms).
-    pub dispatched_ms: u64,
-    /// When its result was stored (Unix ms).
-    pub recorded_ms: u64,
-    /// Filled in when the chain decides the step.
-    pub decision: Option<Decision>,
-}
-
-/// The chain's verdict on a step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Decision {
-    /// Whether the chain moved to this step's decisions.
-    pub accepted: bool,
-    /// The incumbent's objective the step was compared with.
-    pub compared_with: f64,
-    /// When the chain decided (Unix ms).
-    pub decided_ms: u64,
-}
-
-/// A state of a chain: decisions and their measured objective.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Incumbent {
-    /// The decisions.
-    pub decisions: DecisionSet,
-    /// Every objective measured for them (re-measurements add samples).
-    pub samples: Vec<f64>,
-    /// The step it came from (`None`: the baseline).
-    pub step: Option<u32>,
-}
-
-impl Incumbent {
-    /// The objective: the median of the samples.
-    pub fn objective(&self) -> f64 {
-        kiln_protocol::Summary::of(&self.samples).map_or(f64::NAN, |s| s.median)
-    }
-}
-
-/// A proposal generated but not yet decided.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Proposal {
-    /// Why it is measured.
-    pub kind: StepKind,
-    /// The decisions.
-    pub decisions: DecisionSet,
-    /// The state it was proposed from.
-    pub parent: Option<u32>,
-    /// Decisions that differ from the parent.
-    pub diff: DecisionSet,
-    /// Temperature at this step.
-    pub temperature: f64,
-}
-
-/// A chain's whole search state: enough to resume exactly.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChainState {
-    /// Next step to decide.
-    pub next_decide: u32,
-    /// Steps generated so far.
-    pub generated: u32,
-    /// Where the chain is.
-    pub current: Incumbent,
-    /// The best state seen.
-    pub best: Incumbent,
-    /// The RNG after the last decision and generation.
-    pub rng: ChaCha8Rng,
-    /// Proposals generated and not yet decided, by step.
-    pub pending: BTreeMap<u32, Proposal>,
-    /// Accepted proposals.
-    pub accepted: u32,
-    /// Failed steps by outcome name.
-    pub failures: BTreeMap<String, u32>,
-    /// Temperature at the last decided step.
-    pub temperature: f64,
-    /// When the chain started (Unix ms).
-    pub started_ms: u64,
-    /// When it last decided a step (Unix ms).
-    pub updated_ms: u64,
-}
-
-/// A reference measurement of an experiment (the baseline, inlining nothing).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reference {
-    /// The decisions.
-    pub decisions: DecisionSet,
-    /// Objectives measured (several for the baseline).
-    pub samples: Vec<f64>,
-    /// The outcome of the last measurement.
-    pub outcome: StepOutcome,
-    /// The output digest of the first successful measurement.
-    pub output_digest: Option<ContentHash>,
-    /// .text size of the build, where known.
-    pub text_bytes: Option<u64>,
-}
-
-impl Reference {
-    /// The median objective, if any measurement succeeded.
-    pub fn objective(&self) -> Option<f64> {
-        kiln_protocol::Summary::of(&self.samples).map(|s| s.median)
-    }
-}
-
-/// What the store knows of an experiment before its chains run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ExperimentInfo {
-    /// The benchmark's decision points and stock decisions.
-    pub discovery: Discovery,
-    /// The bundle the benchmark was discovered from.
-    pub bundle: ContentHash,
-    /// The starting decisions (stock, or the config's baseline file).
-    pub baseline: Reference,
-    /// Named extra references (`no-inline` for inlining benchmarks).
-    pub references: BTreeMap<String, Reference>,
-}
-
 /// sled's page cache. Its default (1 GiB) lets a scan of a big store (an
 /// export) grow the controller by the size of the store; a campaign's working
 /// set (chain states, the latest steps) is far smaller.
 const CACHE_BYTES: u64 = 32 << 20;
 
-/// See [`Store::step_values`].
+/// See [`Store::scan_bounded`].
 const TOUCH_EVERY_STEP: usize = 2;
 
 /// An open campaign store.
@@ -260,25 +104,39 @@ pub fn now_ms() -> u64 {
 }
 
 impl Store {
-    /// Opens (or creates) the store in `dir`, refusing clearly if another controller holds it.
+    /// Opens the store in `dir`, creating it if there is none (commands that
+    /// write steps), refusing clearly if another controller holds it.
     pub fn open(dir: &Path) -> Result<Store> {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
+        Store::open_db(dir)
+    }
+
+    /// Opens the store in `dir` for a command that reads it: never creates one.
+    pub fn open_existing(dir: &Path) -> Result<Store> {
+        if !layout::db(dir).exists() {
+            return Err(OpenError::NotAStore(dir.to_path_buf()).into());
+        }
+        Store::open_db(dir)
+    }
+
+    fn open_db(dir: &Path) -> Result<Store> {
         let db = sled::Config::new()
-            .path(dir.join("db"))
+            .path(layout::db(dir))
             .cache_capacity(CACHE_BYTES)
             .open()
-            .map_err(|e| {
-                let holder = fs::read_to_string(dir.join("controller.pid")).unwrap_or_default();
+            .map_err(|e| -> anyhow::Error {
                 if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
-                    anyhow::anyhow!(
-                        "store {} is in use by another controller{} ({e})",
-                        dir.display(),
-                        match holder.trim() {
+                    let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
+                    OpenError::InUse {
+                        dir: dir.to_path_buf(),
+                        holder: match holder.trim() {
                             "" => String::new(),
                             h => format!(": {h}"),
-                        }
-                    )
+                        },
+                        cause: e.to_string(),
+                    }
+                    .into()
                 } else {
                     anyhow::anyhow!("cannot open store {}: {e}", dir.display())
                 }
@@ -289,14 +147,16 @@ impl Store {
             metrics: Default::default(),
             layout: Mutex::new(SCHEMA_VERSION),
         };
-        match store.get::<u32>("meta/schema")? {
-            None => store.put("meta/schema", &SCHEMA_VERSION)?,
+        match store.get::<u32>(layout::SCHEMA)? {
+            None => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,
             Some(v @ 1..=SCHEMA_VERSION) => *store.layout() = v,
-            Some(v) => bail!(
-                "store {} has schema version {v}; this kiln reads versions up to {SCHEMA_VERSION} \
-                 (a newer kiln wrote it)",
-                dir.display()
-            ),
+            Some(found) => {
+                return Err(OpenError::Newer {
+                    dir: dir.to_path_buf(),
+                    found,
+                }
+                .into())
+            }
         }
         Ok(store)
     }
@@ -323,7 +183,7 @@ impl Store {
         let (from, started) = (*layout, std::time::Instant::now());
         let mut batch = sled::Batch::default();
         let mut rows = 0u64;
-        for item in self.scan_bounded("step/".to_string()) {
+        for item in self.scan_bounded(layout::STEPS.to_string()) {
             let (key, json) = item?;
             let row = StepRow::from_json(&json).with_context(|| {
                 format!(
@@ -332,7 +192,7 @@ impl Store {
                 )
             })?;
             batch.insert(
-                [&b"row/"[..], &key[b"step/".len()..]].concat(),
+                [layout::ROWS.as_bytes(), &key[layout::STEPS.len()..]].concat(),
                 row.encode()?,
             );
             rows += 1;
@@ -342,7 +202,7 @@ impl Store {
         }
         self.db.apply_batch(batch)?;
         self.db.flush()?;
-        self.put("meta/schema", &SCHEMA_VERSION)?;
+        self.put(layout::SCHEMA, &SCHEMA_VERSION)?;
         *layout = SCHEMA_VERSION;
         tracing::info!(
             "store {} upgraded from layout {from} to {SCHEMA_VERSION}: export rows for {rows} steps in {:.1} s",
@@ -356,7 +216,7 @@ impl Store {
     pub fn claim(&self) -> Result<()> {
         let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let text = format!("pid {} on {}", std::process::id(), host.trim());
-        fs::write(self.dir.join("controller.pid"), text)?;
+        fs::write(layout::holder(&self.dir), text)?;
         Ok(())
     }
 
@@ -365,8 +225,45 @@ impl Store {
         &self.dir
     }
 
+    /// The campaign config stored with the steps, if any.
+    pub fn config(&self) -> Result<Option<CampaignConfig>> {
+        let Some(text) = self.get::<String>(layout::CONFIG)? else {
+            return Ok(None);
+        };
+        CampaignConfig::parse(&text, "stored config")
+            .map(Some)
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "the config stored in {} no longer parses: {e}",
+                    self.dir.display()
+                )
+            })
+    }
+
+    /// Records the campaign's config (its normalized text), and the store's
+    /// creation time when the store has none yet.
+    pub fn put_config(&self, text: &str, now_ms: u64) -> Result<()> {
+        if self.get::<u64>(layout::CREATED_MS)?.is_none() {
+            self.put(layout::CREATED_MS, &now_ms)?;
+        }
+        self.put(layout::CONFIG, &text)
+    }
+
+    /// The names of the store's experiments, in key order.
+    pub fn experiment_names(&self) -> Result<Vec<String>> {
+        self.scan::<serde::de::IgnoredAny>(layout::EXPERIMENTS)
+            .map(|item| item.map(|(key, _)| layout::experiment_of_key(&key).to_string()))
+            .collect()
+    }
+
+    /// Every experiment of the store with its info, in name order.
+    pub fn experiments(&self) -> impl Iterator<Item = Result<(String, ExperimentInfo)>> + '_ {
+        self.scan::<ExperimentInfo>(layout::EXPERIMENTS)
+            .map(|item| item.map(|(key, info)| (layout::experiment_of_key(&key).to_string(), info)))
+    }
+
     /// Reads a JSON value.
-    pub fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
+    fn get<T: DeserializeOwned>(&self, key: &str) -> Result<Option<T>> {
         match self.db.get(key)? {
             None => Ok(None),
             Some(bytes) => {
@@ -378,14 +275,14 @@ impl Store {
     }
 
     /// Writes a JSON value and flushes.
-    pub fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<()> {
+    fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<()> {
         self.db.insert(key, serde_json::to_vec(value)?)?;
         self.db.flush()?;
         Ok(())
     }
 
     /// Every value under a key prefix, in key order.
-    pub fn scan<T: DeserializeOwned>(
+    fn scan<T: DeserializeOwned>(
         &self,
         prefix: &str,
     ) -> impl Iterator<Item = Result<(String, T)>> + '_ {
@@ -399,53 +296,61 @@ impl Store {
     }
 
     /// Number of keys under a prefix.
-    pub fn count(&self, prefix: &str) -> usize {
+    fn count(&self, prefix: &str) -> usize {
         self.db.scan_prefix(prefix).count()
+    }
+
+    /// Number of decided steps of one chain (of a manual experiment: its steps).
+    pub fn chain_steps(&self, experiment: &str, chain: u32) -> usize {
+        self.count(&layout::chain_steps_prefix(experiment, chain))
+    }
+
+    /// Number of measured steps not decided yet.
+    pub fn undecided(&self) -> usize {
+        self.count(layout::RESULTS)
     }
 
     /// The stored experiment info.
     pub fn experiment(&self, name: &str) -> Result<Option<ExperimentInfo>> {
-        self.get(&format!("exp/{name}"))
+        self.get(&layout::experiment_key(name))
     }
 
     /// Stores experiment info.
     pub fn put_experiment(&self, name: &str, info: &ExperimentInfo) -> Result<()> {
-        self.put(&format!("exp/{name}"), info)
+        self.put(&layout::experiment_key(name), info)
     }
 
     /// The stored chain state.
     pub fn chain(&self, experiment: &str, chain: u32) -> Result<Option<ChainState>> {
-        self.get(&chain_key(experiment, chain))
+        self.get(&layout::chain_key(experiment, chain))
     }
 
     /// Stores a chain's initial state.
     pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
-        self.put(&chain_key(experiment, chain), state)
+        self.put(&layout::chain_key(experiment, chain), state)
     }
 
     /// Stores a measured, undecided step (flushed).
     pub fn put_result(&self, record: &StepRecord) -> Result<()> {
-        self.put(&format!("result/{}", record.key.suffix()), record)
+        self.put(&layout::result_key(&record.key), record)
     }
 
     /// [`put_result`](Self::put_result) without the flush (group commit:
     /// durable once a later [`flush`](Self::flush) returns).
     pub fn put_result_unflushed(&self, record: &StepRecord) -> Result<()> {
-        self.db.insert(
-            format!("result/{}", record.key.suffix()),
-            serde_json::to_vec(record)?,
-        )?;
+        self.db
+            .insert(layout::result_key(&record.key), serde_json::to_vec(record)?)?;
         Ok(())
     }
 
     /// A measured, undecided step, if stored.
     pub fn result(&self, key: &StepKey) -> Result<Option<StepRecord>> {
-        self.get(&format!("result/{}", key.suffix()))
+        self.get(&layout::result_key(key))
     }
 
     /// A decided step, if stored.
     pub fn step(&self, key: &StepKey) -> Result<Option<StepRecord>> {
-        self.get(&format!("step/{}", key.suffix()))
+        self.get(&layout::step_key(key))
     }
 
     /// Atomically records a decided step and the chain's new state, then flushes.
@@ -459,9 +364,9 @@ impl Store {
     pub fn decide_unflushed(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
         let mut batch = sled::Batch::default();
         self.insert_step(record, &mut batch)?;
-        batch.remove(format!("result/{}", record.key.suffix()).as_bytes());
+        batch.remove(layout::result_key(&record.key).as_bytes());
         batch.insert(
-            chain_key(&record.key.experiment, record.key.chain).as_bytes(),
+            layout::chain_key(&record.key.experiment, record.key.chain).as_bytes(),
             serde_json::to_vec(chain)?,
         );
         self.db.apply_batch(batch)?;
@@ -472,13 +377,12 @@ impl Store {
     /// experiment's metrics if it brings a new one.
     fn insert_step(&self, record: &StepRecord, batch: &mut sled::Batch) -> Result<()> {
         self.upgrade()?;
-        let suffix = record.key.suffix();
         batch.insert(
-            format!("step/{suffix}").as_bytes(),
+            layout::step_key(&record.key).as_bytes(),
             serde_json::to_vec(record)?,
         );
         batch.insert(
-            format!("row/{suffix}").as_bytes(),
+            layout::row_key(&record.key).as_bytes(),
             StepRow::of(record).encode()?,
         );
         self.index_metrics(record, batch)
@@ -508,7 +412,7 @@ impl Store {
         let mut batch = sled::Batch::default();
         self.insert_step(record, &mut batch)?;
         batch.insert(
-            format!("exp/{}", record.key.experiment).as_bytes(),
+            layout::experiment_key(&record.key.experiment).as_bytes(),
             serde_json::to_vec(experiment)?,
         );
         self.db.apply_batch(batch)?;
@@ -518,18 +422,32 @@ impl Store {
 
     /// Decided steps of an experiment (all experiments with `None`), in key order.
     pub fn steps(&self, experiment: Option<&str>) -> impl Iterator<Item = Result<StepRecord>> + '_ {
-        let prefix = match experiment {
-            Some(e) => format!("step/{e}/"),
-            None => "step/".to_string(),
-        };
-        self.scan::<StepRecord>(&prefix).map(|r| r.map(|(_, v)| v))
+        self.scan::<StepRecord>(&layout::steps_prefix(experiment))
+            .map(|r| r.map(|(_, v)| v))
     }
 
     /// The metrics found in the decided steps of `experiment` (the union of
     /// their summaries' and runs' metrics), if the store keeps them: `None`
     /// for a store written before kiln kept them.
-    pub fn step_metrics(&self, experiment: &str) -> Result<Option<BTreeSet<Metric>>> {
-        self.get(&format!("metrics/{experiment}"))
+    pub fn kept_metrics(&self, experiment: &str) -> Result<Option<BTreeSet<Metric>>> {
+        self.get(&layout::metrics_key(experiment))
+    }
+
+    /// Every metric measured (or found unsupported) in the decided steps of
+    /// `experiment`: as the store keeps them, or (older stores) read from the
+    /// metric names of each stored step, their values skipped unparsed.
+    pub fn step_metrics(&self, experiment: &str) -> Result<BTreeSet<Metric>> {
+        if let Some(kept) = self.kept_metrics(experiment)? {
+            return Ok(kept);
+        }
+        let mut found = step_metrics::MetricSet::default();
+        for item in self.scan_bounded(layout::steps_prefix(Some(experiment))) {
+            let json = item?.1;
+            found.extend_from_json(&json).with_context(|| {
+                format!("a stored step of experiment {experiment} is unreadable")
+            })?;
+        }
+        Ok(found.iter().collect())
     }
 
     /// Adds `metrics/<experiment>` to the batch that records `record` when the
@@ -538,7 +456,7 @@ impl Store {
         let experiment = &record.key.experiment;
         let mut known = self.metrics.lock().unwrap_or_else(|p| p.into_inner());
         if !known.contains_key(experiment) {
-            let entry = match self.step_metrics(experiment)? {
+            let entry = match self.kept_metrics(experiment)? {
                 Some(set) => (set, true),
                 // Not kept yet: from the steps already stored (none in a fresh experiment).
                 None => {
@@ -556,7 +474,7 @@ impl Store {
         set.extend(metrics_of(&record.result));
         if set.len() != before || !*stored {
             batch.insert(
-                format!("metrics/{experiment}").as_bytes(),
+                layout::metrics_key(experiment).as_bytes(),
                 serde_json::to_vec(&*set)?,
             );
             *stored = true;
@@ -564,29 +482,24 @@ impl Store {
         Ok(())
     }
 
-    /// The stored JSON of the decided steps of one experiment, in key order,
-    /// for readers that decode only what they need (export); memory stays
-    /// bounded however many steps there are.
-    pub fn step_values(&self, experiment: &str) -> impl Iterator<Item = Result<sled::IVec>> + '_ {
-        self.scan_bounded(format!("step/{experiment}/"))
-            .map(|item| Ok(item?.1))
-    }
-
     /// The export rows of the decided steps of one experiment, in key order:
     /// as stored beside them, or (a layout-1 store) in their JSON. Memory
     /// stays bounded however many steps there are.
     pub fn step_rows(&self, experiment: &str) -> impl Iterator<Item = Result<StoredRow>> + '_ {
         let rows = self.schema() >= ROWS_SINCE;
-        let prefix = if rows { "row" } else { "step" };
-        self.scan_bounded(format!("{prefix}/{experiment}/"))
-            .map(move |item| {
-                let value = item?.1;
-                Ok(if rows {
-                    StoredRow::Row(value)
-                } else {
-                    StoredRow::Json(value)
-                })
+        let prefix = if rows {
+            layout::rows_prefix(experiment)
+        } else {
+            layout::steps_prefix(Some(experiment))
+        };
+        self.scan_bounded(prefix).map(move |item| {
+            let value = item?.1;
+            Ok(if rows {
+                StoredRow::Row(value)
+            } else {
+                StoredRow::Json(value)
             })
+        })
     }
 
     /// Every key and value under a prefix, in key order, in bounded memory.
@@ -614,63 +527,13 @@ impl Store {
             })
     }
 
-    /// What is wrong with the export rows (layout 2 on): a decided step
-    /// without its row or with a row that differs from it, a row without its
-    /// step.
-    pub fn row_problems(&self) -> Result<Vec<String>> {
-        let mut problems = Vec::new();
-        if self.schema() < ROWS_SINCE {
-            return Ok(problems);
-        }
-        // Both scans are in suffix order: walk them side by side.
-        let suffix =
-            |key: &[u8], prefix: &str| String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-        let mut rows = self.scan_bounded("row/".to_string()).peekable();
-        for item in self.scan_bounded("step/".to_string()) {
-            let (key, json) = item?;
-            let step = suffix(&key, "step/");
-            let record: StepRecord = serde_json::from_slice(&json)
-                .with_context(|| format!("store key step/{step} holds unreadable data"))?;
-            let mut stored = None;
-            while let Some(item) =
-                rows.next_if(|r| r.as_ref().map_or(true, |(k, _)| suffix(k, "row/") <= step))
-            {
-                let (k, row) = item?;
-                if suffix(&k, "row/") == step {
-                    stored = Some(row);
-                } else {
-                    problems.push(format!(
-                        "row/{}: a row without its step",
-                        suffix(&k, "row/")
-                    ));
-                }
-            }
-            match stored {
-                None => problems.push(format!("{}: no export row", record.key)),
-                Some(row) if *row != *StepRow::of(&record).encode()? => {
-                    problems.push(format!("{}: its export row differs from it", record.key))
-                }
-                Some(_) => {}
-            }
-        }
-        for item in rows {
-            let k = item?.0;
-            problems.push(format!(
-                "row/{}: a row without its step",
-                suffix(&k, "row/")
-            ));
-        }
-        Ok(problems)
-    }
-
     /// Stores an artifact (build log, replay file) by content; returns its hash.
     pub fn put_artifact(&self, text: &str) -> Result<ContentHash> {
         let hash = ContentHash::of(text.as_bytes());
-        let dir = self.dir.join("artifacts");
-        let path = dir.join(format!("{hash}.txt"));
+        let path = layout::artifact(&self.dir, &hash);
         if !path.exists() {
-            fs::create_dir_all(&dir)?;
-            let tmp = dir.join(format!(".{hash}.tmp"));
+            fs::create_dir_all(layout::artifacts(&self.dir))?;
+            let tmp = layout::artifact_tmp(&self.dir, &hash);
             let mut f = fs::File::create(&tmp)?;
             f.write_all(text.as_bytes())?;
             f.sync_all()?;
@@ -681,18 +544,60 @@ impl Store {
 
     /// Path of an artifact.
     pub fn artifact_path(&self, hash: &ContentHash) -> PathBuf {
-        self.dir.join("artifacts").join(format!("{hash}.txt"))
+        layout::artifact(&self.dir, hash)
+    }
+
+    /// Moves a result's bulky texts (build log, replay file) out of it into
+    /// the artifacts folder, so the database holds only their hashes; returns
+    /// them by kind. A text that cannot be stored is dropped with a warning:
+    /// losing a build log must not lose the step.
+    pub fn stash_artifacts(&self, result: &mut StepResult) -> BTreeMap<String, ContentHash> {
+        let mut artifacts = BTreeMap::new();
+        let Some(build) = result.build.as_mut() else {
+            return artifacts;
+        };
+        for (kind, text) in [
+            (layout::BUILD_LOG, std::mem::take(&mut build.log_tail)),
+            (
+                layout::REPLAY_FILE,
+                build.replay_file.take().unwrap_or_default(),
+            ),
+        ] {
+            if text.is_empty() {
+                continue;
+            }
+            match self.put_artifact(&text) {
+                Ok(hash) => {
+                    artifacts.insert(kind.to_string(), hash);
+                }
+                Err(e) => tracing::warn!(
+                    "cannot store the {kind} of a step in {}: {e:#}",
+                    layout::artifacts(&self.dir).display()
+                ),
+            }
+        }
+        artifacts
     }
 
     /// Stores a worker's capabilities (its environment fingerprint) once; returns their hash.
     pub fn put_fingerprint(&self, caps: &Capabilities) -> Result<ContentHash> {
         let hash = ContentHash::of(&serde_json::to_vec(caps)?);
-        let key = format!("fingerprint/{hash}");
+        let key = layout::fingerprint_key(&hash);
         if !self.db.contains_key(&key)? {
             self.put(&key, caps)?;
         }
         Ok(hash)
     }
+}
+
+/// The benchmark an experiment searches: from the config, or the name of a manual experiment.
+pub fn benchmark_of(config: Option<&CampaignConfig>, experiment: &str) -> Option<String> {
+    if let Some(b) = manual_benchmark(experiment) {
+        return Some(b.to_string());
+    }
+    config
+        .and_then(|c| c.experiment(experiment))
+        .map(|e| e.benchmark.clone())
 }
 
 /// The metrics of a result: its summaries' and its runs'.
@@ -720,8 +625,4 @@ impl StoredRow {
             StoredRow::Json(json) => StepRow::from_json(json),
         }
     }
-}
-
-fn chain_key(experiment: &str, chain: u32) -> String {
-    format!("chain/{experiment}/{chain:06}")
 }

@@ -11,7 +11,7 @@ use rand_chacha::ChaCha8Rng;
 use kiln_protocol::config::{Experiment, Search};
 use kiln_protocol::{DecisionPoint, DecisionSet};
 
-use crate::search;
+use super::search;
 use crate::store::{now_ms, ChainState, Decision, Incumbent, Proposal, StepKind, StepRecord};
 
 /// Everything a chain needs besides its state.

@@ -8,7 +8,7 @@
 //! jobs it took, or dropping within a minute of connecting) is quarantined
 //! for a while. With calibration configured, each slot measures the
 //! calibration benchmark before its first job and every N jobs (see
-//! [`crate::calibration`]).
+//! [`super::calibration`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -23,10 +23,11 @@ use kiln_protocol::config::{BenchmarkSpec, Limits, Timeouts, WorkerSpec};
 use kiln_protocol::message::{Bundle, Capabilities, Discovery};
 use kiln_protocol::{StepId, StepOutcome, StepRequest, StepResult};
 
-use crate::calibration::{Calibrator, SlotCalibration, RECHECK};
-use crate::connection::{Connection, Heartbeat, Lost};
+use super::calibration::{Calibrator, SlotCalibration, RECHECK};
+use super::connection::{Connection, Heartbeat, Lost};
+use super::slot::SlotPlace;
+use super::transport;
 use crate::store::now_ms;
-use crate::transport;
 
 /// Longest wait between two connection attempts to an unreachable worker.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -271,7 +272,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                 transport::open_local(name, &self.settings.worker_binary, &rundir)?
             }
             WorkerSpec::Ssh(ssh) => {
-                crate::ssh::open_ssh(
+                super::ssh::open_ssh(
                     ssh,
                     Duration::from_secs_f64(t.connect_s),
                     &self.settings.worker_binary,
@@ -586,49 +587,9 @@ async fn run_job<K>(
     }
 }
 
-/// Where a slot's steps run: the slot, and its share of the worker's CPUs and GPUs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SlotPlace {
-    /// The slot (its folder on the worker).
-    pub slot: u32,
-    /// CPUs its builds and runs are pinned to; empty: no pinning.
-    pub cpus: Vec<u32>,
-    /// GPUs its runs see; empty: every GPU.
-    pub gpus: Vec<u32>,
-}
-
-impl SlotPlace {
-    /// Slot `slot` of `worker`, with the worker's CPU and GPU lists split evenly across slots.
-    pub fn of(worker: &WorkerSpec, slot: u32) -> SlotPlace {
-        SlotPlace {
-            slot,
-            cpus: share(worker.cpus(), worker.slots(), slot),
-            gpus: share(worker.gpus(), worker.slots(), slot),
-        }
-    }
-
-    /// Addresses `request` to this slot.
-    pub fn apply(&self, request: &mut StepRequest) {
-        request.slot = self.slot;
-        request.cpus = self.cpus.clone();
-        request.gpus = self.gpus.clone();
-    }
-}
-
-/// Slot `slot`'s share of `ids` split evenly across `slots`.
-fn share(ids: &[u32], slots: u32, slot: u32) -> Vec<u32> {
-    if ids.is_empty() || slots == 0 {
-        return Vec::new();
-    }
-    let per = (ids.len() / slots as usize).max(1);
-    let start = (slot as usize * per) % ids.len();
-    ids[start..(start + per).min(ids.len())].to_vec()
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{share, SlotPlace, Tally, STABLE};
-    use kiln_protocol::config::WorkerSpec;
+    use super::{Tally, STABLE};
     use std::sync::atomic::Ordering;
 
     #[test]
@@ -655,28 +616,6 @@ mod tests {
             worked.losses_in_a_row(2, long),
             1,
             "a finished job starts the count afresh"
-        );
-    }
-
-    #[test]
-    fn cpus_and_gpus_split_evenly_across_slots() {
-        assert_eq!(share(&[2, 3], 2, 0), vec![2]);
-        assert_eq!(share(&[2, 3], 2, 1), vec![3]);
-        assert_eq!(share(&[0, 1, 2, 3], 2, 1), vec![2, 3]);
-        assert_eq!(share(&[], 2, 1), Vec::<u32>::new());
-        let worker = WorkerSpec::Local {
-            name: "w".into(),
-            slots: 2,
-            cpus: vec![0, 1, 2, 3],
-            gpus: vec![4, 5],
-        };
-        assert_eq!(
-            SlotPlace::of(&worker, 1),
-            SlotPlace {
-                slot: 1,
-                cpus: vec![2, 3],
-                gpus: vec![5]
-            }
         );
     }
 }

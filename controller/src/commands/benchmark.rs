@@ -6,12 +6,12 @@
 //! like any step, in experiment `manual:<benchmark>` chain 0, appended; the
 //! baseline's samples are added to that experiment's baseline reference, and
 //! the step's `compared_with` holds the baseline objective measured alongside
-//! it. The `:` keeps manual experiments out of every `step/<name>/` prefix of a
-//! configured experiment.
+//! it.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,81 +21,53 @@ use kiln_protocol::breakdown::TimeBreakdown;
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, RunPolicy, WorkerSpec};
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
 use kiln_protocol::{
-    CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepId, StepOutcome,
-    StepRequest, Summary,
+    CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome, StepRequest,
+    Summary,
 };
 
-use crate::campaign::objective_of;
-use crate::pool::{Answer, Job, Pool, PoolSettings, SlotPlace, Work, WorkerState};
-use crate::status::format_value;
+use crate::cli::BenchmarkArgs;
+use crate::dispatch::bundle;
+use crate::dispatch::pool::{Answer, Job, Pool, Work, WorkerState};
+use crate::dispatch::slot::SlotPlace;
+use crate::error::{BadInput, Interrupted, Outcome};
+use crate::plan::step::{self, objective_of};
 use crate::store::{
-    now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
+    manual_experiment, now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
+    Store,
 };
+use crate::text::{format_value, UNSUPPORTED};
 
-/// How a metric the worker cannot measure reads in the table.
-const UNSUPPORTED: &str = "unsupported";
-
-/// Prefix of the experiments that hold manual steps.
-pub const MANUAL_PREFIX: &str = "manual:";
-
-/// The experiment that holds the manual steps of `benchmark`.
-pub fn manual_experiment(benchmark: &str) -> String {
-    format!("{MANUAL_PREFIX}{benchmark}")
-}
-
-/// The benchmark of a manual experiment; `None` for a configured experiment.
-pub fn manual_benchmark(experiment: &str) -> Option<&str> {
-    experiment.strip_prefix(MANUAL_PREFIX)
-}
-
-/// Options of `kiln benchmark` beyond config, benchmark and decision file.
-#[derive(Debug, Clone, Default)]
-pub struct BenchmarkOptions {
-    /// The config's worker to measure on (default: a local worker).
-    pub worker: Option<String>,
-    /// Measured runs per measurement, replacing the config's policy.
-    pub runs: Option<u32>,
-    /// A store to record the candidate in.
-    pub store: Option<PathBuf>,
+pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> {
+    let config = super::read_config(&args.config)?;
+    let report = super::runtime()?.block_on(benchmark(&config, args))?;
+    write!(out, "{}", report.text)?;
+    Ok(if report.ok {
+        Outcome::Success
+    } else {
+        Outcome::Failure
+    })
 }
 
 /// What `kiln benchmark` found.
-pub struct BenchmarkReport {
+struct BenchmarkReport {
     /// The summary table.
-    pub text: String,
+    text: String,
     /// Whether the candidate measured successfully.
-    pub ok: bool,
+    ok: bool,
 }
 
-/// `kiln benchmark`: measures the baseline and the decision file on one worker slot.
-pub async fn benchmark(
-    config: &CampaignConfig,
-    benchmark: &str,
-    decisions: &Path,
-    options: &BenchmarkOptions,
-) -> Result<BenchmarkReport> {
-    let spec = config.benchmark(benchmark).with_context(|| {
-        let known: Vec<_> = config.benchmarks.iter().map(|b| b.name.as_str()).collect();
-        format!(
-            "no benchmark named '{benchmark}'; the config defines: {}",
-            known.join(", ")
-        )
-    })?;
+/// Measures the baseline and the decision file on one worker slot.
+async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<BenchmarkReport> {
+    let spec = super::benchmark_spec(config, &args.benchmark)?;
+    let decisions = args.decisions.as_path();
     let text = std::fs::read_to_string(decisions)
         .with_context(|| format!("cannot read decision file {}", decisions.display()))?;
-    let worker = single_slot(&pick_worker(config, options.worker.as_deref())?);
-    let runs = run_policy(config.runs, options.runs)?;
+    let worker = single_slot(&pick_worker(config, args.worker.as_deref())?);
+    let runs = run_policy(config.runs, args.runs)?;
 
-    let bundle = Arc::new(crate::bundle::pack(&spec.sources)?);
-    let scratch = std::env::temp_dir().join(format!("kiln-benchmark-{}", std::process::id()));
-    let settings = PoolSettings {
-        worker_binary: crate::commands::worker_binary()?,
-        local_rundir: scratch.clone(),
-        timeouts: config.timeouts,
-        quarantine_after: 3,
-        calibration: None,
-        limits: spec.limits,
-    };
+    let bundle = Arc::new(bundle::pack(&spec.sources)?);
+    // The scratch folder goes once the pool (and with it a local worker process) is gone.
+    let (_scratch, settings) = super::scratch_pool(config, None, spec.limits)?;
     let measured = {
         let mut pool: Pool<()> = Pool::start(std::slice::from_ref(&worker), settings);
         let session = Session {
@@ -110,12 +82,10 @@ pub async fn benchmark(
             &bundle,
             file,
             runs,
-            options.store.as_deref(),
+            args.store.as_deref(),
         )
         .await
     };
-    // The pool (and with it a local worker process) is gone: its build folders can go too.
-    let _ = std::fs::remove_dir_all(&scratch);
     let (measured, store) = measured?;
 
     let mut out = summary_table(config, spec, worker.name(), decisions, &measured);
@@ -136,12 +106,13 @@ fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<WorkerSpec
             .iter()
             .find(|w| w.name() == name)
             .cloned()
-            .with_context(|| {
+            .ok_or_else(|| {
                 let known: Vec<_> = config.workers.iter().map(WorkerSpec::name).collect();
-                format!(
+                BadInput(format!(
                     "no worker named '{name}'; the config defines: {}",
                     known.join(", ")
-                )
+                ))
+                .into()
             }),
         None => Ok(config
             .workers
@@ -180,7 +151,7 @@ fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
 fn run_policy(mut policy: RunPolicy, runs: Option<u32>) -> Result<RunPolicy> {
     if let Some(n) = runs {
         if n == 0 {
-            bail!("--runs must be at least 1");
+            return Err(BadInput("--runs must be at least 1".into()).into());
         }
         policy.min = n;
         policy.max = n;
@@ -191,31 +162,19 @@ fn run_policy(mut policy: RunPolicy, runs: Option<u32>) -> Result<RunPolicy> {
 fn open_store(dir: &Path, config: &CampaignConfig) -> Result<Store> {
     let store = Store::open(dir)?;
     store.claim()?;
-    match store.get::<String>("meta/config")? {
-        None => {
-            // A fresh store: remember how its steps were measured.
-            store.put("meta/config", &config.to_text())?;
-            store.put("meta/created-ms", &now_ms())?;
-        }
-        Some(text) => {
-            let stored = CampaignConfig::parse(&text, "stored config").map_err(|e| {
-                anyhow::anyhow!(
-                    "the config stored in {} no longer parses: {e}",
-                    dir.display()
-                )
-            })?;
-            if stored.objective != config.objective {
-                bail!(
-                    "store {} measures the {} of {}, this config the {} of {}; \
-                     objectives in one store must compare",
-                    dir.display(),
-                    stored.objective.statistic.name(),
-                    stored.objective.metric,
-                    config.objective.statistic.name(),
-                    config.objective.metric
-                );
-            }
-        }
+    match store.config()? {
+        // A fresh store: remember how its steps were measured.
+        None => store.put_config(&config.to_text(), now_ms())?,
+        Some(stored) if stored.objective != config.objective => bail!(
+            "store {} measures the {} of {}, this config the {} of {}; \
+             objectives in one store must compare",
+            dir.display(),
+            stored.objective.statistic.name(),
+            stored.objective.metric,
+            config.objective.statistic.name(),
+            config.objective.metric
+        ),
+        Some(_) => {}
     }
     Ok(store)
 }
@@ -247,7 +206,7 @@ impl Session<'_> {
                         bail!("worker {} cannot be reached: {reason}", self.worker);
                     }
                 }
-                _ = tokio::signal::ctrl_c() => bail!("interrupted"),
+                _ = tokio::signal::ctrl_c() => return Err(Interrupted("interrupted".into()).into()),
             }
         }
     }
@@ -300,31 +259,22 @@ async fn measure(
     };
     // The located error names file:line:col of an unknown site or a bad value.
     let file = DecisionFile::parse_checked(text, &path.display().to_string(), &discovery.points)
-        .map_err(anyhow::Error::msg)?;
+        .map_err(|e| BadInput(e.to_string()))?;
     if let Some(other) = file.benchmark.as_deref().filter(|b| *b != spec.name) {
-        bail!(
+        return Err(BadInput(format!(
             "decision file {} was written for benchmark '{other}', not '{}'",
             path.display(),
             spec.name
-        );
+        ))
+        .into());
     }
     let decisions = file.set.completed_from(&discovery.baseline);
     // Opened once the file is known good (a refused file leaves no store
     // behind), and before measuring, so that a store held by a running
     // campaign is refused before minutes are spent.
     let store = store.map(|dir| open_store(dir, config)).transpose()?;
-    let request = |set: &DecisionSet, expected_output| StepRequest {
-        id: StepId(0),
-        slot: 0,
-        cpus: Vec::new(),
-        gpus: Vec::new(),
-        benchmark: spec.clone(),
-        bundle: bundle.hash,
-        decisions: set.clone(),
-        runs,
-        objective: config.objective.metric,
-        expected_output,
-        reuse_build: false,
+    let request = |set: &DecisionSet, expected_output| {
+        step::request(config, spec, bundle, set, runs, expected_output)
     };
     let baseline = step(&mut session, bundle, request(&discovery.baseline, None)).await?;
     if baseline.result.outcome != StepOutcome::Ok {
@@ -561,25 +511,14 @@ fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) ->
     info.baseline.samples.push(m.baseline_objective);
     info.baseline.outcome = base.outcome.clone();
 
-    let prefix = format!("step/{experiment}/{:06}/", 0);
+    let step = store.chain_steps(&experiment, 0);
     let key = StepKey {
         experiment,
         chain: 0,
-        step: u32::try_from(store.count(&prefix)).context("too many manual steps")?,
+        step: u32::try_from(step).context("too many manual steps")?,
     };
     let mut result = m.candidate.result.clone();
-    let mut artifacts = BTreeMap::new();
-    // As in a campaign, bulky texts go to the artifacts folder, not the database.
-    if let Some(build) = result.build.as_mut() {
-        for (kind, text) in [
-            ("build-log", std::mem::take(&mut build.log_tail)),
-            ("replay-file", build.replay_file.take().unwrap_or_default()),
-        ] {
-            if !text.is_empty() {
-                artifacts.insert(kind.to_string(), store.put_artifact(&text)?);
-            }
-        }
-    }
+    let artifacts = store.stash_artifacts(&mut result);
     let record = StepRecord {
         key: key.clone(),
         kind: StepKind::Proposal,
@@ -607,39 +546,11 @@ fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) ->
     Ok(key)
 }
 
-/// Checks the steps of every manual experiment for `kiln store verify`: numbered
-/// from 0 without gaps, decided, hashed right, artifacts present. Returns how
-/// many there are; problems are appended to `problems`.
-pub fn verify(store: &Store, problems: &mut Vec<String>) -> Result<usize> {
-    let mut count = 0;
-    for name in crate::export::experiment_names(store)? {
-        if manual_benchmark(&name).is_none() {
-            continue;
-        }
-        let mut expected = 0u32;
-        for record in store.steps(Some(&name)) {
-            let record = record?;
-            if record.key.chain != 0 || record.key.step != expected {
-                problems.push(format!(
-                    "{}: expected chain 0 step {expected} of a manual experiment",
-                    record.key
-                ));
-            }
-            expected = record.key.step + 1;
-            if record.decision.is_none() {
-                problems.push(format!("{}: stored without a decision", record.key));
-            }
-            problems.extend(crate::commands::record_problems(store, &record));
-            count += 1;
-        }
-    }
-    Ok(count)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use kiln_protocol::message::RunRecord;
+    use kiln_protocol::StepId;
 
     fn result(metrics: &[(Metric, MetricValue)]) -> StepResult {
         let runs = vec![RunRecord {

@@ -7,8 +7,9 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 use kiln_protocol::CampaignConfig;
 
-use crate::pool::StatusBoard;
+use crate::dispatch::pool::{StatusBoard, WorkerState};
 use crate::store::ChainState;
+use crate::text::format_value;
 
 /// One bar per chain.
 type Bars = BTreeMap<(String, u32), ProgressBar>;
@@ -71,7 +72,7 @@ impl Progress {
             );
         }
         for (name, s) in board.lock().expect("not poisoned").iter() {
-            if s.state != crate::pool::WorkerState::Ok {
+            if s.state != WorkerState::Ok {
                 eprintln!("kiln: worker {name}: {}", s.state);
             }
         }
@@ -95,6 +96,6 @@ fn summary(state: &ChainState) -> String {
     };
     format!(
         "accepted {rate:.0}% best {}",
-        crate::status::format_value(state.best.objective())
+        format_value(state.best.objective())
     )
 }

@@ -43,7 +43,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio::time::timeout;
 
-use crate::transport::{Channel, ChannelGuard};
+use super::transport::{Channel, ChannelGuard};
 
 /// The worker binary's file name inside the rundir.
 pub const WORKER_FILE: &str = "kiln-worker";
@@ -799,7 +799,7 @@ async fn start_serve(
     let stdout = child.stdout().take().expect("stdout is piped");
     let stderr = child.stderr().take().expect("stderr is piped");
     let name = spec.name.clone();
-    let forwarder = crate::transport::forward_log(name, stderr);
+    let forwarder = super::transport::forward_log(name, stderr);
     tracing::info!(worker = %spec.name, "started {remote_path} serve on {}", who.addr);
     let guard = SshGuard {
         child: Some(child),

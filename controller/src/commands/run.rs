@@ -1,0 +1,114 @@
+//! `kiln run`: a campaign run (or resumed) to its end, its steps table
+//! written beside the store, and a summary of what it found.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use anyhow::{Context, Result};
+
+use kiln_protocol::CampaignConfig;
+
+use crate::campaign::{self, RunOptions};
+use crate::cli::RunArgs;
+use crate::dispatch::transport::worker_binary;
+use crate::error::Outcome;
+use crate::export::{self, ExportOptions, Table};
+use crate::store::{layout, Store};
+use crate::text::format_value;
+
+pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
+    let config = super::read_config(&args.config)?;
+    let options = RunOptions {
+        worker_binary: worker_binary()?,
+        force_new: args.force_new,
+    };
+    let dir = super::runtime()?.block_on(campaign::run(config.clone(), options))?;
+    let store = Store::open_existing(&dir)?;
+    write_steps_csv(&store)?;
+    write!(out, "{}", final_summary(&config, &store)?)?;
+    Ok(Outcome::Success)
+}
+
+/// Exports the steps table beside the store, so a finished campaign has its dataset at hand.
+fn write_steps_csv(store: &Store) -> Result<()> {
+    let path = layout::steps_csv(store.dir());
+    let tmp = layout::steps_csv_tmp(store.dir());
+    let file =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+    let options = ExportOptions {
+        table: Table::Steps,
+        experiment: None,
+        wide: false,
+    };
+    export::export(store, options, std::io::BufWriter::new(file))
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}
+
+/// What `kiln run` prints at the end: best against the references, and where everything is.
+fn final_summary(config: &CampaignConfig, store: &Store) -> Result<String> {
+    let store_dir = store.dir();
+    let mut out = String::new();
+    let metric = config.objective.metric;
+    let _ = writeln!(
+        out,
+        "\ncampaign {} finished; objective: {} of {} ({})",
+        config.name,
+        config.objective.statistic.name(),
+        metric,
+        metric.unit()
+    );
+    for e in &config.experiments {
+        let Some(info) = store.experiment(&e.name)? else {
+            continue;
+        };
+        let baseline = info.baseline.objective().unwrap_or(f64::NAN);
+        let _ = writeln!(out, "\nexperiment {} (benchmark {}):", e.name, e.benchmark);
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>16}",
+            "stock decisions (baseline)",
+            format_value(baseline)
+        );
+        for (name, r) in &info.references {
+            let v = r.objective().unwrap_or(f64::NAN);
+            let _ = writeln!(
+                out,
+                "  {:<28} {:>16}  {:.3}x baseline",
+                format!("{name} (reference)"),
+                format_value(v),
+                v / baseline
+            );
+        }
+        for c in 0..e.chains {
+            let Some(state) = store.chain(&e.name, c)? else {
+                continue;
+            };
+            let best = state.best.objective();
+            let mut line = format!(
+                "  {:<28} {:>16}  {:.3}x baseline",
+                format!("best of chain {c}"),
+                format_value(best),
+                best / baseline
+            );
+            if let Some(none) = info.references.get("no-inline").and_then(|r| r.objective()) {
+                let _ = write!(line, ", {:.3}x inlining nothing", best / none);
+            }
+            let _ = writeln!(out, "{line}");
+            let _ = writeln!(
+                out,
+                "  {:<28} {}",
+                "",
+                layout::best_file(store_dir, &e.name, c).display()
+            );
+        }
+    }
+    let csv = layout::steps_csv(store_dir);
+    let _ = writeln!(out, "\nstore:       {}", store_dir.display());
+    if csv.exists() {
+        let _ = writeln!(out, "steps CSV:   {}", csv.display());
+    }
+    let _ = writeln!(out, "status:      kiln status {}", store_dir.display());
+    Ok(out)
+}

@@ -1,0 +1,129 @@
+//! `kiln workers`: every worker connected (and calibrated), as a table.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Write;
+use std::time::Duration;
+
+use anyhow::Result;
+
+use kiln_protocol::message::Capabilities;
+use kiln_protocol::CampaignConfig;
+
+use crate::cli::WorkersArgs;
+use crate::dispatch::calibration::{cells, Calibrator};
+use crate::dispatch::pool::{Pool, WorkerState, WorkerStatus};
+use crate::error::Outcome;
+
+pub(super) fn run(args: &WorkersArgs, out: &mut dyn Write) -> Result<Outcome> {
+    let config = super::read_config(&args.config)?;
+    let (text, all_ok) = super::runtime()?.block_on(workers(&config))?;
+    write!(out, "{text}")?;
+    Ok(if all_ok {
+        Outcome::Success
+    } else {
+        Outcome::Failure
+    })
+}
+
+/// `kiln workers`: connects to every worker (and calibrates every slot when the config asks
+/// for calibration) and tabulates them; whether every worker is ok.
+async fn workers(config: &CampaignConfig) -> Result<(String, bool)> {
+    let calibrator = Calibrator::from_config(config)?;
+    let calibrating = calibrator.is_some();
+    let (_scratch, settings) = super::scratch_pool(config, calibrator, config.limits_in_use())?;
+    let pool: Pool<()> = Pool::start(&config.workers, settings);
+    let board = settled_board(&pool, config, calibrating).await;
+    Ok(workers_table(config, &board))
+}
+
+/// The pool's board once every worker has connected (and calibrated) or failed to, or at the
+/// deadline: connecting, plus running the calibration benchmark when there is one.
+async fn settled_board(
+    pool: &Pool<()>,
+    config: &CampaignConfig,
+    calibrating: bool,
+) -> BTreeMap<String, WorkerStatus> {
+    let mut limit = config.timeouts.connect_s + 5.0;
+    if let Some(b) = config
+        .calibration
+        .as_ref()
+        .and_then(|c| config.benchmark(&c.benchmark))
+    {
+        limit += b.build_timeout_s + b.timeout_s * f64::from(config.runs.warmup + config.runs.max);
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs_f64(limit);
+    loop {
+        let board = pool.board.lock().expect("not poisoned").clone();
+        let settled = board.values().all(|s| match s.state {
+            WorkerState::Connecting => false,
+            WorkerState::Ok => !calibrating || s.calibration.iter().all(|c| c.count > 0),
+            WorkerState::Unreachable(_) | WorkerState::Quarantined(_) | WorkerState::Unfit(_) => {
+                true
+            }
+        });
+        if settled || tokio::time::Instant::now() > deadline {
+            return board;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// What a worker's hello said: CPU, counters that open, GPUs (`-` before any hello).
+fn capability_cells(c: Option<&Capabilities>) -> (String, String, String) {
+    let Some(c) = c else {
+        return ("-".into(), "-".into(), "-".into());
+    };
+    let on: Vec<_> = c
+        .counters
+        .iter()
+        .filter(|(_, ok)| **ok)
+        .map(|(m, _)| m.name())
+        .collect();
+    let gpus = if c.gpus.is_empty() {
+        "none".to_string()
+    } else {
+        c.gpus
+            .iter()
+            .map(|g| g.name.clone())
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    (
+        format!("{} ({} cores)", c.cpu_model, c.cores),
+        on.join(","),
+        gpus,
+    )
+}
+
+/// The `kiln workers` table, and whether every worker is ok (connected, no slot flagged).
+fn workers_table(
+    config: &CampaignConfig,
+    board: &BTreeMap<String, WorkerStatus>,
+) -> (String, bool) {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<16} {:<24} {:>5} {:<32} {:<28} {:<10} {:<16}  status",
+        "worker", "host", "slots", "cpu", "counters", "gpus", "calibration ms"
+    );
+    let mut all_ok = true;
+    for spec in &config.workers {
+        let s = &board[spec.name()];
+        all_ok &= s.state == WorkerState::Ok && s.calibration.iter().all(|c| !c.flagged);
+        let (cpu, counters, gpus) = capability_cells(s.capabilities.as_ref());
+        let _ = writeln!(
+            out,
+            "{:<16} {:<24} {:>5} {:<32.32} {:<28.28} {:<10} {:<16}  {}",
+            spec.name(),
+            s.address,
+            spec.slots(),
+            cpu,
+            counters,
+            gpus,
+            cells(&s.calibration),
+            s.state
+        );
+    }
+    (out, all_ok)
+}

@@ -1,0 +1,18 @@
+//! Dispatch: getting steps measured by workers. The [`pool`] keeps every slot
+//! of every worker busy from one queue and hands each answer back with its
+//! submitter's tag; [`slot`] says where a slot's steps run; [`calibration`]
+//! watches slots for drift; [`connection`] speaks the protocol with one
+//! worker over a [`transport`] channel (a local child or [`ssh`]); [`bundle`]
+//! packs a benchmark's sources.
+//!
+//! Dispatch owns no campaign state and writes nothing to the store: it only
+//! runs what it is given and says what came back. It may use the store's
+//! clock and nothing else above the protocol.
+
+pub mod bundle;
+pub mod calibration;
+mod connection;
+pub mod pool;
+pub mod slot;
+pub mod ssh;
+pub mod transport;

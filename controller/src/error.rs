@@ -1,0 +1,108 @@
+//! How kiln ends: every failure is mapped to its exit status here, and only
+//! here (README, "Exit status").
+//!
+//! | status | meaning |
+//! |-------:|---------|
+//! | 0 | success; also a reader that closed kiln's output early (`kiln export \| head`) |
+//! | 1 | failure: a worker, a build, a store that cannot be opened, problems found |
+//! | 2 | bad usage or input: flags, a config or decision file, a name the config lacks, a folder that holds no store |
+//! | 130 | interrupted (Ctrl-C); what was measured is stored and the same command resumes |
+//!
+//! Layers report failures as `anyhow` errors; the ones that are not plain
+//! failures carry one of the types below somewhere in their chain.
+
+use std::process::ExitCode;
+
+use crate::store::OpenError;
+
+/// Bad usage or input, with a message that says where (file:line:col, field or flag).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// The user interrupted the command.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Interrupted(pub String);
+
+/// How a command that ran to its end went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// It did what was asked and found nothing wrong.
+    Success,
+    /// It ran, and what it found is a failure (problems in a store, a failed
+    /// candidate, an unreachable worker); its output says which.
+    Failure,
+}
+
+/// The exit status of a command's result; prints the error, if any, first.
+pub fn exit(result: anyhow::Result<Outcome>) -> ExitCode {
+    match result {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failure) => ExitCode::FAILURE,
+        Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("kiln: error: {e:#}");
+            ExitCode::from(status_of(&e))
+        }
+    }
+}
+
+/// The exit status of an error (see the table above).
+pub fn status_of(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if cause.is::<Interrupted>() {
+            return 130;
+        }
+        if cause.is::<BadInput>() || matches!(cause.downcast_ref(), Some(OpenError::NotAStore(_))) {
+            return 2;
+        }
+    }
+    1
+}
+
+/// Whether the error is a write to a reader that has gone (a closed pipe):
+/// nothing is wrong then, the reader had enough.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        let io = cause.downcast_ref::<std::io::Error>().or_else(|| {
+            match cause.downcast_ref::<csv::Error>().map(csv::Error::kind) {
+                Some(csv::ErrorKind::Io(io)) => Some(io),
+                _ => None,
+            }
+        });
+        io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+
+    #[test]
+    fn each_kind_of_failure_has_its_status() {
+        let plain = anyhow::anyhow!("worker lost");
+        assert_eq!(status_of(&plain), 1);
+        let input = anyhow::Error::new(BadInput("cfg.sexp:1:2: unknown field".into()))
+            .context("cannot start the campaign");
+        assert_eq!(status_of(&input), 2);
+        let store = anyhow::Error::new(OpenError::NotAStore("/tmp/x".into()));
+        assert_eq!(status_of(&store), 2);
+        let stop = anyhow::Error::new(Interrupted("interrupted".into()));
+        assert_eq!(status_of(&stop), 130);
+    }
+
+    #[test]
+    fn a_closed_pipe_is_success_however_deep() {
+        let pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        let e = Err::<(), _>(pipe)
+            .context("cannot write the CSV")
+            .unwrap_err();
+        assert!(is_broken_pipe(&e));
+        let csv_error = csv::Error::from(std::io::Error::from(std::io::ErrorKind::BrokenPipe));
+        assert!(is_broken_pipe(&anyhow::Error::new(csv_error)));
+        let other = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert!(!is_broken_pipe(&anyhow::Error::new(other)));
+    }
+}

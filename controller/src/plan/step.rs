@@ -1,0 +1,41 @@
+//! A step as the search sees it: the request for one decision set, and the
+//! objective of its result.
+
+use kiln_protocol::config::{BenchmarkSpec, RunPolicy};
+use kiln_protocol::message::{Bundle, StepResult};
+use kiln_protocol::{CampaignConfig, ContentHash, DecisionSet, StepId, StepOutcome, StepRequest};
+
+/// A step request for `decisions` measured under `runs` (id, slot and CPUs are set at dispatch).
+pub fn request(
+    config: &CampaignConfig,
+    benchmark: &BenchmarkSpec,
+    bundle: &Bundle,
+    decisions: &DecisionSet,
+    runs: RunPolicy,
+    expected_output: Option<ContentHash>,
+) -> StepRequest {
+    StepRequest {
+        id: StepId(0),
+        slot: 0,
+        cpus: Vec::new(),
+        gpus: Vec::new(),
+        benchmark: benchmark.clone(),
+        bundle: bundle.hash,
+        decisions: decisions.clone(),
+        runs,
+        objective: config.objective.metric,
+        expected_output,
+        reuse_build: false,
+    }
+}
+
+/// The objective of a result: the configured statistic of the metric, if the step succeeded.
+pub fn objective_of(config: &CampaignConfig, result: &StepResult) -> Option<f64> {
+    if result.outcome != StepOutcome::Ok {
+        return None;
+    }
+    result
+        .summary
+        .get(&config.objective.metric)
+        .map(|s| config.objective.statistic.of(s))
+}

@@ -1,0 +1,148 @@
+//! The report's page: captions, per-experiment sections and the index.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use crate::text::format_value;
+
+use super::charts::MAX_BARS;
+use super::data::ExperimentData;
+
+/// The files of one figure, for the index.
+pub(super) struct Figure {
+    pub(super) stem: String,
+    pub(super) caption: String,
+}
+
+/// The whole `index.html`: a heading naming the campaign and the store, the
+/// experiments' sections, and the workers' figure.
+pub(super) fn index(campaign: &str, store: &str, sections: &str, workers: &Figure) -> String {
+    let mut html = String::new();
+    let _ = write!(
+        html,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <title>kiln report: {c}</title>\n<style>\n\
+         body {{ font-family: sans-serif; max-width: 1040px; margin: 1em auto; }}\n\
+         img {{ max-width: 100%; border: 1px solid #ddd; }}\n\
+         table {{ border-collapse: collapse; }} td, th {{ padding: 2px 10px; text-align: right; }}\n\
+         figcaption {{ color: #444; margin-bottom: 1.5em; }}\n</style>\n</head>\n<body>\n\
+         <h1>kiln report: {c}</h1>\n<p>Store <code>{s}</code>.</p>\n",
+        c = escape(campaign),
+        s = escape(store),
+    );
+    html.push_str(sections);
+    let _ = write!(html, "<h2>Workers</h2>\n{}", figure_html(workers));
+    html.push_str("</body>\n</html>\n");
+    html
+}
+
+pub(super) fn objective_caption(e: &ExperimentData) -> String {
+    let failed = e.points().filter(|p| p.objective.is_none()).count();
+    let mut caption = "Objective of each step per chain: filled dots were accepted, hollow \
+                       ones rejected, triangles re-measure the incumbent; the line is the best \
+                       so far and the dashed line the baseline."
+        .to_string();
+    if failed > 0 {
+        let _ = write!(
+            caption,
+            " {failed} failed steps are the red crosses along the bottom."
+        );
+    }
+    caption
+}
+
+pub(super) fn breakdown_caption(e: &ExperimentData) -> String {
+    let mut caption = "Median time of a run per successful step, stacked: user + system CPU \
+                       time, GPU busy time, and the remainder of the wall time (floored at 0, \
+                       as the CPU time of several threads can exceed the wall time)."
+        .to_string();
+    let steps = e.points().filter(|p| p.wall.is_some() && !p.cached).count();
+    if steps > MAX_BARS {
+        let _ = write!(
+            caption,
+            " Each bar averages {} consecutive steps.",
+            steps.div_ceil(MAX_BARS)
+        );
+    }
+    if !e.gpu_measured {
+        caption.push_str(
+            " Note: no run measured gpu-time (absent or unsupported on these workers); \
+             GPU busy time is shown as 0.",
+        );
+    }
+    caption
+}
+
+pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "<h2>Experiment {}{}</h2>",
+        escape(&e.name),
+        e.benchmark
+            .as_ref()
+            .map(|b| format!(" (benchmark {})", escape(b)))
+            .unwrap_or_default()
+    );
+    let baseline = e.info.baseline.objective();
+    out.push_str(
+        "<table>\n<tr><th>chain</th><th>steps</th><th>ok</th><th>failed</th>\
+         <th>accepted</th><th>best objective</th><th>speedup</th></tr>\n",
+    );
+    for (chain, points) in &e.chains {
+        let ok = points.iter().filter(|p| p.objective.is_some()).count();
+        let accepted = points.iter().filter(|p| p.accepted).count();
+        let best = points
+            .iter()
+            .filter_map(|p| p.objective)
+            .min_by(f64::total_cmp);
+        let speedup = match (baseline, best) {
+            (Some(b), Some(o)) => format!("{:.3}x", b / o),
+            _ => "-".into(),
+        };
+        let _ = writeln!(
+            out,
+            "<tr><td>{chain}</td><td>{}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
+             <td>{}</td><td>{speedup}</td></tr>",
+            points.len(),
+            points.len() - ok,
+            best.map_or("-".into(), format_value),
+        );
+    }
+    out.push_str("</table>\n");
+    let mut failures: BTreeMap<&str, usize> = BTreeMap::new();
+    for p in e.points().filter(|p| p.objective.is_none()) {
+        *failures.entry(p.outcome).or_default() += 1;
+    }
+    let _ = writeln!(
+        out,
+        "<p>Baseline objective {}.{}</p>",
+        baseline.map_or("-".into(), format_value),
+        if failures.is_empty() {
+            String::new()
+        } else {
+            let list: Vec<String> = failures.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            format!(" Failed steps by outcome: {}.", escape(&list.join(", ")))
+        }
+    );
+    for f in figures {
+        out.push_str(&figure_html(f));
+    }
+    out
+}
+
+pub(super) fn figure_html(f: &Figure) -> String {
+    format!(
+        "<figure>\n<img src=\"{s}.png\" alt=\"{s}\">\n<figcaption>{c} \
+         (<a href=\"{s}.svg\">SVG</a>)</figcaption>\n</figure>\n",
+        s = escape(&f.stem),
+        c = escape(&f.caption)
+    )
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

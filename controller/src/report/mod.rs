@@ -1,0 +1,109 @@
+//! `kiln report`: plots of a campaign as PNG and SVG, tied together by an index.html.
+//!
+//! Per experiment: the objective against the step per chain (accepted and
+//! rejected proposals, failed steps, best so far, the baseline), the
+//! temperature, the rolling acceptance rate, the wall time of every measured
+//! run, and a CPU/GPU time breakdown per step. For the whole store: each
+//! worker's throughput. Text is drawn with a TrueType font read at run time
+//! (DejaVu Sans from Debian's `fonts-dejavu-core`, or `$KILN_FONT`), so the
+//! report needs no fontconfig.
+//!
+//! [`data`] reads the store (through its API only), [`charts`] draws,
+//! [`html`] writes the page; this module ties them together.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::store::{layout::file_stem, manual_benchmark, Store};
+
+mod charts;
+mod data;
+mod font;
+mod html;
+
+use charts::{Chart, ACCEPTANCE_WINDOW};
+use html::Figure;
+
+/// `kiln report`: writes every plot and `index.html` into `dir`; returns the files written.
+pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
+    font::ensure_font()?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let (config, experiments) = data::load(store)?;
+    if experiments.is_empty() {
+        bail!(
+            "store {} holds no experiments to report on",
+            store.dir().display()
+        );
+    }
+
+    let mut written = Vec::new();
+    let mut sections = String::new();
+    for e in &experiments {
+        let stem = file_stem(&e.name);
+        let mut figures = vec![(
+            format!("{stem}-objective"),
+            html::objective_caption(e),
+            Chart::Objective(e),
+        )];
+        if manual_benchmark(&e.name).is_none() {
+            figures.push((
+                format!("{stem}-temperature"),
+                "Temperature of each chain at each step.".to_string(),
+                Chart::Temperature(e),
+            ));
+            figures.push((
+                format!("{stem}-acceptance"),
+                format!(
+                    "Acceptance rate of proposals over the trailing {ACCEPTANCE_WINDOW} \
+                     proposals of each chain (failed proposals count as rejected)."
+                ),
+                Chart::Acceptance(e),
+            ));
+        }
+        figures.push((
+            format!("{stem}-runtimes"),
+            "Wall time of every measured run (warm-ups left out) of each step; \
+             reused measurements are not repeated."
+                .to_string(),
+            Chart::Runtimes(e),
+        ));
+        figures.push((
+            format!("{stem}-time-breakdown"),
+            html::breakdown_caption(e),
+            Chart::Breakdown(e),
+        ));
+        let mut done = Vec::new();
+        for (stem, caption, chart) in figures {
+            written.extend(charts::save(dir, &stem, &chart)?);
+            done.push(Figure { stem, caption });
+        }
+        sections.push_str(&html::section(e, &done));
+    }
+    let workers = Figure {
+        stem: "workers-throughput".into(),
+        caption: "Steps finished by each worker over the campaign (reused measurements and \
+                  manual steps left out): the slope is the worker's throughput, given in the \
+                  legend from its first to its last result."
+            .into(),
+    };
+    written.extend(charts::save(
+        dir,
+        &workers.stem,
+        &Chart::Throughput(&experiments),
+    )?);
+
+    let campaign = config
+        .as_ref()
+        .map_or("(no campaign config)", |c| c.name.as_str());
+    let page = html::index(
+        campaign,
+        &store.dir().display().to_string(),
+        &sections,
+        &workers,
+    );
+    let index = dir.join("index.html");
+    std::fs::write(&index, page).with_context(|| format!("cannot write {}", index.display()))?;
+    written.push(index);
+    Ok(written)
+}

@@ -1,0 +1,227 @@
+//! Every name kiln gives to something it keeps: the database's keys and the
+//! files and folders in and beside a store. Nothing else spells them, so a
+//! change of layout is a change of this file (and of `SCHEMA_VERSION`).
+//!
+//! | key | value |
+//! |-----|-------|
+//! | `meta/schema` | layout version (`SCHEMA_VERSION`) |
+//! | `meta/config` | normalized config text |
+//! | `meta/created-ms` | creation time |
+//! | `exp/<experiment>` | `ExperimentInfo`: decision points, baseline, references |
+//! | `chain/<experiment>/<chain>` | `ChainState` |
+//! | `step/<experiment>/<chain>/<step>` | `StepRecord`, decided |
+//! | `step/manual:<benchmark>/000000/<n>` | `StepRecord` measured by `kiln benchmark --store` (no chain state) |
+//! | `row/<experiment>/<chain>/<step>` | `StepRow` of the decided step `step/…` (binary), in its batch; layout 2 on |
+//! | `result/<experiment>/<chain>/<step>` | `StepRecord` measured, not yet decided |
+//! | `fingerprint/<hash>` | `Capabilities` of a worker, by content hash |
+//! | `metrics/<experiment>` | the metrics found in the experiment's decided steps (summaries and runs), kept in the batch of the step that adds one; the export's columns (stores written before it was kept have none, and are scanned) |
+//!
+//! Keys are readable, `/`-separated and zero-padded so that sled's byte order
+//! is step order.
+
+use std::path::{Path, PathBuf};
+
+use kiln_protocol::ContentHash;
+
+use super::StepKey;
+
+/// The layout version.
+pub const SCHEMA: &str = "meta/schema";
+/// The normalized config text.
+pub const CONFIG: &str = "meta/config";
+/// When the store was created.
+pub const CREATED_MS: &str = "meta/created-ms";
+
+/// Prefix of the experiments' infos.
+pub const EXPERIMENTS: &str = "exp/";
+/// Prefix of the decided steps.
+pub const STEPS: &str = "step/";
+/// Prefix of the export rows.
+pub const ROWS: &str = "row/";
+/// Prefix of the measured, undecided steps.
+pub const RESULTS: &str = "result/";
+
+/// Prefix of the experiments that hold manual steps. The `:` keeps manual
+/// experiments out of every `step/<name>/` prefix of a configured experiment.
+pub const MANUAL_PREFIX: &str = "manual:";
+
+/// The experiment that holds the manual steps of `benchmark`.
+pub fn manual_experiment(benchmark: &str) -> String {
+    format!("{MANUAL_PREFIX}{benchmark}")
+}
+
+/// The benchmark of a manual experiment; `None` for a configured experiment.
+pub fn manual_benchmark(experiment: &str) -> Option<&str> {
+    experiment.strip_prefix(MANUAL_PREFIX)
+}
+
+/// `exp/<experiment>`.
+pub fn experiment_key(experiment: &str) -> String {
+    format!("{EXPERIMENTS}{experiment}")
+}
+
+/// The experiment named by an `exp/…` key.
+pub fn experiment_of_key(key: &str) -> &str {
+    key.trim_start_matches(EXPERIMENTS)
+}
+
+/// `chain/<experiment>/<chain>`.
+pub fn chain_key(experiment: &str, chain: u32) -> String {
+    format!("chain/{experiment}/{chain:06}")
+}
+
+/// `<experiment>/<chain>/<step>`, the part of a step's keys after the prefix.
+pub fn step_suffix(key: &StepKey) -> String {
+    format!("{}/{:06}/{:09}", key.experiment, key.chain, key.step)
+}
+
+/// `step/<experiment>/<chain>/<step>`.
+pub fn step_key(key: &StepKey) -> String {
+    format!("{STEPS}{}", step_suffix(key))
+}
+
+/// `row/<experiment>/<chain>/<step>`.
+pub fn row_key(key: &StepKey) -> String {
+    format!("{ROWS}{}", step_suffix(key))
+}
+
+/// `result/<experiment>/<chain>/<step>`.
+pub fn result_key(key: &StepKey) -> String {
+    format!("{RESULTS}{}", step_suffix(key))
+}
+
+/// The prefix of an experiment's decided steps (every experiment with `None`).
+pub fn steps_prefix(experiment: Option<&str>) -> String {
+    match experiment {
+        Some(e) => format!("{STEPS}{e}/"),
+        None => STEPS.to_string(),
+    }
+}
+
+/// The prefix of one chain's decided steps.
+pub fn chain_steps_prefix(experiment: &str, chain: u32) -> String {
+    format!("{STEPS}{experiment}/{chain:06}/")
+}
+
+/// The prefix of an experiment's export rows.
+pub fn rows_prefix(experiment: &str) -> String {
+    format!("{ROWS}{experiment}/")
+}
+
+/// `fingerprint/<hash>`.
+pub fn fingerprint_key(hash: &ContentHash) -> String {
+    format!("fingerprint/{hash}")
+}
+
+/// `metrics/<experiment>`.
+pub fn metrics_key(experiment: &str) -> String {
+    format!("metrics/{experiment}")
+}
+
+/// A step's artifact: the tail of its build log.
+pub const BUILD_LOG: &str = "build-log";
+/// A step's artifact: the replay file its build used.
+pub const REPLAY_FILE: &str = "replay-file";
+
+// Files and folders in a store's folder.
+
+/// The sled database.
+pub fn db(store: &Path) -> PathBuf {
+    store.join("db")
+}
+
+/// Who holds the store (`pid N on HOST`), for the refusal message of others.
+pub fn holder(store: &Path) -> PathBuf {
+    store.join("controller.pid")
+}
+
+/// Build logs and replay files, by content hash.
+pub fn artifacts(store: &Path) -> PathBuf {
+    store.join("artifacts")
+}
+
+/// An artifact's file.
+pub fn artifact(store: &Path, hash: &ContentHash) -> PathBuf {
+    artifacts(store).join(format!("{hash}.txt"))
+}
+
+/// An artifact's file while it is written.
+pub fn artifact_tmp(store: &Path, hash: &ContentHash) -> PathBuf {
+    artifacts(store).join(format!(".{hash}.tmp"))
+}
+
+/// The running controller's status report.
+pub fn status_snapshot(store: &Path) -> PathBuf {
+    store.join("status.json")
+}
+
+/// The status report while it is written.
+pub fn status_snapshot_tmp(store: &Path) -> PathBuf {
+    store.join(".status.json.tmp")
+}
+
+/// The steps table a finished campaign leaves beside its store.
+pub fn steps_csv(store: &Path) -> PathBuf {
+    store.join("steps.csv")
+}
+
+/// The steps table while it is written.
+pub fn steps_csv_tmp(store: &Path) -> PathBuf {
+    store.join(".steps.csv.tmp")
+}
+
+/// The campaign's log.
+pub fn log(store: &Path) -> PathBuf {
+    store.join("kiln.log")
+}
+
+/// The local workers' folders.
+pub fn local_workers(store: &Path) -> PathBuf {
+    store.join("workers")
+}
+
+/// The best decision file of a chain.
+pub fn best_file(store: &Path, experiment: &str, chain: u32) -> PathBuf {
+    store
+        .join("best")
+        .join(format!("{}-chain{chain}.sexp", file_stem(experiment)))
+}
+
+/// Where `kiln rewards` writes by default.
+pub fn rewards_dir(store: &Path) -> PathBuf {
+    store.join("rewards")
+}
+
+/// The rewards table in a rewards folder.
+pub fn rewards_table(dir: &Path) -> PathBuf {
+    dir.join("rewards.csv")
+}
+
+/// The decision file `kiln rewards` writes for an experiment.
+pub fn rewards_best_file(dir: &Path, experiment: &str) -> PathBuf {
+    dir.join(format!("{}.best.sexp", file_stem(experiment)))
+}
+
+/// Where `kiln report` writes by default.
+pub fn report_dir(store: &Path) -> PathBuf {
+    store.join("report")
+}
+
+/// Where `kiln run --force-new` moves an old store.
+pub fn aside(store: &Path, now_ms: u64) -> PathBuf {
+    PathBuf::from(format!("{}.old-{now_ms}", store.display()))
+}
+
+/// A name made safe as part of a file name: no separators, so with the
+/// suffix every caller adds, it cannot leave its folder.
+pub fn file_stem(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

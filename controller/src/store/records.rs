@@ -1,0 +1,189 @@
+//! What the store keeps: steps, chain states, experiments and their references.
+//! These types are serialized as JSON in the database, so a field added must
+//! read back from stores written without it (`#[serde(default)]`).
+
+use std::collections::BTreeMap;
+
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+use kiln_protocol::message::{Discovery, StepResult};
+use kiln_protocol::{ContentHash, DecisionSet, StepOutcome};
+
+/// Identifies a step of a chain.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct StepKey {
+    /// Experiment name.
+    pub experiment: String,
+    /// Chain index.
+    pub chain: u32,
+    /// Step index within the chain.
+    pub step: u32,
+}
+
+impl std::fmt::Display for StepKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}/chain {}/step {}",
+            self.experiment, self.chain, self.step
+        )
+    }
+}
+
+/// Why a step was measured. Export rows store it by position: add variants
+/// at the end only.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepKind {
+    /// A search proposal.
+    Proposal,
+    /// A re-measurement of the incumbent (against the winner's curse).
+    Remeasure,
+}
+
+/// A measured step, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    /// Which step.
+    pub key: StepKey,
+    /// Why it was measured.
+    pub kind: StepKind,
+    /// The full decision set.
+    pub decisions: DecisionSet,
+    /// Its hash.
+    pub decision_hash: ContentHash,
+    /// The step whose state it was proposed from (`None`: the baseline).
+    pub parent: Option<u32>,
+    /// The decisions that differ from the parent state.
+    pub diff: DecisionSet,
+    /// Temperature at this step.
+    pub temperature: f64,
+    /// The worker's result (build log and replay file moved to artifacts).
+    pub result: StepResult,
+    /// The objective, if the step succeeded.
+    pub objective: Option<f64>,
+    /// Worker that ran it.
+    pub worker: String,
+    /// Slot on that worker.
+    pub slot: u32,
+    /// Hash of the worker's capabilities when it ran the step (`fingerprint/<hash>` holds them).
+    #[serde(default)]
+    pub worker_fingerprint: Option<ContentHash>,
+    /// Artifacts (kind → content hash) in the artifacts folder.
+    pub artifacts: BTreeMap<String, ContentHash>,
+    /// The earlier step whose measurement this one reuses (same decision set).
+    pub cached_from: Option<StepKey>,
+    /// When the step was handed to the pool (Unix ms).
+    pub dispatched_ms: u64,
+    /// When its result was stored (Unix ms).
+    pub recorded_ms: u64,
+    /// Filled in when the chain decides the step.
+    pub decision: Option<Decision>,
+}
+
+/// The chain's verdict on a step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Whether the chain moved to this step's decisions.
+    pub accepted: bool,
+    /// The incumbent's objective the step was compared with.
+    pub compared_with: f64,
+    /// When the chain decided (Unix ms).
+    pub decided_ms: u64,
+}
+
+/// A state of a chain: decisions and their measured objective.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Incumbent {
+    /// The decisions.
+    pub decisions: DecisionSet,
+    /// Every objective measured for them (re-measurements add samples).
+    pub samples: Vec<f64>,
+    /// The step it came from (`None`: the baseline).
+    pub step: Option<u32>,
+}
+
+impl Incumbent {
+    /// The objective: the median of the samples.
+    pub fn objective(&self) -> f64 {
+        kiln_protocol::Summary::of(&self.samples).map_or(f64::NAN, |s| s.median)
+    }
+}
+
+/// A proposal generated but not yet decided.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// Why it is measured.
+    pub kind: StepKind,
+    /// The decisions.
+    pub decisions: DecisionSet,
+    /// The state it was proposed from.
+    pub parent: Option<u32>,
+    /// Decisions that differ from the parent.
+    pub diff: DecisionSet,
+    /// Temperature at this step.
+    pub temperature: f64,
+}
+
+/// A chain's whole search state: enough to resume exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChainState {
+    /// Next step to decide.
+    pub next_decide: u32,
+    /// Steps generated so far.
+    pub generated: u32,
+    /// Where the chain is.
+    pub current: Incumbent,
+    /// The best state seen.
+    pub best: Incumbent,
+    /// The RNG after the last decision and generation.
+    pub rng: ChaCha8Rng,
+    /// Proposals generated and not yet decided, by step.
+    pub pending: BTreeMap<u32, Proposal>,
+    /// Accepted proposals.
+    pub accepted: u32,
+    /// Failed steps by outcome name.
+    pub failures: BTreeMap<String, u32>,
+    /// Temperature at the last decided step.
+    pub temperature: f64,
+    /// When the chain started (Unix ms).
+    pub started_ms: u64,
+    /// When it last decided a step (Unix ms).
+    pub updated_ms: u64,
+}
+
+/// A reference measurement of an experiment (the baseline, inlining nothing).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reference {
+    /// The decisions.
+    pub decisions: DecisionSet,
+    /// Objectives measured (several for the baseline).
+    pub samples: Vec<f64>,
+    /// The outcome of the last measurement.
+    pub outcome: StepOutcome,
+    /// The output digest of the first successful measurement.
+    pub output_digest: Option<ContentHash>,
+    /// .text size of the build, where known.
+    pub text_bytes: Option<u64>,
+}
+
+impl Reference {
+    /// The median objective, if any measurement succeeded.
+    pub fn objective(&self) -> Option<f64> {
+        kiln_protocol::Summary::of(&self.samples).map(|s| s.median)
+    }
+}
+
+/// What the store knows of an experiment before its chains run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentInfo {
+    /// The benchmark's decision points and stock decisions.
+    pub discovery: Discovery,
+    /// The bundle the benchmark was discovered from.
+    pub bundle: ContentHash,
+    /// The starting decisions (stock, or the config's baseline file).
+    pub baseline: Reference,
+    /// Named extra references (`no-inline` for inlining benchmarks).
+    pub references: BTreeMap<String, Reference>,
+}
