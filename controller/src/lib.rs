@@ -18,15 +18,15 @@
 //! | [`report`] | plots and their page |
 //! | [`cli`], [`commands`] | the command line, and one file per subcommand that runs it |
 
-pub mod campaign;
+mod campaign;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;
 pub mod error;
 pub mod export;
 pub mod logging;
-pub mod plan;
+mod plan;
 pub mod report;
 pub mod rewards;
 pub mod store;
-pub mod text;
+mod text;

@@ -9,7 +9,7 @@ use std::path::Path;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use common::{kiln_cmd, run_kiln, text};
+use common::{kiln_cmd, reopen, run_kiln, text};
 use kiln_controller::export::{
     self, ExportOptions, Table, DECISION_COLUMNS, REWARD_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
     STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
@@ -709,18 +709,6 @@ fn steps_export_reads_the_same_from_a_store_without_the_metrics_index() {
             .collect()
         )
     );
-}
-
-/// Opens again what was just closed: sled's background threads let go of the
-/// database (and its lock) a moment after the last handle is dropped.
-fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
-    for _ in 0..100 {
-        if let Ok(opened) = open() {
-            return opened;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    open().expect("the store opens again")
 }
 
 #[test]

@@ -31,7 +31,7 @@ use kiln_protocol::{Request, Response, PROTOCOL_VERSION};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 
-use common::{rig_down, rig_script};
+use common::{rig_ctl, rig_down, rig_script};
 
 const SKIP: i32 = 77;
 const CONNECT: Duration = Duration::from_secs(8);
@@ -102,18 +102,9 @@ impl Rig {
         Some(rig)
     }
 
+    /// `ssh-rig VERB DIR K`.
     fn ctl(&self, verb: &str, k: usize) {
-        let out = Command::new(rig_script())
-            .arg(verb)
-            .arg(&self.dir)
-            .arg(k.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ssh-rig {verb} {k}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        rig_ctl(&self.dir, verb, k);
     }
 
     fn known_hosts(&self) -> PathBuf {

@@ -80,17 +80,7 @@ impl Rig {
 
     /// `ssh-rig VERB DIR K`.
     fn ctl(&self, verb: &str, k: usize) {
-        let out = Command::new(rig_script())
-            .arg(verb)
-            .arg(&self.dir)
-            .arg(k.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ssh-rig {verb} {k}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        rig_ctl(&self.dir, verb, k);
     }
 
     /// Worker `k`'s folder on the "remote" machine (the rig's daemons run on this one).

@@ -385,18 +385,6 @@ fn steps_table(store: &Store) -> String {
     String::from_utf8(out).unwrap()
 }
 
-/// Opens again what was just closed: sled's background threads let go of the
-/// database (and its lock) a moment after the last handle is dropped.
-fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
-    for _ in 0..100 {
-        if let Ok(opened) = open() {
-            return opened;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    open().expect("the store opens again")
-}
-
 #[test]
 fn a_store_without_export_rows_exports_as_kiln_did_before_them() {
     let dir = tempfile::tempdir().unwrap();

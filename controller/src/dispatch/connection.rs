@@ -37,8 +37,6 @@ type Waiters = Arc<StdMutex<HashMap<Waiting, oneshot::Sender<Response>>>>;
 
 /// An open session with a worker.
 pub struct Connection {
-    /// The worker's name.
-    pub name: String,
     /// What the worker said of itself at hello.
     pub capabilities: Capabilities,
     writer: Mutex<ChannelWriter>,
@@ -179,7 +177,6 @@ impl Connection {
                 }
             });
             Connection {
-                name: name.to_string(),
                 capabilities,
                 writer: Mutex::new(writer),
                 waiters: waiters.clone(),

@@ -9,10 +9,10 @@
 //! runs what it is given and says what came back. It may use the store's
 //! clock and nothing else above the protocol.
 
-pub mod bundle;
-pub mod calibration;
+pub(crate) mod bundle;
+pub(crate) mod calibration;
 mod connection;
-pub mod pool;
-pub mod slot;
+pub(crate) mod pool;
+pub(crate) mod slot;
 pub mod ssh;
-pub mod transport;
+pub(crate) mod transport;

@@ -28,7 +28,7 @@ use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
 pub mod layout;
 mod records;
-pub mod row;
+pub(crate) mod row;
 mod step_metrics;
 mod verify;
 

@@ -80,6 +80,21 @@ pub fn rig_script() -> PathBuf {
     repo().join("scripts/ssh-rig")
 }
 
+/// `ssh-rig VERB DIR K`: acts on sshd `K` of the rig in `dir`.
+pub fn rig_ctl(dir: &Path, verb: &str, k: usize) {
+    let out = Command::new(rig_script())
+        .arg(verb)
+        .arg(dir)
+        .arg(k.to_string())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "ssh-rig {verb} {k}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Takes down the rig in `dir` (`ssh-rig down`) and removes the folder; a failure is
 /// printed, not raised, as this runs from `Drop`.
 pub fn rig_down(dir: &Path) {
@@ -94,4 +109,16 @@ pub fn rig_down(dir: &Path) {
         ),
         Err(e) => eprintln!("ssh-rig down {}: {e}", dir.display()),
     }
+}
+
+/// Opens again what was just closed: sled's background threads let go of the
+/// database (and its lock) a moment after the last handle is dropped.
+pub fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
+    for _ in 0..100 {
+        if let Ok(opened) = open() {
+            return opened;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    open().expect("the store opens again")
 }
