@@ -154,6 +154,7 @@ fn chain_state(samples: &[f64]) -> ChainState {
         pending: BTreeMap::new(),
         accepted: 0,
         failures: BTreeMap::new(),
+        last_failure: None,
         temperature: 0.0,
         started_ms: 0,
         updated_ms: 0,

@@ -25,6 +25,8 @@ pub enum Command {
     Run(RunArgs),
     /// Show a campaign's progress: steps, acceptance, best against the baseline, failures, workers.
     Status(StatusArgs),
+    /// Show one stored step in full: decisions changed, outcome with its whole stderr or build log, metrics.
+    Show(ShowArgs),
     /// Inspect a store.
     Store {
         #[command(subcommand)]
@@ -166,4 +168,16 @@ pub struct ReportArgs {
 pub struct VerifyArgs {
     /// The campaign's store folder.
     pub store: PathBuf,
+}
+
+/// The arguments of `kiln show`.
+#[derive(Args)]
+pub struct ShowArgs {
+    /// The campaign's store folder.
+    pub store: PathBuf,
+    /// The step: EXPERIMENT/CHAIN/STEP, as `kiln export` names it (e.g. `sample-dsp/0/17`).
+    pub step: String,
+    /// Print the stored record as JSON instead.
+    #[arg(long)]
+    pub json: bool,
 }

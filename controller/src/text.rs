@@ -2,6 +2,8 @@
 //! word for what a worker cannot measure. Commands format with these, never
 //! with their own variants, so one figure reads the same everywhere.
 
+use kiln_protocol::Summary;
+
 /// How a metric the worker cannot measure reads in tables.
 pub const UNSUPPORTED: &str = "unsupported";
 
@@ -29,4 +31,14 @@ pub fn format_secs(s: f64) -> String {
     } else {
         format!("{s:.1}s")
     }
+}
+
+/// A metric's median and its 95 % interval: `1.2345 [1.2000, 1.3000]`.
+pub fn format_summary(s: &Summary) -> String {
+    format!(
+        "{} [{}, {}]",
+        format_value(s.median),
+        format_value(s.ci_low),
+        format_value(s.ci_high)
+    )
 }

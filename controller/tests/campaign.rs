@@ -172,7 +172,7 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     .unwrap();
     std::fs::write(
         bench.join("run.sh"),
-        "case \"$1\" in\n  crash) kill -SEGV $$ ;;\n  hang) sleep 100 ;;\n  wrong) echo different ;;\n  *) echo same ;;\nesac\n",
+        "case \"$1\" in\n  crash) echo 'fatal: bad state at 0x42' >&2; kill -SEGV $$ ;;\n  hang) sleep 100 ;;\n  wrong) echo different ;;\n  *) echo same ;;\nesac\n",
     )
     .unwrap();
     let config = r#"(campaign
@@ -223,6 +223,43 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     assert!(shown.contains("finished"), "{shown}");
     assert!(shown.contains("16/16"), "{shown}");
     assert!(shown.contains("timeout"), "{shown}");
+    let last = steps
+        .iter()
+        .rfind(|s| s.result.outcome.name() != "ok")
+        .unwrap();
+    assert!(
+        shown.contains(&format!(
+            "last failure of flaky/chain 0: step {}: ",
+            last.key.step
+        )),
+        "{shown}"
+    );
+
+    // Each failure explains itself: in the step view, and in the log.
+    let shown_step = |name: &str| {
+        let s = steps
+            .iter()
+            .find(|s| s.result.outcome.name() == name)
+            .unwrap();
+        let path = format!("flaky/0/{}", s.key.step);
+        let out = run_kiln(dir.path(), &["show", "store", &path]);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let crashed = shown_step("run-failed");
+    assert!(crashed.contains("killed by SIGSEGV"), "{crashed}");
+    assert!(crashed.contains("| fatal: bad state at 0x42"), "{crashed}");
+    let broken = shown_step("build-failed");
+    assert!(broken.contains("| error: does not compile"), "{broken}");
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(
+        log.contains("run failed (killed by SIGSEGV): fatal: bad state at 0x42"),
+        "{log}"
+    );
+    let missing = run_kiln(dir.path(), &["show", "store", "flaky/0/99"]);
+    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    let malformed = run_kiln(dir.path(), &["show", "store", "flaky-17"]);
+    assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
 }
 
 /// Starts `kiln run campaign.sexp` in `dir` and waits (at most a minute) until its status

@@ -184,6 +184,7 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
         pending: BTreeMap::new(),
         accepted: 0,
         failures: BTreeMap::new(),
+        last_failure: None,
         temperature: 0.04,
         started_ms: 0,
         updated_ms: 0,

@@ -226,6 +226,7 @@ fn campaign(steps: u32) -> Campaign {
             pending: BTreeMap::new(),
             accepted: 0,
             failures: BTreeMap::new(),
+            last_failure: None,
             temperature: 0.0,
             started_ms: 0,
             updated_ms: 0,

@@ -348,6 +348,50 @@ impl StepOutcome {
         }
     }
 
+    /// The text that explains a failure: the build's output, the run's
+    /// stderr, the mismatched sites or the reason given; `None` for `ok`.
+    pub fn detail(&self) -> Option<String> {
+        match self {
+            StepOutcome::Ok | StepOutcome::Cancelled | StepOutcome::Timeout { .. } => None,
+            StepOutcome::BuildFailed { log_tail, .. } => Some(log_tail.clone()),
+            StepOutcome::RunFailed { stderr_tail, .. } => Some(stderr_tail.clone()),
+            StepOutcome::WrongOutput { expected, found } => Some(format!(
+                "output digest {} where the baseline's is {}",
+                found.short(),
+                expected.short()
+            )),
+            StepOutcome::DecisionMismatch { mismatched } => Some(mismatched.join("\n")),
+            StepOutcome::WorkerLost { reason } | StepOutcome::Rejected { reason } => {
+                Some(reason.clone())
+            }
+        }
+    }
+
+    /// One line that says why a step failed: the outcome and the last line of
+    /// its [`detail`](Self::detail) that says anything (compilers, valgrind
+    /// and panics put the cause last); `None` for `ok`.
+    pub fn reason(&self) -> Option<String> {
+        if *self == StepOutcome::Ok {
+            return None;
+        }
+        const MAX: usize = 240;
+        let last = self.detail().and_then(|d| {
+            d.lines()
+                .map(str::trim)
+                .rfind(|l| !l.is_empty())
+                .map(|l| match l.char_indices().nth(MAX) {
+                    Some((cut, _)) => format!("{}…", &l[..cut]),
+                    None => l.to_string(),
+                })
+        });
+        Some(match last {
+            Some(line) if !matches!(self, StepOutcome::WorkerLost { .. } | StepOutcome::Rejected { .. }) => {
+                format!("{self}: {line}")
+            }
+            _ => self.to_string(),
+        })
+    }
+
     /// Whether the failure belongs to the infrastructure, not the candidate:
     /// such steps are re-dispatched rather than recorded as the candidate's result.
     pub fn is_infrastructure(&self) -> bool {

@@ -632,6 +632,9 @@ impl<'a> Running<'a> {
             };
             let before: Vec<u32> = state.pending.keys().copied().collect();
             chain::decide(&ctx, state, &mut record);
+            if let Some(reason) = record.result.outcome.reason() {
+                tracing::info!("{}: {reason}", record.key);
+            }
             self.store.decide_unflushed(&record, state)?;
             self.staged = true;
             let fresh: Vec<u32> = state

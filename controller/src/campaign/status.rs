@@ -53,6 +53,9 @@ pub struct ChainRow {
     pub temperature: f64,
     /// Failed steps by outcome.
     pub failures: BTreeMap<String, u32>,
+    /// Why the latest failed step failed.
+    #[serde(default)]
+    pub last_failure: Option<String>,
     /// When the chain started (Unix ms).
     pub started_ms: u64,
     /// When it last decided a step (Unix ms).
@@ -108,6 +111,7 @@ fn chain_rows(
                 .unwrap_or(f64::NAN),
             temperature: s.temperature,
             failures: s.failures.clone(),
+            last_failure: s.last_failure.clone(),
             started_ms: s.started_ms,
             updated_ms: s.updated_ms,
         })

@@ -22,7 +22,6 @@ use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, RunPolicy, WorkerSpec}
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
 use kiln_protocol::{
     CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome, StepRequest,
-    Summary,
 };
 
 use crate::cli::BenchmarkArgs;
@@ -35,7 +34,7 @@ use crate::store::{
     manual_experiment, now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
     Store,
 };
-use crate::text::{format_value, UNSUPPORTED};
+use crate::text::{format_summary, format_value, UNSUPPORTED};
 
 pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -469,15 +468,6 @@ fn cell(result: &StepResult, metric: Metric) -> Option<String> {
         .then(|| UNSUPPORTED.to_string())
 }
 
-fn format_summary(s: &Summary) -> String {
-    format!(
-        "{} [{}, {}]",
-        format_value(s.median),
-        format_value(s.ci_low),
-        format_value(s.ci_high)
-    )
-}
-
 /// Appends the candidate to experiment `manual:<benchmark>`, chain 0.
 fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) -> Result<StepKey> {
     let experiment = manual_experiment(&spec.name);
@@ -550,7 +540,7 @@ fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) ->
 mod tests {
     use super::*;
     use kiln_protocol::message::RunRecord;
-    use kiln_protocol::StepId;
+    use kiln_protocol::{StepId, Summary};
 
     fn result(metrics: &[(Metric, MetricValue)]) -> StepResult {
         let runs = vec![RunRecord {

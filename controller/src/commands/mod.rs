@@ -28,6 +28,7 @@ mod export;
 mod report;
 mod rewards;
 mod run;
+mod show;
 mod sites;
 mod status;
 mod store;
@@ -41,6 +42,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Check(args) => check::run(&args, &mut out),
         Command::Run(args) => run::run(&args, &mut out),
         Command::Status(args) => status::run(&args, &mut out),
+        Command::Show(args) => show::run(&args, &mut out),
         Command::Store {
             command: StoreCommand::Verify(args),
         } => store::verify(&args, &mut out),

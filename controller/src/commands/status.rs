@@ -69,6 +69,15 @@ fn render(report: &Report) -> String {
             failures
         );
     }
+    for r in report.chains.iter().filter(|r| r.last_failure.is_some()) {
+        let _ = writeln!(
+            out,
+            "last failure of {}/chain {}: {}",
+            r.experiment,
+            r.chain,
+            r.last_failure.as_deref().unwrap_or_default()
+        );
+    }
     if !report.workers.is_empty() {
         // Throughput over the campaign's span so far (first chain start to last decision).
         let start = report

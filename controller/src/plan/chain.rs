@@ -67,6 +67,7 @@ pub fn start(
         pending: Default::default(),
         accepted: 0,
         failures: Default::default(),
+        last_failure: None,
         temperature: search::temperature(ctx.search(), 0),
         started_ms: now_ms(),
         updated_ms: now_ms(),
@@ -151,11 +152,12 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
     if state.current.objective() < state.best.objective() {
         state.best = state.current.clone();
     }
-    if record.result.outcome != kiln_protocol::StepOutcome::Ok {
+    if let Some(reason) = record.result.outcome.reason() {
         *state
             .failures
             .entry(record.result.outcome.name().to_string())
             .or_default() += 1;
+        state.last_failure = Some(format!("step {step}: {reason}"));
     }
     state.temperature = record.temperature;
     state.next_decide += 1;

@@ -145,6 +145,9 @@ pub struct ChainState {
     pub accepted: u32,
     /// Failed steps by outcome name.
     pub failures: BTreeMap<String, u32>,
+    /// Why the latest failed step failed (`step N: outcome: last line`).
+    #[serde(default)]
+    pub last_failure: Option<String>,
     /// Temperature at the last decided step.
     pub temperature: f64,
     /// When the chain started (Unix ms).

@@ -1,0 +1,133 @@
+//! `kiln show`: one stored step in full, so a failure explains itself.
+
+use std::io::Write;
+
+use anyhow::{Context, Result};
+
+use kiln_protocol::Metric;
+
+use crate::cli::ShowArgs;
+use crate::error::{BadInput, Outcome};
+use crate::store::{StepKey, StepKind, Store};
+use crate::text::{format_summary, format_value};
+
+/// Sites listed by name when a step changed that many or fewer.
+const LIST_CHANGES: usize = 20;
+
+pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
+    let key = parse_key(&args.step)?;
+    let store = Store::open_existing(&args.store)?;
+    let record = store
+        .step(&key)?
+        .with_context(|| format!("store {} holds no decided step {key}", args.store.display()))?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &record)?;
+        writeln!(out)?;
+        return Ok(Outcome::Success);
+    }
+    let kind = match record.kind {
+        StepKind::Proposal => "proposal",
+        StepKind::Remeasure => "re-measurement of the incumbent",
+    };
+    let parent = record
+        .parent
+        .map_or("the baseline".to_string(), |p| format!("step {p}"));
+    writeln!(out, "{key}: {kind}, from {parent}")?;
+    writeln!(
+        out,
+        "worker {} slot {}; measured in {:.1} s",
+        record.worker,
+        record.slot,
+        record.recorded_ms.saturating_sub(record.dispatched_ms) as f64 / 1000.0
+    )?;
+    if let Some(source) = &record.cached_from {
+        writeln!(out, "measurement reused from {source}")?;
+    }
+    writeln!(out, "outcome: {}", record.result.outcome)?;
+    if let Some(detail) = record.result.outcome.detail().filter(|d| !d.is_empty()) {
+        for line in detail.lines() {
+            writeln!(out, "  | {line}")?;
+        }
+    }
+    let baseline = store
+        .experiment(&key.experiment)?
+        .and_then(|info| info.baseline.objective());
+    match (record.objective, baseline) {
+        (Some(o), Some(b)) => writeln!(
+            out,
+            "objective: {} (baseline {}, speedup {:.4}x)",
+            format_value(o),
+            format_value(b),
+            b / o
+        )?,
+        (Some(o), None) => writeln!(out, "objective: {}", format_value(o))?,
+        (None, _) => writeln!(out, "objective: none (the step failed)")?,
+    }
+    if let Some(d) = &record.decision {
+        let verdict = if d.accepted { "accepted" } else { "rejected" };
+        writeln!(
+            out,
+            "{verdict} against {}; temperature {}",
+            format_value(d.compared_with),
+            record.temperature
+        )?;
+    }
+    let changed = &record.diff.0;
+    write!(out, "{} decisions changed", changed.len())?;
+    if !changed.is_empty() && changed.len() <= LIST_CHANGES {
+        writeln!(out, ":")?;
+        for (site, value) in changed {
+            writeln!(out, "  {site} = {value}")?;
+        }
+    } else {
+        writeln!(out)?;
+    }
+    if let Some(b) = &record.result.build {
+        writeln!(
+            out,
+            "build: {:.2} s{}{}",
+            b.wall_ns as f64 / 1e9,
+            b.text_bytes
+                .map_or(String::new(), |t| format!(", .text {t} bytes")),
+            if b.reused { ", reused" } else { "" }
+        )?;
+    }
+    for (kind, hash) in &record.artifacts {
+        writeln!(out, "{kind}: {}", store.artifact_path(hash).display())?;
+    }
+    let measured = record.result.runs.iter().filter(|r| !r.warmup).count();
+    if !record.result.summary.is_empty() {
+        writeln!(out, "metrics (median [95% CI] over {measured} runs):")?;
+        for metric in Metric::ALL {
+            if let Some(s) = record.result.summary.get(metric) {
+                writeln!(
+                    out,
+                    "  {:<20} {:>8}  {}",
+                    metric.name(),
+                    metric.unit(),
+                    format_summary(s)
+                )?;
+            }
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+/// `EXPERIMENT/CHAIN/STEP`; the experiment may itself hold `/`.
+fn parse_key(text: &str) -> Result<StepKey> {
+    let bad = || {
+        BadInput(format!(
+            "'{text}' names no step: write EXPERIMENT/CHAIN/STEP, e.g. sample-dsp/0/17"
+        ))
+    };
+    let mut parts = text.rsplitn(3, '/');
+    let (Some(step), Some(chain), Some(experiment)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(bad().into());
+    };
+    Ok(StepKey {
+        experiment: experiment.to_string(),
+        chain: chain.parse().map_err(|_| bad())?,
+        step: step.parse().map_err(|_| bad())?,
+    })
+}
