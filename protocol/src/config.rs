@@ -199,6 +199,11 @@ pub struct BenchmarkSpec {
     pub build_timeout_s: f64,
     /// Extra environment variables for build and runs.
     pub env: Vec<(String, String)>,
+    /// Variables the build takes from the worker's environment, besides the
+    /// toolchain's own (`PATH`, `HOME`, `RUSTUP_HOME`, `CARGO_HOME`); runs
+    /// never see them.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
     /// How a run's output is checked against the baseline's.
     pub check_output: OutputCheck,
     /// CPU and memory limits on the timed runs (cgroup v2).
@@ -944,6 +949,7 @@ const BENCHMARK_FIELDS: &[&str] = &[
     "timeout-s",
     "build-timeout-s",
     "env",
+    "pass-env",
     "check-output",
     "compiler",
     "fallback",
@@ -1021,6 +1027,10 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         Some(f) => env_pairs(src, &f)?,
         None => Vec::new(),
     };
+    let pass_env = match rec.opt("pass-env") {
+        Some(f) => variable_names(src, &f)?,
+        None => Vec::new(),
+    };
     let check_output = match rec.opt("check-output") {
         Some(f) => output_check(src, f.one()?)?,
         None => OutputCheck::Stdout,
@@ -1042,6 +1052,7 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         build,
         run,
         env,
+        pass_env,
         check_output,
         limits,
     })
@@ -1117,6 +1128,22 @@ fn env_pairs(src: Src<'_>, field: &Field<'_>) -> Result<Vec<(String, String)>, S
             )),
         })
         .collect()
+}
+
+/// `(pass-env ("NAME" ...))`: names of environment variables.
+fn variable_names(src: Src<'_>, field: &Field<'_>) -> Result<Vec<String>, SexpError> {
+    let node = field.one()?;
+    let names = decode::string_list(src, node, "pass-env")?;
+    if let Some(bad) = names
+        .iter()
+        .find(|n| n.is_empty() || n.contains('=') || n.contains('\0'))
+    {
+        return Err(src.error(
+            node.pos,
+            format!("'{bad}' is no environment variable name (pass-env)"),
+        ));
+    }
+    Ok(names)
 }
 
 fn output_check(src: Src<'_>, node: &Sexp) -> Result<OutputCheck, SexpError> {
@@ -1198,6 +1225,9 @@ impl BenchmarkSpec {
                 .map(|(k, v)| Sexp::list(vec![Sexp::string(k.clone()), Sexp::string(v.clone())]))
                 .collect();
             fields.push(f("env", pairs));
+        }
+        if !self.pass_env.is_empty() {
+            fields.push(f("pass-env", vec![strings(&self.pass_env)]));
         }
         let check = match &self.check_output {
             OutputCheck::None => Sexp::symbol("none"),

@@ -376,16 +376,20 @@ impl StepOutcome {
         }
         const MAX: usize = 240;
         let last = self.detail().and_then(|d| {
-            d.lines()
-                .map(str::trim)
-                .rfind(|l| !l.is_empty())
-                .map(|l| match l.char_indices().nth(MAX) {
+            d.lines().map(str::trim).rfind(|l| !l.is_empty()).map(|l| {
+                match l.char_indices().nth(MAX) {
                     Some((cut, _)) => format!("{}…", &l[..cut]),
                     None => l.to_string(),
-                })
+                }
+            })
         });
         Some(match last {
-            Some(line) if !matches!(self, StepOutcome::WorkerLost { .. } | StepOutcome::Rejected { .. }) => {
+            Some(line)
+                if !matches!(
+                    self,
+                    StepOutcome::WorkerLost { .. } | StepOutcome::Rejected { .. }
+                ) =>
+            {
                 format!("{self}: {line}")
             }
             _ => self.to_string(),

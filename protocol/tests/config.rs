@@ -338,3 +338,27 @@ fn worker_gpus_parse_round_trip_and_need_one_per_slot() {
         "{err}"
     );
 }
+
+#[test]
+fn pass_env_parses_round_trips_and_refuses_what_is_no_name() {
+    let text = SKETCH.replace(
+        "(timeout-s 30)",
+        "(timeout-s 30) (pass-env (\"CC\" \"RUSTFLAGS\"))",
+    );
+    let c = CampaignConfig::parse(&text, "c.sexp").unwrap();
+    assert_eq!(c.benchmarks[0].pass_env, ["CC", "RUSTFLAGS"]);
+    let printed = c.to_text();
+    assert!(
+        printed.contains("(pass-env (\"CC\" \"RUSTFLAGS\"))"),
+        "{printed}"
+    );
+    assert_eq!(CampaignConfig::parse(&printed, "again").unwrap(), c);
+
+    let bad = SKETCH.replace("(timeout-s 30)", "(timeout-s 30) (pass-env (\"A=1\"))");
+    let err = error_of(&bad);
+    assert!(err.starts_with("prod-configs/x.sexp:"), "{err}");
+    assert!(
+        err.contains("'A=1' is no environment variable name (pass-env)"),
+        "{err}"
+    );
+}

@@ -162,12 +162,16 @@ fn online_cores() -> u32 {
     u32::try_from(n).unwrap_or(1).max(1)
 }
 
-/// The first line of `NAME --version`, run with the builds' `PATH`.
+/// The first line of `NAME --version`, run with the toolchain environment builds get.
 fn compiler_version(name: &str) -> Option<String> {
+    let own = process::TOOLCHAIN_ENV
+        .iter()
+        .filter_map(|n| std::env::var_os(n).map(|v| (*n, v)));
     let out = Command::new(name)
         .arg("--version")
         .env_clear()
         .env("PATH", process::CLEAN_PATH)
+        .envs(own)
         .stdin(Stdio::null())
         .stderr(Stdio::null())
         .output()

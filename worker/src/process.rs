@@ -159,6 +159,11 @@ impl CancelToken {
     }
 }
 
+/// The variables every build takes from the worker's own environment, so that
+/// toolchains installed per user (rustup's proxies in `~/.cargo/bin`, a
+/// compiler under `/opt`) are found as the worker finds them. Runs do not.
+pub const TOOLCHAIN_ENV: &[&str] = &["PATH", "HOME", "RUSTUP_HOME", "CARGO_HOME"];
+
 /// The environment of every build and run: a fixed `PATH`, `HOME`, `LANG=C`,
 /// then `extra` (later entries override earlier ones with the same name).
 pub fn clean_env(home: &Path, extra: &[(String, String)]) -> Vec<(String, String)> {
@@ -258,8 +263,13 @@ pub fn run(
         let before = c.before_launch();
         (c, before)
     });
-    let Started { pid, pidfd, start } =
-        spawn(launch, stdio).map_err(|e| format!("cannot start {}: {e}", what()))?;
+    let Started { pid, pidfd, start } = spawn(launch, stdio).map_err(|e| {
+        format!(
+            "cannot start {}: {e}{}",
+            what(),
+            searched(&launch.argv[0], &launch.env)
+        )
+    })?;
 
     let mut out = Sink::new(launch.output, stdout_fd);
     let mut err = Sink::tail(stderr_fd);
@@ -468,18 +478,31 @@ fn timespec_ns(t: &libc::timespec) -> u64 {
     (t.tv_sec as u64).saturating_mul(1_000_000_000) + t.tv_nsec as u64
 }
 
+/// The `PATH` a launch with `env` looks programs up on: its own, else the clean one.
+fn search_path(env: &[(String, String)]) -> &str {
+    env.iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map_or(CLEAN_PATH, |(_, v)| v.as_str())
+}
+
+/// For an error starting `program`: where it was looked for, when it was
+/// looked up on a `PATH` (the environment's, not the worker's own).
+fn searched(program: &str, env: &[(String, String)]) -> String {
+    if program.contains('/') {
+        return String::new();
+    }
+    format!(" ('{program}' looked up on PATH={})", search_path(env))
+}
+
 /// The paths an `execvp` of `program` tries: the program itself if it has a
 /// `/`, else each folder of the environment's `PATH` (the clean one by default).
 fn exec_candidates(program: &str, env: &[(String, String)]) -> Vec<PathBuf> {
     if program.contains('/') {
         return vec![PathBuf::from(program)];
     }
-    let path = env
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "PATH")
-        .map_or(CLEAN_PATH, |(_, v)| v.as_str());
-    path.split(':')
+    search_path(env)
+        .split(':')
         .map(|dir| {
             let dir = if dir.is_empty() { "." } else { dir };
             Path::new(dir).join(program)

@@ -396,7 +396,7 @@ impl Build<'_> {
         Launch {
             argv,
             cwd: self.work.to_path_buf(),
-            env: step_env(self.spec, self.decisions, self.home),
+            env: build_env(self.spec, self.decisions, self.home),
             cpus: self.cpus.to_vec(),
             output: Output::KeepMerged { cap: BUILD_LOG_CAP },
             // Checked by `seconds` when the step or discovery began.
@@ -421,6 +421,29 @@ fn step_env(spec: &BenchmarkSpec, decisions: &DecisionSet, home: &Path) -> Vec<(
         );
     }
     process::clean_env(home, &extra)
+}
+
+/// The environment of builds: the runs' clean one with [`process::TOOLCHAIN_ENV`] and
+/// the benchmark's `pass-env` taken from the worker's environment where set
+/// there. The benchmark's own `env` still wins. Runs never get these: what
+/// they measure must not depend on who started the worker.
+fn build_env(spec: &BenchmarkSpec, decisions: &DecisionSet, home: &Path) -> Vec<(String, String)> {
+    let mut env = step_env(spec, decisions, home);
+    let passed = process::TOOLCHAIN_ENV
+        .iter()
+        .copied()
+        .chain(spec.pass_env.iter().map(String::as_str));
+    for name in passed {
+        if spec.env.iter().any(|(k, _)| k == name) {
+            continue;
+        }
+        let Some(value) = std::env::var_os(name) else {
+            continue;
+        };
+        env.retain(|(k, _)| k != name);
+        env.push((name.to_string(), value.to_string_lossy().into_owned()));
+    }
+    env
 }
 
 /// A run's environment with the slot's GPUs: `CUDA_VISIBLE_DEVICES` shows the run only

@@ -174,6 +174,7 @@ fn knobs_spec(run: &[&str], build: &[&str], timeout_s: f64) -> BenchmarkSpec {
         timeout_s,
         build_timeout_s: 30.0,
         env: vec![("GREETING".into(), "hello".into())],
+        pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
     }

@@ -24,6 +24,7 @@ fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
         timeout_s: 10.0,
         build_timeout_s: 1.0,
         env: Vec::new(),
+        pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
     }
@@ -264,6 +265,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         timeout_s: 10.0,
         build_timeout_s: 60.0,
         env: Vec::new(),
+        pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
     };
@@ -332,4 +334,35 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         bogus.outcome
     );
     assert!(bogus.runs.is_empty(), "a mismatched build is not run");
+}
+
+#[test]
+fn builds_see_the_workers_toolchain_and_passed_variables_and_runs_do_not() {
+    // rustup's proxies and compilers under /opt are found through the
+    // worker's PATH and HOME; runs keep the clean, documented environment.
+    let var = |name: &str| std::env::var(name).unwrap();
+    let f = fixture();
+    let build = format!(
+        "[ \"$PATH\" = '{}' ] && [ \"$HOME\" = '{}' ] && [ \"$CARGO_MANIFEST_DIR\" = '{}' ]",
+        var("PATH"),
+        var("HOME"),
+        var("CARGO_MANIFEST_DIR")
+    );
+    let run = "[ \"$PATH\" = /usr/local/bin:/usr/bin:/bin ] && [ -z \"$CARGO_MANIFEST_DIR\" ] \
+               && [ \"$HOME\" != \"$0\" ] && echo clean";
+    let mut s = spec(&["sh", "-c", &build], &["sh", "-c", run, &var("HOME")]);
+    s.pass_env = vec!["CARGO_MANIFEST_DIR".into()];
+    let r = step(&f, &request(&f, s));
+    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+
+    // A program the build's PATH lacks: the error says where it was looked for.
+    let s = spec(&["no-such-compiler-kiln"], &["./main.sh"]);
+    let r = step(&f, &request(&f, s));
+    let StepOutcome::BuildFailed { log_tail, .. } = &r.outcome else {
+        panic!("expected build-failed, got {:?}", r.outcome);
+    };
+    assert!(
+        log_tail.contains(&format!("looked up on PATH={}", var("PATH"))),
+        "{log_tail}"
+    );
 }
