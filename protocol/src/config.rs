@@ -801,11 +801,11 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
             "parallel",
         ],
     )?;
-    let benchmark = rec.req_value("benchmark", decode::text)?;
+    let benchmark = rec.req_value("benchmark", decode::name)?;
     let search_field = rec.req("search")?;
     Ok(Experiment {
         name: rec
-            .opt_value("name", decode::text)?
+            .opt_value("name", decode::name)?
             .unwrap_or_else(|| benchmark.clone()),
         benchmark,
         search: search(src, search_field.one()?)?,
@@ -959,7 +959,7 @@ const BENCHMARK_FIELDS: &[&str] = &[
 
 fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
     let rec = Record::open(src, node, "benchmark", None, BENCHMARK_FIELDS)?;
-    let name = rec.req_value("name", decode::text)?;
+    let name = rec.req_value("name", decode::name)?;
     let build = rec
         .opt_value("build", decode::string_list)?
         .unwrap_or_default();
@@ -1274,7 +1274,7 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
             let (cpus, gpus) = slot_devices(src, &rec, slots)?;
             Ok(WorkerSpec::Local {
-                name: rec.opt_value("name", decode::text)?.unwrap_or_else(|| {
+                name: rec.opt_value("name", decode::name)?.unwrap_or_else(|| {
                     if index == 0 {
                         "local".into()
                     } else {
@@ -1316,7 +1316,7 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
             };
             Ok(WorkerSpec::Ssh(SshWorker {
                 name: rec
-                    .opt_value("name", decode::text)?
+                    .opt_value("name", decode::name)?
                     .unwrap_or_else(|| host.clone()),
                 user: rec.opt_value("user", decode::text)?,
                 port,

@@ -308,6 +308,25 @@ pub fn text(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError>
     }
 }
 
+/// A name kiln also uses in file and folder names (experiments, benchmarks,
+/// workers): letters, digits, `-`, `_` and `.`, not starting with `.` or `-`,
+/// so that it can neither leave the folder it names something in nor hide
+/// there, nor read as a flag. `:` is kept for kiln's own `manual:` experiments.
+pub fn name(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError> {
+    let name = text(src, node, field)?;
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.is_empty() || name.starts_with(['.', '-']) || !name.chars().all(allowed) {
+        return Err(src.error(
+            node.pos,
+            format!(
+                "'{name}' cannot be a {field}: use letters, digits, '-', '_' and '.', \
+                 not starting with '.' or '-'"
+            ),
+        ));
+    }
+    Ok(name)
+}
+
 /// A double-quoted string.
 pub fn string(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError> {
     match &node.kind {

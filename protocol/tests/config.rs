@@ -362,3 +362,23 @@ fn pass_env_parses_round_trips_and_refuses_what_is_no_name() {
         "{err}"
     );
 }
+
+#[test]
+fn names_that_would_leave_a_folder_are_refused_where_they_stand() {
+    for bad in [
+        "\"../escape\"",
+        "\"/abs\"",
+        "\".hidden\"",
+        "\"manual:x\"",
+        "\"a b\"",
+    ] {
+        let text = SKETCH.replace(
+            "(benchmark sample-dsp) (search",
+            &format!("(benchmark sample-dsp) (name {bad}) (search"),
+        );
+        assert_ne!(text, SKETCH, "the sketch has an experiment to rename");
+        let err = error_of(&text);
+        assert!(err.starts_with("prod-configs/x.sexp:"), "{err}");
+        assert!(err.contains("cannot be a name"), "{err}");
+    }
+}
