@@ -1,19 +1,20 @@
 //! kiln's worker: builds a benchmark under a decision set, runs it under
 //! control (CPUs, environment, timeouts) and measures every run.
 
-pub mod bundle_cache;
+mod bundle_cache;
 pub mod callgrind;
 pub mod cgroup;
 pub mod counters;
 pub mod cupti;
-pub mod gpu;
+mod gpu;
 pub mod llvm_inline;
 pub mod measure;
 pub mod nvml;
 pub mod probe;
 pub mod process;
+mod procfs;
 pub mod report;
-pub mod sampler;
+mod sampler;
 pub mod serve;
-pub mod slot_lock;
+mod slot_lock;
 pub mod step;

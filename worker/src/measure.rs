@@ -4,7 +4,7 @@
 //! objective's median CI is narrow enough, `max` runs are done or `max_time_s`
 //! has passed (adaptive repetition). Instruction counts come from separate
 //! callgrind runs, never from timed ones; GPU time and energy come from the
-//! timed runs themselves, traced and sampled by [`crate::gpu`] when wanted.
+//! timed runs themselves, traced and sampled by the `gpu` module when wanted.
 //! Every run's output is checked; the first failing run ends the measurement,
 //! and a failed measurement carries no summary, so it can never pass for a
 //! fast one.
