@@ -438,3 +438,40 @@ fn a_worker_that_rejects_steps_is_set_aside_and_its_steps_run_elsewhere() {
         assert_eq!(s.worker, "good");
     }
 }
+
+#[test]
+fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
+    if !have_valgrind() {
+        eprintln!("skipped: valgrind is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/uneven");
+    std::fs::create_dir_all(&bench).unwrap();
+    // Work that depends on the process id, as a hash seeded from addresses does.
+    std::fs::write(
+        bench.join("run.sh"),
+        "i=0; n=$(( $$ % 97 + 20 )); while [ $i -lt $n ]; do i=$((i+1)); done\n",
+    )
+    .unwrap();
+    let config = r#"(campaign
+  (name uneven)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 3))
+  (experiments ((benchmark uneven) (search (random-walk (steps 2))) (seed 1)))
+  (benchmarks
+    ((name uneven) (kind knobs) (knobs (k 1 2))
+     (sources "benchmarks/uneven") (run ("sh" "run.sh")) (check-output none)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("kiln: experiment uneven: the baseline's instructions differ by up to"),
+        "{}",
+        text(&out)
+    );
+}

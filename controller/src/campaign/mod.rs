@@ -343,8 +343,12 @@ async fn prepare(
         bail!(
             "the baseline of experiment {} failed ({}); a campaign needs a working baseline",
             experiment.name,
-            baseline.outcome
+            baseline.outcome.reason().unwrap_or_default()
         );
+    }
+    if let Some(note) = uneven_counts(config, &baseline.samples) {
+        eprintln!("kiln: experiment {}: {note}", experiment.name);
+        tracing::warn!("experiment {}: {note}", experiment.name);
     }
     let info = ExperimentInfo {
         discovery,
@@ -359,6 +363,33 @@ async fn prepare(
         bundle,
         info,
         flips,
+    })
+}
+
+/// What to say when an objective that should count exactly (callgrind's
+/// instructions) came out different in the baseline's measurements: the
+/// program itself is not deterministic (a hash seeded from the time or from
+/// addresses), and differences between steps below that spread are noise.
+fn uneven_counts(config: &CampaignConfig, samples: &[f64]) -> Option<String> {
+    let metric = config.objective.metric;
+    if !metric.needs_callgrind() {
+        return None;
+    }
+    let (lo, hi) = samples
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    (hi > lo).then(|| {
+        format!(
+            "the baseline's {metric} differ by up to {} ({:.3} %) between its {} measurements: \
+             the program does not run the same way each time, so each step repeats until its \
+             interval is within the configured target, and differences below that spread are \
+             noise",
+            hi - lo,
+            100.0 * (hi - lo) / lo,
+            samples.len()
+        )
     })
 }
 
