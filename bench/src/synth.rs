@@ -134,6 +134,7 @@ fn result(g: &mut Gen) -> StepResult {
         summary,
         target_met: true,
         output_digest: None,
+        checked_output: None,
         started_ms: 1_700_000_000_000,
         finished_ms: 1_700_000_000_001,
     }
@@ -224,6 +225,7 @@ fn experiment_info() -> ExperimentInfo {
             samples,
             outcome: StepOutcome::Ok,
             output_digest: None,
+            checked_output: None,
             text_bytes: None,
         },
         references: BTreeMap::new(),

@@ -475,3 +475,56 @@ fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
         text(&out)
     );
 }
+
+#[test]
+fn a_line_filter_passes_a_program_that_prints_timings_and_catches_a_wrong_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/timed");
+    std::fs::create_dir_all(&bench).unwrap();
+    // Every run prints a different timing; the `wrong` knob a different result.
+    std::fs::write(
+        bench.join("run.sh"),
+        "echo \"took $$ us\"\nif [ \"$1\" = wrong ]; then echo 'result 43'; else echo 'result 42'; fi\n",
+    )
+    .unwrap();
+    let config = r#"(campaign
+  (name timed)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 2) (max 2))
+  (experiments ((benchmark timed) (search (random-walk (steps 12))) (seed 3)))
+  (benchmarks
+    ((name timed) (kind knobs) (knobs (mode fine also-fine wrong))
+     (sources "benchmarks/timed") (run ("sh" "run.sh" "{mode}"))
+     (check-output (lines "^result "))))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let steps = steps(dir.path());
+    let mode = |s: &StepRecord| s.decisions.0.values().next().unwrap().to_string();
+    for s in &steps {
+        let expected = if mode(s) == "wrong" {
+            "wrong-output"
+        } else {
+            "ok"
+        };
+        assert_eq!(s.result.outcome.name(), expected, "{}: {}", s.key, mode(s));
+    }
+    let wrong = steps
+        .iter()
+        .find(|s| mode(s) == "wrong")
+        .expect("a wrong step");
+    let path = format!("timed/0/{}", wrong.key.step);
+    let shown = run_kiln(dir.path(), &["show", "store", &path]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.contains("this step's checked output (its start):\n  > result 43"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("the baseline's checked output (its start):\n  > result 42"),
+        "{shown}"
+    );
+}

@@ -139,6 +139,7 @@ fn ok_result(objective: f64, g: &mut Gen) -> StepResult {
         summary,
         target_met: true,
         output_digest: None,
+        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
     }
@@ -164,6 +165,7 @@ fn failed_result() -> StepResult {
         summary: BTreeMap::new(),
         target_met: false,
         output_digest: None,
+        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
     }
@@ -211,6 +213,7 @@ fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
             samples: baseline_samples.clone(),
             outcome: StepOutcome::Ok,
             output_digest: None,
+            checked_output: None,
             text_bytes: Some(1234),
         },
         references: BTreeMap::new(),
@@ -305,6 +308,7 @@ fn add_manual_step(store: &Store) {
             samples: vec![BASE_COST],
             outcome: StepOutcome::Ok,
             output_digest: None,
+            checked_output: None,
             text_bytes: None,
         },
         references: BTreeMap::new(),

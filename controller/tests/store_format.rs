@@ -85,6 +85,7 @@ fn info() -> ExperimentInfo {
             samples: vec![1_000_000.0, 1_000_003.0, 999_998.5],
             outcome: StepOutcome::Ok,
             output_digest: None,
+            checked_output: None,
             text_bytes: Some(4096),
         },
         references: BTreeMap::new(),
@@ -124,6 +125,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         summary: BTreeMap::new(),
         target_met: false,
         output_digest: None,
+        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
     };
@@ -198,6 +200,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         summary,
         target_met: step % 3 != 0,
         output_digest: None,
+        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
     }

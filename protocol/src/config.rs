@@ -268,6 +268,12 @@ pub enum OutputCheck {
     Stdout,
     /// The named file (relative to the run directory) must match.
     File(String),
+    /// The lines of standard output that match the regular expression must
+    /// match (a program that also prints its own timings).
+    Lines(String),
+    /// Every line of standard output but those that match the regular
+    /// expression must match.
+    LinesExcept(String),
 }
 
 /// Limits on a benchmark's timed runs, applied through cgroup v2 as `docker run
@@ -1147,20 +1153,36 @@ fn variable_names(src: Src<'_>, field: &Field<'_>) -> Result<Vec<String>, SexpEr
 }
 
 fn output_check(src: Src<'_>, node: &Sexp) -> Result<OutputCheck, SexpError> {
-    if let Some([head, file]) = node.as_list() {
-        if head.as_symbol() == Some("file") {
-            return Ok(OutputCheck::File(decode::string(
-                src,
-                file,
-                "check-output",
-            )?));
+    if let Some([head, arg]) = node.as_list() {
+        let text = || decode::string(src, arg, "check-output");
+        let pattern = || {
+            let p = text()?;
+            regex::Regex::new(&p).map_err(|e| {
+                src.error(
+                    arg.pos,
+                    format!("not a regular expression (check-output): {e}"),
+                )
+            })?;
+            Ok(p)
+        };
+        match head.as_symbol() {
+            Some("file") => return Ok(OutputCheck::File(text()?)),
+            Some("lines") => return Ok(OutputCheck::Lines(pattern()?)),
+            Some("lines-except") => return Ok(OutputCheck::LinesExcept(pattern()?)),
+            _ => {}
         }
     }
     match decode::choice(
         src,
         node,
         "check-output",
-        &["none", "stdout", "(file \"PATH\")"],
+        &[
+            "none",
+            "stdout",
+            "(file \"PATH\")",
+            "(lines \"REGEX\")",
+            "(lines-except \"REGEX\")",
+        ],
     )? {
         "none" => Ok(OutputCheck::None),
         _ => Ok(OutputCheck::Stdout),
@@ -1233,6 +1255,12 @@ impl BenchmarkSpec {
             OutputCheck::None => Sexp::symbol("none"),
             OutputCheck::Stdout => Sexp::symbol("stdout"),
             OutputCheck::File(p) => Sexp::list(vec![Sexp::symbol("file"), Sexp::string(p.clone())]),
+            OutputCheck::Lines(r) => {
+                Sexp::list(vec![Sexp::symbol("lines"), Sexp::string(r.clone())])
+            }
+            OutputCheck::LinesExcept(r) => {
+                Sexp::list(vec![Sexp::symbol("lines-except"), Sexp::string(r.clone())])
+            }
         };
         fields.push(f("check-output", vec![check]));
         if !self.limits.is_none() {

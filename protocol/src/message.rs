@@ -484,6 +484,10 @@ pub struct StepResult {
     pub target_met: bool,
     /// Digest of the checked output of the first measured run.
     pub output_digest: Option<ContentHash>,
+    /// The start of the checked output (lines filtered as the check says),
+    /// when no digest was expected (the baseline) or the digest differed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_output: Option<String>,
     /// When the worker started and finished the step (Unix ms).
     pub started_ms: u64,
     /// When the worker finished the step (Unix ms).
@@ -504,6 +508,7 @@ impl StepResult {
             summary: Default::default(),
             target_met: false,
             output_digest: None,
+            checked_output: None,
             started_ms: now,
             finished_ms: now,
         }

@@ -140,6 +140,7 @@ fn responses() -> Vec<Response> {
                 summary: summary.clone(),
                 target_met: true,
                 output_digest: Some(hash),
+                checked_output: None,
                 started_ms: 1,
                 finished_ms: 2,
             }))

@@ -4,6 +4,7 @@
 mod bundle_cache;
 pub mod callgrind;
 pub mod cgroup;
+pub mod checked_output;
 pub mod counters;
 pub mod cupti;
 mod gpu;

@@ -9,6 +9,7 @@ use kiln_protocol::config::{Limits, RunPolicy};
 use kiln_protocol::frame::MAX_FRAME;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::{ContentHash, Metric};
+use kiln_worker::checked_output::LineFilter;
 use kiln_worker::measure::{self, OutputSpec, Plan};
 use kiln_worker::{probe, process, report, serve};
 
@@ -237,7 +238,7 @@ fn main() -> ExitCode {
                 },
                 objective,
                 extra: metrics,
-                output: OutputSpec::Stdout,
+                output: OutputSpec::Stdout(LineFilter::All),
                 expected_output: expect_output,
                 callgrind_out: callgrind_out.clone(),
                 gpu_trace_dir: gpu_trace_dir.clone(),

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::callgrind;
 use crate::cgroup::RunCgroup;
+use crate::checked_output::{CheckedDigest, LineFilter};
 use crate::counters::Inherited;
 use crate::gpu::GpuSide;
 use crate::process::{self, CancelToken, End, Finished, Launch, Output};
@@ -31,12 +32,12 @@ use crate::sampler::{self, SAMPLED_METRICS};
 pub const CALLGRIND_TIMEOUT_FACTOR: u32 = 50;
 
 /// Which output of a run is checked.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum OutputSpec {
     /// None: stdout is discarded.
     None,
-    /// Standard output.
-    Stdout,
+    /// The lines of standard output that the filter checks.
+    Stdout(LineFilter),
     /// A file the run writes (removed before each run, so a stale one cannot pass).
     File(PathBuf),
 }
@@ -86,6 +87,10 @@ pub struct Measurement {
     pub target_met: bool,
     /// Digest of the checked output of the first measured run.
     pub output_digest: Option<ContentHash>,
+    /// The start of the checked output: the first measured run's when no
+    /// digest was expected, the differing run's when one differed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_output: Option<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -109,6 +114,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
                     summary: BTreeMap::new(),
                     target_met: false,
                     output_digest: None,
+                    checked_output: None,
                 }
             }
         }
@@ -123,6 +129,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         wanted,
         runs: Vec::new(),
         output_digest: None,
+        checked_output: None,
         cgroup,
         counters: None,
     };
@@ -141,6 +148,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         summary,
         target_met,
         output_digest: m.output_digest,
+        checked_output: m.checked_output,
     }
 }
 
@@ -169,6 +177,7 @@ struct Engine<'a> {
     wanted: BTreeSet<Metric>,
     runs: Vec<RunRecord>,
     output_digest: Option<ContentHash>,
+    checked_output: Option<String>,
     /// GPU time and energy of timed runs, where wanted.
     gpu: GpuSide,
     /// Where timed runs are limited, if the plan has limits.
@@ -258,8 +267,8 @@ impl Engine<'_> {
             cwd: plan.cwd.clone(),
             env: plan.env.clone(),
             cpus: plan.cpus.clone(),
-            output: match plan.output {
-                OutputSpec::Stdout => Output::HashStdout,
+            output: match &plan.output {
+                OutputSpec::Stdout(filter) => Output::HashStdout(filter.clone()),
                 _ => Output::Discard,
             },
             timeout,
@@ -361,11 +370,11 @@ impl Engine<'_> {
             }
             End::Exited(_) => {}
         }
-        let digest = match &plan.output {
+        let checked = match &plan.output {
             OutputSpec::None => None,
-            OutputSpec::Stdout => finished.stdout_digest,
+            OutputSpec::Stdout(_) => finished.stdout_digest.zip(finished.stdout_sample),
             OutputSpec::File(path) => match std::fs::read(path) {
-                Ok(bytes) => Some(ContentHash::of(&bytes)),
+                Ok(bytes) => Some(CheckedDigest::of(LineFilter::All, &bytes)),
                 Err(e) => {
                     return Err(StepOutcome::RunFailed {
                         code: Some(0),
@@ -380,13 +389,25 @@ impl Engine<'_> {
                 }
             },
         };
-        if let (Some(expected), Some(found)) = (plan.expected_output, digest) {
-            if expected != found {
-                return Err(StepOutcome::WrongOutput { expected, found });
+        let Some((digest, sample)) = checked else {
+            return Ok(());
+        };
+        match plan.expected_output {
+            Some(expected) if expected != digest => {
+                self.checked_output = Some(sample);
+                return Err(StepOutcome::WrongOutput {
+                    expected,
+                    found: digest,
+                });
             }
+            Some(_) => {}
+            None if !warmup && self.output_digest.is_none() => {
+                self.checked_output = Some(sample);
+            }
+            None => {}
         }
         if !warmup && self.output_digest.is_none() {
-            self.output_digest = digest;
+            self.output_digest = Some(digest);
         }
         Ok(())
     }

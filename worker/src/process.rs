@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::metric::Metrics;
 
+use crate::checked_output::{CheckedDigest, LineFilter};
 use crate::counters::Inherited;
 use crate::procfs::group_members;
 use crate::sampler::{SampleStats, Sampler};
@@ -41,12 +42,13 @@ pub const TAIL_BYTES: usize = 8192;
 const REAP_GRACE: Duration = Duration::from_secs(2);
 
 /// What happens to a command's output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Output {
     /// stdout goes to `/dev/null`; the tail of stderr is kept.
     Discard,
-    /// stdout is hashed as it streams (no size limit); the tail of stderr is kept.
-    HashStdout,
+    /// The lines of stdout the filter checks are hashed as they stream (no
+    /// size limit), their start kept; the tail of stderr is kept.
+    HashStdout(LineFilter),
     /// stdout and stderr share one pipe and are kept, up to `cap` bytes (a build log).
     KeepMerged {
         /// Bytes kept; the rest is read and dropped.
@@ -110,8 +112,10 @@ pub struct Finished {
     pub wall: Duration,
     /// rusage from `wait4`.
     pub usage: Usage,
-    /// Digest of stdout, with [`Output::HashStdout`].
+    /// Digest of the checked lines of stdout, with [`Output::HashStdout`].
     pub stdout_digest: Option<ContentHash>,
+    /// The start of those lines, with [`Output::HashStdout`].
+    pub stdout_sample: Option<String>,
     /// The merged output, with [`Output::KeepMerged`].
     pub kept: Vec<u8>,
     /// Whether `kept` was cut at its cap.
@@ -243,12 +247,12 @@ pub fn run(
     // copies of the child's ends of the pipes.
     let null = dev_null()?;
     let pipe = || pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()));
-    let (stdout_fd, stderr_fd, writers) = match launch.output {
+    let (stdout_fd, stderr_fd, writers) = match &launch.output {
         Output::Discard => {
             let (r, w) = pipe()?;
             (None, Some(r), [None, Some(w)])
         }
-        Output::HashStdout => {
+        Output::HashStdout(_) => {
             let ((or, ow), (er, ew)) = (pipe()?, pipe()?);
             (Some(or), Some(er), [Some(ow), Some(ew)])
         }
@@ -272,7 +276,7 @@ pub fn run(
         )
     })?;
 
-    let mut out = Sink::new(launch.output, stdout_fd);
+    let mut out = Sink::new(&launch.output, stdout_fd);
     let mut err = Sink::tail(stderr_fd);
     let sampler = launch.sample_every.map(|every| Sampler::start(pid, every));
 
@@ -300,6 +304,7 @@ pub fn run(
     err.drain();
     let counters = counted.map_or_else(Metrics::new, |(c, before)| c.after_exit(before));
 
+    let (stdout_digest, stdout_sample) = out.digest().unzip();
     let end = match watched.kill_reason {
         Some(reason) => reason,
         None if libc::WIFSIGNALED(status) => End::Signaled(libc::WTERMSIG(status)),
@@ -309,7 +314,8 @@ pub fn run(
         end,
         wall: watched.exited_at.saturating_duration_since(start),
         usage,
-        stdout_digest: out.digest(),
+        stdout_digest,
+        stdout_sample,
         kept_truncated: out.truncated,
         kept: out.kept,
         stderr_tail: err.tail_text(),
@@ -325,6 +331,7 @@ impl Finished {
             wall: Duration::ZERO,
             usage: Usage::default(),
             stdout_digest: None,
+            stdout_sample: None,
             kept: Vec::new(),
             kept_truncated: false,
             stderr_tail: String::new(),
@@ -668,7 +675,7 @@ struct Sink {
     kept: Vec<u8>,
     truncated: bool,
     tail: VecDeque<u8>,
-    hasher: Option<blake3::Hasher>,
+    hasher: Option<CheckedDigest>,
 }
 
 #[derive(Clone, Copy)]
@@ -679,28 +686,30 @@ enum SinkMode {
 }
 
 impl Sink {
-    fn new(output: Output, fd: Option<OwnedFd>) -> Self {
-        let mode = match output {
-            Output::Discard => SinkMode::Tail,
-            Output::HashStdout => SinkMode::Hash,
-            Output::KeepMerged { cap } => SinkMode::Keep(cap),
+    fn new(output: &Output, fd: Option<OwnedFd>) -> Self {
+        let (mode, hasher) = match output {
+            Output::Discard => (SinkMode::Tail, None),
+            Output::HashStdout(filter) => {
+                (SinkMode::Hash, Some(CheckedDigest::new(filter.clone())))
+            }
+            Output::KeepMerged { cap } => (SinkMode::Keep(*cap), None),
         };
-        Sink::with(mode, fd)
+        Sink::with(mode, hasher, fd)
     }
 
     fn tail(fd: Option<OwnedFd>) -> Self {
-        Sink::with(SinkMode::Tail, fd)
+        Sink::with(SinkMode::Tail, None, fd)
     }
 
     /// `fd`: the read end of a [`pipe`].
-    fn with(mode: SinkMode, fd: Option<OwnedFd>) -> Self {
+    fn with(mode: SinkMode, hasher: Option<CheckedDigest>, fd: Option<OwnedFd>) -> Self {
         Sink {
             fd,
             mode,
             kept: Vec::new(),
             truncated: false,
             tail: VecDeque::new(),
-            hasher: matches!(mode, SinkMode::Hash).then(blake3::Hasher::new),
+            hasher,
         }
     }
 
@@ -781,10 +790,8 @@ impl Sink {
         }
     }
 
-    fn digest(&mut self) -> Option<ContentHash> {
-        self.hasher
-            .take()
-            .map(|h| ContentHash(*h.finalize().as_bytes()))
+    fn digest(&mut self) -> Option<(ContentHash, String)> {
+        self.hasher.take().map(CheckedDigest::finish)
     }
 
     fn tail_text(&self) -> String {
@@ -979,7 +986,12 @@ mod tests {
         // read while it runs (our copies of their write ends stay open).
         let script =
             "head -c 1048576 /dev/zero; head -c 1048575 /dev/zero | tr '\\0' x >&2; echo end >&2";
-        let f = run(&launch(script, Output::HashStdout), None, None).unwrap();
+        let f = run(
+            &launch(script, Output::HashStdout(LineFilter::All)),
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(f.end, End::Exited(0));
         let zeros = vec![0u8; 1 << 20];
         assert_eq!(

@@ -160,6 +160,7 @@ mod tests {
             runs,
             target_met: true,
             output_digest: None,
+            checked_output: None,
         };
         let text = table("prog", &measurement, 0.01);
         assert!(text.contains("Time breakdown"), "{text}");

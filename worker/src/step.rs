@@ -19,6 +19,7 @@ use kiln_protocol::message::{
 };
 
 use crate::bundle_cache::{copy_tree, fresh_dir, BundleCache};
+use crate::checked_output::LineFilter;
 use crate::llvm_inline;
 use crate::measure::{self, OutputSpec, Plan};
 use crate::process::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
@@ -79,6 +80,7 @@ pub fn run_step(
         summary: Default::default(),
         target_met: false,
         output_digest: None,
+        checked_output: None,
         started_ms,
         finished_ms: started_ms,
     };
@@ -190,6 +192,7 @@ fn step_inner(
     result.summary = m.summary;
     result.target_met = m.target_met;
     result.output_digest = m.output_digest;
+    result.checked_output = m.checked_output;
     match m.outcome {
         StepOutcome::Ok => Ok(()),
         failed => Err(failed),
@@ -551,7 +554,9 @@ fn seconds(value: f64, field: &str) -> Result<Duration, String> {
 fn output_spec(check: &OutputCheck, work: &Path) -> Result<OutputSpec, String> {
     Ok(match check {
         OutputCheck::None => OutputSpec::None,
-        OutputCheck::Stdout => OutputSpec::Stdout,
+        OutputCheck::Stdout => OutputSpec::Stdout(LineFilter::All),
+        OutputCheck::Lines(re) => OutputSpec::Stdout(LineFilter::Keep(line_regex(re)?)),
+        OutputCheck::LinesExcept(re) => OutputSpec::Stdout(LineFilter::Drop(line_regex(re)?)),
         OutputCheck::File(p) if is_confined_path(p) => OutputSpec::File(work.join(p)),
         OutputCheck::File(p) => {
             return Err(format!(
@@ -559,6 +564,12 @@ fn output_spec(check: &OutputCheck, work: &Path) -> Result<OutputSpec, String> {
             ))
         }
     })
+}
+
+/// A check-output pattern (the controller checked it when it read the config).
+fn line_regex(pattern: &str) -> Result<regex::bytes::Regex, String> {
+    regex::bytes::Regex::new(pattern)
+        .map_err(|e| format!("check-output pattern '{pattern}' is no regular expression: {e}"))
 }
 
 fn check_cpus(cpus: &[u32]) -> Result<(), String> {

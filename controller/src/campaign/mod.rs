@@ -329,12 +329,14 @@ async fn prepare(
             samples: Vec::new(),
             outcome: result.outcome.clone(),
             output_digest: None,
+            checked_output: None,
             text_bytes: None,
         });
         entry.samples.extend(objective);
         entry.outcome = result.outcome.clone();
         if entry.output_digest.is_none() && result.outcome == StepOutcome::Ok {
             entry.output_digest = result.output_digest;
+            entry.checked_output = result.checked_output.clone();
             entry.text_bytes = result.build.as_ref().and_then(|b| b.text_bytes);
         }
     }

@@ -493,6 +493,7 @@ fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) ->
                 samples: Vec::new(),
                 outcome: base.outcome.clone(),
                 output_digest: base.output_digest,
+                checked_output: base.checked_output.clone(),
                 text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
             },
             references: BTreeMap::new(),
@@ -562,6 +563,7 @@ mod tests {
             summary,
             target_met: true,
             output_digest: None,
+            checked_output: None,
             started_ms: 0,
             finished_ms: 0,
         }

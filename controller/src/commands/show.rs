@@ -4,7 +4,7 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use kiln_protocol::Metric;
+use kiln_protocol::{Metric, StepOutcome};
 
 use crate::cli::ShowArgs;
 use crate::error::{BadInput, Outcome};
@@ -49,9 +49,24 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
             writeln!(out, "  | {line}")?;
         }
     }
-    let baseline = store
-        .experiment(&key.experiment)?
-        .and_then(|info| info.baseline.objective());
+    let info = store.experiment(&key.experiment)?;
+    if let StepOutcome::WrongOutput { .. } = record.result.outcome {
+        let checked = [
+            ("this step's", record.result.checked_output.as_deref()),
+            (
+                "the baseline's",
+                info.as_ref()
+                    .and_then(|i| i.baseline.checked_output.as_deref()),
+            ),
+        ];
+        for (whose, text) in checked {
+            writeln!(out, "{whose} checked output (its start):")?;
+            for line in text.unwrap_or("(not kept)").lines() {
+                writeln!(out, "  > {line}")?;
+            }
+        }
+    }
+    let baseline = info.and_then(|info| info.baseline.objective());
     match (record.objective, baseline) {
         (Some(o), Some(b)) => writeln!(
             out,

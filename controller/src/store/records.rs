@@ -167,6 +167,10 @@ pub struct Reference {
     pub outcome: StepOutcome,
     /// The output digest of the first successful measurement.
     pub output_digest: Option<ContentHash>,
+    /// The start of that measurement's checked output, to show beside a
+    /// step whose output differs.
+    #[serde(default)]
+    pub checked_output: Option<String>,
     /// .text size of the build, where known.
     pub text_bytes: Option<u64>,
 }

@@ -25,7 +25,7 @@ pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
         },
         objective: Metric::WallTime,
         extra: Vec::new(),
-        output: OutputSpec::Stdout,
+        output: OutputSpec::Stdout(kiln_worker::checked_output::LineFilter::All),
         expected_output: None,
         callgrind_out: dir.join("callgrind.out"),
         gpu_trace_dir: dir.join("gpu-trace"),
