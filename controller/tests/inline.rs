@@ -105,3 +105,90 @@ fn annealing_ends_at_or_below_stock_on_every_bundled_c_benchmark() {
         );
     }
 }
+
+#[test]
+fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
+    // The build is `make`: kiln's replay and remark flags reach each compile
+    // through its compiler wrapper, not the command line, and the Makefile's
+    // plain `-g` (DWARF 5 with clang 14) still runs under callgrind.
+    let have_make = std::process::Command::new("make")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_clang() || !have_valgrind() || !have_make {
+        eprintln!("skipped: needs clang, valgrind and make");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("benchmarks/twofile");
+    std::fs::create_dir_all(&src).unwrap();
+    let files = [
+        (
+            "Makefile",
+            "CFLAGS = -O2 -g\nbench: main.o work.o\n\t$(CC) $(CFLAGS) main.o work.o -o bench\n\
+             %.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
+        ),
+        (
+            "main.c",
+            "#include <stdio.h>\n#include <stdlib.h>\nint work(int n);\n\
+             static int sq(int x) { return x * x; }\n\
+             static int add(int a, int b) { return a + b; }\n\
+             int main(int argc, char **argv) {\n  int n = atoi(argv[1]), s = 0;\n\
+             for (int i = 0; i < n; i++) s = add(s, sq(i) + work(i % 50));\n\
+             printf(\"%d\\n\", s);\n  return 0;\n}\n",
+        ),
+        (
+            "work.c",
+            "static int twice(int x) { return 2 * x; }\n\
+             static int inc(int x) { return x + 1; }\n\
+             int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += inc(twice(i)); return s; }\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(src.join(name), text).unwrap();
+    }
+    let config = r#"(campaign
+  (name twofile)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark twofile) (search (random-walk (steps 6) (flips 1))) (seed 4)))
+  (benchmarks
+    ((name twofile) (kind llvm-inline) (compiler clang) (sources "benchmarks/twofile")
+     (build ("make")) (run ("./bench" "200")) (timeout-s 60)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = kiln_controller::store::Store::open(&dir.path().join("store")).unwrap();
+    let info = store.experiment("twofile").unwrap().unwrap();
+    let sites: Vec<String> = info
+        .discovery
+        .points
+        .iter()
+        .map(|p| p.id.to_string())
+        .collect();
+    for callee in ["'sq'", "'add'", "'twice'", "'inc'"] {
+        assert!(
+            sites
+                .iter()
+                .any(|s| s.contains(&callee[1..callee.len() - 1])),
+            "no site of {callee} among {sites:?}"
+        );
+    }
+    // The stock build compiled afresh (make found no objects left by the
+    // discovery build) and its remarks name what clang inlines by itself.
+    let stock = &info.discovery.baseline;
+    assert!(stock.0.values().any(|v| v.is_inline()), "{stock:?}");
+    for step in store.steps(Some("twofile")) {
+        let step = step.unwrap();
+        assert_eq!(
+            step.result.outcome.name(),
+            "ok",
+            "{}: {:?}",
+            step.key,
+            step.result.outcome
+        );
+    }
+}

@@ -19,3 +19,4 @@ mod sampler;
 pub mod serve;
 mod slot_lock;
 pub mod step;
+pub mod wrap;

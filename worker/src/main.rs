@@ -146,6 +146,8 @@ fn parse_hash(s: &str) -> Result<ContentHash, String> {
 }
 
 fn main() -> ExitCode {
+    // Started as `clang`, `cc`, … from a build's wrapper folder: be that compiler.
+    kiln_worker::wrap::run_if_wrapped();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

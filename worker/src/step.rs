@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
+use kiln_protocol::config::{infer_compiler, BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
 use kiln_protocol::decision::{ContentHash, DecisionFile, DecisionSet};
 use kiln_protocol::message::{
     is_confined_path, BuildRecord, Discovery, StepId, StepOutcome, StepRequest, StepResult,
@@ -24,11 +24,15 @@ use crate::llvm_inline;
 use crate::measure::{self, OutputSpec, Plan};
 use crate::process::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
 use crate::slot_lock::SlotLock;
+use crate::wrap;
 
 /// Name of the decision file written into the work folder.
 pub const DECISIONS_FILE: &str = "decisions.sexp";
 /// Name of the LLVM inline replay file written into the work folder.
 pub const REPLAY_FILE: &str = "replay.txt";
+
+/// The compiler wrapper's folder in the work folder (see [`wrap`]).
+const WRAP_DIR: &str = ".kiln-wrap";
 /// Most bytes of build output kept (compiler remarks included).
 const BUILD_LOG_CAP: usize = 64 << 20;
 
@@ -236,14 +240,7 @@ fn discover_in(
     cancel: &CancelToken,
 ) -> Result<Discovery, String> {
     let work = dir.join("work");
-    fresh_dir(&ws.rundir, &work)?;
-    copy_tree(bundle_dir, &work)?;
     let no_decisions = DecisionSet::default();
-    write_decisions(&work, spec, &no_decisions)?;
-    let empty_replay = work.join("replay-empty.txt");
-    check_llvm_args_path(compiler, &empty_replay)?;
-    std::fs::write(&empty_replay, "")
-        .map_err(|e| format!("cannot write {}: {e}", empty_replay.display()))?;
     let build = Build {
         spec,
         decisions: &no_decisions,
@@ -252,19 +249,29 @@ fn discover_in(
         cpus: &[],
         cancel,
     };
-    let all_incr = fresh_subdir(&ws.rundir, &work, ".kiln-incremental-discovery")?;
-    let all = build.compile(
-        &llvm_inline::discovery_build_args(compiler, &empty_replay, &all_incr),
-        "discovery",
-    )?;
-    let stock_incr = fresh_subdir(&ws.rundir, &work, ".kiln-incremental-stock")?;
-    let stock = build.compile(
-        &llvm_inline::stock_build_args(compiler, &stock_incr),
-        "stock",
-    )?;
+    let mut remarks = Vec::new();
+    for what in ["discovery", "stock"] {
+        // Each build from a fresh copy of the sources: make would otherwise
+        // find the first build's objects up to date, compile nothing and
+        // print no remark.
+        fresh_dir(&ws.rundir, &work)?;
+        copy_tree(bundle_dir, &work)?;
+        write_decisions(&work, spec, &no_decisions)?;
+        let incremental = fresh_subdir(&ws.rundir, &work, ".kiln-incremental")?;
+        let flags = if what == "discovery" {
+            let empty_replay = work.join("replay-empty.txt");
+            check_llvm_args_path(compiler, &empty_replay)?;
+            std::fs::write(&empty_replay, "")
+                .map_err(|e| format!("cannot write {}: {e}", empty_replay.display()))?;
+            llvm_inline::discovery_build_args(compiler, &empty_replay, &incremental)
+        } else {
+            llvm_inline::stock_build_args(compiler, &incremental)
+        };
+        remarks.push(llvm_inline::parse_remarks(&build.compile(flags, what)?));
+    }
     Ok(llvm_inline::discovery_from_remarks(
-        &llvm_inline::parse_remarks(&all),
-        &llvm_inline::parse_remarks(&stock),
+        &remarks[0],
+        &remarks[1],
     ))
 }
 
@@ -286,11 +293,7 @@ impl Build<'_> {
         if spec.build.is_empty() {
             return (None, Ok(()));
         }
-        let mut argv = expand_all(
-            &spec.build,
-            knobs_of(spec, decisions),
-            &self.work.join(DECISIONS_FILE),
-        );
+        let mut flags = Vec::new();
         let mut replay_text = None;
         if let BenchmarkKind::LlvmInline { compiler, fallback } = &spec.kind {
             let text = llvm_inline::replay_file_text(decisions);
@@ -306,12 +309,14 @@ impl Build<'_> {
                 Ok(dir) => dir,
                 Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
             };
-            argv.extend(llvm_inline::replay_build_args(
-                *compiler, &replay, *fallback, &incr,
-            ));
+            flags = llvm_inline::replay_build_args(*compiler, &replay, *fallback, &incr);
             replay_text = Some(text);
         }
-        let finished = match process::run(&self.launch(argv), None, Some(self.cancel)) {
+        let launch = match self.launch(flags) {
+            Ok(launch) => launch,
+            Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
+        };
+        let finished = match process::run(&launch, None, Some(self.cancel)) {
             Ok(f) => f,
             Err(message) => {
                 let failed = StepOutcome::BuildFailed {
@@ -372,14 +377,8 @@ impl Build<'_> {
     }
 
     /// A discovery build with extra arguments: its whole output, or why it failed.
-    fn compile(&self, extra: &[String], what: &str) -> Result<String, String> {
-        let mut argv = expand_all(
-            &self.spec.build,
-            knobs_of(self.spec, self.decisions),
-            &self.work.join(DECISIONS_FILE),
-        );
-        argv.extend(extra.iter().cloned());
-        let finished = process::run(&self.launch(argv), None, Some(self.cancel))?;
+    fn compile(&self, flags: Vec<String>, what: &str) -> Result<String, String> {
+        let finished = process::run(&self.launch(flags)?, None, Some(self.cancel))?;
         let log = String::from_utf8_lossy(&finished.kept).into_owned();
         let failure = match finished.end {
             End::Exited(0) => return Ok(log),
@@ -395,11 +394,39 @@ impl Build<'_> {
         ))
     }
 
-    fn launch(&self, argv: Vec<String>) -> Launch {
-        Launch {
+    /// The build's launch with kiln's compiler flags: appended to the command
+    /// when it runs the compiler itself, else given to every compile through
+    /// the compiler wrapper ([`wrap`]), the build's command left as it is.
+    fn launch(&self, flags: Vec<String>) -> Result<Launch, String> {
+        let mut argv = expand_all(
+            &self.spec.build,
+            knobs_of(self.spec, self.decisions),
+            &self.work.join(DECISIONS_FILE),
+        );
+        let mut env = build_env(self.spec, self.decisions, self.home);
+        let wrapped = match &self.spec.kind {
+            BenchmarkKind::LlvmInline {
+                compiler: Compiler::Clang,
+                ..
+            } => !flags.is_empty() && infer_compiler(&argv[0]).is_none(),
+            _ => false,
+        };
+        if wrapped {
+            let path = env
+                .iter()
+                .rfind(|(k, _)| k == "PATH")
+                .map_or(process::CLEAN_PATH.to_string(), |(_, v)| v.clone());
+            for (k, v) in wrap::prepare(&self.work.join(WRAP_DIR), &flags, &path)? {
+                env.retain(|(name, _)| *name != k);
+                env.push((k, v));
+            }
+        } else {
+            argv.extend(flags);
+        }
+        Ok(Launch {
             argv,
             cwd: self.work.to_path_buf(),
-            env: build_env(self.spec, self.decisions, self.home),
+            env,
             cpus: self.cpus.to_vec(),
             output: Output::KeepMerged { cap: BUILD_LOG_CAP },
             // Checked by `seconds` when the step or discovery began.
@@ -407,7 +434,7 @@ impl Build<'_> {
                 .unwrap_or(Duration::ZERO),
             sample_every: None,
             cgroup: None,
-        }
+        })
     }
 }
 
