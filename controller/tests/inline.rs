@@ -192,3 +192,91 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
         );
     }
 }
+
+#[test]
+fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
+    // `cargo build --release` runs as it is: kiln's rustc flags reach the
+    // workspace's crates through RUSTC_WORKSPACE_WRAPPER, and its dependency
+    // (a path crate outside the workspace) is built as cargo builds it.
+    let have_cargo = std::process::Command::new("cargo")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_cargo {
+        eprintln!("skipped: cargo is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("benchmarks/app");
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::create_dir_all(src.join("helper/src")).unwrap();
+    let files = [
+        (
+            "Cargo.toml",
+            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+             [dependencies]\nhelper = { path = \"helper\" }\n\n[workspace]\nexclude = [\"helper\"]\n",
+        ),
+        (
+            "src/main.rs",
+            "fn sq(x: u64) -> u64 { x.wrapping_mul(x) }\n\
+             fn add(a: u64, b: u64) -> u64 { a.wrapping_add(b) }\n\
+             fn main() {\n    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10);\n\
+             let mut s = 0;\n    for i in 0..n { s = add(s, sq(i)) ^ helper::mix(i); }\n    println!(\"{s}\");\n}\n",
+        ),
+        (
+            "helper/Cargo.toml",
+            "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+        ),
+        (
+            "helper/src/lib.rs",
+            "fn rot(x: u64) -> u64 { x.rotate_left(7) }\n\
+             #[inline(never)]\npub fn mix(x: u64) -> u64 { rot(x) ^ rot(x >> 3) }\n",
+        ),
+    ];
+    for (name, text) in files {
+        std::fs::write(src.join(name), text).unwrap();
+    }
+    let config = r#"(campaign
+  (name app)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark app) (search (random-walk (steps 3) (flips 1))) (seed 2)))
+  (benchmarks
+    ((name app) (kind llvm-inline) (sources "benchmarks/app")
+     (build ("cargo" "build" "--release" "--quiet"))
+     (run ("./target/release/app" "1000")) (timeout-s 60) (build-timeout-s 600)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = kiln_controller::store::Store::open(&dir.path().join("store")).unwrap();
+    let info = store.experiment("app").unwrap().unwrap();
+    let sites: Vec<String> = info
+        .discovery
+        .points
+        .iter()
+        .map(|p| p.id.to_string())
+        .collect();
+    assert!(
+        sites.iter().any(|s| s.contains("3app2sq")),
+        "no site of app's own sq among {sites:?}"
+    );
+    assert!(
+        !sites.iter().any(|s| s.contains("6helper3rot")),
+        "the dependency was built with kiln's flags: {sites:?}"
+    );
+    let steps: Vec<_> = store.steps(Some("app")).map(|s| s.unwrap()).collect();
+    assert_eq!(steps.len(), 3);
+    for step in &steps {
+        // Ok means the build's remarks showed every requested decision realised.
+        assert_eq!(
+            step.result.outcome.name(),
+            "ok",
+            "{}: {:?}",
+            step.key,
+            step.result.outcome
+        );
+    }
+}

@@ -1072,12 +1072,12 @@ fn limits(src: Src<'_>, field: &Field<'_>) -> Result<Limits, SexpError> {
     })
 }
 
-/// The compiler family from a build command's program name.
+/// The compiler family from a build command's program name (cargo runs rustc).
 pub fn infer_compiler(program: &str) -> Option<Compiler> {
     let base = Path::new(program).file_name()?.to_str()?;
     if base.starts_with("clang") {
         Some(Compiler::Clang)
-    } else if base.starts_with("rustc") {
+    } else if base.starts_with("rustc") || base == "cargo" {
         Some(Compiler::Rustc)
     } else {
         None

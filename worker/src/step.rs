@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kiln_protocol::config::{infer_compiler, BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
 use kiln_protocol::decision::{ContentHash, DecisionFile, DecisionSet};
 use kiln_protocol::message::{
     is_confined_path, BuildRecord, Discovery, StepId, StepOutcome, StepRequest, StepResult,
@@ -404,24 +404,30 @@ impl Build<'_> {
             &self.work.join(DECISIONS_FILE),
         );
         let mut env = build_env(self.spec, self.decisions, self.home);
-        let wrapped = match &self.spec.kind {
-            BenchmarkKind::LlvmInline {
-                compiler: Compiler::Clang,
-                ..
-            } => !flags.is_empty() && infer_compiler(&argv[0]).is_none(),
-            _ => false,
-        };
-        if wrapped {
-            let path = env
-                .iter()
-                .rfind(|(k, _)| k == "PATH")
-                .map_or(process::CLEAN_PATH.to_string(), |(_, v)| v.clone());
-            for (k, v) in wrap::prepare(&self.work.join(WRAP_DIR), &flags, &path)? {
-                env.retain(|(name, _)| *name != k);
-                env.push((k, v));
+        let wrapper = match &self.spec.kind {
+            BenchmarkKind::LlvmInline { compiler, .. }
+                if !flags.is_empty() && !runs_compiler_itself(&argv[0]) =>
+            {
+                Some(*compiler)
             }
-        } else {
-            argv.extend(flags);
+            _ => None,
+        };
+        let added = match wrapper {
+            None => {
+                argv.extend(flags);
+                Vec::new()
+            }
+            Some(compiler) => {
+                let path = env
+                    .iter()
+                    .rfind(|(k, _)| k == "PATH")
+                    .map_or(process::CLEAN_PATH.to_string(), |(_, v)| v.clone());
+                wrap::prepare(compiler, &self.work.join(WRAP_DIR), &flags, &path)?
+            }
+        };
+        for (k, v) in added {
+            env.retain(|(name, _)| *name != k);
+            env.push((k, v));
         }
         Ok(Launch {
             argv,
@@ -591,6 +597,16 @@ fn output_spec(check: &OutputCheck, work: &Path) -> Result<OutputSpec, String> {
             ))
         }
     })
+}
+
+/// Whether a build command is a compiler (clang, clang++-14, rustc), which
+/// takes kiln's flags on its command line; any other (make, cargo) gets them
+/// through the compiler wrapper.
+fn runs_compiler_itself(program: &str) -> bool {
+    let base = Path::new(program)
+        .file_name()
+        .map_or(program.into(), |b| b.to_string_lossy());
+    base.starts_with("clang") || base.starts_with("rustc")
 }
 
 /// A check-output pattern (the controller checked it when it read the config).

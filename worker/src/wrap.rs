@@ -1,13 +1,20 @@
 //! kiln's compiler flags for builds that do not run the compiler themselves
-//! (make, CMake, a build script): the build's `PATH` starts with a folder
-//! whose `clang`, `clang++`, `cc` and `c++` are kiln-worker, which runs the
-//! real clang with kiln's flags added to each invocation that compiles a
-//! source file. The build's own command and files are left as they are; the
-//! compiler's remarks reach the build log as the build passes them on.
+//! (make, CMake, cargo, a build script); the build's own command and files
+//! are left as they are, and the compiler's remarks reach the build log as
+//! the build passes them on.
+//!
+//! - clang: the build's `PATH` starts with a folder whose `clang`, `clang++`,
+//!   `cc` and `c++` are kiln-worker, which runs the real clang with kiln's
+//!   flags added to each invocation that compiles a source file.
+//! - rustc under cargo: `RUSTC_WORKSPACE_WRAPPER` is kiln-worker under the
+//!   name `kiln-rustc`, so the workspace's own crates get the flags and its
+//!   dependencies are built as cargo builds them.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
+
+use kiln_protocol::config::Compiler;
 
 /// The flags to add, as a JSON list of strings.
 const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
@@ -24,29 +31,59 @@ const NAMES: &[(&str, &str)] = &[
     ("c++", "clang++"),
 ];
 
+/// The name kiln-worker answers to as cargo's `RUSTC_WORKSPACE_WRAPPER`.
+const RUSTC_WRAPPER: &str = "kiln-rustc";
+
 /// Arguments that make an invocation compile a source file (not only link).
 const SOURCE_EXTENSIONS: &[&str] = &[
     "c", "cc", "cpp", "cxx", "c++", "C", "m", "mm", "i", "ii", "ll", "bc",
 ];
 
-/// Makes `dir` the build's wrapper folder for `flags`; returns the variables
-/// to set in the build's environment, whose `PATH` is `path`.
-pub fn prepare(dir: &Path, flags: &[String], path: &str) -> Result<Vec<(String, String)>, String> {
+/// Makes `dir` the build's wrapper folder for `compiler` and `flags`;
+/// returns the variables to set in the build's environment, whose `PATH` is
+/// `path`.
+pub fn prepare(
+    compiler: Compiler,
+    dir: &Path,
+    flags: &[String],
+    path: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let mut env = vec![
+        ("PATH".to_string(), format!("{}:{path}", dir.display())),
+        (FLAGS_ENV.to_string(), flags_json(flags)),
+    ];
+    match compiler {
+        Compiler::Clang => {
+            link_names(dir, NAMES.iter().map(|(name, _)| *name))?;
+            env.push((PATH_ENV.into(), path.into()));
+        }
+        Compiler::Rustc => {
+            link_names(dir, [RUSTC_WRAPPER])?;
+            // A bare name, found on PATH: cargo hashes the wrapper as written
+            // into every symbol name, and a path differs from folder to folder
+            // (discovery's, each slot's, each worker's), so sites would not match.
+            env.push(("RUSTC_WORKSPACE_WRAPPER".into(), RUSTC_WRAPPER.into()));
+        }
+    }
+    Ok(env)
+}
+
+fn flags_json(flags: &[String]) -> String {
+    serde_json::to_string(flags).expect("strings serialize")
+}
+
+/// Links each name in `dir` to this kiln-worker.
+fn link_names<'a>(dir: &Path, names: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot locate kiln-worker for the compiler wrapper: {e}"))?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    for (name, _) in NAMES {
+    for name in names {
         let link = dir.join(name);
         let _ = std::fs::remove_file(&link);
         std::os::unix::fs::symlink(&exe, &link)
             .map_err(|e| format!("cannot create {}: {e}", link.display()))?;
     }
-    let flags = serde_json::to_string(flags).expect("strings serialize");
-    Ok(vec![
-        ("PATH".into(), format!("{}:{path}", dir.display())),
-        (FLAGS_ENV.into(), flags),
-        (PATH_ENV.into(), path.into()),
-    ])
+    Ok(())
 }
 
 /// When this process was started as a wrapped compiler, runs the real one
@@ -55,27 +92,42 @@ pub fn run_if_wrapped() {
     let mut args = std::env::args_os();
     let Some(argv0) = args.next() else { return };
     let name = Path::new(&argv0).file_name().and_then(|n| n.to_str());
-    let Some((_, real)) = NAMES.iter().find(|(n, _)| Some(*n) == name) else {
+    let Some(flags) = std::env::var_os(FLAGS_ENV) else {
         return;
     };
-    let (Some(flags), Some(path)) = (std::env::var_os(FLAGS_ENV), std::env::var_os(PATH_ENV))
-    else {
-        return;
+    let mut args: Vec<OsString> = args.collect();
+    let (program, arg0, add) = if name == Some(RUSTC_WRAPPER) {
+        // cargo runs `WRAPPER RUSTC ARGS...`; it also asks rustc what it
+        // can do (`--crate-name ___ --print ...`), which gets no flags.
+        if args.is_empty() {
+            fail("started as cargo's rustc wrapper without a rustc to run");
+        }
+        let rustc = PathBuf::from(args.remove(0));
+        let crate_name = args.iter().position(|a| a == "--crate-name");
+        let compiles = crate_name.is_some_and(|i| args.get(i + 1).is_some_and(|n| n != "___"));
+        (rustc.clone(), rustc.into_os_string(), compiles)
+    } else {
+        let Some((_, real)) = NAMES.iter().find(|(n, _)| Some(*n) == name) else {
+            return;
+        };
+        let Some(path) = std::env::var_os(PATH_ENV) else {
+            return;
+        };
+        let Some(program) = find(real, &path) else {
+            fail(&format!(
+                "'{real}' is not on PATH={}",
+                path.to_string_lossy()
+            ))
+        };
+        (program, OsString::from(real), compiles(&args))
     };
-    let args: Vec<OsString> = args.collect();
     let flags: Vec<String> = match serde_json::from_str(&flags.to_string_lossy()) {
         Ok(flags) => flags,
         Err(e) => fail(&format!("{FLAGS_ENV} is not a list of strings: {e}")),
     };
-    let Some(program) = find(real, &path) else {
-        fail(&format!(
-            "'{real}' is not on PATH={}",
-            path.to_string_lossy()
-        ))
-    };
     let mut command = std::process::Command::new(&program);
-    command.arg0(real).args(&args);
-    if compiles(&args) {
+    command.arg0(arg0).args(&args);
+    if add {
         command.args(&flags);
     }
     let e = command.exec();
