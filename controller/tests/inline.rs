@@ -280,3 +280,65 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
         );
     }
 }
+
+#[test]
+fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
+    // Inlining every call of a 22-deep binary call tree makes 4 million
+    // copies: that compile passes its CPU limit, is compiled again with the
+    // stock decisions, and discovery ends with the stock compiler's sites.
+    let have_make = std::process::Command::new("make")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_clang() || !have_make {
+        eprintln!("skipped: needs clang and make");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("benchmarks/deep");
+    std::fs::create_dir_all(&src).unwrap();
+    let mut program =
+        String::from("#include <stdio.h>\nstatic int f0(int x) { return x * 3 + 1; }\n");
+    for i in 1..=22 {
+        program.push_str(&format!(
+            "static int f{i}(int x) {{ return f{p}(x) ^ f{p}(x + {i}); }}\n",
+            p = i - 1
+        ));
+    }
+    program.push_str(
+        "int main(int argc, char **argv) { (void)argv; printf(\"%d\\n\", f22(argc)); return 0; }\n",
+    );
+    std::fs::write(src.join("main.c"), program).unwrap();
+    std::fs::write(
+        src.join("Makefile"),
+        "bench: main.c\n\t$(CC) -O2 -g main.c -o bench\n",
+    )
+    .unwrap();
+    let config = r#"(campaign
+  (name deep)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (experiments ((benchmark deep) (search (random-walk (steps 1)))))
+  (benchmarks
+    ((name deep) (kind llvm-inline) (compiler clang) (sources "benchmarks/deep")
+     (build ("make")) (run ("./bench")) (discovery-cpu-s 2) (build-timeout-s 120)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let started = std::time::Instant::now();
+    let out = run_kiln(dir.path(), &["sites", "c.sexp", "deep"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let sites: usize = shown
+        .lines()
+        .last()
+        .and_then(|l| l.strip_suffix(" decision points"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{shown}"));
+    assert!(sites > 0, "{shown}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "discovery took {:?}",
+        started.elapsed()
+    );
+}

@@ -197,6 +197,10 @@ pub struct BenchmarkSpec {
     pub timeout_s: f64,
     /// Timeout of the build.
     pub build_timeout_s: f64,
+    /// CPU seconds one compile of the discovery build (every call inlined)
+    /// may take before it is compiled again with the stock decisions.
+    #[serde(default = "default_discovery_cpu_s")]
+    pub discovery_cpu_s: f64,
     /// Extra environment variables for build and runs.
     pub env: Vec<(String, String)>,
     /// Variables the build takes from the worker's environment, besides the
@@ -954,6 +958,7 @@ const BENCHMARK_FIELDS: &[&str] = &[
     "run",
     "timeout-s",
     "build-timeout-s",
+    "discovery-cpu-s",
     "env",
     "pass-env",
     "check-output",
@@ -1053,6 +1058,9 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         build_timeout_s: rec
             .opt_value("build-timeout-s", decode::positive_number)?
             .unwrap_or(300.0),
+        discovery_cpu_s: rec
+            .opt_value("discovery-cpu-s", decode::positive_number)?
+            .unwrap_or_else(default_discovery_cpu_s),
         name,
         kind,
         build,
@@ -1070,6 +1078,10 @@ fn limits(src: Src<'_>, field: &Field<'_>) -> Result<Limits, SexpError> {
         cpus: rec.opt_value("cpus", decode::positive_number)?,
         memory_bytes: rec.opt_value("memory", decode::byte_size)?,
     })
+}
+
+fn default_discovery_cpu_s() -> f64 {
+    60.0
 }
 
 /// The compiler family from a build command's program name (cargo runs rustc).
@@ -1240,6 +1252,7 @@ impl BenchmarkSpec {
         fields.push(f("run", vec![strings(&self.run)]));
         fields.push(f("timeout-s", vec![float(self.timeout_s)]));
         fields.push(f("build-timeout-s", vec![float(self.build_timeout_s)]));
+        fields.push(f("discovery-cpu-s", vec![float(self.discovery_cpu_s)]));
         if !self.env.is_empty() {
             let pairs = self
                 .env

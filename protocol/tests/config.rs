@@ -6,9 +6,10 @@ use kiln_protocol::config::{BenchmarkKind, Search, WorkerSpec};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionPoint, DecisionValue, SiteId};
 
 fn prod_configs() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../prod-configs");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("prod-configs/ exists")
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../prod-configs");
+    let mut files: Vec<PathBuf> = [root.clone(), root.join("real")]
+        .iter()
+        .flat_map(|dir| std::fs::read_dir(dir).expect("prod-configs/ exists"))
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "sexp"))
         .collect();

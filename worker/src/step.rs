@@ -258,16 +258,23 @@ fn discover_in(
         copy_tree(bundle_dir, &work)?;
         write_decisions(&work, spec, &no_decisions)?;
         let incremental = fresh_subdir(&ws.rundir, &work, ".kiln-incremental")?;
-        let flags = if what == "discovery" {
+        let stock = llvm_inline::stock_build_args(compiler, &incremental);
+        let (flags, fallback) = if what == "discovery" {
             let empty_replay = work.join("replay-empty.txt");
             check_llvm_args_path(compiler, &empty_replay)?;
             std::fs::write(&empty_replay, "")
                 .map_err(|e| format!("cannot write {}: {e}", empty_replay.display()))?;
-            llvm_inline::discovery_build_args(compiler, &empty_replay, &incremental)
+            let all = llvm_inline::discovery_build_args(compiler, &empty_replay, &incremental);
+            // Inlining everything can take a compile past any memory or time
+            // (an interpreter's dispatch loop): such a unit is compiled again
+            // with the stock flags, and its sites are the stock compiler's.
+            (all, Some(stock))
         } else {
-            llvm_inline::stock_build_args(compiler, &incremental)
+            (stock, None)
         };
-        remarks.push(llvm_inline::parse_remarks(&build.compile(flags, what)?));
+        remarks.push(llvm_inline::parse_remarks(
+            &build.compile(flags, fallback, what)?,
+        ));
     }
     Ok(llvm_inline::discovery_from_remarks(
         &remarks[0],
@@ -312,7 +319,7 @@ impl Build<'_> {
             flags = llvm_inline::replay_build_args(*compiler, &replay, *fallback, &incr);
             replay_text = Some(text);
         }
-        let launch = match self.launch(flags) {
+        let launch = match self.launch(flags, None) {
             Ok(launch) => launch,
             Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
         };
@@ -377,8 +384,18 @@ impl Build<'_> {
     }
 
     /// A discovery build with extra arguments: its whole output, or why it failed.
-    fn compile(&self, flags: Vec<String>, what: &str) -> Result<String, String> {
-        let finished = process::run(&self.launch(flags)?, None, Some(self.cancel))?;
+    fn compile(
+        &self,
+        flags: Vec<String>,
+        fallback: Option<Vec<String>>,
+        what: &str,
+    ) -> Result<String, String> {
+        let fallback = fallback.as_deref().map(|flags| wrap::Fallback {
+            flags,
+            cpu_s: self.spec.discovery_cpu_s.ceil() as u64,
+        });
+        let launch = self.launch(flags, fallback)?;
+        let finished = process::run(&launch, None, Some(self.cancel))?;
         let log = String::from_utf8_lossy(&finished.kept).into_owned();
         let failure = match finished.end {
             End::Exited(0) => return Ok(log),
@@ -397,7 +414,11 @@ impl Build<'_> {
     /// The build's launch with kiln's compiler flags: appended to the command
     /// when it runs the compiler itself, else given to every compile through
     /// the compiler wrapper ([`wrap`]), the build's command left as it is.
-    fn launch(&self, flags: Vec<String>) -> Result<Launch, String> {
+    fn launch(
+        &self,
+        flags: Vec<String>,
+        fallback: Option<wrap::Fallback<'_>>,
+    ) -> Result<Launch, String> {
         let mut argv = expand_all(
             &self.spec.build,
             knobs_of(self.spec, self.decisions),
@@ -422,7 +443,8 @@ impl Build<'_> {
                     .iter()
                     .rfind(|(k, _)| k == "PATH")
                     .map_or(process::CLEAN_PATH.to_string(), |(_, v)| v.clone());
-                wrap::prepare(compiler, &self.work.join(WRAP_DIR), &flags, &path)?
+                let dir = self.work.join(WRAP_DIR);
+                wrap::prepare(compiler, &dir, &flags, fallback, &path)?
             }
         };
         for (k, v) in added {

@@ -22,6 +22,24 @@ const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
 /// The `PATH` the real compilers are found on (the build's, without the wrapper folder).
 const PATH_ENV: &str = "KILN_WRAP_PATH";
 
+/// Flags to compile a unit with instead when it passes [`LIMIT_BYTES`] or
+/// its CPU seconds ([`CPU_ENV`]) with the flags of [`FLAGS_ENV`] (JSON, like them).
+const FALLBACK_ENV: &str = "KILN_WRAP_FALLBACK";
+
+/// The CPU seconds one bounded compile may use.
+const CPU_ENV: &str = "KILN_WRAP_CPU_S";
+
+/// The address space one bounded compile may use.
+pub const LIMIT_BYTES: u64 = 4 << 30;
+
+/// A bounded compile, and what to compile with when it fails.
+pub struct Fallback<'a> {
+    /// The flags of the compile again.
+    pub flags: &'a [String],
+    /// CPU seconds the bounded compile may take.
+    pub cpu_s: u64,
+}
+
 /// The names the wrapper answers to, and the compiler each runs: a Makefile's
 /// default `cc` gets clang too, since the benchmark says its compiler is clang.
 const NAMES: &[(&str, &str)] = &[
@@ -42,16 +60,25 @@ const SOURCE_EXTENSIONS: &[&str] = &[
 /// Makes `dir` the build's wrapper folder for `compiler` and `flags`;
 /// returns the variables to set in the build's environment, whose `PATH` is
 /// `path`.
+///
+/// With `fallback`, each compile (a clang unit, a cargo crate) runs under
+/// [`LIMIT_BYTES`] and its CPU seconds and, when it fails, again with the
+/// fallback's flags instead of `flags`.
 pub fn prepare(
     compiler: Compiler,
     dir: &Path,
     flags: &[String],
+    fallback: Option<Fallback<'_>>,
     path: &str,
 ) -> Result<Vec<(String, String)>, String> {
     let mut env = vec![
         ("PATH".to_string(), format!("{}:{path}", dir.display())),
         (FLAGS_ENV.to_string(), flags_json(flags)),
     ];
+    if let Some(fallback) = fallback {
+        env.push((FALLBACK_ENV.into(), flags_json(fallback.flags)));
+        env.push((CPU_ENV.into(), fallback.cpu_s.max(1).to_string()));
+    }
     match compiler {
         Compiler::Clang => {
             link_names(dir, NAMES.iter().map(|(name, _)| *name))?;
@@ -96,7 +123,7 @@ pub fn run_if_wrapped() {
         return;
     };
     let mut args: Vec<OsString> = args.collect();
-    let (program, arg0, add) = if name == Some(RUSTC_WRAPPER) {
+    let (program, arg0, add): (PathBuf, OsString, bool) = if name == Some(RUSTC_WRAPPER) {
         // cargo runs `WRAPPER RUSTC ARGS...`; it also asks rustc what it
         // can do (`--crate-name ___ --print ...`), which gets no flags.
         if args.is_empty() {
@@ -121,17 +148,70 @@ pub fn run_if_wrapped() {
         };
         (program, OsString::from(real), compiles(&args))
     };
-    let flags: Vec<String> = match serde_json::from_str(&flags.to_string_lossy()) {
-        Ok(flags) => flags,
-        Err(e) => fail(&format!("{FLAGS_ENV} is not a list of strings: {e}")),
+    let flags = flag_list(FLAGS_ENV, &flags);
+    let command = |flags: &[String]| {
+        let mut command = std::process::Command::new(&program);
+        command.arg0(&arg0).args(&args);
+        if add {
+            command.args(flags);
+        }
+        command
     };
-    let mut command = std::process::Command::new(&program);
-    command.arg0(arg0).args(&args);
-    if add {
-        command.args(&flags);
+    if let Some(fallback) = std::env::var_os(FALLBACK_ENV).filter(|_| add) {
+        let fallback = flag_list(FALLBACK_ENV, &fallback);
+        let cpu_s = std::env::var(CPU_ENV)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60);
+        let mut bounded = command(&flags);
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe { bounded.pre_exec(move || limit(cpu_s)) };
+        match bounded.status() {
+            Ok(status) if status.success() => std::process::exit(0),
+            Ok(status) => eprintln!(
+                "kiln: compiling {} with every call inlined failed ({status}) within its limits \
+                 ({} GiB, {cpu_s} s of CPU): it is compiled again with the stock \
+                 compiler's decisions, which then give its sites",
+                sources(&args),
+                LIMIT_BYTES >> 30
+            ),
+            Err(e) => fail(&format!("cannot run {}: {e}", program.display())),
+        }
+        let e = command(&fallback).exec();
+        fail(&format!("cannot run {}: {e}", program.display()))
     }
-    let e = command.exec();
+    let e = command(&flags).exec();
     fail(&format!("cannot run {}: {e}", program.display()))
+}
+
+/// The bounded compile's limits, set in the child before it execs.
+fn limit(cpu_s: u64) -> std::io::Result<()> {
+    for (resource, value) in [(libc::RLIMIT_AS, LIMIT_BYTES), (libc::RLIMIT_CPU, cpu_s)] {
+        let limit = libc::rlimit {
+            rlim_cur: value,
+            rlim_max: value,
+        };
+        // SAFETY: a plain system call on a live struct.
+        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The source files an invocation compiles, for messages.
+fn sources(args: &[OsString]) -> String {
+    let names: Vec<_> = args
+        .iter()
+        .filter(|a| compiles(std::slice::from_ref(a)))
+        .map(|a| a.to_string_lossy())
+        .collect();
+    names.join(" ")
+}
+
+fn flag_list(var: &str, json: &std::ffi::OsStr) -> Vec<String> {
+    serde_json::from_str(&json.to_string_lossy())
+        .unwrap_or_else(|e| fail(&format!("{var} is not a list of strings: {e}")))
 }
 
 /// Whether an invocation names a source file to compile.

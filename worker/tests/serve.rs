@@ -173,6 +173,7 @@ fn knobs_spec(run: &[&str], build: &[&str], timeout_s: f64) -> BenchmarkSpec {
         run: run.iter().map(|s| s.to_string()).collect(),
         timeout_s,
         build_timeout_s: 30.0,
+        discovery_cpu_s: 60.0,
         env: vec![("GREETING".into(), "hello".into())],
         pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,

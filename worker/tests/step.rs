@@ -23,6 +23,7 @@ fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
         run: run.iter().map(|s| s.to_string()).collect(),
         timeout_s: 10.0,
         build_timeout_s: 1.0,
+        discovery_cpu_s: 60.0,
         env: Vec::new(),
         pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,
@@ -264,6 +265,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         run: ["./bench", "200"].map(String::from).to_vec(),
         timeout_s: 10.0,
         build_timeout_s: 60.0,
+        discovery_cpu_s: 60.0,
         env: Vec::new(),
         pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,
@@ -365,4 +367,59 @@ fn builds_see_the_workers_toolchain_and_passed_variables_and_runs_do_not() {
         log_tail.contains(&format!("looked up on PATH={}", var("PATH"))),
         "{log_tail}"
     );
+}
+
+/// Runs `clang ARGS` through kiln's compiler wrapper, with a stand-in for the
+/// real clang that logs its arguments and, given `--all`, spins or fails.
+fn wrapped_compile(stand_in: &str, fallback: bool) -> (std::process::Output, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (wrap, real) = (dir.path().join("wrap"), dir.path().join("real"));
+    std::fs::create_dir_all(&wrap).unwrap();
+    std::fs::create_dir_all(&real).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kiln-worker"), wrap.join("clang")).unwrap();
+    let log = dir.path().join("log");
+    let script = format!("#!/bin/sh\necho \"$*\" >> {}\n{stand_in}\n", log.display());
+    std::fs::write(real.join("clang"), script).unwrap();
+    std::fs::set_permissions(
+        real.join("clang"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let mut cmd = std::process::Command::new("clang");
+    cmd.args(["-O2", "-c", "x.c"])
+        .env("PATH", format!("{}:/usr/bin:/bin", wrap.display()))
+        .env("KILN_WRAP_PATH", &real)
+        .env("KILN_WRAP_FLAGS", r#"["--all"]"#)
+        .env("KILN_WRAP_CPU_S", "1");
+    if fallback {
+        cmd.env("KILN_WRAP_FALLBACK", r#"["--stock"]"#);
+    }
+    let out = cmd.output().unwrap();
+    (out, std::fs::read_to_string(log).unwrap_or_default())
+}
+
+#[test]
+fn a_discovery_compile_past_its_limits_is_compiled_again_with_the_stock_flags() {
+    // Spinning with every call inlined: the CPU limit stops it.
+    let spin = "case \"$*\" in *--all*) while :; do :; done ;; esac";
+    let (out, log) = wrapped_compile(spin, true);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert_eq!(log, "-O2 -c x.c --all\n-O2 -c x.c --stock\n");
+    assert!(
+        said.contains("compiling x.c with every call inlined failed"),
+        "{said}"
+    );
+    assert!(said.contains("1 s of CPU"), "{said}");
+
+    // A real compile error fails the build, with the stock flags' error.
+    let broken = "echo 'x.c:1: error: nope' >&2; exit 1";
+    let (out, log) = wrapped_compile(broken, true);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(log.lines().count(), 2, "{log}");
+
+    // Outside discovery the flags are added, unbounded, once.
+    let (out, log) = wrapped_compile("exit 0", false);
+    assert!(out.status.success());
+    assert_eq!(log, "-O2 -c x.c --all\n");
 }
