@@ -9,11 +9,12 @@
 //! `discover/<id>/` is a discovery's scratch folder. Every path taken from a
 //! request is confined.
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
-use kiln_protocol::decision::{ContentHash, DecisionFile, DecisionSet};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback};
+use kiln_protocol::decision::{ContentHash, DecisionFile, DecisionSet, SiteId};
 use kiln_protocol::message::{
     is_confined_path, BuildRecord, Discovery, StepId, StepOutcome, StepRequest, StepResult,
 };
@@ -276,10 +277,45 @@ fn discover_in(
             &build.compile(flags, fallback, what)?,
         ));
     }
-    Ok(llvm_inline::discovery_from_remarks(
-        &remarks[0],
-        &remarks[1],
-    ))
+    let mut discovery = llvm_inline::discovery_from_remarks(&remarks[0], &remarks[1]);
+
+    // The stock decisions replayed: a site the compiler cannot replay as it
+    // decided it (a real program has a few) would fail every step as a
+    // decision mismatch, the baseline's first; such sites are left out.
+    fresh_dir(&ws.rundir, &work)?;
+    copy_tree(bundle_dir, &work)?;
+    write_decisions(&work, spec, &no_decisions)?;
+    let replay = work.join(REPLAY_FILE);
+    std::fs::write(&replay, llvm_inline::replay_file_text(&discovery.baseline))
+        .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
+    let incremental = fresh_subdir(&ws.rundir, &work, ".kiln-incremental")?;
+    let flags = llvm_inline::replay_build_args(
+        compiler,
+        &replay,
+        ReplayFallback::NeverInline,
+        &incremental,
+    );
+    let replayed = llvm_inline::parse_remarks(&build.compile(flags, None, "replay check")?);
+    let unreplayable: BTreeSet<SiteId> = llvm_inline::verify(&discovery.baseline, &replayed)
+        .iter()
+        // Each problem names its site first, quoted.
+        .filter_map(|p| p.strip_prefix('\'')?.split_once('\''))
+        .map(|(id, _)| SiteId::from(id))
+        .collect();
+    if !unreplayable.is_empty() {
+        tracing::info!(
+            "{}: {} of {} sites left out, as the compiler does not replay its own decision there",
+            spec.name,
+            unreplayable.len(),
+            discovery.points.len()
+        );
+        discovery.points.retain(|p| !unreplayable.contains(&p.id));
+        discovery
+            .baseline
+            .0
+            .retain(|id, _| !unreplayable.contains(id));
+    }
+    Ok(discovery)
 }
 
 /// One benchmark's build in its work folder.
