@@ -29,6 +29,9 @@ const FALLBACK_ENV: &str = "KILN_WRAP_FALLBACK";
 /// The CPU seconds one bounded compile may use.
 const CPU_ENV: &str = "KILN_WRAP_CPU_S";
 
+/// The file whose lock a compile holds while it writes its output.
+const LOCK_ENV: &str = "KILN_WRAP_LOCK";
+
 /// The address space one bounded compile may use.
 pub const LIMIT_BYTES: u64 = 4 << 30;
 
@@ -83,6 +86,10 @@ pub fn prepare(
         Compiler::Clang => {
             link_names(dir, NAMES.iter().map(|(name, _)| *name))?;
             env.push((PATH_ENV.into(), path.into()));
+            env.push((
+                LOCK_ENV.into(),
+                dir.join("output.lock").display().to_string(),
+            ));
         }
         Compiler::Rustc => {
             link_names(dir, [RUSTC_WRAPPER])?;
@@ -157,31 +164,77 @@ pub fn run_if_wrapped() {
         }
         command
     };
-    if let Some(fallback) = std::env::var_os(FALLBACK_ENV).filter(|_| add) {
-        let fallback = flag_list(FALLBACK_ENV, &fallback);
-        let cpu_s = std::env::var(CPU_ENV)
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(60);
-        let mut bounded = command(&flags);
-        // SAFETY: setrlimit is async-signal-safe and touches only the child.
-        unsafe { bounded.pre_exec(move || limit(cpu_s)) };
-        match bounded.status() {
-            Ok(status) if status.success() => std::process::exit(0),
-            Ok(status) => eprintln!(
-                "kiln: compiling {} with every call inlined failed ({status}) within its limits \
-                 ({} GiB, {cpu_s} s of CPU): it is compiled again with the stock \
-                 compiler's decisions, which then give its sites",
-                sources(&args),
-                LIMIT_BYTES >> 30
-            ),
-            Err(e) => fail(&format!("cannot run {}: {e}", program.display())),
-        }
-        let e = command(&fallback).exec();
+    if !add || name == Some(RUSTC_WRAPPER) {
+        // Nothing of kiln's to add, or cargo, which shows each rustc's output whole.
+        let e = command(&flags).exec();
         fail(&format!("cannot run {}: {e}", program.display()))
     }
-    let e = command(&flags).exec();
-    fail(&format!("cannot run {}: {e}", program.display()))
+    let run = |mut command: std::process::Command| {
+        command
+            .output()
+            .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", program.display())))
+    };
+    let mut output = match std::env::var_os(FALLBACK_ENV) {
+        None => run(command(&flags)),
+        Some(fallback) => {
+            let cpu_s = std::env::var(CPU_ENV)
+                .ok()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(60);
+            let mut bounded = command(&flags);
+            // SAFETY: setrlimit is async-signal-safe and touches only the child.
+            unsafe { bounded.pre_exec(move || limit(cpu_s)) };
+            let first = run(bounded);
+            if first.status.success() {
+                first
+            } else {
+                // What the failed compile said (remarks of a part of the unit) is dropped.
+                let mut again = run(command(&flag_list(FALLBACK_ENV, &fallback)));
+                let note = format!(
+                    "kiln: compiling {} with every call inlined failed ({}) within its limits \
+                     ({} GiB, {cpu_s} s of CPU): it was compiled again with the stock \
+                     compiler's decisions, which give its sites\n",
+                    sources(&args),
+                    first.status,
+                    LIMIT_BYTES >> 30
+                );
+                again.stderr.splice(0..0, note.into_bytes());
+                again
+            }
+        }
+    };
+    show(&mut output);
+    std::process::exit(exit_code(output.status))
+}
+
+/// Writes a compile's output whole, under the build's output lock: compiles
+/// that make runs side by side (`-j`) would otherwise interleave their
+/// remarks mid-line, and a cut remark reads as a decision not realised.
+fn show(output: &mut std::process::Output) {
+    use std::io::Write;
+    let lock = std::env::var_os(LOCK_ENV).and_then(|path| {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ok()?;
+        // SAFETY: flock on a descriptor we own; released when `file` closes.
+        unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+        Some(file)
+    });
+    let _ = std::io::stdout().write_all(&output.stdout);
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().write_all(&output.stderr);
+    let _ = std::io::stderr().flush();
+    drop(lock);
+}
+
+/// The status to exit with for a compile's: its code, or 128 + its signal as a shell gives.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
 /// The bounded compile's limits, set in the child before it execs.
