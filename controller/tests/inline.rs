@@ -7,11 +7,30 @@ mod common;
 use common::*;
 use kiln_protocol::DecisionFile;
 
-fn have_clang() -> bool {
-    std::process::Command::new("clang")
+/// Whether `PROGRAM --version` runs here.
+fn have(program: &str) -> bool {
+    std::process::Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
+}
+
+/// Asserts that every stored step of `experiment` measured ok (its build
+/// realised every requested decision); returns how many there are.
+fn assert_every_step_ok(store: &kiln_controller::store::Store, experiment: &str) -> usize {
+    let mut steps = 0;
+    for step in store.steps(Some(experiment)) {
+        let step = step.unwrap();
+        assert_eq!(
+            step.result.outcome.name(),
+            "ok",
+            "{}: {:?}",
+            step.key,
+            step.result.outcome
+        );
+        steps += 1;
+    }
+    steps
 }
 
 /// A campaign config over one bundled C benchmark at a size small enough for callgrind.
@@ -36,7 +55,7 @@ fn config(benchmark: &str, size: &str, steps: u32) -> String {
 
 #[test]
 fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
-    if !have_clang() {
+    if !have("clang") {
         eprintln!("skipped: clang is not installed");
         return;
     }
@@ -65,7 +84,7 @@ fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
 
 #[test]
 fn annealing_ends_at_or_below_stock_on_every_bundled_c_benchmark() {
-    if !have_clang() || !have_valgrind() {
+    if !have("clang") || !have_valgrind() {
         eprintln!("skipped: needs clang and valgrind");
         return;
     }
@@ -111,11 +130,7 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
     // The build is `make`: kiln's replay and remark flags reach each compile
     // through its compiler wrapper, not the command line, and the Makefile's
     // plain `-g` (DWARF 5 with clang 14) still runs under callgrind.
-    let have_make = std::process::Command::new("make")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have_clang() || !have_valgrind() || !have_make {
+    if !have("clang") || !have_valgrind() || !have("make") {
         eprintln!("skipped: needs clang, valgrind and make");
         return;
     }
@@ -181,16 +196,7 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
     // discovery build) and its remarks name what clang inlines by itself.
     let stock = &info.discovery.baseline;
     assert!(stock.0.values().any(|v| v.is_inline()), "{stock:?}");
-    for step in store.steps(Some("twofile")) {
-        let step = step.unwrap();
-        assert_eq!(
-            step.result.outcome.name(),
-            "ok",
-            "{}: {:?}",
-            step.key,
-            step.result.outcome
-        );
-    }
+    assert_every_step_ok(&store, "twofile");
 }
 
 #[test]
@@ -198,11 +204,7 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
     // `cargo build --release` runs as it is: kiln's rustc flags reach the
     // workspace's crates through RUSTC_WORKSPACE_WRAPPER, and its dependency
     // (a path crate outside the workspace) is built as cargo builds it.
-    let have_cargo = std::process::Command::new("cargo")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have_cargo {
+    if !have("cargo") {
         eprintln!("skipped: cargo is not installed");
         return;
     }
@@ -267,30 +269,16 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
         !sites.iter().any(|s| s.contains("6helper3rot")),
         "the dependency was built with kiln's flags: {sites:?}"
     );
-    let steps: Vec<_> = store.steps(Some("app")).map(|s| s.unwrap()).collect();
-    assert_eq!(steps.len(), 3);
-    for step in &steps {
-        // Ok means the build's remarks showed every requested decision realised.
-        assert_eq!(
-            step.result.outcome.name(),
-            "ok",
-            "{}: {:?}",
-            step.key,
-            step.result.outcome
-        );
-    }
+    assert_eq!(assert_every_step_ok(&store, "app"), 3);
 }
 
 #[test]
 fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
-    // Inlining every call of a 22-deep binary call tree makes 4 million
-    // copies: that compile passes its CPU limit, is compiled again with the
-    // stock decisions, and discovery ends with the stock compiler's sites.
-    let have_make = std::process::Command::new("make")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !have_clang() || !have_make {
+    // A 22-deep binary call tree: 4 million copies if every call were
+    // inlined. Discovery ends within its limits and finds its sites. (With
+    // full -g this very compile passes any CPU limit; kiln's line tables keep
+    // it small. The fallback past a limit is tested in worker/tests/step.rs.)
+    if !have("clang") || !have("make") {
         eprintln!("skipped: needs clang and make");
         return;
     }
