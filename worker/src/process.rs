@@ -487,7 +487,7 @@ fn timespec_ns(t: &libc::timespec) -> u64 {
 }
 
 /// The `PATH` a launch with `env` looks programs up on: its own, else the clean one.
-fn search_path(env: &[(String, String)]) -> &str {
+pub fn search_path(env: &[(String, String)]) -> &str {
     env.iter()
         .rev()
         .find(|(k, _)| k == "PATH")

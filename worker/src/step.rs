@@ -475,10 +475,7 @@ impl Build<'_> {
                 Vec::new()
             }
             Some(compiler) => {
-                let path = env
-                    .iter()
-                    .rfind(|(k, _)| k == "PATH")
-                    .map_or(process::CLEAN_PATH.to_string(), |(_, v)| v.clone());
+                let path = process::search_path(&env).to_string();
                 let dir = self.work.join(WRAP_DIR);
                 wrap::prepare(compiler, &dir, &flags, fallback, &path)?
             }
