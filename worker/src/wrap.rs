@@ -164,8 +164,7 @@ pub fn run_if_wrapped() {
         }
         command
     };
-    if !add || name == Some(RUSTC_WRAPPER) {
-        // Nothing of kiln's to add, or cargo, which shows each rustc's output whole.
+    if !add {
         let e = command(&flags).exec();
         fail(&format!("cannot run {}: {e}", program.display()))
     }
