@@ -15,6 +15,31 @@ fn have(program: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Writes each (relative path, text) under `dir`.
+fn write_files(dir: &std::path::Path, files: &[(&str, &str)]) {
+    for (name, text) in files {
+        std::fs::write(dir.join(name), text).unwrap();
+    }
+}
+
+/// Runs `config` as `kiln run` in `dir` and opens its store: the store and
+/// what it knows of `experiment`.
+fn run_campaign(
+    dir: &std::path::Path,
+    config: &str,
+    experiment: &str,
+) -> (
+    kiln_controller::store::Store,
+    kiln_controller::store::ExperimentInfo,
+) {
+    std::fs::write(dir.join("c.sexp"), config).unwrap();
+    let out = run_kiln(dir, &["run", "c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = kiln_controller::store::Store::open(&dir.join("store")).unwrap();
+    let info = store.experiment(experiment).unwrap().unwrap();
+    (store, info)
+}
+
 /// Asserts that every stored step of `experiment` measured ok (its build
 /// realised every requested decision); returns how many there are.
 fn assert_every_step_ok(store: &kiln_controller::store::Store, experiment: &str) -> usize {
@@ -159,9 +184,7 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
              int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += inc(twice(i)); return s; }\n",
         ),
     ];
-    for (name, text) in files {
-        std::fs::write(src.join(name), text).unwrap();
-    }
+    write_files(&src, &files);
     let config = r#"(campaign
   (name twofile)
   (store "store")
@@ -173,11 +196,7 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
      (build ("make")) (run ("./bench" "200")) (timeout-s 60)))
   (workers (local (slots 1))))
 "#;
-    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
-    let out = run_kiln(dir.path(), &["run", "c.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let store = kiln_controller::store::Store::open(&dir.path().join("store")).unwrap();
-    let info = store.experiment("twofile").unwrap().unwrap();
+    let (store, info) = run_campaign(dir.path(), config, "twofile");
     let sites: Vec<String> = info
         .discovery
         .points
@@ -235,9 +254,7 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
              #[inline(never)]\npub fn mix(x: u64) -> u64 { rot(x) ^ rot(x >> 3) }\n",
         ),
     ];
-    for (name, text) in files {
-        std::fs::write(src.join(name), text).unwrap();
-    }
+    write_files(&src, &files);
     let config = r#"(campaign
   (name app)
   (store "store")
@@ -250,11 +267,7 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
      (run ("./target/release/app" "1000")) (timeout-s 60) (build-timeout-s 600)))
   (workers (local (slots 1))))
 "#;
-    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
-    let out = run_kiln(dir.path(), &["run", "c.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let store = kiln_controller::store::Store::open(&dir.path().join("store")).unwrap();
-    let info = store.experiment("app").unwrap().unwrap();
+    let (store, info) = run_campaign(dir.path(), config, "app");
     let sites: Vec<String> = info
         .discovery
         .points
