@@ -201,6 +201,10 @@ pub struct BenchmarkSpec {
     /// may take before it is compiled again with the stock decisions.
     #[serde(default = "default_discovery_cpu_s")]
     pub discovery_cpu_s: f64,
+    /// The most resident memory a build's processes may use together, bytes;
+    /// past it the whole build is killed and the step fails naming the limit.
+    #[serde(default = "default_build_memory_bytes")]
+    pub build_memory_bytes: u64,
     /// Extra environment variables for build and runs.
     pub env: Vec<(String, String)>,
     /// Variables the build takes from the worker's environment, besides the
@@ -959,6 +963,7 @@ const BENCHMARK_FIELDS: &[&str] = &[
     "timeout-s",
     "build-timeout-s",
     "discovery-cpu-s",
+    "build-memory",
     "env",
     "pass-env",
     "check-output",
@@ -1061,6 +1066,9 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         discovery_cpu_s: rec
             .opt_value("discovery-cpu-s", decode::positive_number)?
             .unwrap_or_else(default_discovery_cpu_s),
+        build_memory_bytes: rec
+            .opt_value("build-memory", decode::byte_size)?
+            .unwrap_or_else(default_build_memory_bytes),
         name,
         kind,
         build,
@@ -1082,6 +1090,11 @@ fn limits(src: Src<'_>, field: &Field<'_>) -> Result<Limits, SexpError> {
 
 fn default_discovery_cpu_s() -> f64 {
     60.0
+}
+
+/// 8 GiB: two compiles of discovery (`make -j2`) at their 4 GiB each.
+fn default_build_memory_bytes() -> u64 {
+    8 << 30
 }
 
 /// The compiler family from a build command's program name (cargo runs rustc).
@@ -1253,6 +1266,10 @@ impl BenchmarkSpec {
         fields.push(f("timeout-s", vec![float(self.timeout_s)]));
         fields.push(f("build-timeout-s", vec![float(self.build_timeout_s)]));
         fields.push(f("discovery-cpu-s", vec![float(self.discovery_cpu_s)]));
+        fields.push(f(
+            "build-memory",
+            vec![Sexp::new(SexpKind::Int(self.build_memory_bytes as i64))],
+        ));
         if !self.env.is_empty() {
             let pairs = self
                 .env

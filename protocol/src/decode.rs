@@ -300,6 +300,18 @@ pub fn parse_byte_size(text: &str) -> Option<u64> {
     digits.parse::<u64>().ok()?.checked_mul(1 << shift)
 }
 
+/// A size as a config would write it: the largest binary unit that divides it.
+pub fn byte_size_text(bytes: u64) -> String {
+    let unit = ["TiB", "GiB", "MiB", "KiB"]
+        .into_iter()
+        .zip([40, 30, 20, 10])
+        .find(|&(_, shift)| bytes >= 1 << shift && bytes % (1 << shift) == 0);
+    match unit {
+        Some((name, shift)) => format!("{} {name}", bytes >> shift),
+        None => format!("{bytes} bytes"),
+    }
+}
+
 /// A string, or a symbol read as its name.
 pub fn text(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError> {
     match &node.kind {
@@ -380,5 +392,20 @@ pub fn entries<'a>(field: &Field<'a>) -> Result<&'a [Sexp], SexpError> {
         ))
     } else {
         Ok(field.args)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_and_written_in_binary_units() {
+        assert_eq!(parse_byte_size("512m"), Some(512 << 20));
+        assert_eq!(parse_byte_size("8 GiB"), Some(8 << 30));
+        assert_eq!(parse_byte_size("8 parsecs"), None);
+        assert_eq!(byte_size_text(8 << 30), "8 GiB");
+        assert_eq!(byte_size_text(1536 << 20), "1536 MiB");
+        assert_eq!(byte_size_text(1000), "1000 bytes");
     }
 }

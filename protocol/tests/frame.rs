@@ -28,6 +28,7 @@ fn spec() -> BenchmarkSpec {
         timeout_s: 1.5,
         build_timeout_s: 10.0,
         discovery_cpu_s: 60.0,
+        build_memory_bytes: 8 << 30,
         env: vec![("A".into(), "b c".into())],
         pass_env: Vec::new(),
         check_output: OutputCheck::File("out.txt".into()),

@@ -278,6 +278,7 @@ impl Engine<'_> {
                 Kind::Timed => self.cgroup.as_ref().map(RunCgroup::procs),
                 Kind::Callgrind => None,
             },
+            memory_limit: None,
         };
         let oom_kills_before = self.cgroup.as_ref().map_or(0, RunCgroup::oom_kills);
         let gpu = (kind == Kind::Timed).then(|| self.gpu.begin(&mut launch.env));
@@ -304,7 +305,7 @@ impl Engine<'_> {
         let (exit_code, signal) = match finished.end {
             End::Exited(c) => (Some(c), None),
             End::Signaled(s) => (None, Some(s)),
-            End::TimedOut | End::Cancelled => (None, Some(libc::SIGKILL)),
+            End::TimedOut | End::Cancelled | End::MemoryExceeded(_) => (None, Some(libc::SIGKILL)),
         };
         let metrics = match kind {
             Kind::Timed => {
@@ -360,6 +361,8 @@ impl Engine<'_> {
                     stderr_tail,
                 });
             }
+            // Runs are limited by their cgroup, never by this watch.
+            End::MemoryExceeded(_) => unreachable!("a run launched with a memory limit"),
             End::Exited(c) if c != 0 => {
                 return Err(StepOutcome::RunFailed {
                     code: Some(c),

@@ -29,7 +29,7 @@ use kiln_protocol::metric::Metrics;
 
 use crate::checked_output::{CheckedDigest, LineFilter};
 use crate::counters::Inherited;
-use crate::procfs::group_members;
+use crate::procfs::{group_members, group_resident_bytes};
 use crate::sampler::{SampleStats, Sampler};
 
 /// The `PATH` every build and run sees unless the benchmark overrides it.
@@ -75,7 +75,14 @@ pub struct Launch {
     pub sample_every: Option<Duration>,
     /// The `cgroup.procs` of a cgroup the child joins before it execs (run limits).
     pub cgroup: Option<Arc<OwnedFd>>,
+    /// The whole group is killed once its resident memory passes this many
+    /// bytes (checked every [`MEMORY_CHECK_EVERY`]; a build's limit, which
+    /// needs no cgroup).
+    pub memory_limit: Option<u64>,
 }
+
+/// How often a launch with a memory limit sums its group's resident memory.
+pub const MEMORY_CHECK_EVERY: Duration = Duration::from_millis(100);
 
 /// How a launched command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +95,8 @@ pub enum End {
     TimedOut,
     /// It was cancelled and its group was killed.
     Cancelled,
+    /// Its group's resident memory passed this limit (bytes) and the group was killed.
+    MemoryExceeded(u64),
 }
 
 /// Resource use of the process and the children it waited for (`wait4`).
@@ -280,15 +289,7 @@ pub fn run(
     let mut err = Sink::tail(stderr_fd);
     let sampler = launch.sample_every.map(|every| Sampler::start(pid, every));
 
-    let watched = watch(
-        pid,
-        pidfd,
-        launch.timeout,
-        start,
-        cancel,
-        &mut out,
-        &mut err,
-    );
+    let watched = watch(pid, pidfd, launch, start, cancel, &mut out, &mut err);
     // Our copies of the child's pipe ends stayed open until the leader
     // exited: its exit woke us once (its pidfd), not first for the pipes'
     // hang-up and again for the exit, which costs about 50 µs a run. Closed
@@ -810,7 +811,7 @@ struct Watched {
 fn watch(
     pid: i32,
     pidfd: Option<OwnedFd>,
-    timeout: Duration,
+    launch: &Launch,
     start: Instant,
     cancel: Option<&CancelToken>,
     out: &mut Sink,
@@ -818,17 +819,25 @@ fn watch(
 ) -> Watched {
     // A timeout too large to add means none in practice.
     let deadline = start
-        .checked_add(timeout)
+        .checked_add(launch.timeout)
         .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 86400));
     let mut kill_reason = None;
     let mut cancel_fd = cancel.map(|c| c.event.as_raw_fd());
+    let mut next_memory_check = start + MEMORY_CHECK_EVERY;
     loop {
         if kill_reason.is_none() {
+            let now = Instant::now();
             if cancel.is_some_and(CancelToken::is_cancelled) {
                 kill_reason = Some(End::Cancelled);
-                kill_group(pid);
-            } else if Instant::now() >= deadline {
+            } else if now >= deadline {
                 kill_reason = Some(End::TimedOut);
+            } else if let Some(limit) = launch.memory_limit.filter(|_| now >= next_memory_check) {
+                next_memory_check = now + MEMORY_CHECK_EVERY;
+                if group_resident_bytes(pid) > limit {
+                    kill_reason = Some(End::MemoryExceeded(limit));
+                }
+            }
+            if kill_reason.is_some() {
                 kill_group(pid);
             }
         }
@@ -841,6 +850,9 @@ fn watch(
                     + 1
             }
         };
+        if launch.memory_limit.is_some() {
+            wait_ms = wait_ms.min(MEMORY_CHECK_EVERY.as_millis() as i32);
+        }
         if pidfd.is_none() {
             // Without a pidfd (Linux < 5.2) exit is noticed by polling each ms.
             wait_ms = wait_ms.min(1);
@@ -977,6 +989,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             sample_every: None,
             cgroup: None,
+            memory_limit: None,
         }
     }
 

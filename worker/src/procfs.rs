@@ -17,6 +17,31 @@ pub fn group_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// The resident memory of one process from its `stat` line, bytes (field 24, in pages).
+pub fn resident_bytes(stat: &str) -> Option<u64> {
+    Some(stat_field(stat, 24)?.max(0) as u64 * page_size())
+}
+
+/// The summed resident memory of the process group `pgid`, bytes.
+pub fn group_resident_bytes(pgid: i32) -> u64 {
+    group_members(pgid)
+        .into_iter()
+        .filter_map(|pid| {
+            resident_bytes(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+        })
+        .sum()
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory arguments.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
 /// Field `n` (1-based, as in proc(5)) of a `/proc/<pid>/stat` line, for fields after the name.
 pub fn stat_field(stat: &str, n: usize) -> Option<i64> {
     // The name (field 2) may contain spaces and parentheses: split after the last ')'.

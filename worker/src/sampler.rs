@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 
-use crate::procfs::{group_members, stat_field};
+use crate::procfs::{group_members, resident_bytes, stat_field};
 
 /// The default sampling interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(50);
@@ -62,7 +62,6 @@ impl Sampler {
         let (stop, stopped) = mpsc::channel();
         let thread = std::thread::spawn(move || {
             let tick = ticks_per_second();
-            let page = page_size();
             let mut prev: Option<(Instant, BTreeMap<i32, u64>)> = None;
             let (mut cpu, mut rss) = (Vec::new(), Vec::new());
             // Each wait is the interval; a message or a dropped sender stops.
@@ -74,15 +73,15 @@ impl Sampler {
                     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                         continue;
                     };
-                    let (Some(utime), Some(stime), Some(pages)) = (
+                    let (Some(utime), Some(stime), Some(bytes)) = (
                         stat_field(&stat, 14),
                         stat_field(&stat, 15),
-                        stat_field(&stat, 24),
+                        resident_bytes(&stat),
                     ) else {
                         continue;
                     };
                     ticks.insert(pid, (utime + stime).max(0) as u64);
-                    resident += pages.max(0) as u64 * page;
+                    resident += bytes;
                 }
                 if ticks.is_empty() {
                     continue;
@@ -126,15 +125,5 @@ fn ticks_per_second() -> f64 {
         t as f64
     } else {
         100.0
-    }
-}
-
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no memory arguments.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
     }
 }

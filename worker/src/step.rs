@@ -397,6 +397,10 @@ impl Build<'_> {
                 code: None,
                 log_tail: record.log_tail.clone(),
             }),
+            End::MemoryExceeded(limit) => Err(StepOutcome::BuildFailed {
+                code: None,
+                log_tail: format!("{}\n{}", memory_exceeded(limit), record.log_tail),
+            }),
             End::Exited(c) if c != 0 => Err(StepOutcome::BuildFailed {
                 code: Some(c),
                 log_tail: record.log_tail.clone(),
@@ -439,6 +443,7 @@ impl Build<'_> {
             End::Signaled(s) => format!("was killed by {}", process::signal_name(s)),
             End::TimedOut => format!("timed out after {} s", self.spec.build_timeout_s),
             End::Cancelled => "was cancelled".into(),
+            End::MemoryExceeded(limit) => memory_exceeded(limit),
         };
         Err(format!(
             "the {what} build of '{}' {failure}:\n{}",
@@ -495,8 +500,17 @@ impl Build<'_> {
                 .unwrap_or(Duration::ZERO),
             sample_every: None,
             cgroup: None,
+            memory_limit: Some(self.spec.build_memory_bytes),
         })
     }
+}
+
+/// Why a build killed at its memory limit failed, naming the limit.
+fn memory_exceeded(limit: u64) -> String {
+    format!(
+        "killed: the build's processes used more than {} of memory together (build-memory)",
+        kiln_protocol::decode::byte_size_text(limit)
+    )
 }
 
 /// The environment of builds and runs: the clean base, the benchmark's own

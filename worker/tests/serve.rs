@@ -174,6 +174,7 @@ fn knobs_spec(run: &[&str], build: &[&str], timeout_s: f64) -> BenchmarkSpec {
         timeout_s,
         build_timeout_s: 30.0,
         discovery_cpu_s: 60.0,
+        build_memory_bytes: 8 << 30,
         env: vec![("GREETING".into(), "hello".into())],
         pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,

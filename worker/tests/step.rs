@@ -24,6 +24,7 @@ fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
         timeout_s: 10.0,
         build_timeout_s: 1.0,
         discovery_cpu_s: 60.0,
+        build_memory_bytes: 8 << 30,
         env: Vec::new(),
         pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,
@@ -139,6 +140,37 @@ fn a_failing_build_is_build_failed_with_its_log() {
         other => panic!("expected build-failed, got {other:?}"),
     }
     assert!(r.runs.is_empty(), "nothing runs after a failed build");
+}
+
+#[test]
+fn a_build_past_its_memory_limit_is_killed_and_fails_naming_the_limit() {
+    let f = fixture();
+    // tail keeps the last 1 GiB of a pipe in memory: the group's resident
+    // memory grows until the limit kills it, long before the timeout.
+    let mut s = spec(
+        &[
+            "sh",
+            "-c",
+            "head -c 1G /dev/zero | tail -c 1G; echo finished",
+        ],
+        &["./main.sh"],
+    );
+    s.build_memory_bytes = 64 << 20;
+    s.build_timeout_s = 60.0;
+    let t = std::time::Instant::now();
+    let r = step(&f, &request(&f, s));
+    match &r.outcome {
+        StepOutcome::BuildFailed { code, log_tail } => {
+            assert_eq!(*code, None);
+            assert!(
+                log_tail.contains("more than 64 MiB") && log_tail.contains("build-memory"),
+                "{log_tail:?}"
+            );
+            assert!(!log_tail.contains("finished"), "{log_tail:?}");
+        }
+        other => panic!("expected build-failed, got {other:?}"),
+    }
+    assert!(t.elapsed().as_secs_f64() < 30.0);
 }
 
 #[test]
@@ -266,6 +298,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         timeout_s: 10.0,
         build_timeout_s: 60.0,
         discovery_cpu_s: 60.0,
+        build_memory_bytes: 8 << 30,
         env: Vec::new(),
         pass_env: Vec::new(),
         check_output: OutputCheck::Stdout,
