@@ -6,7 +6,7 @@
 //! | 0 | success; also a reader that closed kiln's output early (`kiln export \| head`) |
 //! | 1 | failure: a worker, a build, a store that cannot be opened, problems found |
 //! | 2 | bad usage or input: flags, a config or decision file, a name the config lacks, a folder that holds no store |
-//! | 130 | interrupted (Ctrl-C); what was measured is stored and the same command resumes |
+//! | 130 | interrupted (Ctrl-C, SIGTERM, SIGHUP); what was measured is stored and the same command resumes |
 //!
 //! Layers report failures as `anyhow` errors; the ones that are not plain
 //! failures carry one of the types below somewhere in their chain.
@@ -24,6 +24,25 @@ pub struct BadInput(pub String);
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Interrupted(pub String);
+
+/// Waits for SIGINT (Ctrl-C), SIGTERM or SIGHUP and names it. Each ends a
+/// command as an interruption; dropping its workers then stops every build
+/// and run they started (see `dispatch::transport`).
+pub async fn interruption() -> &'static str {
+    use tokio::signal::unix::{signal, SignalKind};
+    let listen = |kind| async move {
+        match signal(kind) {
+            Ok(mut s) => s.recv().await,
+            // Without a handler the signal keeps its default action.
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = listen(SignalKind::interrupt()) => "interrupted",
+        _ = listen(SignalKind::terminate()) => "terminated (SIGTERM)",
+        _ = listen(SignalKind::hangup()) => "hung up (SIGHUP)",
+    }
+}
 
 /// How a command that ran to its end went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -528,3 +528,160 @@ fn a_line_filter_passes_a_program_that_prints_timings_and_catches_a_wrong_result
         "{shown}"
     );
 }
+
+/// The live (not zombie) descendants of `pid`, each as `pid: command line`.
+fn descendants(pid: u32) -> Vec<(u32, String)> {
+    let mut parent_of = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(p) = e.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // Fields after the command name: state, ppid.
+        let mut rest = stat[stat.rfind(')').unwrap() + 1..].split_whitespace();
+        let (state, ppid) = (
+            rest.next().unwrap(),
+            rest.next().unwrap().parse::<u32>().unwrap(),
+        );
+        if state != "Z" {
+            parent_of.push((p, ppid));
+        }
+    }
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            parent_of
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found[1..]
+        .iter()
+        .filter_map(|p| {
+            let cmdline = std::fs::read(format!("/proc/{p}/cmdline")).ok()?;
+            Some((*p, String::from_utf8_lossy(&cmdline).replace('\0', " ")))
+        })
+        .collect()
+}
+
+/// Which of `processes` are still alive (and not zombies).
+fn still_alive(processes: &[(u32, String)]) -> Vec<&(u32, String)> {
+    processes
+        .iter()
+        .filter(|(p, _)| {
+            std::fs::read_to_string(format!("/proc/{p}/stat"))
+                .is_ok_and(|s| !s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+        })
+        .collect()
+}
+
+/// Waits (at most 30 s) until `what` holds.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends SIGTERM to a running kiln and returns its exit status, stderr included.
+fn terminate(mut child: std::process::Child) -> std::process::Output {
+    // SAFETY: signals our own child, not yet reaped.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "kiln did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn sigterm_during_a_step_leaves_no_process_and_the_campaign_resumes() {
+    let dir = slow_setup(8);
+    // The runs hang from the moment the file `hang` exists.
+    let hang = dir.path().join("hang");
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        format!(
+            "sleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
+            hang.display()
+        ),
+    )
+    .unwrap();
+    let child = run_until_decided(dir.path(), 3);
+    std::fs::write(&hang, "").unwrap();
+    let mut started = Vec::new();
+    wait_for("a hanging run", || {
+        started = descendants(child.id());
+        started.iter().any(|(_, cmd)| cmd.contains("run.sh"))
+    });
+    let out = terminate(child);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let left = still_alive(&started);
+    assert!(left.is_empty(), "left behind: {left:?}");
+
+    let before = steps(dir.path());
+    assert!(before.len() >= 3, "{}", before.len());
+    std::fs::remove_file(&hang).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after = steps(dir.path());
+    assert_eq!(after.len(), 8);
+    // The steps stored before the signal are kept as they were, not run again.
+    assert_eq!(trajectory(&after[..before.len()]), trajectory(&before));
+    assert!(before
+        .iter()
+        .zip(&after)
+        .all(|(b, a)| b.result.started_ms == a.result.started_ms));
+}
+
+#[test]
+fn sigterm_during_discovery_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("benchmarks/slow-build")).unwrap();
+    std::fs::write(
+        dir.path().join("benchmarks/slow-build/build.sh"),
+        "sleep 300\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("campaign.sexp"),
+        r#"(campaign
+  (name slow-build)
+  (store "store")
+  (experiments ((benchmark slow-build) (search (random-walk (steps 2)))))
+  (benchmarks
+    ((name slow-build) (kind llvm-inline) (compiler clang) (sources "benchmarks/slow-build")
+     (build ("sh" "build.sh")) (run ("./bench"))))
+  (workers (local (slots 1))))
+"#,
+    )
+    .unwrap();
+    let child = kiln_cmd(dir.path())
+        .args(["sites", "campaign.sexp", "slow-build"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut started = Vec::new();
+    wait_for("the discovery build", || {
+        started = descendants(child.id());
+        started.iter().any(|(_, cmd)| cmd.contains("sleep 300"))
+    });
+    let out = terminate(child);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(
+        text(&out).contains("terminated (SIGTERM) during discovery"),
+        "{}",
+        text(&out)
+    );
+    let left = still_alive(&started);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -12,6 +12,11 @@
 //! draining, the session ends. A frame cut off by the end of the stream ends
 //! the session cleanly, as does the end of the stream itself: running steps
 //! are then cancelled (nobody is left to read their results).
+//!
+//! SIGTERM, SIGINT and SIGHUP (a controller stopped, Ctrl-C at a terminal, a
+//! scheduler ending the job) cancel every step and discovery too, whose
+//! process groups are killed, before the worker exits: nothing it started
+//! outlives it.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -19,6 +24,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 
 use kiln_protocol::frame::{self, FrameError};
 use kiln_protocol::message::{Request, Response, StepId, StepOutcome, StepRequest, StepResult};
@@ -53,6 +62,7 @@ pub fn serve(
         slots: Mutex::new(HashMap::new()),
         running: Mutex::new(HashMap::new()),
     });
+    exit_on_signals(Arc::clone(&shared))?;
     let mut session = Session {
         shared,
         opts: opts.clone(),
@@ -107,6 +117,33 @@ pub fn serve(
     }
     session.shared.cancel_all();
     session.finish();
+    Ok(())
+}
+
+/// Most time the steps get to end after a signal: killing a process group and
+/// reaping it takes milliseconds, a discovery's removal of its folder longer.
+const SIGNAL_GRACE: Duration = Duration::from_secs(10);
+
+/// On SIGTERM, SIGINT or SIGHUP: cancels everything running, waits for it to
+/// end (its process groups killed and reaped), and exits 128 + the signal.
+fn exit_on_signals(shared: Arc<Shared>) -> Result<(), String> {
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP])
+        .map_err(|e| format!("cannot handle signals: {e}"))?;
+    std::thread::spawn(move || {
+        let Some(signal) = signals.forever().next() else {
+            return;
+        };
+        tracing::info!(
+            "{} received: cancelling every step",
+            crate::process::signal_name(signal)
+        );
+        shared.cancel_all();
+        let deadline = Instant::now() + SIGNAL_GRACE;
+        while !lock(&shared.running).is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::process::exit(128 + signal);
+    });
     Ok(())
 }
 

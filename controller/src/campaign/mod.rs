@@ -111,15 +111,15 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     run.commit(&pool)?;
     run.progress.refresh(&run.chains);
     let mut snapshot_at = std::time::Instant::now();
-    let ctrl_c = tokio::signal::ctrl_c();
-    tokio::pin!(ctrl_c);
+    let interruption = crate::error::interruption();
+    tokio::pin!(interruption);
     while !run.all_finished() {
         let done = tokio::select! {
             done = pool.done.recv() => done.context("worker pool stopped")?,
-            _ = &mut ctrl_c => {
+            why = &mut interruption => {
                 run.progress.finish();
                 return Err(Interrupted(format!(
-                    "interrupted; the campaign is stored in {} and `kiln run` resumes it",
+                    "{why}; the campaign is stored in {} and `kiln run` resumes it",
                     store.dir().display()
                 ))
                 .into());
@@ -399,10 +399,10 @@ async fn next_answer(pool: &mut Pool<Tag>) -> Result<Done<Tag>> {
     loop {
         tokio::select! {
             done = pool.done.recv() => return done.context("worker pool stopped"),
-            _ = tokio::signal::ctrl_c() => {
-                return Err(Interrupted(
-                    "interrupted while preparing; run `kiln run` again to resume".into(),
-                )
+            why = crate::error::interruption() => {
+                return Err(Interrupted(format!(
+                    "{why} while preparing; run `kiln run` again to resume"
+                ))
                 .into())
             }
             _ = tokio::time::sleep(Duration::from_secs(1)) => stop_if_all_unfit(pool)?,

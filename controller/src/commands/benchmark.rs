@@ -205,7 +205,7 @@ impl Session<'_> {
                         bail!("worker {} cannot be reached: {reason}", self.worker);
                     }
                 }
-                _ = tokio::signal::ctrl_c() => return Err(Interrupted("interrupted".into()).into()),
+                why = crate::error::interruption() => return Err(Interrupted(why.into()).into()),
             }
         }
     }

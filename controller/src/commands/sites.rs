@@ -14,7 +14,7 @@ use kiln_protocol::{CampaignConfig, DecisionFile};
 use crate::cli::SitesArgs;
 use crate::dispatch::bundle;
 use crate::dispatch::pool::{Answer, Job, Pool, Work};
-use crate::error::Outcome;
+use crate::error::{Interrupted, Outcome};
 
 pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -38,7 +38,12 @@ async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) 
                 bundle,
                 work: Work::Discover(Box::new(spec.clone())),
             });
-            let done = pool.done.recv().await.context("worker pool stopped")?;
+            let done = tokio::select! {
+                done = pool.done.recv() => done.context("worker pool stopped")?,
+                why = crate::error::interruption() => {
+                    return Err(Interrupted(format!("{why} during discovery")).into())
+                }
+            };
             match done.answer {
                 Answer::Discovered(Ok(d)) => d,
                 Answer::Discovered(Err(e)) => {

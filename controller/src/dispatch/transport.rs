@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -27,8 +28,8 @@ pub struct Channel {
 
 /// Owns the process or session behind a channel; dropping it tears it down.
 pub enum ChannelGuard {
-    /// A local child process (killed on drop by tokio's `kill_on_drop`).
-    Local(tokio::process::Child),
+    /// A local worker process.
+    Local(LocalWorker),
     /// Anything else that must live as long as the channel (an SSH session and its child).
     Other(Box<dyn std::any::Any + Send + Sync>),
 }
@@ -42,7 +43,6 @@ pub fn open_local(name: &str, worker_binary: &Path, rundir: &Path) -> Result<Cha
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .with_context(|| format!("cannot start local worker {}", worker_binary.display()))?;
     forward_log(
@@ -54,9 +54,42 @@ pub fn open_local(name: &str, worker_binary: &Path, rundir: &Path) -> Result<Cha
     Ok(Channel {
         reader,
         writer,
-        guard: ChannelGuard::Local(child),
+        guard: ChannelGuard::Local(LocalWorker(child)),
         address: "local".into(),
     })
+}
+
+/// A local `kiln-worker serve`. Dropped while it still runs (the campaign
+/// was interrupted), it gets SIGTERM, on which it cancels its steps and kills
+/// their process groups before it exits; a SIGKILL would orphan them. One that
+/// has not exited after the grace is killed.
+pub struct LocalWorker(tokio::process::Child);
+
+/// How long a local worker gets to cancel its builds and runs and exit.
+const WORKER_STOP_GRACE: Duration = Duration::from_secs(15);
+
+impl Drop for LocalWorker {
+    fn drop(&mut self) {
+        let Some(pid) = self.0.id() else {
+            return;
+        };
+        if matches!(self.0.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        // SAFETY: signals our own child, which is not reaped yet (try_wait said so).
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + WORKER_STOP_GRACE;
+        while Instant::now() < deadline {
+            if !matches!(self.0.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        tracing::warn!(
+            "local worker {pid} did not stop within {WORKER_STOP_GRACE:?} of SIGTERM; killing it"
+        );
+        let _ = self.0.start_kill();
+    }
 }
 
 /// Forwards a worker's log lines into the controller's log file (target
