@@ -256,6 +256,29 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
         log.contains("run failed (killed by SIGSEGV): fatal: bad state at 0x42"),
         "{log}"
     );
+    // And in the export's failure column, beside its outcome.
+    let export = run_kiln(dir.path(), &["export", "store", "--table", "steps"]);
+    assert!(export.status.success(), "{}", text(&export));
+    let mut table = csv::Reader::from_reader(&export.stdout[..]);
+    let header = table.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (outcome, failure) = (column("outcome"), column("failure"));
+    let rows: Vec<csv::StringRecord> = table.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), steps.len());
+    for row in &rows {
+        match &row[outcome] {
+            "ok" => assert_eq!(&row[failure], "", "{row:?}"),
+            "run-failed" => assert_eq!(
+                &row[failure],
+                "run failed (killed by SIGSEGV): fatal: bad state at 0x42"
+            ),
+            "build-failed" => assert!(
+                row[failure].ends_with(": error: does not compile"),
+                "{row:?}"
+            ),
+            _ => assert_ne!(&row[failure], "", "{row:?}"),
+        }
+    }
     let missing = run_kiln(dir.path(), &["show", "store", "flaky/0/99"]);
     assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
     let malformed = run_kiln(dir.path(), &["show", "store", "flaky-17"]);

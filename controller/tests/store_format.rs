@@ -42,7 +42,8 @@ const CONFIG: &str = r#"(campaign
 /// exported it before it kept export rows (19161d1), built with serde_json's
 /// `float_roundtrip`: without it, that kiln read some stored numbers of 16
 /// and 17 significant digits one unit in the last place off, and printed
-/// them so (`1008358.1111111112` for the stored `1008358.1111111111`).
+/// them so (`1008358.1111111112` for the stored `1008358.1111111111`). The
+/// `failure` column came later: both layouts read it from the stored outcome.
 const GOLDEN_STEPS: &str = include_str!("golden/store_format_steps.csv");
 
 /// SplitMix64: the data never depends on a crate's stream.

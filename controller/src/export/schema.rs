@@ -21,6 +21,7 @@ pub const STEP_COLUMNS: &[&str] = &[
     "decision_hash",
     "cached_from",
     "outcome",
+    "failure",
     "accepted",
     "compared_with",
     "temperature",

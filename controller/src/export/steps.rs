@@ -72,6 +72,7 @@ fn step_row(
         None => out.str(""),
     }
     out.str(&r.outcome);
+    out.str(&r.failure);
     out.opt(r.decision.map(|d| d.accepted));
     out.opt(r.decision.map(|d| d.compared_with));
     out.cell(r.temperature);

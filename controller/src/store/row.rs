@@ -21,12 +21,14 @@ use anyhow::{bail, Result};
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
-use kiln_protocol::{ContentHash, Metric, MetricValue};
+use kiln_protocol::{ContentHash, Metric, MetricValue, StepOutcome};
 
 use super::{StepKind, StepRecord};
 
-/// The first byte of a stored row: its format.
-const FORMAT: u8 = 1;
+/// The first byte of a stored row: its format. Format 2 is format 1's row
+/// followed by the failure reason (a length-prefixed string, empty for `ok`);
+/// rows of format 1 read with no reason.
+const FORMAT: u8 = 2;
 
 /// What the `steps` table shows of a decided step (README, "Export schema").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,6 +78,10 @@ pub struct StepRow<'a> {
     pub summary: Vec<(MetricKey, Stats)>,
     /// The metrics some run could not measure.
     pub unsupported: Vec<MetricKey>,
+    /// Why the step failed, in one line ([`kiln_protocol::StepOutcome::reason`]);
+    /// empty for `ok`. Stored after the fields above (format 2).
+    #[serde(skip)]
+    pub failure: Cow<'a, str>,
 }
 
 /// The chain's verdict on a step, as its row keeps it.
@@ -160,6 +166,7 @@ impl<'a> StepRow<'a> {
                 })
                 .collect(),
             unsupported: unsupported.into_iter().map(MetricKey::from).collect(),
+            failure: result.outcome.reason().map(Cow::Owned).unwrap_or_default(),
         }
         .canonical()
     }
@@ -180,7 +187,13 @@ impl<'a> StepRow<'a> {
             slot: r.slot,
             decision_hash: r.decision_hash.0,
             cached_from: r.cached_from.map(|k| (k.chain, k.step)),
-            outcome: r.result.outcome.outcome,
+            outcome: Cow::Borrowed(r.result.outcome.name()),
+            failure: r
+                .result
+                .outcome
+                .reason()
+                .map(Cow::Owned)
+                .unwrap_or_default(),
             decision: r.decision,
             temperature: r.temperature,
             objective: r.objective,
@@ -211,22 +224,27 @@ impl<'a> StepRow<'a> {
 
     /// The stored form.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        Ok(postcard::to_extend(self, vec![FORMAT])?)
+        Ok(postcard::to_extend(&(self, &*self.failure), vec![FORMAT])?)
     }
 
     /// Reads a stored row.
     pub fn decode(bytes: &'a [u8]) -> Result<StepRow<'a>> {
-        match bytes.split_first() {
-            Some((&FORMAT, rest)) => {
-                let (row, left) = postcard::take_from_bytes(rest)?;
-                if !left.is_empty() {
-                    bail!("{} bytes after the end of the row", left.len());
-                }
-                Ok(row)
-            }
+        let (mut row, left): (StepRow<'a>, &[u8]) = match bytes.split_first() {
+            Some((&(1 | FORMAT), rest)) => postcard::take_from_bytes(rest)?,
             Some((format, _)) => bail!("row format {format} is unknown to this kiln"),
             None => bail!("the row is empty"),
+        };
+        let left = if bytes[0] == FORMAT {
+            let (failure, left): (&'a str, &[u8]) = postcard::take_from_bytes(left)?;
+            row.failure = Cow::Borrowed(failure);
+            left
+        } else {
+            left
+        };
+        if !left.is_empty() {
+            bail!("{} bytes after the end of the row", left.len());
         }
+        Ok(row)
     }
 }
 
@@ -308,8 +326,7 @@ struct StepView<'a> {
     parent: Option<u32>,
     diff: MapLen,
     temperature: f64,
-    #[serde(borrow)]
-    result: ResultView<'a>,
+    result: ResultView,
     objective: Option<f64>,
     #[serde(borrow)]
     worker: Cow<'a, str>,
@@ -330,20 +347,12 @@ struct KeyView<'a> {
 }
 
 #[derive(Deserialize)]
-struct ResultView<'a> {
-    #[serde(borrow)]
-    outcome: OutcomeView<'a>,
+struct ResultView {
+    outcome: StepOutcome,
     build: Option<RowBuild>,
     runs: RunsView,
     summary: SummariesView,
     target_met: bool,
-}
-
-/// An outcome's name (the tag of [`kiln_protocol::StepOutcome`]).
-#[derive(Deserialize)]
-struct OutcomeView<'a> {
-    #[serde(borrow)]
-    outcome: Cow<'a, str>,
 }
 
 /// The statistics of a metric that the row keeps.
@@ -538,6 +547,7 @@ mod tests {
                 Stats([2.0, 2.0, 0.0, 1.0, 2.0]),
             )],
             unsupported: vec![MetricKey::from(Metric::Cycles)],
+            failure: Cow::Borrowed(""),
         }
     }
 
@@ -547,7 +557,7 @@ mod tests {
         // FORMAT and keep reading rows of this one.
         let hash = "ab".repeat(32);
         let fields = [
-            ("format", "01"),
+            ("format", "02"),
             ("experiment", concat!("04", "77616c6b")),
             ("chain, step", concat!("01", "ac02")),
             ("kind", "01"),
@@ -578,8 +588,13 @@ mod tests {
             ),
             // cycles
             ("unsupported", concat!("01", "a6854a75")),
+            ("failure", concat!("03", "626164")),
         ];
-        let bytes = sample().encode().unwrap();
+        let failed = StepRow {
+            failure: Cow::Borrowed("bad"),
+            ..sample()
+        };
+        let bytes = failed.encode().unwrap();
         let mut hex = bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
         for (field, expected) in fields {
             let rest = hex.split_off(expected.len().min(hex.len()));
@@ -587,16 +602,20 @@ mod tests {
             hex = rest;
         }
         assert_eq!(hex, "", "bytes after the row");
-        assert_eq!(StepRow::decode(&bytes).unwrap(), sample());
+        assert_eq!(StepRow::decode(&bytes).unwrap(), failed);
+        // Format 1: the same row without the reason.
+        let mut first = bytes[..bytes.len() - 4].to_vec();
+        first[0] = 1;
+        assert_eq!(StepRow::decode(&first).unwrap(), sample());
     }
 
     #[test]
     fn rows_of_another_format_or_cut_short_are_refused() {
         let bytes = sample().encode().unwrap();
         let mut other = bytes.clone();
-        other[0] = 2;
+        other[0] = 3;
         let e = StepRow::decode(&other).unwrap_err().to_string();
-        assert!(e.contains("row format 2 is unknown"), "{e}");
+        assert!(e.contains("row format 3 is unknown"), "{e}");
         assert!(StepRow::decode(&bytes[..bytes.len() - 1]).is_err());
         let mut longer = bytes.clone();
         longer.push(0);
