@@ -156,6 +156,8 @@ fn chain_state(samples: &[f64]) -> ChainState {
         accepted: 0,
         failures: BTreeMap::new(),
         last_failure: None,
+        failing_alike: 0,
+        stopped: None,
         temperature: 0.0,
         started_ms: 0,
         updated_ms: 0,

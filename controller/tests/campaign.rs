@@ -708,3 +708,53 @@ fn sigterm_during_discovery_leaves_no_process_behind() {
     let left = still_alive(&started);
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+#[test]
+fn an_experiment_whose_first_steps_all_fail_alike_stops_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/picky");
+    std::fs::create_dir_all(&bench).unwrap();
+    // Only the stock tile size works: every proposal moves it, and fails alike.
+    std::fs::write(
+        bench.join("run.sh"),
+        "[ \"$1\" = 8 ] || { echo \"unsupported tile $1\" >&2; echo 'fatal: no kernel for this tile' >&2; exit 3; }\necho ok\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("campaign.sexp"),
+        r#"(campaign
+  (name picky)
+  (store "store")
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark picky) (search (random-walk (steps 200))) (chains 2) (seed 3)))
+  (benchmarks
+    ((name picky) (kind knobs) (sources "benchmarks/picky")
+     (knobs (tile 8 16 32 64)) (run ("sh" "run.sh" "{tile}"))))
+  (workers (local (slots 2))))
+"#,
+    )
+    .unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let why =
+        "its first 5 steps all failed alike (run failed (exit 3): fatal: no kernel for this tile)";
+    assert!(
+        text(&out).contains("experiment picky stopped: chain "),
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains(why), "{}", text(&out));
+    let decided = steps(dir.path());
+    assert!(decided.len() <= 10, "{} steps spent", decided.len());
+    assert!(decided
+        .iter()
+        .all(|s| s.result.outcome.name() == "run-failed"));
+    let status = run_kiln(dir.path(), &["status", "store"]);
+    let shown = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(shown.contains("picky/chain 0 stopped at step "), "{shown}");
+    assert!(shown.contains("picky/chain 1 stopped at step "), "{shown}");
+    // Resuming does not spend more steps on it.
+    let again = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert_eq!(again.status.code(), Some(1), "{}", text(&again));
+    assert_eq!(steps(dir.path()).len(), decided.len());
+}

@@ -187,6 +187,8 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
         accepted: 0,
         failures: BTreeMap::new(),
         last_failure: None,
+        failing_alike: 0,
+        stopped: None,
         temperature: 0.04,
         started_ms: 0,
         updated_ms: 0,

@@ -231,6 +231,8 @@ fn campaign(steps: u32) -> Campaign {
             accepted: 0,
             failures: BTreeMap::new(),
             last_failure: None,
+            failing_alike: 0,
+            stopped: None,
             temperature: 0.0,
             started_ms: 0,
             updated_ms: 0,

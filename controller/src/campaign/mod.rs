@@ -591,6 +591,22 @@ impl<'a> Running<'a> {
         }
     }
 
+    /// A chain of `experiment` stopped because its first steps all failed
+    /// alike: every chain of it that has not succeeded yet stops too, since
+    /// it would spend its budget on the same failure.
+    fn stop_experiment(&mut self, experiment: &str, stopped: u32, why: &str) -> Result<()> {
+        let message = format!("experiment {experiment} stopped: chain {stopped}: {why}");
+        eprintln!("kiln: {message}");
+        tracing::warn!("{message}");
+        for ((e, chain), state) in self.chains.iter_mut() {
+            if e == experiment && state.stopped.is_none() && chain::nothing_succeeded(state) {
+                chain::stop(state, format!("chain {stopped} {why}"));
+                self.store.put_chain(e, *chain, state)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Stores a result and decides what it makes decidable (unflushed: see [`commit`](Self::commit)).
     fn on_done(&mut self, done: Done<Tag>, board: &StatusBoard) -> Result<()> {
         let (Tag::Step(key), Answer::Step(result)) = (done.tag, done.answer) else {
@@ -604,7 +620,7 @@ impl<'a> Running<'a> {
         if !still_pending || self.arrived.contains_key(&key) {
             // A duplicate answer (the step was re-dispatched after a loss that
             // turned out not to be one): the first answer stands.
-            tracing::info!("ignoring a second result for {key}");
+            tracing::info!("ignoring a result for {key}: a second one, or its chain stopped");
             return Ok(());
         }
         let mut record = self.record_from(&key, *result, &done.worker, done.slot, None);
@@ -670,6 +686,9 @@ impl<'a> Running<'a> {
             }
             self.store.decide_unflushed(&record, state)?;
             self.staged = true;
+            if let Some(why) = state.stopped.clone() {
+                return self.stop_experiment(experiment, chain, &why);
+            }
             let fresh: Vec<u32> = state
                 .pending
                 .keys()

@@ -56,6 +56,9 @@ pub struct ChainRow {
     /// Why the latest failed step failed.
     #[serde(default)]
     pub last_failure: Option<String>,
+    /// Why the chain stopped before its budget, if it did.
+    #[serde(default)]
+    pub stopped: Option<String>,
     /// When the chain started (Unix ms).
     pub started_ms: u64,
     /// When it last decided a step (Unix ms).
@@ -112,6 +115,7 @@ fn chain_rows(
             temperature: s.temperature,
             failures: s.failures.clone(),
             last_failure: s.last_failure.clone(),
+            stopped: s.stopped.clone(),
             started_ms: s.started_ms,
             updated_ms: s.updated_ms,
         })

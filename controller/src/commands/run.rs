@@ -25,8 +25,14 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let dir = super::runtime()?.block_on(campaign::run(config.clone(), options))?;
     let store = Store::open_existing(&dir)?;
     write_steps_csv(&store)?;
-    write!(out, "{}", final_summary(&config, &store)?)?;
-    Ok(Outcome::Success)
+    let (summary, stopped) = final_summary(&config, &store)?;
+    write!(out, "{summary}")?;
+    // A chain stopped on failures is a failure of the campaign, as a script should learn.
+    Ok(if stopped {
+        Outcome::Failure
+    } else {
+        Outcome::Success
+    })
 }
 
 /// Exports the steps table beside the store, so a finished campaign has its dataset at hand.
@@ -46,10 +52,12 @@ fn write_steps_csv(store: &Store) -> Result<()> {
     Ok(())
 }
 
-/// What `kiln run` prints at the end: best against the references, and where everything is.
-fn final_summary(config: &CampaignConfig, store: &Store) -> Result<String> {
+/// What `kiln run` prints at the end: best against the references, and where
+/// everything is; and whether a chain stopped on failures.
+fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool)> {
     let store_dir = store.dir();
     let mut out = String::new();
+    let mut any_stopped = false;
     let metric = config.objective.metric;
     let _ = writeln!(
         out,
@@ -96,6 +104,14 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<String> {
                 let _ = write!(line, ", {:.3}x inlining nothing", best / none);
             }
             let _ = writeln!(out, "{line}");
+            if let Some(why) = &state.stopped {
+                any_stopped = true;
+                let _ = writeln!(
+                    out,
+                    "  {:<28} stopped at step {}: {why}",
+                    "", state.next_decide
+                );
+            }
             let _ = writeln!(
                 out,
                 "  {:<28} {}",
@@ -110,5 +126,5 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<String> {
         let _ = writeln!(out, "steps CSV:   {}", csv.display());
     }
     let _ = writeln!(out, "status:      kiln status {}", store_dir.display());
-    Ok(out)
+    Ok((out, any_stopped))
 }

@@ -78,6 +78,16 @@ fn render(report: &Report) -> String {
             r.last_failure.as_deref().unwrap_or_default()
         );
     }
+    for r in report.chains.iter().filter(|r| r.stopped.is_some()) {
+        let _ = writeln!(
+            out,
+            "{}/chain {} stopped at step {}: {}",
+            r.experiment,
+            r.chain,
+            r.done,
+            r.stopped.as_deref().unwrap_or_default()
+        );
+    }
     if !report.workers.is_empty() {
         // Throughput over the campaign's span so far (first chain start to last decision).
         let start = report

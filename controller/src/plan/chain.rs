@@ -68,6 +68,8 @@ pub fn start(
         accepted: 0,
         failures: Default::default(),
         last_failure: None,
+        failing_alike: 0,
+        stopped: None,
         temperature: search::temperature(ctx.search(), 0),
         started_ms: now_ms(),
         updated_ms: now_ms(),
@@ -76,9 +78,25 @@ pub fn start(
     state
 }
 
-/// Whether every step of the chain is decided.
+/// A chain whose first this many steps all fail with the same reason stops:
+/// the benchmark is broken for every candidate, and the rest of its budget
+/// would only repeat the failure.
+pub const STOP_AFTER_ALIKE_FAILURES: u32 = 5;
+
+/// Whether every step of the chain is decided, or it stopped.
 pub fn finished(ctx: &ChainContext<'_>, state: &ChainState) -> bool {
-    state.next_decide >= ctx.steps()
+    state.stopped.is_some() || state.next_decide >= ctx.steps()
+}
+
+/// Stops a chain (nothing more is proposed; results still in flight are dropped).
+pub fn stop(state: &mut ChainState, why: String) {
+    state.pending.clear();
+    state.stopped = Some(why);
+}
+
+/// Whether no step of the chain has succeeded so far.
+pub fn nothing_succeeded(state: &ChainState) -> bool {
+    state.failing_alike == state.next_decide
 }
 
 /// Generates proposals until `parallel` are pending or the budget is reached.
@@ -157,6 +175,13 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             .failures
             .entry(record.result.outcome.name().to_string())
             .or_default() += 1;
+        let previous = state
+            .last_failure
+            .as_deref()
+            .and_then(|l| l.split_once(": "));
+        if nothing_succeeded(state) && previous.map_or(true, |(_, r)| r == reason) {
+            state.failing_alike += 1;
+        }
         state.last_failure = Some(format!("step {step}: {reason}"));
     }
     state.temperature = record.temperature;
@@ -167,5 +192,18 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
         compared_with,
         decided_ms: state.updated_ms,
     });
-    refill(ctx, state);
+    if nothing_succeeded(state) && state.failing_alike >= STOP_AFTER_ALIKE_FAILURES {
+        let why = state
+            .last_failure
+            .as_deref()
+            .and_then(|l| l.split_once(": "));
+        let why = format!(
+            "its first {} steps all failed alike ({})",
+            state.failing_alike,
+            why.map_or("", |(_, r)| r)
+        );
+        stop(state, why);
+    } else {
+        refill(ctx, state);
+    }
 }

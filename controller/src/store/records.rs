@@ -148,6 +148,12 @@ pub struct ChainState {
     /// Why the latest failed step failed (`step N: outcome: last line`).
     #[serde(default)]
     pub last_failure: Option<String>,
+    /// How many steps from the first all failed with the latest reason.
+    #[serde(default)]
+    pub failing_alike: u32,
+    /// Why the chain stopped before its budget, if it did.
+    #[serde(default)]
+    pub stopped: Option<String>,
     /// Temperature at the last decided step.
     pub temperature: f64,
     /// When the chain started (Unix ms).
