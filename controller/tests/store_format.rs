@@ -195,7 +195,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
             binary_hash: None,
             log_tail: String::new(),
             replay_file: None,
-            reused: false,
+            reused: step % 8 == 6,
         }),
         runs,
         summary,

@@ -31,16 +31,7 @@ impl BundleCache {
     pub fn open(rundir: &Path) -> Result<Self, String> {
         let root = rundir.join("bundles");
         fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-        let entries =
-            fs::read_dir(&root).map_err(|e| format!("cannot list {}: {e}", root.display()))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let writer_lives =
-                temp_writer(&name).is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-            if name.starts_with(TEMP_PREFIX) && !writer_lives {
-                let _ = fs::remove_dir_all(entry.path());
-            }
-        }
+        clear_leftovers(&root)?;
         Ok(BundleCache {
             root,
             next_temp: AtomicU64::new(0),
@@ -60,11 +51,7 @@ impl BundleCache {
             return Ok(dir);
         }
         let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
-        let temp = self.root.join(format!(
-            "{TEMP_PREFIX}{}-{}-{n}",
-            bundle.hash.short(),
-            std::process::id()
-        ));
+        let temp = self.root.join(temp_name(&bundle.hash.short(), n));
         let result = write_files(&temp, bundle).and_then(|()| {
             let dest = self.root.join(bundle.hash.to_string());
             match fs::rename(&temp, &dest) {
@@ -83,6 +70,27 @@ impl BundleCache {
         }
         result
     }
+}
+
+/// The name of this process's `n`th temporary folder for `label`:
+/// `.tmp-<label>-<pid>-<n>`, renamed into place once written.
+pub(crate) fn temp_name(label: &str, n: u64) -> String {
+    format!("{TEMP_PREFIX}{label}-{}-{n}", std::process::id())
+}
+
+/// Removes the temporary folders under `root` whose writers are gone
+/// (another session on the same rundir may be writing one right now).
+pub(crate) fn clear_leftovers(root: &Path) -> Result<(), String> {
+    let entries = fs::read_dir(root).map_err(|e| format!("cannot list {}: {e}", root.display()))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let writer_lives =
+            temp_writer(&name).is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
+        if name.starts_with(TEMP_PREFIX) && !writer_lives {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+    Ok(())
 }
 
 /// The pid of the process writing a temporary folder `.tmp-<hash>-<pid>-<n>`.

@@ -1,6 +1,7 @@
 //! kiln's worker: builds a benchmark under a decision set, runs it under
 //! control (CPUs, environment, timeouts) and measures every run.
 
+mod build_cache;
 mod bundle_cache;
 pub mod callgrind;
 pub mod cgroup;

@@ -163,7 +163,7 @@ fn online_cores() -> u32 {
 }
 
 /// The first line of `NAME --version`, run with the toolchain environment builds get.
-fn compiler_version(name: &str) -> Option<String> {
+pub(crate) fn compiler_version(name: &str) -> Option<String> {
     let own = process::TOOLCHAIN_ENV
         .iter()
         .filter_map(|n| std::env::var_os(n).map(|v| (*n, v)));

@@ -506,7 +506,7 @@ fn searched(program: &str, env: &[(String, String)]) -> String {
 
 /// The paths an `execvp` of `program` tries: the program itself if it has a
 /// `/`, else each folder of the environment's `PATH` (the clean one by default).
-fn exec_candidates(program: &str, env: &[(String, String)]) -> Vec<PathBuf> {
+pub fn exec_candidates(program: &str, env: &[(String, String)]) -> Vec<PathBuf> {
     if program.contains('/') {
         return vec![PathBuf::from(program)];
     }

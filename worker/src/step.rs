@@ -9,8 +9,9 @@
 //! `discover/<id>/` is a discovery's scratch folder. Every path taken from a
 //! request is confined.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback};
@@ -19,6 +20,7 @@ use kiln_protocol::message::{
     is_confined_path, BuildRecord, Discovery, StepId, StepOutcome, StepRequest, StepResult,
 };
 
+use crate::build_cache::BuildCache;
 use crate::bundle_cache::{copy_tree, fresh_dir, BundleCache};
 use crate::checked_output::LineFilter;
 use crate::llvm_inline;
@@ -34,16 +36,21 @@ pub const REPLAY_FILE: &str = "replay.txt";
 
 /// The compiler wrapper's folder in the work folder (see [`wrap`]).
 const WRAP_DIR: &str = ".kiln-wrap";
+/// rustc's incremental folder in the work folder (a fresh one per build).
+const INCREMENTAL_DIR: &str = ".kiln-incremental";
 /// Most bytes of build output kept (compiler remarks included).
 const BUILD_LOG_CAP: usize = 64 << 20;
 
-/// Where a worker keeps its files: the rundir and its bundle cache.
+/// Where a worker keeps its files: the rundir, its bundle cache and its
+/// build cache.
 #[derive(Debug)]
 pub struct Workspace {
     /// The rundir.
     pub rundir: PathBuf,
     /// The bundle cache inside it.
     pub cache: BundleCache,
+    /// Successful builds by what identifies them (see `build_key`).
+    builds: BuildCache,
 }
 
 impl Workspace {
@@ -55,7 +62,12 @@ impl Workspace {
             .canonicalize()
             .map_err(|e| format!("cannot resolve rundir {}: {e}", rundir.display()))?;
         let cache = BundleCache::open(&rundir)?;
-        Ok(Workspace { rundir, cache })
+        let builds = BuildCache::open(&rundir)?;
+        Ok(Workspace {
+            rundir,
+            cache,
+            builds,
+        })
     }
 
     fn slot_dir(&self, slot: u32) -> PathBuf {
@@ -157,19 +169,35 @@ fn step_inner(
         fresh_dir(&ws.rundir, &work).map_err(reject)?;
         copy_tree(&bundle_dir, &work).map_err(reject)?;
         write_decisions(&work, spec, &req.decisions).map_err(reject)?;
-        let build = Build {
-            spec,
-            decisions: &req.decisions,
-            work: &work,
-            home: &slot_dir,
-            cpus: &req.cpus,
-            cancel,
+        let cached = match spec.build.is_empty() {
+            true => None,
+            false => ws.builds.restore(&key, &work),
         };
-        let (record, built) = build.run();
-        result.build = record.clone();
-        built?;
-        if let Some(record) = record {
-            slot.last_build = Some((key, record));
+        if let Some(mut record) = cached {
+            record.reused = true;
+            result.build = Some(record);
+        } else {
+            let build = Build {
+                spec,
+                decisions: &req.decisions,
+                work: &work,
+                home: &slot_dir,
+                cpus: &req.cpus,
+                cancel,
+            };
+            let (record, built) = build.run();
+            result.build = record;
+            built?;
+            // Kept before any run can write into the work folder.
+            if let Some(record) = &result.build {
+                let skip = [WRAP_DIR, INCREMENTAL_DIR];
+                if let Err(e) = ws.builds.keep(&key, &bundle_dir, &work, &skip, record) {
+                    tracing::warn!("cannot keep the build of step {}: {e}", req.id);
+                }
+            }
+        }
+        if let Some(record) = &result.build {
+            slot.last_build = Some((key, record.clone()));
         }
     }
 
@@ -258,7 +286,7 @@ fn discover_in(
         fresh_dir(&ws.rundir, &work)?;
         copy_tree(bundle_dir, &work)?;
         write_decisions(&work, spec, &no_decisions)?;
-        let incremental = fresh_subdir(&ws.rundir, &work, ".kiln-incremental")?;
+        let incremental = fresh_subdir(&ws.rundir, &work, INCREMENTAL_DIR)?;
         let stock = llvm_inline::stock_build_args(compiler, &incremental);
         let (flags, fallback) = if what == "discovery" {
             let empty_replay = work.join("replay-empty.txt");
@@ -288,7 +316,7 @@ fn discover_in(
     let replay = work.join(REPLAY_FILE);
     std::fs::write(&replay, llvm_inline::replay_file_text(&discovery.baseline))
         .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
-    let incremental = fresh_subdir(&ws.rundir, &work, ".kiln-incremental")?;
+    let incremental = fresh_subdir(&ws.rundir, &work, INCREMENTAL_DIR)?;
     let flags = llvm_inline::replay_build_args(
         compiler,
         &replay,
@@ -348,7 +376,7 @@ impl Build<'_> {
                 let reason = format!("cannot write {}: {e}", replay.display());
                 return (None, Err(StepOutcome::Rejected { reason }));
             }
-            let incr = match fresh_subdir(self.work, self.work, ".kiln-incremental") {
+            let incr = match fresh_subdir(self.work, self.work, INCREMENTAL_DIR) {
                 Ok(dir) => dir,
                 Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
             };
@@ -718,13 +746,53 @@ fn resolve_binary(run: &[String], work: &Path) -> Option<PathBuf> {
     (program.contains('/') && is_confined_path(relative)).then(|| work.join(relative))
 }
 
-/// What identifies a build: the benchmark, its bundle and the decisions.
+/// What identifies a build: the benchmark, its bundle, the decisions, and
+/// the toolchain: the environment builds get from the worker, the build
+/// program's file and, for llvm-inline benchmarks, the compiler's version.
 fn build_key(req: &StepRequest) -> ContentHash {
-    let spec = serde_json::to_vec(&req.benchmark).unwrap_or_default();
-    let mut bytes = spec;
+    let spec = &req.benchmark;
+    let mut bytes = serde_json::to_vec(spec).unwrap_or_default();
     bytes.extend_from_slice(&req.bundle.0);
     bytes.extend_from_slice(&req.decisions.hash().0);
+    let env = build_env(spec, &req.decisions, Path::new("/"));
+    for (k, v) in &env {
+        bytes.extend(format!("{k}={v}\0").into_bytes());
+    }
+    if let Some(program) = spec.build.first() {
+        let found = process::exec_candidates(program, &env)
+            .into_iter()
+            .find_map(|p| {
+                let m = std::fs::metadata(&p).ok()?;
+                Some(format!(
+                    "{}:{}:{:?}",
+                    p.display(),
+                    m.len(),
+                    m.modified().ok()
+                ))
+            });
+        bytes.extend(found.unwrap_or_default().into_bytes());
+    }
+    if let BenchmarkKind::LlvmInline { compiler, .. } = &spec.kind {
+        bytes.extend(compiler_version(*compiler).into_bytes());
+    }
     ContentHash::of(&bytes)
+}
+
+/// The version line of a compiler, asked once per worker process.
+fn compiler_version(compiler: Compiler) -> String {
+    static VERSIONS: OnceLock<Mutex<HashMap<&'static str, String>>> = OnceLock::new();
+    let name = match compiler {
+        Compiler::Clang => "clang",
+        Compiler::Rustc => "rustc",
+    };
+    let mut versions = VERSIONS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    versions
+        .entry(name)
+        .or_insert_with(|| crate::probe::compiler_version(name).unwrap_or_default())
+        .clone()
 }
 
 fn fresh_subdir(root: &Path, parent: &Path, name: &str) -> Result<PathBuf, String> {

@@ -369,6 +369,28 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         bogus.outcome
     );
     assert!(bogus.runs.is_empty(), "a mismatched build is not run");
+
+    // The stock decisions again, in another slot: the build is the cached
+    // one, the binary the same, and its runs as good.
+    req.id = StepId(4);
+    req.slot = 1;
+    req.decisions = discovery.baseline.clone();
+    let again = run_step(&req, &ws, &mut SlotState::default(), &cancel);
+    assert_eq!(again.outcome, StepOutcome::Ok, "{again:?}");
+    let cached = again.build.as_ref().unwrap();
+    assert!(cached.reused, "{cached:?}");
+    assert_eq!(cached.binary_hash, build.binary_hash);
+    let binary = std::fs::read(dir.path().join("slots/1/work/bench")).unwrap();
+    assert_eq!(
+        Some(kiln_protocol::ContentHash::of(&binary)),
+        build.binary_hash
+    );
+    // A failed build is never cached: the bogus decisions are built again.
+    req.id = StepId(5);
+    req.decisions =
+        DecisionSet([(SiteId::from("nothing @ main:1:1"), DecisionValue::inline())].into());
+    let rebuilt = run_step(&req, &ws, &mut SlotState::default(), &cancel);
+    assert!(!rebuilt.build.unwrap().reused);
 }
 
 #[test]

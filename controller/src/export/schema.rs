@@ -31,6 +31,7 @@ pub const STEP_COLUMNS: &[&str] = &[
     "measured_runs",
     "target_met",
     "build_ns",
+    "build_reused",
     "text_bytes",
     "dispatched_ms",
     "recorded_ms",

@@ -82,6 +82,7 @@ fn step_row(
     out.cell(r.measured_runs);
     out.cell(r.target_met);
     out.opt(r.build.map(|b| b.wall_ns));
+    out.opt(r.build.map(|_| r.build_reused));
     out.opt(r.build.and_then(|b| b.text_bytes));
     out.cell(r.dispatched_ms);
     out.cell(r.recorded_ms);

@@ -26,8 +26,9 @@ use kiln_protocol::{ContentHash, Metric, MetricValue, StepOutcome};
 use super::{StepKind, StepRecord};
 
 /// The first byte of a stored row: its format. Format 2 is format 1's row
-/// followed by the failure reason (a length-prefixed string, empty for `ok`);
-/// rows of format 1 read with no reason.
+/// followed by the failure reason (a length-prefixed string, empty for `ok`)
+/// and whether the build was reused (a byte); rows of format 1 read with no
+/// reason, their builds as not reused.
 const FORMAT: u8 = 2;
 
 /// What the `steps` table shows of a decided step (README, "Export schema").
@@ -82,6 +83,9 @@ pub struct StepRow<'a> {
     /// empty for `ok`. Stored after the fields above (format 2).
     #[serde(skip)]
     pub failure: Cow<'a, str>,
+    /// Whether the step's build was reused, not run (format 2).
+    #[serde(skip)]
+    pub build_reused: bool,
 }
 
 /// The chain's verdict on a step, as its row keeps it.
@@ -167,6 +171,7 @@ impl<'a> StepRow<'a> {
                 .collect(),
             unsupported: unsupported.into_iter().map(MetricKey::from).collect(),
             failure: result.outcome.reason().map(Cow::Owned).unwrap_or_default(),
+            build_reused: result.build.as_ref().is_some_and(|b| b.reused),
         }
         .canonical()
     }
@@ -194,12 +199,16 @@ impl<'a> StepRow<'a> {
                 .reason()
                 .map(Cow::Owned)
                 .unwrap_or_default(),
+            build_reused: r.result.build.as_ref().is_some_and(|b| b.reused),
             decision: r.decision,
             temperature: r.temperature,
             objective: r.objective,
             measured_runs: r.result.runs.measured,
             target_met: r.result.target_met,
-            build: r.result.build,
+            build: r.result.build.as_ref().map(|b| RowBuild {
+                wall_ns: b.wall_ns,
+                text_bytes: b.text_bytes,
+            }),
             dispatched_ms: r.dispatched_ms,
             recorded_ms: r.recorded_ms,
             summary: r.result.summary.0,
@@ -224,7 +233,8 @@ impl<'a> StepRow<'a> {
 
     /// The stored form.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        Ok(postcard::to_extend(&(self, &*self.failure), vec![FORMAT])?)
+        let tail = (&*self.failure, self.build_reused);
+        Ok(postcard::to_extend(&(self, tail), vec![FORMAT])?)
     }
 
     /// Reads a stored row.
@@ -235,8 +245,10 @@ impl<'a> StepRow<'a> {
             None => bail!("the row is empty"),
         };
         let left = if bytes[0] == FORMAT {
-            let (failure, left): (&'a str, &[u8]) = postcard::take_from_bytes(left)?;
+            let ((failure, reused), left): ((&'a str, bool), &[u8]) =
+                postcard::take_from_bytes(left)?;
             row.failure = Cow::Borrowed(failure);
+            row.build_reused = reused;
             left
         } else {
             left
@@ -349,10 +361,19 @@ struct KeyView<'a> {
 #[derive(Deserialize)]
 struct ResultView {
     outcome: StepOutcome,
-    build: Option<RowBuild>,
+    build: Option<BuildView>,
     runs: RunsView,
     summary: SummariesView,
     target_met: bool,
+}
+
+/// A step's build, as its row reads it.
+#[derive(Deserialize)]
+struct BuildView {
+    wall_ns: u64,
+    text_bytes: Option<u64>,
+    #[serde(default)]
+    reused: bool,
 }
 
 /// The statistics of a metric that the row keeps.
@@ -548,6 +569,7 @@ mod tests {
             )],
             unsupported: vec![MetricKey::from(Metric::Cycles)],
             failure: Cow::Borrowed(""),
+            build_reused: false,
         }
     }
 
@@ -589,9 +611,11 @@ mod tests {
             // cycles
             ("unsupported", concat!("01", "a6854a75")),
             ("failure", concat!("03", "626164")),
+            ("build_reused", "01"),
         ];
         let failed = StepRow {
             failure: Cow::Borrowed("bad"),
+            build_reused: true,
             ..sample()
         };
         let bytes = failed.encode().unwrap();
@@ -604,7 +628,7 @@ mod tests {
         assert_eq!(hex, "", "bytes after the row");
         assert_eq!(StepRow::decode(&bytes).unwrap(), failed);
         // Format 1: the same row without the reason.
-        let mut first = bytes[..bytes.len() - 4].to_vec();
+        let mut first = bytes[..bytes.len() - 5].to_vec();
         first[0] = 1;
         assert_eq!(StepRow::decode(&first).unwrap(), sample());
     }

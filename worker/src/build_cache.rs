@@ -1,0 +1,310 @@
+//! Content-addressed builds: `<rundir>/builds/<key>/` keeps what a successful
+//! build added to or changed in its work folder (`files/`), and its record
+//! (`record.json`). A later step with the same key (sources, benchmark,
+//! decisions and toolchain: see `step::build_key`) gets a fresh copy of the
+//! bundle with those files laid over it instead of a build: the same binary,
+//! in milliseconds.
+//!
+//! Entries are written into a temporary folder and renamed into place, as the
+//! bundle cache does; the least recently used go once the cache holds more
+//! than [`MAX_ENTRIES`] or [`MAX_BYTES`]. Files are copied, never linked: a run
+//! that writes into its work folder cannot change a cached build. Symbolic
+//! links a build made are kept as links, never followed.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use kiln_protocol::decision::ContentHash;
+use kiln_protocol::message::BuildRecord;
+
+use crate::bundle_cache::{clear_leftovers, temp_name};
+
+/// Most builds kept.
+pub const MAX_ENTRIES: usize = 256;
+/// Most bytes of build outputs kept.
+pub const MAX_BYTES: u64 = 4 << 30;
+
+const RECORD: &str = "record.json";
+const FILES: &str = "files";
+
+/// The build cache of one rundir.
+#[derive(Debug)]
+pub struct BuildCache {
+    root: PathBuf,
+    next_temp: AtomicU64,
+}
+
+/// A cached build's record and the size of its files.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Entry {
+    record: BuildRecord,
+    bytes: u64,
+}
+
+impl BuildCache {
+    /// Opens (creating) the cache under `rundir/builds`.
+    pub fn open(rundir: &Path) -> Result<Self, String> {
+        let root = rundir.join("builds");
+        fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+        clear_leftovers(&root)?;
+        Ok(BuildCache {
+            root,
+            next_temp: AtomicU64::new(0),
+        })
+    }
+
+    /// Lays the outputs of the build `key` over `work` (a fresh copy of the
+    /// bundle) and returns its record; `None` when the build is not cached.
+    pub fn restore(&self, key: &ContentHash, work: &Path) -> Option<BuildRecord> {
+        let dir = self.root.join(key.to_string());
+        let entry: Entry = serde_json::from_slice(&fs::read(dir.join(RECORD)).ok()?).ok()?;
+        if let Err(e) = copy_outputs(&dir.join(FILES), work) {
+            tracing::warn!("cannot restore cached build {}: {e}", key.short());
+            return None;
+        }
+        // Recently used: the last to be evicted.
+        let _ = fs::File::open(&dir).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+        Some(entry.record)
+    }
+
+    /// Keeps what the build in `work` made or changed, compared with the
+    /// bundle in `bundle_dir` (kiln's own folders `skip` left out).
+    pub fn keep(
+        &self,
+        key: &ContentHash,
+        bundle_dir: &Path,
+        work: &Path,
+        skip: &[&str],
+        record: &BuildRecord,
+    ) -> Result<(), String> {
+        let dest = self.root.join(key.to_string());
+        if dest.is_dir() {
+            return Ok(());
+        }
+        let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
+        let temp = self.root.join(temp_name(&key.short(), n));
+        let written = (|| {
+            let bytes = collect_outputs(bundle_dir, work, &temp.join(FILES), skip)?;
+            let entry = Entry {
+                record: record.clone(),
+                bytes,
+            };
+            let json = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
+            fs::write(temp.join(RECORD), json).map_err(|e| e.to_string())?;
+            match fs::rename(&temp, &dest) {
+                Ok(()) => Ok(()),
+                // Kept meanwhile by another slot: the same build.
+                Err(_) if dest.is_dir() => Ok(()),
+                Err(e) => Err(format!("cannot move {} into place: {e}", temp.display())),
+            }
+        })();
+        if temp.exists() {
+            let _ = fs::remove_dir_all(&temp);
+        }
+        written?;
+        self.evict();
+        Ok(())
+    }
+
+    /// Removes the least recently used builds beyond the cache's limits.
+    fn evict(&self) {
+        let Ok(dir) = fs::read_dir(&self.root) else {
+            return;
+        };
+        let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = dir
+            .flatten()
+            .filter_map(|e| {
+                let path = e.path();
+                let used = e.metadata().ok()?.modified().ok()?;
+                let entry: Entry =
+                    serde_json::from_slice(&fs::read(path.join(RECORD)).ok()?).ok()?;
+                Some((used, entry.bytes, path))
+            })
+            .collect();
+        entries.sort_by_key(|e| std::cmp::Reverse(e.0));
+        let mut total = 0u64;
+        for (i, (_, bytes, path)) in entries.iter().enumerate() {
+            total += bytes;
+            if i >= MAX_ENTRIES || total > MAX_BYTES {
+                let _ = fs::remove_dir_all(path);
+            }
+        }
+    }
+}
+
+/// Copies into `dest` every file and link of `work` that `bundle_dir` lacks
+/// or holds with other contents; returns the bytes copied.
+fn collect_outputs(
+    bundle_dir: &Path,
+    work: &Path,
+    dest: &Path,
+    skip: &[&str],
+) -> Result<u64, String> {
+    let mut bytes = 0;
+    let mut stack = vec![PathBuf::new()];
+    fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
+    while let Some(rel) = stack.pop() {
+        let dir = work.join(&rel);
+        let entries =
+            fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if rel.as_os_str().is_empty() && skip.iter().any(|s| name == *s) {
+                continue;
+            }
+            let rel = rel.join(&name);
+            let from = work.join(&rel);
+            let to = dest.join(&rel);
+            let meta = fs::symlink_metadata(&from)
+                .map_err(|e| format!("cannot stat {}: {e}", from.display()))?;
+            let made = |e: io::Error| format!("cannot keep {}: {e}", from.display());
+            if meta.is_dir() {
+                stack.push(rel);
+            } else if meta.is_symlink() {
+                let target = fs::read_link(&from).map_err(made)?;
+                if fs::read_link(bundle_dir.join(&rel)).ok().as_ref() != Some(&target) {
+                    fs::create_dir_all(to.parent().unwrap_or(dest)).map_err(made)?;
+                    symlink(&target, &to).map_err(made)?;
+                }
+            } else if meta.is_file() && !same_contents(&bundle_dir.join(&rel), &from, &meta) {
+                fs::create_dir_all(to.parent().unwrap_or(dest)).map_err(made)?;
+                bytes += fs::copy(&from, &to).map_err(made)?;
+                fs::set_permissions(&to, fs::Permissions::from_mode(meta.permissions().mode()))
+                    .map_err(made)?;
+            }
+        }
+    }
+    Ok(bytes)
+}
+
+/// Whether `original` (in the bundle) holds what `file` (in the work folder) holds.
+fn same_contents(original: &Path, file: &Path, meta: &fs::Metadata) -> bool {
+    match fs::metadata(original) {
+        Ok(m) if m.is_file() && m.len() == meta.len() && m.permissions() == meta.permissions() => {
+            matches!((fs::read(original), fs::read(file)), (Ok(a), Ok(b)) if a == b)
+        }
+        _ => false,
+    }
+}
+
+/// Lays the kept files of `src` over `work`, replacing what is there.
+fn copy_outputs(src: &Path, work: &Path) -> Result<(), String> {
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let dir = src.join(&rel);
+        let entries =
+            fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        for entry in entries.flatten() {
+            let rel = rel.join(entry.file_name());
+            let (from, to) = (src.join(&rel), work.join(&rel));
+            let failed = |e: io::Error| format!("cannot restore {}: {e}", to.display());
+            let meta = fs::symlink_metadata(&from).map_err(failed)?;
+            if meta.is_dir() {
+                fs::create_dir_all(&to).map_err(failed)?;
+                stack.push(rel);
+                continue;
+            }
+            match fs::symlink_metadata(&to) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&to).map_err(failed)?,
+                Ok(_) => fs::remove_file(&to).map_err(failed)?,
+                Err(_) => {}
+            }
+            if meta.is_symlink() {
+                symlink(fs::read_link(&from).map_err(failed)?, &to).map_err(failed)?;
+            } else {
+                fs::copy(&from, &to).map_err(failed)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(wall_ns: u64) -> BuildRecord {
+        BuildRecord {
+            wall_ns,
+            text_bytes: None,
+            binary_hash: None,
+            log_tail: String::new(),
+            replay_file: None,
+            reused: false,
+        }
+    }
+
+    #[test]
+    fn keeps_what_a_build_made_or_changed_and_lays_it_over_the_sources() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (bundle, work) = (tmp.path().join("bundle"), tmp.path().join("work"));
+        for dir in [&bundle, &work] {
+            fs::create_dir_all(dir.join("src")).unwrap();
+            fs::write(dir.join("src/a.c"), "int a;").unwrap();
+            fs::write(dir.join("Makefile"), "all:").unwrap();
+        }
+        fs::write(work.join("Makefile"), "changed by the build").unwrap();
+        fs::write(work.join("src/a.o"), "object").unwrap();
+        fs::create_dir_all(work.join(".kiln-wrap")).unwrap();
+        fs::write(work.join(".kiln-wrap/clang"), "wrapper").unwrap();
+        symlink("a.o", work.join("src/liba.so")).unwrap();
+
+        let cache = BuildCache::open(tmp.path()).unwrap();
+        let key = ContentHash::of(b"build");
+        assert!(cache.restore(&key, &work).is_none());
+        cache
+            .keep(&key, &bundle, &work, &[".kiln-wrap"], &record(7))
+            .unwrap();
+        let kept = tmp.path().join("builds").join(key.to_string()).join(FILES);
+        assert!(
+            !kept.join("src/a.c").exists(),
+            "unchanged sources are not kept"
+        );
+        assert!(!kept.join(".kiln-wrap").exists());
+
+        let fresh = tmp.path().join("fresh");
+        fs::create_dir_all(fresh.join("src")).unwrap();
+        fs::write(fresh.join("src/a.c"), "int a;").unwrap();
+        fs::write(fresh.join("Makefile"), "all:").unwrap();
+        assert_eq!(cache.restore(&key, &fresh).unwrap().wall_ns, 7);
+        assert_eq!(fs::read_to_string(fresh.join("src/a.o")).unwrap(), "object");
+        assert_eq!(
+            fs::read_to_string(fresh.join("Makefile")).unwrap(),
+            "changed by the build"
+        );
+        assert_eq!(
+            fs::read_link(fresh.join("src/liba.so")).unwrap(),
+            Path::new("a.o")
+        );
+        assert_eq!(fs::read_to_string(fresh.join("src/a.c")).unwrap(), "int a;");
+    }
+
+    #[test]
+    fn the_least_recently_used_go_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let cache = BuildCache::open(tmp.path()).unwrap();
+        let (bundle, work) = (tmp.path().join("bundle"), tmp.path().join("work"));
+        fs::create_dir_all(&bundle).unwrap();
+        fs::create_dir_all(&work).unwrap();
+        for i in 0..MAX_ENTRIES + 2 {
+            fs::write(work.join("bench"), i.to_string()).unwrap();
+            let key = ContentHash::of(i.to_string().as_bytes());
+            cache
+                .keep(&key, &bundle, &work, &[], &record(i as u64))
+                .unwrap();
+            // Each entry used after the one before it.
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let count = fs::read_dir(tmp.path().join("builds")).unwrap().count();
+        assert_eq!(count, MAX_ENTRIES);
+        assert!(cache.restore(&ContentHash::of(b"1"), &work).is_none());
+        assert!(cache.restore(&ContentHash::of(b"0"), &work).is_none());
+        let last = (MAX_ENTRIES + 1).to_string();
+        assert!(cache
+            .restore(&ContentHash::of(last.as_bytes()), &work)
+            .is_some());
+    }
+}
