@@ -105,6 +105,30 @@ fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
     let unknown = run_kiln(dir.path(), &["sites", "c.sexp", "nope"]);
     assert!(!unknown.status.success());
     assert!(String::from_utf8_lossy(&unknown.stderr).contains("no benchmark named 'nope'"));
+
+    // Discovery said what it was doing, and is kept: the campaign takes its
+    // decision points from it rather than discovering again.
+    let said = String::from_utf8_lossy(&out.stderr);
+    for build in ["discovery", "stock", "replay check"] {
+        let line = format!("{build} build of 'sample-dsp' started");
+        assert!(said.contains(&line), "{said}");
+    }
+    if !have("valgrind") {
+        eprintln!("skipped the campaign: valgrind is not installed");
+        return;
+    }
+    std::fs::write(dir.path().join("c.sexp"), config("sample-dsp", "80", 2)).unwrap();
+    let run = run_kiln(dir.path(), &["run", "c.sexp"]);
+    assert!(run.status.success(), "{}", text(&run));
+    let said = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        said.contains("decision points of sample-dsp from "),
+        "{said}"
+    );
+    assert!(!said.contains("discovery build of"), "{said}");
+    let info = kiln_controller::store::Store::open(&dir.path().join("store")).unwrap();
+    let kept = info.experiment("sample-dsp").unwrap().unwrap().discovery;
+    assert_eq!(kept.baseline, stock.set);
 }
 
 #[test]

@@ -15,7 +15,7 @@ use crate::metric::{Metric, Metrics};
 use crate::stats::Summary;
 
 /// Version of the wire protocol; both sides must agree at hello.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Identifies one dispatch of a step, unique within a controller's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -104,6 +104,14 @@ pub enum Response {
     },
     /// A step finished (in any outcome).
     StepDone(Box<StepResult>),
+    /// How a long request (a discovery) is getting on: which build, how long
+    /// it has run, the units being compiled. Sent every few seconds.
+    Progress {
+        /// The request's id.
+        id: StepId,
+        /// One line for the person waiting.
+        message: String,
+    },
     /// Answer to `Ping`.
     Pong {
         /// The ping's nonce.

@@ -245,7 +245,8 @@ impl Session {
                 let shared = Arc::clone(shared);
                 self.spawn(move || {
                     let result = catch_unwind(AssertUnwindSafe(|| {
-                        step::discover(id, &benchmark, &bundle, &shared.ws, &token)
+                        let progress = |message| shared.send(&Response::Progress { id, message });
+                        step::discover(id, &benchmark, &bundle, &shared.ws, &token, &progress)
                     }))
                     .unwrap_or_else(|_| Err(PANICKED.to_string()));
                     if let Err(e) = &result {

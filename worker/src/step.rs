@@ -11,8 +11,9 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback};
 use kiln_protocol::decision::{ContentHash, DecisionFile, DecisionSet, SiteId};
@@ -28,6 +29,9 @@ use crate::measure::{self, OutputSpec, Plan};
 use crate::process::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
 use crate::slot_lock::SlotLock;
 use crate::wrap;
+
+/// How often a discovery build reports how it is getting on.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 /// Name of the decision file written into the work folder.
 pub const DECISIONS_FILE: &str = "decisions.sexp";
@@ -232,13 +236,15 @@ fn step_inner(
     }
 }
 
-/// Finds a benchmark's decision points and stock decisions.
+/// Finds a benchmark's decision points and stock decisions; `progress` hears
+/// how each of its builds gets on (see [`PROGRESS_EVERY`]).
 pub fn discover(
     id: StepId,
     spec: &BenchmarkSpec,
     bundle: &ContentHash,
     ws: &Workspace,
     cancel: &CancelToken,
+    progress: &(dyn Fn(String) + Sync),
 ) -> Result<Discovery, String> {
     let compiler = match &spec.kind {
         BenchmarkKind::Knobs { points } => return Ok(Discovery::of_knobs(points)),
@@ -252,7 +258,7 @@ pub fn discover(
     })?;
     seconds(spec.build_timeout_s, "build-timeout-s")?;
     let dir = ws.rundir.join("discover").join(id.0.to_string());
-    let result = discover_in(compiler, spec, &bundle_dir, &dir, ws, cancel);
+    let result = discover_in(compiler, spec, &bundle_dir, &dir, ws, cancel, progress);
     if let Err(e) = std::fs::remove_dir_all(&dir) {
         tracing::warn!("cannot remove discovery folder {}: {e}", dir.display());
     }
@@ -267,6 +273,7 @@ fn discover_in(
     dir: &Path,
     ws: &Workspace,
     cancel: &CancelToken,
+    progress: &(dyn Fn(String) + Sync),
 ) -> Result<Discovery, String> {
     let work = dir.join("work");
     let no_decisions = DecisionSet::default();
@@ -302,7 +309,7 @@ fn discover_in(
             (stock, None)
         };
         remarks.push(llvm_inline::parse_remarks(
-            &build.compile(flags, fallback, what)?,
+            &build.compile(flags, fallback, what, progress)?,
         ));
     }
     let mut discovery = llvm_inline::discovery_from_remarks(&remarks[0], &remarks[1]);
@@ -323,7 +330,8 @@ fn discover_in(
         ReplayFallback::NeverInline,
         &incremental,
     );
-    let replayed = llvm_inline::parse_remarks(&build.compile(flags, None, "replay check")?);
+    let replayed =
+        llvm_inline::parse_remarks(&build.compile(flags, None, "replay check", progress)?);
     let unreplayable: BTreeSet<SiteId> = llvm_inline::verify(&discovery.baseline, &replayed)
         .iter()
         // Each problem names its site first, quoted.
@@ -451,19 +459,42 @@ impl Build<'_> {
         (Some(record), outcome)
     }
 
-    /// A discovery build with extra arguments: its whole output, or why it failed.
+    /// A discovery build with extra arguments: its whole output, or why it
+    /// failed. `progress` hears when it starts and, every [`PROGRESS_EVERY`],
+    /// how long it has run and the units being compiled.
     fn compile(
         &self,
         flags: Vec<String>,
         fallback: Option<Vec<String>>,
         what: &str,
+        progress: &(dyn Fn(String) + Sync),
     ) -> Result<String, String> {
         let fallback = fallback.as_deref().map(|flags| wrap::Fallback {
             flags,
             cpu_s: self.spec.discovery_cpu_s.ceil() as u64,
         });
         let launch = self.launch(flags, fallback)?;
-        let finished = process::run(&launch, None, Some(self.cancel))?;
+        let wrap_dir = self.work.join(WRAP_DIR);
+        let compiling = || match wrap::active_units(&wrap_dir) {
+            units if units.is_empty() => String::new(),
+            units => format!(" while compiling {}", units.join(", ")),
+        };
+        let name = &self.spec.name;
+        progress(format!("{what} build of '{name}' started"));
+        let started = Instant::now();
+        let finished = std::thread::scope(|scope| {
+            let (done, ended) = mpsc::channel::<()>();
+            let compiling = &compiling;
+            scope.spawn(move || {
+                while let Err(RecvTimeoutError::Timeout) = ended.recv_timeout(PROGRESS_EVERY) {
+                    let secs = started.elapsed().as_secs();
+                    progress(format!("{what} build of '{name}': {secs} s{}", compiling()));
+                }
+            });
+            let finished = process::run(&launch, None, Some(self.cancel));
+            drop(done);
+            finished
+        })?;
         let log = String::from_utf8_lossy(&finished.kept).into_owned();
         let failure = match finished.end {
             End::Exited(0) => return Ok(log),
@@ -474,8 +505,8 @@ impl Build<'_> {
             End::MemoryExceeded(limit) => memory_exceeded(limit),
         };
         Err(format!(
-            "the {what} build of '{}' {failure}:\n{}",
-            self.spec.name,
+            "the {what} build of '{name}' {failure}{}:\n{}",
+            compiling(),
             tail(&llvm_inline::strip_remarks(&log))
         ))
     }

@@ -32,6 +32,11 @@ const CPU_ENV: &str = "KILN_WRAP_CPU_S";
 /// The file whose lock a compile holds while it writes its output.
 const LOCK_ENV: &str = "KILN_WRAP_LOCK";
 
+/// A folder where each compile that gets the flags keeps a file, named by
+/// its pid and holding the units it compiles, while it runs: what discovery's
+/// progress and a limit's message name.
+const ACTIVE_ENV: &str = "KILN_WRAP_ACTIVE";
+
 /// The address space one bounded compile may use.
 pub const LIMIT_BYTES: u64 = 4 << 30;
 
@@ -81,6 +86,10 @@ pub fn prepare(
     if let Some(fallback) = fallback {
         env.push((FALLBACK_ENV.into(), flags_json(fallback.flags)));
         env.push((CPU_ENV.into(), fallback.cpu_s.max(1).to_string()));
+        let active = active_dir(dir);
+        std::fs::create_dir_all(&active)
+            .map_err(|e| format!("cannot create {}: {e}", active.display()))?;
+        env.push((ACTIVE_ENV.into(), active.display().to_string()));
     }
     match compiler {
         Compiler::Clang => {
@@ -100,6 +109,27 @@ pub fn prepare(
         }
     }
     Ok(env)
+}
+
+fn active_dir(wrap_dir: &Path) -> PathBuf {
+    wrap_dir.join("active")
+}
+
+/// The units being compiled under the wrapper folder `wrap_dir` of a bounded
+/// build (see [`prepare`]), oldest first.
+pub fn active_units(wrap_dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(active_dir(wrap_dir)) else {
+        return Vec::new();
+    };
+    let mut units: Vec<(std::time::SystemTime, String)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let started = e.metadata().ok()?.modified().ok()?;
+            Some((started, std::fs::read_to_string(e.path()).ok()?))
+        })
+        .collect();
+    units.sort();
+    units.into_iter().map(|(_, unit)| unit).collect()
 }
 
 fn flags_json(flags: &[String]) -> String {
@@ -137,8 +167,7 @@ pub fn run_if_wrapped() {
             fail("started as cargo's rustc wrapper without a rustc to run");
         }
         let rustc = PathBuf::from(args.remove(0));
-        let crate_name = args.iter().position(|a| a == "--crate-name");
-        let compiles = crate_name.is_some_and(|i| args.get(i + 1).is_some_and(|n| n != "___"));
+        let compiles = !matches!(crate_name(&args).as_str(), "" | "___");
         (rustc.clone(), rustc.into_os_string(), compiles)
     } else {
         let Some((_, real)) = NAMES.iter().find(|(n, _)| Some(*n) == name) else {
@@ -173,6 +202,16 @@ pub fn run_if_wrapped() {
             .output()
             .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", program.display())))
     };
+    // Left behind if the build is killed mid-compile: it then names the unit.
+    let active = std::env::var_os(ACTIVE_ENV).map(|dir| {
+        let file = Path::new(&dir).join(std::process::id().to_string());
+        let unit = match name == Some(RUSTC_WRAPPER) {
+            true => format!("crate {}", crate_name(&args)),
+            false => sources(&args),
+        };
+        let _ = std::fs::write(&file, unit);
+        file
+    });
     let mut output = match std::env::var_os(FALLBACK_ENV) {
         None => run(command(&flags)),
         Some(fallback) => {
@@ -202,6 +241,9 @@ pub fn run_if_wrapped() {
             }
         }
     };
+    if let Some(file) = active {
+        let _ = std::fs::remove_file(file);
+    }
     show(&mut output);
     std::process::exit(exit_code(output.status))
 }
@@ -249,6 +291,15 @@ fn limit(cpu_s: u64) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The crate a rustc invocation compiles (`___` when cargo only asks what
+/// rustc can do; empty without `--crate-name`).
+fn crate_name(args: &[OsString]) -> String {
+    args.iter()
+        .position(|a| a == "--crate-name")
+        .and_then(|i| args.get(i + 1))
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
 }
 
 /// The source files an invocation compiles, for messages.

@@ -306,7 +306,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
     };
     let cancel = CancelToken::new().unwrap();
     let discovery =
-        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, &ws, &cancel).unwrap();
+        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, &ws, &cancel, &|_| {}).unwrap();
     assert!(!discovery.points.is_empty(), "{discovery:?}");
     assert!(
         !ws.rundir.join("discover/9").exists(),

@@ -29,7 +29,8 @@ use crate::error::{BadInput, Interrupted};
 use crate::plan::chain::{self, ChainContext};
 use crate::plan::step::{self, objective_of};
 use crate::store::{
-    layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
+    discoveries, layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind,
+    StepRecord, Store,
 };
 
 mod progress;
@@ -160,6 +161,13 @@ fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
         std::fs::rename(dir, &aside)
             .with_context(|| format!("cannot move old store {} aside", dir.display()))?;
         eprintln!("kiln: moved the previous store to {}", aside.display());
+        // Discoveries depend on sources and spec only: the new campaign keeps them.
+        if layout::discoveries(&aside).is_dir() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            std::fs::rename(layout::discoveries(&aside), layout::discoveries(dir))
+                .with_context(|| format!("cannot keep the discoveries of {}", aside.display()))?;
+        }
     }
     let store = Store::open(dir)?;
     store.claim()?;
@@ -249,18 +257,32 @@ async fn prepare(
     let discovery = match &benchmark.kind {
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
-            pool.submit(Job {
-                tag: Tag::Discover,
-                bundle: bundle.clone(),
-                work: Work::Discover(Box::new(benchmark.clone())),
-            });
-            match next_answer(pool).await?.answer {
-                Answer::Discovered(Ok(d)) => d,
-                Answer::Discovered(Err(e)) => bail!(
-                    "cannot find the decision points of benchmark {}: {e}",
-                    benchmark.name
-                ),
-                Answer::Step(_) => bail!("unexpected step result during discovery"),
+            match discoveries::load(store.dir(), &bundle.hash, &benchmark) {
+                Some((kept, path)) => {
+                    eprintln!(
+                        "kiln: decision points of {} from {} (an earlier discovery)",
+                        benchmark.name,
+                        path.display()
+                    );
+                    kept
+                }
+                None => {
+                    pool.submit(Job {
+                        tag: Tag::Discover,
+                        bundle: bundle.clone(),
+                        work: Work::Discover(Box::new(benchmark.clone())),
+                    });
+                    let found = match next_answer(pool).await?.answer {
+                        Answer::Discovered(Ok(d)) => d,
+                        Answer::Discovered(Err(e)) => bail!(
+                            "cannot find the decision points of benchmark {}: {e}",
+                            benchmark.name
+                        ),
+                        Answer::Step(_) => bail!("unexpected step result during discovery"),
+                    };
+                    discoveries::save(store.dir(), &bundle.hash, &benchmark, &found)?;
+                    found
+                }
             }
         }
     };

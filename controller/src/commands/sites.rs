@@ -7,14 +7,15 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
-use kiln_protocol::config::BenchmarkKind;
-use kiln_protocol::message::Discovery;
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec};
+use kiln_protocol::message::{Bundle, Discovery};
 use kiln_protocol::{CampaignConfig, DecisionFile};
 
 use crate::cli::SitesArgs;
 use crate::dispatch::bundle;
 use crate::dispatch::pool::{Answer, Job, Pool, Work};
 use crate::error::{Interrupted, Outcome};
+use crate::store::discoveries;
 
 pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -24,32 +25,54 @@ pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// `kiln sites`: discovers a benchmark's decision points on the first worker that answers.
+/// Discovers a benchmark's decision points on the first worker that answers.
+async fn discover(
+    config: &CampaignConfig,
+    spec: &BenchmarkSpec,
+    bundle: Arc<Bundle>,
+) -> Result<Discovery> {
+    let (_scratch, settings) = super::scratch_pool(config, None, config.limits_in_use())?;
+    let mut pool: Pool<()> = Pool::start(&config.workers, settings);
+    pool.submit(Job {
+        tag: (),
+        bundle,
+        work: Work::Discover(Box::new(spec.clone())),
+    });
+    let done = tokio::select! {
+        done = pool.done.recv() => done.context("worker pool stopped")?,
+        why = crate::error::interruption() => {
+            return Err(Interrupted(format!("{why} during discovery")).into())
+        }
+    };
+    match done.answer {
+        Answer::Discovered(Ok(d)) => Ok(d),
+        Answer::Discovered(Err(e)) => bail!("discovery failed on worker {}: {e}", done.worker),
+        Answer::Step(_) => bail!("unexpected step result"),
+    }
+}
+
+/// `kiln sites`: a benchmark's decision points, from the discovery kept
+/// beside the campaign's store or discovered (and kept) now.
 async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) -> Result<String> {
     let spec = super::benchmark_spec(config, benchmark)?;
     let discovery = match &spec.kind {
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
             let bundle = Arc::new(bundle::pack(&spec.sources)?);
-            let (_scratch, settings) = super::scratch_pool(config, None, config.limits_in_use())?;
-            let mut pool: Pool<()> = Pool::start(&config.workers, settings);
-            pool.submit(Job {
-                tag: (),
-                bundle,
-                work: Work::Discover(Box::new(spec.clone())),
-            });
-            let done = tokio::select! {
-                done = pool.done.recv() => done.context("worker pool stopped")?,
-                why = crate::error::interruption() => {
-                    return Err(Interrupted(format!("{why} during discovery")).into())
+            match discoveries::load(&config.store, &bundle.hash, spec) {
+                Some((kept, path)) => {
+                    eprintln!(
+                        "kiln: decision points of {} from {} (an earlier discovery; delete it to discover again)",
+                        spec.name,
+                        path.display()
+                    );
+                    kept
                 }
-            };
-            match done.answer {
-                Answer::Discovered(Ok(d)) => d,
-                Answer::Discovered(Err(e)) => {
-                    bail!("discovery failed on worker {}: {e}", done.worker)
+                None => {
+                    let found = discover(config, spec, bundle.clone()).await?;
+                    discoveries::save(&config.store, &bundle.hash, spec, &found)?;
+                    found
                 }
-                Answer::Step(_) => bail!("unexpected step result"),
             }
         }
     };

@@ -344,6 +344,12 @@ fn route(waiters: &Waiters, response: Response, name: &str) {
             }
             return;
         }
+        Response::Progress { message, .. } => {
+            // For the person waiting on a discovery; the answer follows.
+            eprintln!("kiln: {name}: {message}");
+            tracing::info!(worker = name, "{message}");
+            return;
+        }
         Response::Pong { .. } => return,
         Response::Hello { .. } | Response::Bye => return,
     };

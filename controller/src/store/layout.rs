@@ -160,6 +160,21 @@ pub fn status_snapshot_tmp(store: &Path) -> PathBuf {
     store.join(".status.json.tmp")
 }
 
+/// The discoveries kept beside a store (`kiln sites`, `kiln run`), one file each.
+pub fn discoveries(store: &Path) -> PathBuf {
+    store.join("discoveries")
+}
+
+/// The discovery of a benchmark whose sources and spec hash to `key`.
+pub fn discovery(store: &Path, key: &ContentHash) -> PathBuf {
+    discoveries(store).join(format!("{key}.json"))
+}
+
+/// A discovery while it is written.
+pub fn discovery_tmp(store: &Path, key: &ContentHash) -> PathBuf {
+    discoveries(store).join(format!(".{key}.json.tmp"))
+}
+
 /// The steps table a finished campaign leaves beside its store.
 pub fn steps_csv(store: &Path) -> PathBuf {
     store.join("steps.csv")
