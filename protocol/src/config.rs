@@ -282,6 +282,9 @@ pub enum OutputCheck {
     /// Every line of standard output but those that match the regular
     /// expression must match.
     LinesExcept(String),
+    /// The standard output of this command, run in the work folder after
+    /// each run (a checksum of the files the program wrote), must match.
+    Command(Vec<String>),
 }
 
 /// Limits on a benchmark's timed runs, applied through cgroup v2 as `docker run
@@ -1194,6 +1197,16 @@ fn output_check(src: Src<'_>, node: &Sexp) -> Result<OutputCheck, SexpError> {
             Some("file") => return Ok(OutputCheck::File(text()?)),
             Some("lines") => return Ok(OutputCheck::Lines(pattern()?)),
             Some("lines-except") => return Ok(OutputCheck::LinesExcept(pattern()?)),
+            Some("command") => {
+                let argv = decode::string_list(src, arg, "check-output")?;
+                if argv.is_empty() {
+                    return Err(src.error(
+                        arg.pos,
+                        "check-output (command ...) needs a command, found ()",
+                    ));
+                }
+                return Ok(OutputCheck::Command(argv));
+            }
             _ => {}
         }
     }
@@ -1207,6 +1220,7 @@ fn output_check(src: Src<'_>, node: &Sexp) -> Result<OutputCheck, SexpError> {
             "(file \"PATH\")",
             "(lines \"REGEX\")",
             "(lines-except \"REGEX\")",
+            "(command (\"PROGRAM\" \"ARG\" ...))",
         ],
     )? {
         "none" => Ok(OutputCheck::None),
@@ -1291,6 +1305,7 @@ impl BenchmarkSpec {
             OutputCheck::LinesExcept(r) => {
                 Sexp::list(vec![Sexp::symbol("lines-except"), Sexp::string(r.clone())])
             }
+            OutputCheck::Command(argv) => Sexp::list(vec![Sexp::symbol("command"), strings(argv)]),
         };
         fields.push(f("check-output", vec![check]));
         if !self.limits.is_none() {

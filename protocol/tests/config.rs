@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use kiln_protocol::config::{BenchmarkKind, Search, WorkerSpec};
+use kiln_protocol::config::{BenchmarkKind, OutputCheck, Search, WorkerSpec};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionPoint, DecisionValue, SiteId};
 
 fn prod_configs() -> Vec<PathBuf> {
@@ -362,6 +362,34 @@ fn pass_env_parses_round_trips_and_refuses_what_is_no_name() {
         err.contains("'A=1' is no environment variable name (pass-env)"),
         "{err}"
     );
+}
+
+#[test]
+fn output_checks_and_build_memory_parse_and_round_trip() {
+    let text = SKETCH.replace(
+        "(timeout-s 30)",
+        "(timeout-s 30) (build-memory \"512m\") (check-output (command (\"sha256sum\" \"out.bin\")))",
+    );
+    let c = CampaignConfig::parse(&text, "c.sexp").unwrap();
+    let b = &c.benchmarks[0];
+    assert_eq!(b.build_memory_bytes, 512 << 20);
+    assert_eq!(
+        b.check_output,
+        OutputCheck::Command(vec!["sha256sum".into(), "out.bin".into()])
+    );
+    let printed = c.to_text();
+    assert!(
+        printed.contains("(command (\"sha256sum\" \"out.bin\"))"),
+        "{printed}"
+    );
+    assert_eq!(CampaignConfig::parse(&printed, "again").unwrap(), c);
+    let empty = SKETCH.replace(
+        "(timeout-s 30)",
+        "(timeout-s 30) (check-output (command ()))",
+    );
+    assert!(error_of(&empty).contains("check-output (command ...) needs a command"));
+    let default = CampaignConfig::parse(SKETCH, "c.sexp").unwrap();
+    assert_eq!(default.benchmarks[0].build_memory_bytes, 8 << 30);
 }
 
 #[test]

@@ -40,6 +40,9 @@ pub enum OutputSpec {
     Stdout(LineFilter),
     /// A file the run writes (removed before each run, so a stale one cannot pass).
     File(PathBuf),
+    /// The standard output of a command run in the run's folder after each
+    /// run, with the run's environment and timeout.
+    Command(Vec<String>),
 }
 
 /// One command to measure and how.
@@ -391,6 +394,7 @@ impl Engine<'_> {
                     })
                 }
             },
+            OutputSpec::Command(argv) => Some(command_output(plan, argv)?),
         };
         let Some((digest, sample)) = checked else {
             return Ok(());
@@ -413,6 +417,47 @@ impl Engine<'_> {
             self.output_digest = Some(digest);
         }
         Ok(())
+    }
+}
+
+/// The checked output of a `(check-output (command ...))`: the digest and
+/// start of the command's standard output; a command that fails fails the run.
+fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String), StepOutcome> {
+    let failed = |why: String| StepOutcome::RunFailed {
+        code: Some(0),
+        signal: None,
+        signal_name: None,
+        stderr_tail: format!(
+            "the run exited 0, but its check-output command '{}' {why}",
+            argv.join(" ")
+        ),
+    };
+    let launch = Launch {
+        argv: argv.to_vec(),
+        cwd: plan.cwd.clone(),
+        env: plan.env.clone(),
+        cpus: plan.cpus.clone(),
+        output: Output::HashStdout(LineFilter::All),
+        timeout: plan.timeout,
+        sample_every: None,
+        cgroup: None,
+        memory_limit: None,
+    };
+    let finished = process::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;
+    match finished.end {
+        End::Exited(0) => finished
+            .stdout_digest
+            .zip(finished.stdout_sample)
+            .ok_or_else(|| failed("printed nothing to check".into())),
+        end => {
+            let how = match end {
+                End::Exited(c) => format!("exited with {c}"),
+                End::Signaled(s) => format!("was killed by {}", process::signal_name(s)),
+                End::TimedOut => format!("timed out after {} s", plan.timeout.as_secs_f64()),
+                other => format!("ended as {other:?}"),
+            };
+            Err(failed(format!("{how}:\n{}", finished.stderr_tail)))
+        }
     }
 }
 

@@ -719,6 +719,7 @@ fn output_spec(check: &OutputCheck, work: &Path) -> Result<OutputSpec, String> {
         OutputCheck::Lines(re) => OutputSpec::Stdout(LineFilter::Keep(line_regex(re)?)),
         OutputCheck::LinesExcept(re) => OutputSpec::Stdout(LineFilter::Drop(line_regex(re)?)),
         OutputCheck::File(p) if is_confined_path(p) => OutputSpec::File(work.join(p)),
+        OutputCheck::Command(argv) => OutputSpec::Command(argv.clone()),
         OutputCheck::File(p) => {
             return Err(format!(
                 "checked output file '{p}' is not inside the work folder"

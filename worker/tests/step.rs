@@ -174,6 +174,51 @@ fn a_build_past_its_memory_limit_is_killed_and_fails_naming_the_limit() {
 }
 
 #[test]
+fn a_checksum_command_checks_the_files_a_run_writes() {
+    let f = fixture();
+    let mut s = spec(
+        &[],
+        &[
+            "sh",
+            "-c",
+            "echo \"$KILN_KNOB_TILE_SIZE\" > out.txt; echo done",
+        ],
+    );
+    s.check_output = OutputCheck::Command(vec!["sha256sum".into(), "out.txt".into()]);
+    let mut req = request(&f, s.clone());
+    let first = step(&f, &req);
+    assert_eq!(first.outcome, StepOutcome::Ok, "{first:?}");
+    let expected = first
+        .output_digest
+        .expect("the command's output is checked");
+    assert!(first
+        .checked_output
+        .as_deref()
+        .is_some_and(|o| o.contains("out.txt")));
+
+    // The same stdout, another file: caught.
+    req.expected_output = Some(expected);
+    req.decisions = DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(8))].into());
+    let other = step(&f, &req);
+    assert!(
+        matches!(other.outcome, StepOutcome::WrongOutput { .. }),
+        "{other:?}"
+    );
+
+    // A command that fails fails the run, saying why.
+    s.check_output = OutputCheck::Command(vec!["sha256sum".into(), "missing.txt".into()]);
+    let broken = step(&f, &request(&f, s));
+    match &broken.outcome {
+        StepOutcome::RunFailed { stderr_tail, .. } => assert!(
+            stderr_tail.contains("check-output command 'sha256sum missing.txt' exited with 1")
+                && stderr_tail.contains("missing.txt: No such file"),
+            "{stderr_tail}"
+        ),
+        other => panic!("expected run-failed, got {other:?}"),
+    }
+}
+
+#[test]
 fn a_hanging_build_times_out() {
     let f = fixture();
     let s = spec(&["sh", "-c", "sleep 100"], &["./main.sh"]);
