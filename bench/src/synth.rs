@@ -231,6 +231,7 @@ fn experiment_info() -> ExperimentInfo {
             text_bytes: None,
         },
         references: BTreeMap::new(),
+        runs: None,
     }
 }
 

@@ -481,7 +481,7 @@ fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
   (name uneven)
   (store "store")
   (objective (metric instructions) (statistic median))
-  (runs (warmup 0) (min 1) (max 3))
+  (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark uneven) (search (random-walk (steps 2))) (seed 1)))
   (benchmarks
     ((name uneven) (kind knobs) (knobs (k 1 2))
@@ -497,6 +497,17 @@ fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
         "{}",
         text(&out)
     );
+    // One run a step cannot tell a step from that spread: each gets at least three.
+    assert!(
+        said.contains("each step is measured at least 3 times"),
+        "{said}"
+    );
+    let decided = steps(dir.path());
+    assert_eq!(decided.len(), 2);
+    for step in &decided {
+        let measured = step.result.runs.iter().filter(|r| !r.warmup).count();
+        assert!(measured >= 3, "{}: {measured} runs", step.key);
+    }
 }
 
 #[test]

@@ -219,6 +219,7 @@ fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
             text_bytes: Some(1234),
         },
         references: BTreeMap::new(),
+        runs: None,
     };
     store.put_experiment("linear", &info).unwrap();
     for chain in 0..2 {
@@ -314,6 +315,7 @@ fn add_manual_step(store: &Store) {
             text_bytes: None,
         },
         references: BTreeMap::new(),
+        runs: None,
     };
     let mut decisions = baseline.clone();
     decisions.0.insert(site(0), DecisionValue::inline());

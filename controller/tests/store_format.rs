@@ -90,6 +90,7 @@ fn info() -> ExperimentInfo {
             text_bytes: Some(4096),
         },
         references: BTreeMap::new(),
+        runs: None,
     }
 }
 

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, RunPolicy};
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
 use kiln_protocol::{
     CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepOutcome,
@@ -370,15 +370,17 @@ async fn prepare(
             baseline.outcome.reason().unwrap_or_default()
         );
     }
-    if let Some(note) = uneven_counts(config, &baseline.samples) {
+    let runs = uneven_counts(config, &baseline.samples).map(|note| {
         eprintln!("kiln: experiment {}: {note}", experiment.name);
         tracing::warn!("experiment {}: {note}", experiment.name);
-    }
+        repeated(config.runs)
+    });
     let info = ExperimentInfo {
         discovery,
         bundle: bundle.hash,
         baseline,
         references: measured,
+        runs,
     };
     store.put_experiment(&experiment.name, &info)?;
     Ok(Prepared {
@@ -407,14 +409,29 @@ fn uneven_counts(config: &CampaignConfig, samples: &[f64]) -> Option<String> {
     (hi > lo).then(|| {
         format!(
             "the baseline's {metric} differ by up to {} ({:.3} %) between its {} measurements: \
-             the program does not run the same way each time, so each step repeats until its \
-             interval is within the configured target, and differences below that spread are \
-             noise",
+             the program does not run the same way each time, so each step is measured at \
+             least {UNEVEN_MIN_RUNS} times and until its interval is within the configured \
+             target, and differences below that spread are noise",
             hi - lo,
             100.0 * (hi - lo) / lo,
             samples.len()
         )
     })
+}
+
+/// The fewest runs a step of a program with uneven counts gets: its median
+/// then stands for the program, not one of its runs.
+const UNEVEN_MIN_RUNS: u32 = 3;
+
+/// `runs` with at least [`UNEVEN_MIN_RUNS`] runs per step, and room above them
+/// for the interval target.
+fn repeated(runs: RunPolicy) -> RunPolicy {
+    let min = runs.min.max(UNEVEN_MIN_RUNS);
+    RunPolicy {
+        min,
+        max: runs.max.max(3 * min),
+        ..runs
+    }
 }
 
 async fn next_answer(pool: &mut Pool<Tag>) -> Result<Done<Tag>> {
@@ -568,7 +585,7 @@ impl<'a> Running<'a> {
             &p.benchmark,
             &p.bundle,
             &proposal.decisions,
-            self.config.runs,
+            p.info.runs.unwrap_or(self.config.runs),
             p.info.baseline.output_digest,
         );
         self.dispatched_ms.insert(key.clone(), now_ms());

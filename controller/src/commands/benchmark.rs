@@ -497,6 +497,7 @@ fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) ->
                 text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
             },
             references: BTreeMap::new(),
+            runs: None,
         },
     };
     info.baseline.samples.push(m.baseline_objective);

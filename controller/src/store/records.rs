@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::{Discovery, StepResult};
 use kiln_protocol::{ContentHash, DecisionSet, StepOutcome};
 
@@ -199,4 +200,8 @@ pub struct ExperimentInfo {
     pub baseline: Reference,
     /// Named extra references (`no-inline` for inlining benchmarks).
     pub references: BTreeMap<String, Reference>,
+    /// How its steps are measured when not as the config's `runs` say: more
+    /// runs, where the baseline's counts showed the program is not deterministic.
+    #[serde(default)]
+    pub runs: Option<RunPolicy>,
 }
