@@ -307,6 +307,30 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
         "the dependency was built with kiln's flags: {sites:?}"
     );
     assert_eq!(assert_every_step_ok(&store, "app"), 3);
+    drop(store);
+
+    // Opted in, the dependency's crate takes decisions too, and its steps
+    // realise them; the workspace's crate keeps its own.
+    let opted = config
+        .replace(
+            "(timeout-s 60)",
+            "(timeout-s 60) (dependency-crates (\"helper\"))",
+        )
+        .replace("(store \"store\")", "(store \"store-deps\")");
+    std::fs::write(dir.path().join("c.sexp"), &opted).unwrap();
+    let out = run_kiln(dir.path(), &["run", "c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = kiln_controller::store::Store::open(&dir.path().join("store-deps")).unwrap();
+    let info = store.experiment("app").unwrap().unwrap();
+    let sites: Vec<String> = info
+        .discovery
+        .points
+        .iter()
+        .map(|p| p.id.to_string())
+        .collect();
+    assert!(sites.iter().any(|s| s.contains("6helper3rot")), "{sites:?}");
+    assert!(sites.iter().any(|s| s.contains("3app2sq")), "{sites:?}");
+    assert_eq!(assert_every_step_ok(&store, "app"), 3);
 }
 
 #[test]

@@ -212,6 +212,10 @@ pub struct BenchmarkSpec {
     /// never see them.
     #[serde(default)]
     pub pass_env: Vec<String>,
+    /// Dependencies of a cargo build whose crates take decisions too; the
+    /// workspace's own crates always do.
+    #[serde(default)]
+    pub dependency_crates: Vec<String>,
     /// How a run's output is checked against the baseline's.
     pub check_output: OutputCheck,
     /// CPU and memory limits on the timed runs (cgroup v2).
@@ -969,6 +973,7 @@ const BENCHMARK_FIELDS: &[&str] = &[
     "build-memory",
     "env",
     "pass-env",
+    "dependency-crates",
     "check-output",
     "compiler",
     "fallback",
@@ -1046,6 +1051,18 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         Some(f) => env_pairs(src, &f)?,
         None => Vec::new(),
     };
+    let dependency_crates = match rec.opt("dependency-crates") {
+        Some(f) if matches!(kind, BenchmarkKind::LlvmInline { compiler: Compiler::Rustc, .. }) => {
+            decode::string_list(src, f.one()?, "dependency-crates")?
+        }
+        Some(f) => {
+            return Err(src.error(
+                f.pos,
+                "field 'dependency-crates' applies only to llvm-inline benchmarks built with cargo (compiler rustc)",
+            ))
+        }
+        None => Vec::new(),
+    };
     let pass_env = match rec.opt("pass-env") {
         Some(f) => variable_names(src, &f)?,
         None => Vec::new(),
@@ -1078,6 +1095,7 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         run,
         env,
         pass_env,
+        dependency_crates,
         check_output,
         limits,
     })
@@ -1291,6 +1309,12 @@ impl BenchmarkSpec {
                 .map(|(k, v)| Sexp::list(vec![Sexp::string(k.clone()), Sexp::string(v.clone())]))
                 .collect();
             fields.push(f("env", pairs));
+        }
+        if !self.dependency_crates.is_empty() {
+            fields.push(f(
+                "dependency-crates",
+                vec![strings(&self.dependency_crates)],
+            ));
         }
         if !self.pass_env.is_empty() {
             fields.push(f("pass-env", vec![strings(&self.pass_env)]));

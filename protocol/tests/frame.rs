@@ -31,6 +31,7 @@ fn spec() -> BenchmarkSpec {
         build_memory_bytes: 8 << 30,
         env: vec![("A".into(), "b c".into())],
         pass_env: Vec::new(),
+        dependency_crates: Vec::new(),
         check_output: OutputCheck::File("out.txt".into()),
         limits: Default::default(),
     }

@@ -541,7 +541,8 @@ impl Build<'_> {
             Some(compiler) => {
                 let path = process::search_path(&env).to_string();
                 let dir = self.work.join(WRAP_DIR);
-                wrap::prepare(compiler, &dir, &flags, fallback, &path)?
+                let crates = &self.spec.dependency_crates;
+                wrap::prepare(compiler, &dir, &flags, fallback, &path, crates)?
             }
         };
         for (k, v) in added {

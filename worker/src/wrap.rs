@@ -8,7 +8,10 @@
 //!   flags added to each invocation that compiles a source file.
 //! - rustc under cargo: `RUSTC_WORKSPACE_WRAPPER` is kiln-worker under the
 //!   name `kiln-rustc`, so the workspace's own crates get the flags and its
-//!   dependencies are built as cargo builds them.
+//!   dependencies are built as cargo builds them; with `dependency-crates`,
+//!   `RUSTC_WRAPPER` is kiln-worker as `kiln-rustc-deps` too, which gives the
+//!   flags to the crates named there (cargo runs it around the workspace
+//!   wrapper for the workspace's crates, and passes those on unchanged).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -60,6 +63,13 @@ const NAMES: &[(&str, &str)] = &[
 /// The name kiln-worker answers to as cargo's `RUSTC_WORKSPACE_WRAPPER`.
 const RUSTC_WRAPPER: &str = "kiln-rustc";
 
+/// The name kiln-worker answers to as cargo's `RUSTC_WRAPPER`, for the
+/// dependencies whose crates get the flags too.
+const RUSTC_DEPS_WRAPPER: &str = "kiln-rustc-deps";
+
+/// Those crates, as a JSON list of names.
+const CRATES_ENV: &str = "KILN_WRAP_CRATES";
+
 /// Arguments that make an invocation compile a source file (not only link).
 const SOURCE_EXTENSIONS: &[&str] = &[
     "c", "cc", "cpp", "cxx", "c++", "C", "m", "mm", "i", "ii", "ll", "bc",
@@ -78,6 +88,7 @@ pub fn prepare(
     flags: &[String],
     fallback: Option<Fallback<'_>>,
     path: &str,
+    dependency_crates: &[String],
 ) -> Result<Vec<(String, String)>, String> {
     let mut env = vec![
         ("PATH".to_string(), format!("{}:{path}", dir.display())),
@@ -101,11 +112,15 @@ pub fn prepare(
             ));
         }
         Compiler::Rustc => {
-            link_names(dir, [RUSTC_WRAPPER])?;
-            // A bare name, found on PATH: cargo hashes the wrapper as written
+            link_names(dir, [RUSTC_WRAPPER, RUSTC_DEPS_WRAPPER])?;
+            // Bare names, found on PATH: cargo hashes a wrapper as written
             // into every symbol name, and a path differs from folder to folder
             // (discovery's, each slot's, each worker's), so sites would not match.
             env.push(("RUSTC_WORKSPACE_WRAPPER".into(), RUSTC_WRAPPER.into()));
+            if !dependency_crates.is_empty() {
+                env.push(("RUSTC_WRAPPER".into(), RUSTC_DEPS_WRAPPER.into()));
+                env.push((CRATES_ENV.into(), flags_json(dependency_crates)));
+            }
         }
     }
     Ok(env)
@@ -160,15 +175,25 @@ pub fn run_if_wrapped() {
         return;
     };
     let mut args: Vec<OsString> = args.collect();
-    let (program, arg0, add): (PathBuf, OsString, bool) = if name == Some(RUSTC_WRAPPER) {
-        // cargo runs `WRAPPER RUSTC ARGS...`; it also asks rustc what it
-        // can do (`--crate-name ___ --print ...`), which gets no flags.
-        if args.is_empty() {
-            fail("started as cargo's rustc wrapper without a rustc to run");
+    let is_rustc_wrapper = matches!(name, Some(RUSTC_WRAPPER | RUSTC_DEPS_WRAPPER));
+    let (program, arg0, add): (PathBuf, OsString, bool) = if is_rustc_wrapper {
+        // cargo runs `WRAPPER RUSTC ARGS...` (as RUSTC_WRAPPER around the
+        // workspace's crates: `kiln-rustc-deps kiln-rustc RUSTC ARGS...`); it
+        // also asks rustc what it can do (`--crate-name ___ --print ...`),
+        // which gets no flags.
+        let mut next = || match args.is_empty() {
+            true => fail("started as cargo's rustc wrapper without a rustc to run"),
+            false => PathBuf::from(args.remove(0)),
+        };
+        let mut rustc = next();
+        let workspace = name == Some(RUSTC_WRAPPER) || rustc.as_os_str() == RUSTC_WRAPPER;
+        if rustc.as_os_str() == RUSTC_WRAPPER {
+            rustc = next();
         }
-        let rustc = PathBuf::from(args.remove(0));
-        let compiles = !matches!(crate_name(&args).as_str(), "" | "___");
-        (rustc.clone(), rustc.into_os_string(), compiles)
+        let crate_name = crate_name(&args);
+        let compiles = !matches!(crate_name.as_str(), "" | "___");
+        let chosen = workspace || opted_in(&crate_name);
+        (rustc.clone(), rustc.into_os_string(), compiles && chosen)
     } else {
         let Some((_, real)) = NAMES.iter().find(|(n, _)| Some(*n) == name) else {
             return;
@@ -205,7 +230,7 @@ pub fn run_if_wrapped() {
     // Left behind if the build is killed mid-compile: it then names the unit.
     let active = std::env::var_os(ACTIVE_ENV).map(|dir| {
         let file = Path::new(&dir).join(std::process::id().to_string());
-        let unit = match name == Some(RUSTC_WRAPPER) {
+        let unit = match is_rustc_wrapper {
             true => format!("crate {}", crate_name(&args)),
             false => sources(&args),
         };
@@ -291,6 +316,17 @@ fn limit(cpu_s: u64) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a dependency's crate is among `dependency-crates` (a package's
+/// `-` is a crate's `_`).
+fn opted_in(crate_name: &str) -> bool {
+    let Some(list) = std::env::var_os(CRATES_ENV) else {
+        return false;
+    };
+    flag_list(CRATES_ENV, &list)
+        .iter()
+        .any(|c| c.replace('-', "_") == crate_name)
 }
 
 /// The crate a rustc invocation compiles (`___` when cargo only asks what

@@ -177,6 +177,7 @@ fn knobs_spec(run: &[&str], build: &[&str], timeout_s: f64) -> BenchmarkSpec {
         build_memory_bytes: 8 << 30,
         env: vec![("GREETING".into(), "hello".into())],
         pass_env: Vec::new(),
+        dependency_crates: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
     }

@@ -27,6 +27,7 @@ fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
         build_memory_bytes: 8 << 30,
         env: Vec::new(),
         pass_env: Vec::new(),
+        dependency_crates: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
     }
@@ -346,6 +347,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         build_memory_bytes: 8 << 30,
         env: Vec::new(),
         pass_env: Vec::new(),
+        dependency_crates: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
     };
