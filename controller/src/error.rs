@@ -6,7 +6,7 @@
 //! | 0 | success; also a reader that closed kiln's output early (`kiln export \| head`) |
 //! | 1 | failure: a worker, a build, a store that cannot be opened, problems found |
 //! | 2 | bad usage or input: flags, a config or decision file, a name the config lacks, a folder that holds no store |
-//! | 130 | interrupted (Ctrl-C, SIGTERM, SIGHUP); what was measured is stored and the same command resumes |
+//! | 130, 143, 129 | stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP (128 + the signal, as a shell reports it); what was measured is stored and the same command resumes |
 //!
 //! Layers report failures as `anyhow` errors; the ones that are not plain
 //! failures carry one of the types below somewhere in their chain.
@@ -20,15 +20,46 @@ use crate::store::OpenError;
 #[error("{0}")]
 pub struct BadInput(pub String);
 
-/// The user interrupted the command.
+/// A signal stopped the command: what it says, and which signal.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Interrupted(pub String);
+pub struct Interrupted(pub String, pub Signal);
+
+/// The signals that stop a command cleanly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Signal {
+    /// SIGINT: Ctrl-C.
+    Interrupt,
+    /// SIGTERM: `kill`, a scheduler ending the job.
+    Terminate,
+    /// SIGHUP: the terminal went away.
+    Hangup,
+}
+
+impl Signal {
+    /// What stopped the command, for its message.
+    pub fn said(self) -> &'static str {
+        match self {
+            Signal::Interrupt => "interrupted",
+            Signal::Terminate => "terminated (SIGTERM)",
+            Signal::Hangup => "hung up (SIGHUP)",
+        }
+    }
+
+    /// The exit status: 128 + the signal's number.
+    fn status(self) -> u8 {
+        match self {
+            Signal::Interrupt => 130,
+            Signal::Terminate => 143,
+            Signal::Hangup => 129,
+        }
+    }
+}
 
 /// Waits for SIGINT (Ctrl-C), SIGTERM or SIGHUP and names it. Each ends a
 /// command as an interruption; dropping its workers then stops every build
 /// and run they started (see `dispatch::transport`).
-pub async fn interruption() -> &'static str {
+pub async fn interruption() -> Signal {
     use tokio::signal::unix::{signal, SignalKind};
     let listen = |kind| async move {
         match signal(kind) {
@@ -38,9 +69,9 @@ pub async fn interruption() -> &'static str {
         }
     };
     tokio::select! {
-        _ = listen(SignalKind::interrupt()) => "interrupted",
-        _ = listen(SignalKind::terminate()) => "terminated (SIGTERM)",
-        _ = listen(SignalKind::hangup()) => "hung up (SIGHUP)",
+        _ = listen(SignalKind::interrupt()) => Signal::Interrupt,
+        _ = listen(SignalKind::terminate()) => Signal::Terminate,
+        _ = listen(SignalKind::hangup()) => Signal::Hangup,
     }
 }
 
@@ -70,8 +101,8 @@ pub fn exit(result: anyhow::Result<Outcome>) -> ExitCode {
 /// The exit status of an error (see the table above).
 pub fn status_of(e: &anyhow::Error) -> u8 {
     for cause in e.chain() {
-        if cause.is::<Interrupted>() {
-            return 130;
+        if let Some(Interrupted(_, signal)) = cause.downcast_ref() {
+            return signal.status();
         }
         if cause.is::<BadInput>() || matches!(cause.downcast_ref(), Some(OpenError::NotAStore(_))) {
             return 2;
@@ -108,7 +139,7 @@ mod tests {
         assert_eq!(status_of(&input), 2);
         let store = anyhow::Error::new(OpenError::NotAStore("/tmp/x".into()));
         assert_eq!(status_of(&store), 2);
-        let stop = anyhow::Error::new(Interrupted("interrupted".into()));
+        let stop = anyhow::Error::new(Interrupted("interrupted".into(), Signal::Interrupt));
         assert_eq!(status_of(&stop), 130);
     }
 

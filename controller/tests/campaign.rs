@@ -657,9 +657,11 @@ fn sigterm_during_a_step_leaves_no_process_and_the_campaign_resumes() {
         started.iter().any(|(_, cmd)| cmd.contains("run.sh"))
     });
     let out = terminate(child);
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(143), "{}", text(&out));
     let left = still_alive(&started);
     assert!(left.is_empty(), "left behind: {left:?}");
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(log.contains("terminated (SIGTERM); the campaign is stored in"), "{log}");
 
     let before = steps(dir.path());
     assert!(before.len() >= 3, "{}", before.len());
@@ -710,7 +712,7 @@ fn sigterm_during_discovery_leaves_no_process_behind() {
         started.iter().any(|(_, cmd)| cmd.contains("sleep 300"))
     });
     let out = terminate(child);
-    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(143), "{}", text(&out));
     assert!(
         text(&out).contains("terminated (SIGTERM) during discovery"),
         "{}",

@@ -117,12 +117,15 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     while !run.all_finished() {
         let done = tokio::select! {
             done = pool.done.recv() => done.context("worker pool stopped")?,
-            why = &mut interruption => {
+            signal = &mut interruption => {
                 run.progress.finish();
-                return Err(Interrupted(format!(
-                    "{why}; the campaign is stored in {} and `kiln run` resumes it",
+                let why = format!(
+                    "{}; the campaign is stored in {} and `kiln run` resumes it",
+                    signal.said(),
                     store.dir().display()
-                ))
+                );
+                tracing::warn!("{why}");
+                return Err(Interrupted(why, signal)
                 .into());
             }
             _ = tokio::time::sleep(Duration::from_secs(10)) => {
@@ -438,11 +441,10 @@ async fn next_answer(pool: &mut Pool<Tag>) -> Result<Done<Tag>> {
     loop {
         tokio::select! {
             done = pool.done.recv() => return done.context("worker pool stopped"),
-            why = crate::error::interruption() => {
-                return Err(Interrupted(format!(
-                    "{why} while preparing; run `kiln run` again to resume"
-                ))
-                .into())
+            signal = crate::error::interruption() => {
+                let why = format!("{} while preparing; run `kiln run` again to resume", signal.said());
+                tracing::warn!("{why}");
+                return Err(Interrupted(why, signal).into())
             }
             _ = tokio::time::sleep(Duration::from_secs(1)) => stop_if_all_unfit(pool)?,
         }

@@ -205,7 +205,9 @@ impl Session<'_> {
                         bail!("worker {} cannot be reached: {reason}", self.worker);
                     }
                 }
-                why = crate::error::interruption() => return Err(Interrupted(why.into()).into()),
+                signal = crate::error::interruption() => {
+                    return Err(Interrupted(signal.said().into(), signal).into())
+                }
             }
         }
     }

@@ -40,8 +40,8 @@ async fn discover(
     });
     let done = tokio::select! {
         done = pool.done.recv() => done.context("worker pool stopped")?,
-        why = crate::error::interruption() => {
-            return Err(Interrupted(format!("{why} during discovery")).into())
+        signal = crate::error::interruption() => {
+            return Err(Interrupted(format!("{} during discovery", signal.said()), signal).into())
         }
     };
     match done.answer {
