@@ -661,7 +661,10 @@ fn sigterm_during_a_step_leaves_no_process_and_the_campaign_resumes() {
     let left = still_alive(&started);
     assert!(left.is_empty(), "left behind: {left:?}");
     let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
-    assert!(log.contains("terminated (SIGTERM); the campaign is stored in"), "{log}");
+    assert!(
+        log.contains("terminated (SIGTERM); the campaign is stored in"),
+        "{log}"
+    );
 
     let before = steps(dir.path());
     assert!(before.len() >= 3, "{}", before.len());

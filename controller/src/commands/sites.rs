@@ -38,10 +38,20 @@ async fn discover(
         bundle,
         work: Work::Discover(Box::new(spec.clone())),
     });
-    let done = tokio::select! {
-        done = pool.done.recv() => done.context("worker pool stopped")?,
-        signal = crate::error::interruption() => {
-            return Err(Interrupted(format!("{} during discovery", signal.said()), signal).into())
+    let interruption = crate::error::interruption();
+    tokio::pin!(interruption);
+    let done = loop {
+        tokio::select! {
+            done = pool.done.recv() => break done.context("worker pool stopped")?,
+            signal = &mut interruption => {
+                let why = format!("{} during discovery", signal.said());
+                return Err(Interrupted(why, signal).into())
+            }
+            _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {
+                if let Some(reasons) = pool.all_unfit() {
+                    bail!("no worker can discover the decision points:\n{reasons}");
+                }
+            }
         }
     };
     match done.answer {

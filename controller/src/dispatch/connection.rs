@@ -22,6 +22,12 @@ use kiln_protocol::{
 
 use super::transport::{Channel, ChannelGuard, ChannelWriter};
 
+/// A worker that speaks another protocol version than this controller: it
+/// cannot serve until it is replaced by the matching `kiln-worker`.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct VersionMismatch(pub String);
+
 /// The worker was lost while a request was outstanding.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("worker lost: {0}")]
@@ -110,9 +116,18 @@ impl Connection {
                 protocol_version: PROTOCOL_VERSION,
                 capabilities,
             } => *capabilities,
-            Response::Hello { protocol_version, .. } => bail!(
-                "worker {name} ({address}) speaks protocol {protocol_version}, this controller {PROTOCOL_VERSION}"
-            ),
+            Response::Hello { protocol_version, .. } => {
+                return Err(VersionMismatch(format!(
+                    "worker {name} ({address}) speaks protocol {protocol_version}, this controller {PROTOCOL_VERSION}"
+                ))
+                .into())
+            }
+            Response::Error { message, .. } if message.starts_with("protocol version mismatch") => {
+                return Err(VersionMismatch(format!(
+                    "worker {name} ({address}) refused hello: {message}"
+                ))
+                .into())
+            }
             Response::Error { message, .. } => bail!("worker {name} ({address}) refused hello: {message}"),
             other => bail!("worker {name} ({address}) answered hello with {other:?}"),
         };
@@ -413,11 +428,11 @@ mod tests {
         frame::write_frame_async(writer, &hello).await.unwrap();
     }
 
-    /// A connection to a fake worker, declared lost after 0.5 s of silence.
-    async fn open_fake(
+    /// Opens a connection to a fake worker, declared lost after 0.5 s of silence.
+    async fn connect_fake(
         reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
         writer: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
-    ) -> Arc<Connection> {
+    ) -> Result<Arc<Connection>> {
         let channel = Channel {
             reader: Box::new(reader),
             writer: Box::new(writer),
@@ -429,7 +444,47 @@ mod tests {
             lost_after: Duration::from_millis(500),
             hello_timeout: Duration::from_secs(5),
         };
-        Connection::open("fake", channel, heartbeat).await.unwrap()
+        Connection::open("fake", channel, heartbeat).await
+    }
+
+    /// A connection to a fake worker that said hello.
+    async fn open_fake(
+        reader: impl tokio::io::AsyncRead + Send + Unpin + 'static,
+        writer: impl tokio::io::AsyncWrite + Send + Unpin + 'static,
+    ) -> Arc<Connection> {
+        connect_fake(reader, writer).await.unwrap()
+    }
+
+    /// A worker of another protocol version, as a newer one answers (its own
+    /// hello) and as an older one does (a refusal): both are told apart from
+    /// a worker that cannot be reached, since neither gets better by retrying.
+    #[tokio::test]
+    async fn a_worker_of_another_protocol_is_a_version_mismatch() {
+        let answers = [
+            Response::Hello {
+                protocol_version: PROTOCOL_VERSION + 1,
+                capabilities: Box::new(capabilities()),
+            },
+            Response::Error {
+                step: None,
+                message: "protocol version mismatch: the controller speaks version 9".into(),
+            },
+        ];
+        for answer in answers {
+            let (ours, theirs) = tokio::io::duplex(4096);
+            let (our_reader, our_writer) = tokio::io::split(ours);
+            let (mut reader, mut writer) = tokio::io::split(theirs);
+            let _fake = tokio::spawn(async move {
+                let _: Request = frame::read_frame_async(&mut reader, MAX_FRAME)
+                    .await
+                    .unwrap();
+                frame::write_frame_async(&mut writer, &answer)
+                    .await
+                    .unwrap();
+            });
+            let e = connect_fake(our_reader, our_writer).await.err().unwrap();
+            assert!(e.is::<VersionMismatch>(), "{e:#}");
+        }
     }
 
     /// A bundle of 1 MiB, about 1.4 MB on the wire.

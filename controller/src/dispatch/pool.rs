@@ -24,7 +24,7 @@ use kiln_protocol::message::{Bundle, Capabilities, Discovery};
 use kiln_protocol::{StepId, StepOutcome, StepRequest, StepResult};
 
 use super::calibration::{Calibrator, SlotCalibration, RECHECK};
-use super::connection::{Connection, Heartbeat, Lost};
+use super::connection::{Connection, Heartbeat, Lost, VersionMismatch};
 use super::slot::SlotPlace;
 use super::transport;
 use crate::store::now_ms;
@@ -296,6 +296,14 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
         loop {
             let conn = match self.connect().await {
                 Ok(conn) => conn,
+                Err(e) if e.is::<VersionMismatch>() => {
+                    // Never better by itself: unfit, so that a campaign with no
+                    // other worker stops and says why. Replaced, it is taken.
+                    tracing::error!(worker = %name, "takes no steps: {e:#}");
+                    self.set_state(WorkerState::Unfit(format!("{e:#}")));
+                    tokio::time::sleep(MAX_BACKOFF).await;
+                    continue;
+                }
                 Err(e) => {
                     tracing::warn!(worker = %name, "cannot connect: {e:#}; retrying in {backoff:?}");
                     self.set_state(WorkerState::Unreachable(format!("{e:#}")));
