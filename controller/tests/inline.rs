@@ -240,6 +240,26 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
     let stock = &info.discovery.baseline;
     assert!(stock.0.values().any(|v| v.is_inline()), "{stock:?}");
     assert_every_step_ok(&store, "twofile");
+
+    // Each step changes one decision, so one unit: the other's object is
+    // reused (both, where a step returns to decisions built before), and its
+    // remarks still prove its decisions: every step above is ok.
+    let mut reused = 0;
+    for step in store.steps(Some("twofile")) {
+        let step = step.unwrap();
+        let Some(log) = step.artifacts.get("build-log") else {
+            continue;
+        };
+        let log = std::fs::read_to_string(kiln_controller::store::layout::artifact(
+            &dir.path().join("store"),
+            log,
+        ))
+        .unwrap();
+        if log.contains(".c: object reused (the same source and decisions)") {
+            reused += 1;
+        }
+    }
+    assert!(reused >= 3, "{reused} of 6 steps reused an object");
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod gpu;
 pub mod llvm_inline;
 pub mod measure;
 pub mod nvml;
+mod object_cache;
 pub mod probe;
 pub mod process;
 mod procfs;

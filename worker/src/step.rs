@@ -181,6 +181,7 @@ fn step_inner(
             record.reused = true;
             result.build = Some(record);
         } else {
+            let objects = ws.rundir.join("objects");
             let build = Build {
                 spec,
                 decisions: &req.decisions,
@@ -188,6 +189,7 @@ fn step_inner(
                 home: &slot_dir,
                 cpus: &req.cpus,
                 cancel,
+                objects: Some(&objects),
             };
             let (record, built) = build.run();
             result.build = record;
@@ -284,6 +286,7 @@ fn discover_in(
         home: dir,
         cpus: &[],
         cancel,
+        objects: None,
     };
     let mut remarks = Vec::new();
     for what in ["discovery", "stock"] {
@@ -362,6 +365,8 @@ struct Build<'a> {
     home: &'a Path,
     cpus: &'a [u32],
     cancel: &'a CancelToken,
+    /// The per-unit object cache of step builds (see `object_cache`); none in discovery.
+    objects: Option<&'a Path>,
 }
 
 impl Build<'_> {
@@ -542,7 +547,15 @@ impl Build<'_> {
                 let path = process::search_path(&env).to_string();
                 let dir = self.work.join(WRAP_DIR);
                 let crates = &self.spec.dependency_crates;
-                wrap::prepare(compiler, &dir, &flags, fallback, &path, crates)?
+                wrap::prepare(
+                    compiler,
+                    &dir,
+                    &flags,
+                    fallback,
+                    &path,
+                    crates,
+                    self.objects,
+                )?
             }
         };
         for (k, v) in added {

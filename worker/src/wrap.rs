@@ -17,7 +17,11 @@ use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 
+use std::os::unix::process::ExitStatusExt;
+
 use kiln_protocol::config::Compiler;
+
+use crate::object_cache::{Unit, OBJECTS_ENV};
 
 /// The flags to add, as a JSON list of strings.
 const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
@@ -89,6 +93,7 @@ pub fn prepare(
     fallback: Option<Fallback<'_>>,
     path: &str,
     dependency_crates: &[String],
+    objects: Option<&Path>,
 ) -> Result<Vec<(String, String)>, String> {
     let mut env = vec![
         ("PATH".to_string(), format!("{}:{path}", dir.display())),
@@ -104,6 +109,11 @@ pub fn prepare(
     }
     match compiler {
         Compiler::Clang => {
+            if let Some(objects) = objects {
+                std::fs::create_dir_all(objects)
+                    .map_err(|e| format!("cannot create {}: {e}", objects.display()))?;
+                env.push((OBJECTS_ENV.into(), objects.display().to_string()));
+            }
             link_names(dir, NAMES.iter().map(|(name, _)| *name))?;
             env.push((PATH_ENV.into(), path.into()));
             env.push((
@@ -237,6 +247,27 @@ pub fn run_if_wrapped() {
         let _ = std::fs::write(&file, unit);
         file
     });
+    // A unit compiled before with the same inputs and decisions is not compiled again.
+    let unit = match (is_rustc_wrapper, std::env::var_os(OBJECTS_ENV)) {
+        (false, Some(dir)) => Unit::of(Path::new(&dir), &program, &args, &flags),
+        _ => None,
+    };
+    if let Some(log) = unit.as_ref().and_then(Unit::restore) {
+        let note = format!(
+            "kiln: {}: object reused (the same source and decisions)\n",
+            sources(&args)
+        );
+        let mut output = std::process::Output {
+            status: std::process::ExitStatus::from_raw(0),
+            stdout: Vec::new(),
+            stderr: [note.into_bytes(), log].concat(),
+        };
+        if let Some(file) = &active {
+            let _ = std::fs::remove_file(file);
+        }
+        show(&mut output);
+        std::process::exit(0)
+    }
     let mut output = match std::env::var_os(FALLBACK_ENV) {
         None => run(command(&flags)),
         Some(fallback) => {
@@ -268,6 +299,9 @@ pub fn run_if_wrapped() {
     };
     if let Some(file) = active {
         let _ = std::fs::remove_file(file);
+    }
+    if let Some(unit) = unit.filter(|_| output.status.success()) {
+        unit.keep(&output.stderr);
     }
     show(&mut output);
     std::process::exit(exit_code(output.status))

@@ -1,0 +1,205 @@
+//! Per-unit object reuse in step builds under the compiler wrapper: a clang
+//! compile of one source file (`-c SRC -o OBJ`) whose inputs and decisions are
+//! those of a compile done before takes that compile's object and remarks
+//! instead of compiling again, so a step that changes the decisions of one
+//! unit recompiles that unit only.
+//!
+//! A unit's inputs are the compiler, its arguments, the working folder (it is
+//! in the object's debug info) and the preprocessed source (headers and macros
+//! included). Its decisions are the replay file's lines whose caller is a
+//! function of the unit: the callers named by the unit's inline remarks, which
+//! do not depend on the decisions (a function's own calls are always
+//! remarked), kept the first time the unit is compiled. The cache lives under
+//! `<rundir>/objects/`: `<unit>.callers`, and per key `<key>.o` with the
+//! compile's output `<key>.log`; files are written whole and renamed into
+//! place, and the oldest go past [`MAX_FILES`].
+
+use std::collections::BTreeSet;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use kiln_protocol::decision::ContentHash;
+
+use crate::llvm_inline;
+
+/// The folder of the cache, given to the wrapper by the worker.
+pub const OBJECTS_ENV: &str = "KILN_WRAP_OBJECTS";
+
+/// Most files kept; past it the older half goes.
+const MAX_FILES: usize = 8192;
+
+/// Arguments that make clang write dependency files, with the ones that take a value.
+const DEPENDENCY_FLAGS: &[&str] = &["-MD", "-MMD", "-MP"];
+const DEPENDENCY_OPTIONS: &[&str] = &["-MF", "-MT", "-MQ"];
+
+/// One compile of one source file to an object.
+pub struct Unit {
+    dir: PathBuf,
+    object: PathBuf,
+    /// What identifies the unit's inputs.
+    inputs: ContentHash,
+    /// The replay file the compile reads.
+    replay: PathBuf,
+}
+
+impl Unit {
+    /// The unit an invocation compiles, if it is one source to one object
+    /// and its preprocessed source can be read; `flags` are kiln's.
+    pub fn of(dir: &Path, program: &Path, args: &[OsString], flags: &[String]) -> Option<Unit> {
+        let replay = flags
+            .iter()
+            .find_map(|f| f.strip_prefix("-cgscc-inline-replay="))
+            .map(PathBuf::from)?;
+        let out = args.iter().position(|a| a == "-o")?;
+        let object = PathBuf::from(args.get(out + 1)?);
+        if !args.iter().any(|a| a == "-c") {
+            return None;
+        }
+        let mut preprocess = Vec::new();
+        let mut skip = false;
+        for (i, a) in args.iter().enumerate() {
+            let text = a.to_string_lossy();
+            if std::mem::take(&mut skip) || i == out || i == out + 1 || text == "-c" {
+                continue;
+            }
+            if DEPENDENCY_OPTIONS.contains(&text.as_ref()) {
+                skip = true;
+                continue;
+            }
+            if !DEPENDENCY_FLAGS.contains(&text.as_ref()) {
+                preprocess.push(a.clone());
+            }
+        }
+        let source = Command::new(program)
+            .args(&preprocess)
+            .args(["-E", "-o", "-"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        let cwd = std::env::current_dir().ok()?;
+        let mut bytes = Vec::new();
+        for part in [program.as_os_str(), cwd.as_os_str()]
+            .into_iter()
+            .chain(args.iter().map(OsString::as_os_str))
+        {
+            bytes.extend(part.as_encoded_bytes());
+            bytes.push(0);
+        }
+        // kiln's flags but the replay file's path (a slot's own): its lines count instead.
+        for f in flags
+            .iter()
+            .filter(|f| !f.starts_with("-cgscc-inline-replay="))
+        {
+            bytes.extend(f.as_bytes());
+            bytes.push(0);
+        }
+        bytes.extend(&source.stdout);
+        Some(Unit {
+            dir: dir.to_path_buf(),
+            object,
+            inputs: ContentHash::of(&bytes),
+            replay,
+        })
+    }
+
+    fn callers_file(&self) -> PathBuf {
+        self.dir.join(format!("{}.callers", self.inputs))
+    }
+
+    /// The key of this unit under the replay file's decisions, once its callers are known.
+    fn key(&self) -> Option<ContentHash> {
+        let callers: BTreeSet<String> = std::fs::read_to_string(self.callers_file())
+            .ok()?
+            .lines()
+            .map(str::to_string)
+            .collect();
+        let replay = std::fs::read_to_string(&self.replay).ok()?;
+        let mut lines: Vec<&str> = replay
+            .lines()
+            .filter(|l| replay_caller(l).is_some_and(|c| callers.contains(c)))
+            .collect();
+        lines.sort_unstable();
+        let mut bytes = self.inputs.0.to_vec();
+        for l in lines {
+            bytes.extend(l.as_bytes());
+            bytes.push(b'\n');
+        }
+        Some(ContentHash::of(&bytes))
+    }
+
+    /// Puts the object of an earlier compile with the same inputs and
+    /// decisions in place; returns that compile's output (its remarks).
+    pub fn restore(&self) -> Option<Vec<u8>> {
+        let key = self.key()?;
+        let log = std::fs::read(self.dir.join(format!("{key}.log"))).ok()?;
+        std::fs::copy(self.dir.join(format!("{key}.o")), &self.object).ok()?;
+        Some(log)
+    }
+
+    /// Keeps a successful compile's object and output (`log`, its remarks).
+    pub fn keep(&self, log: &[u8]) {
+        if !self.callers_file().exists() {
+            let callers: BTreeSet<String> =
+                llvm_inline::parse_remarks(&String::from_utf8_lossy(log))
+                    .into_iter()
+                    .map(|r| r.caller)
+                    .collect();
+            let text: String = callers.iter().map(|c| format!("{c}\n")).collect();
+            write_whole(&self.callers_file(), text.as_bytes());
+        }
+        let Some(key) = self.key() else { return };
+        let Ok(object) = std::fs::read(&self.object) else {
+            return;
+        };
+        write_whole(&self.dir.join(format!("{key}.o")), &object);
+        write_whole(&self.dir.join(format!("{key}.log")), log);
+        evict(&self.dir);
+    }
+}
+
+/// The caller a replay line names: `x: 'CALLEE' inlined into 'CALLER' at callsite ...;`.
+fn replay_caller(line: &str) -> Option<&str> {
+    let (_, rest) = line.split_once(" into '")?;
+    rest.split_once("' at callsite ").map(|(caller, _)| caller)
+}
+
+/// Writes a file whole: into a file of this process, renamed into place.
+fn write_whole(path: &Path, bytes: &[u8]) {
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+}
+
+/// Removes the older half of the cache once it holds more than [`MAX_FILES`].
+fn evict(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+        .collect();
+    if files.len() <= MAX_FILES {
+        return;
+    }
+    files.sort();
+    for (_, path) in &files[..files.len() / 2] {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_lines_name_their_caller() {
+        let inline = "x: 'sq' inlined into 'main' at callsite main:5:20;";
+        let not = "x: 'inc' will not be inlined into 'work' at callsite twice:0:3 @ work:1:40;";
+        assert_eq!(replay_caller(inline), Some("main"));
+        assert_eq!(replay_caller(not), Some("work"));
+        assert_eq!(replay_caller("garbage"), None);
+    }
+}
