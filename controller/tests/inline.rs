@@ -354,6 +354,55 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
 }
 
 #[test]
+fn a_cargo_package_builds_in_a_store_inside_another_cargo_project() {
+    // The store (and so each work folder) lies inside a cargo workspace, as
+    // kiln's own suite stores do: cargo must not take it for the package's.
+    if !have("cargo") {
+        eprintln!("skipped: cargo is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("benchmarks/solo");
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    write_files(dir.path(), &[("Cargo.toml", "[workspace]\nmembers = []\n")]);
+    write_files(
+        &src,
+        &[
+            (
+                "Cargo.toml",
+                "[package]\nname = \"solo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+            ),
+            (
+                "src/main.rs",
+                "fn sq(x: u64) -> u64 { x.wrapping_mul(x) }\n\
+                 fn main() { let n: u64 = std::env::args().count() as u64 * 1000;\n\
+                 println!(\"{}\", (0..n).map(sq).fold(0u64, |a, b| a ^ b)); }\n",
+            ),
+        ],
+    );
+    let config = r#"(campaign
+  (name solo)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark solo) (search (random-walk (steps 2) (flips 1))) (seed 2)))
+  (benchmarks
+    ((name solo) (kind llvm-inline) (sources "benchmarks/solo")
+     (build ("cargo" "build" "--release" "--quiet"))
+     (run ("./target/release/solo")) (timeout-s 60) (build-timeout-s 600)))
+  (workers (local (slots 1))))
+"#;
+    let (store, info) = run_campaign(dir.path(), config, "solo");
+    assert!(!info.discovery.points.is_empty());
+    assert_eq!(assert_every_step_ok(&store, "solo"), 2);
+    let bundled = std::fs::read_to_string(src.join("Cargo.toml")).unwrap();
+    assert!(
+        !bundled.contains("[workspace]"),
+        "the sources are left as they are"
+    );
+}
+
+#[test]
 fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
     // A 22-deep binary call tree: 4 million copies if every call were
     // inlined. Discovery ends within its limits and finds its sites. (With

@@ -170,9 +170,7 @@ fn step_inner(
         result.build = Some(record);
     } else {
         slot.last_build = None;
-        fresh_dir(&ws.rundir, &work).map_err(reject)?;
-        copy_tree(&bundle_dir, &work).map_err(reject)?;
-        write_decisions(&work, spec, &req.decisions).map_err(reject)?;
+        fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
         let cached = match spec.build.is_empty() {
             true => None,
             false => ws.builds.restore(&key, &work),
@@ -293,9 +291,7 @@ fn discover_in(
         // Each build from a fresh copy of the sources: make would otherwise
         // find the first build's objects up to date, compile nothing and
         // print no remark.
-        fresh_dir(&ws.rundir, &work)?;
-        copy_tree(bundle_dir, &work)?;
-        write_decisions(&work, spec, &no_decisions)?;
+        fresh_work(&ws.rundir, bundle_dir, &work, spec, &no_decisions)?;
         let incremental = fresh_subdir(&ws.rundir, &work, INCREMENTAL_DIR)?;
         let stock = llvm_inline::stock_build_args(compiler, &incremental);
         let (flags, fallback) = if what == "discovery" {
@@ -320,9 +316,7 @@ fn discover_in(
     // The stock decisions replayed: a site the compiler cannot replay as it
     // decided it (a real program has a few) would fail every step as a
     // decision mismatch, the baseline's first; such sites are left out.
-    fresh_dir(&ws.rundir, &work)?;
-    copy_tree(bundle_dir, &work)?;
-    write_decisions(&work, spec, &no_decisions)?;
+    fresh_work(&ws.rundir, bundle_dir, &work, spec, &no_decisions)?;
     let replay = work.join(REPLAY_FILE);
     std::fs::write(&replay, llvm_inline::replay_file_text(&discovery.baseline))
         .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
@@ -355,6 +349,43 @@ fn discover_in(
             .retain(|id, _| !unreplayable.contains(id));
     }
     Ok(discovery)
+}
+
+/// Makes `work` a fresh copy of the bundle with the decision file written.
+/// A cargo package without a `[workspace]` of its own gets one when a folder
+/// above the copy holds a `Cargo.toml` (a rundir inside a cargo project,
+/// kiln's own among them): cargo would take that for its workspace and
+/// refuse to build. Elsewhere the copy is left as it is.
+fn fresh_work(
+    root: &Path,
+    bundle_dir: &Path,
+    work: &Path,
+    spec: &BenchmarkSpec,
+    decisions: &DecisionSet,
+) -> Result<(), String> {
+    fresh_dir(root, work)?;
+    copy_tree(bundle_dir, work)?;
+    write_decisions(work, spec, decisions)?;
+    let manifest = work.join("Cargo.toml");
+    let cargo = spec
+        .build
+        .first()
+        .is_some_and(|p| Path::new(p).ends_with("cargo"));
+    let enclosed = || {
+        work.ancestors()
+            .skip(1)
+            .any(|d| d.join("Cargo.toml").is_file())
+    };
+    if let (true, Ok(text)) = (cargo && enclosed(), std::fs::read_to_string(&manifest)) {
+        if !text.lines().any(|l| l.trim() == "[workspace]") {
+            let own = format!(
+                "{text}\n# Added by kiln: the copy is a workspace of its own.\n[workspace]\n"
+            );
+            std::fs::write(&manifest, own)
+                .map_err(|e| format!("cannot write {}: {e}", manifest.display()))?;
+        }
+    }
+    Ok(())
 }
 
 /// One benchmark's build in its work folder.
