@@ -681,6 +681,67 @@ fn sigterm_during_a_step_leaves_no_process_and_the_campaign_resumes() {
         .all(|(b, a)| b.result.started_ms == a.result.started_ms));
 }
 
+/// The live (not zombie) processes anywhere whose command line contains `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.parse::<u32>().is_ok())
+        })
+        .filter_map(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            let zombie = stat[stat.rfind(')')? + 1..].trim_start().starts_with('Z');
+            (!zombie && cmdline.contains(needle)).then_some(cmdline)
+        })
+        .collect()
+}
+
+#[test]
+fn sigkill_of_the_controller_leaves_no_benchmark_process_not_even_a_daemon() {
+    let dir = slow_setup(8);
+    let hang = dir.path().join("hang");
+    // Each run starts a daemon (double fork into a new session), named after the test's folder.
+    let needle = format!("daemon-of-{}", dir.path().display());
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        format!(
+            "(setsid sh -c 'sleep 300; :' {needle} &)\nsleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
+            hang.display()
+        ),
+    )
+    .unwrap();
+    let mut child = run_until_decided(dir.path(), 3);
+    // The daemons of the steps done are gone with their runs.
+    assert!(
+        processes_with(&needle).len() <= 1,
+        "{:?}",
+        processes_with(&needle)
+    );
+    std::fs::write(&hang, "").unwrap();
+    let mut started = Vec::new();
+    wait_for("a hanging run", || {
+        started = descendants(child.id());
+        started.iter().any(|(_, cmd)| cmd.contains("run.sh"))
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !(still_alive(&started).is_empty() && processes_with(&needle).is_empty()) {
+        assert!(
+            Instant::now() < deadline,
+            "left behind 5 s after the controller's SIGKILL: {:?} {:?}",
+            still_alive(&started),
+            processes_with(&needle)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn sigterm_during_discovery_leaves_no_process_behind() {
     let dir = tempfile::tempdir().unwrap();

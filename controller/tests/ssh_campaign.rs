@@ -13,6 +13,8 @@
 
 mod common;
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -453,6 +455,122 @@ fn killed_worker_process_redispatches_its_step_and_comes_back() {
     let after = measured_by_since(&steps, "w2", killed_ms);
     eprintln!("w2 measured {after} steps after its kiln-worker was killed");
     assert!(after > 0, "w2 never came back\n{}", diagnostics(d));
+}
+
+/// The pid of the `kiln-worker serve` whose rundir is `rundir`, found by its command line.
+fn serve_pid_in(rundir: &Path) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid = entry.file_name().to_string_lossy().parse::<u32>().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+            // A local worker's rundir is relative to the controller's folder, which it shares.
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            let serves = args.get(1) == Some(&b"serve".as_slice())
+                && args
+                    .windows(2)
+                    .any(|w| w[0] == b"--rundir" && cwd.join(OsStr::from_bytes(w[1])) == rundir);
+            serves.then_some(pid)
+        })
+}
+
+/// Sends `sig` to `pid`, which may be gone already.
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: a plain kill; the pid is a worker's that this test found.
+    unsafe { libc::kill(pid as libc::pid_t, sig) };
+}
+
+/// Stops worker `name`'s `kiln-worker serve` (whose rundir is `rundir`) with SIGSTOP mid-step:
+/// it keeps its connection open and answers nothing. Asserts that the controller declares it
+/// lost within `lost-after-s` plus one heartbeat (and the snapshot's refresh), re-queues its
+/// step, and, once the worker is continued, uses it again; every step is stored once.
+fn frozen_worker_is_lost_and_readmitted(
+    dir: &Path,
+    worker_binary: &Path,
+    name: &str,
+    rundir: &Path,
+    budget: usize,
+) {
+    let child = start_campaign(dir, worker_binary);
+    wait_for(
+        &format!("5 decided steps and {name} mid-step"),
+        dir,
+        Duration::from_secs(90),
+        || {
+            decided(dir) >= 5
+                && rundir.join("slots/0/work/running").exists()
+                && serve_pid_in(rundir).is_some()
+        },
+    );
+    let pid = serve_pid_in(rundir).unwrap();
+    signal(pid, libc::SIGSTOP);
+    let stopped = Instant::now();
+    wait_for(
+        &format!("{name} lost"),
+        dir,
+        Duration::from_secs(30),
+        || worker_row(dir, name).is_some_and(|w| w["losses"].as_u64() >= Some(1)),
+    );
+    let noticed = stopped.elapsed();
+    eprintln!(
+        "SIGSTOP of {name} noticed after {:.1} s",
+        noticed.as_secs_f64()
+    );
+    // lost-after-s 4, heartbeat-s 1, and 2 s for the snapshot and a busy machine.
+    assert!(
+        noticed < Duration::from_secs(7),
+        "{noticed:?}\n{}",
+        diagnostics(dir)
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let continued_ms = now_ms();
+    // A local worker is ended by the controller that declared it lost; a remote one waits.
+    signal(pid, libc::SIGCONT);
+    finish_campaign(child, dir, Duration::from_secs(180));
+
+    let steps = assert_every_step_once(dir, budget);
+    assert!(
+        requeued_from(dir, name),
+        "{name}'s in-flight step was not re-queued\n{}",
+        diagnostics(dir)
+    );
+    let after = measured_by_since(&steps, name, continued_ms);
+    eprintln!("{name} measured {after} steps after SIGCONT");
+    assert!(after > 0, "{name} never came back\n{}", diagnostics(dir));
+    // The stopped process is gone: its session ended, it ended too once continued.
+    wait_for(
+        "the stopped serve to end",
+        dir,
+        Duration::from_secs(10),
+        || {
+            !Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .is_ok_and(|s| s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+        },
+    );
+}
+
+#[test]
+fn stopped_ssh_worker_is_lost_its_step_redispatched_and_readmitted_after_sigcont() {
+    let _serial = serial();
+    let Some(rig) = Rig::up("stop", 3, 2315, None) else {
+        return;
+    };
+    let search = "(random-walk (steps 30) (flips 1))";
+    let dir = campaign_dir(&campaign_config(search, 3, 3, &rig.workers_field(), ""));
+    frozen_worker_is_lost_and_readmitted(dir.path(), &rig.worker(), "w2", &rig.rundir(2), 90);
+}
+
+#[test]
+fn stopped_local_worker_is_lost_its_step_redispatched_and_replaced() {
+    let _serial = serial();
+    let search = "(random-walk (steps 30) (flips 1))";
+    let workers = "(workers (local (name l1) (slots 1)) (local (name l2) (slots 1)))";
+    let dir = campaign_dir(&campaign_config(search, 2, 3, workers, ""));
+    let rundir = dir.path().join("store/workers/l2");
+    frozen_worker_is_lost_and_readmitted(dir.path(), &worker(), "l2", &rundir, 60);
 }
 
 /// The `kiln workers` line of worker `name`.

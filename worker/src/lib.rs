@@ -21,4 +21,5 @@ mod sampler;
 pub mod serve;
 mod slot_lock;
 pub mod step;
+pub mod sweep;
 pub mod wrap;

@@ -150,7 +150,7 @@ fn main() -> ExitCode {
     kiln_worker::wrap::run_if_wrapped();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| LossyStderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KILN_LOG")
@@ -281,5 +281,21 @@ fn or_default_compilers(named: Vec<String>) -> Vec<String> {
             .collect()
     } else {
         named
+    }
+}
+
+/// stderr for the log, ignoring write errors. A local worker's stderr is a pipe to its
+/// controller; once the controller is gone (SIGKILL), tracing's fallback for a failed write
+/// would panic and end the worker before it cancels its steps and ends what they started.
+struct LossyStderr;
+
+impl std::io::Write for LossyStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = std::io::stderr().write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }

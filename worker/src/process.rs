@@ -9,9 +9,9 @@
 //! which count from its exec on; the wall clock starts when it is about to
 //! exec. The
 //! leader is reaped with `wait4` for its rusage, and the rest of the group is
-//! killed and reaped too, so no process is left behind. (A process that left
-//! the group with `setsid` escapes this and is out of scope: the worker cannot
-//! tell it from an unrelated process.)
+//! killed and reaped too, so no process is left behind. A process that left
+//! the group (`setsid`, a double fork) is ended by [`sweep`] once the launch
+//! is over.
 
 use std::collections::VecDeque;
 use std::ffi::CString;
@@ -31,6 +31,7 @@ use crate::checked_output::{CheckedDigest, LineFilter};
 use crate::counters::Inherited;
 use crate::procfs::{group_members, group_resident_bytes};
 use crate::sampler::{SampleStats, Sampler};
+use crate::sweep::{self, LaunchId, Sweep};
 
 /// The `PATH` every build and run sees unless the benchmark overrides it.
 pub const CLEAN_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -63,7 +64,8 @@ pub struct Launch {
     pub argv: Vec<String>,
     /// The working directory.
     pub cwd: PathBuf,
-    /// The complete environment (nothing is inherited).
+    /// The complete environment (nothing is inherited; the launch's
+    /// [`sweep::MARKER`] is added).
     pub env: Vec<(String, String)>,
     /// CPUs to pin to; empty: no pinning.
     pub cpus: Vec<u32>,
@@ -277,13 +279,17 @@ pub fn run(
         let before = c.before_launch();
         (c, before)
     });
-    let Started { pid, pidfd, start } = spawn(launch, stdio).map_err(|e| {
+    let id = LaunchId::next();
+    let mut registry = sweep::registry();
+    let Started { pid, pidfd, start } = spawn(launch, id, stdio).map_err(|e| {
         format!(
             "cannot start {}: {e}{}",
             what(),
             searched(&launch.argv[0], &launch.env)
         )
     })?;
+    registry.add(id, pid);
+    drop(registry);
 
     let mut out = Sink::new(&launch.output, stdout_fd);
     let mut err = Sink::tail(stderr_fd);
@@ -301,6 +307,14 @@ pub fn run(
     kill_group(pid);
     let (status, usage) = reap(pid).map_err(|e| format!("cannot reap {}: {e}", what()))?;
     reap_group(pid);
+    sweep::registry().remove(id, pid);
+    let escaped = sweep::sweep_escaped(Sweep::After(id));
+    if escaped > 0 {
+        tracing::info!(
+            "killed {escaped} processes that {} left running outside its process group",
+            what()
+        );
+    }
     out.drain();
     err.drain();
     let counters = counted.map_or_else(Metrics::new, |(c, before)| c.after_exit(before));
@@ -380,7 +394,7 @@ struct ChildArgs {
 /// child execs (with a descriptor table of its own, as `fork` gives). Between
 /// clone and exec the child takes its own process group, its CPUs, its run
 /// cgroup, death with us, its standard streams and folder.
-fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
+fn spawn(launch: &Launch, id: LaunchId, stdio: [RawFd; 3]) -> Result<Started, String> {
     let cstring =
         |s: &[u8]| CString::new(s).map_err(|_| "an argument contains a NUL byte".to_string());
     let argv: Vec<CString> = launch
@@ -391,7 +405,9 @@ fn spawn(launch: &Launch, stdio: [RawFd; 3]) -> Result<Started, String> {
     let envp: Vec<CString> = launch
         .env
         .iter()
-        .map(|(k, v)| cstring(format!("{k}={v}").as_bytes()))
+        .map(|(k, v)| format!("{k}={v}"))
+        .chain([id.env_entry()])
+        .map(|entry| cstring(entry.as_bytes()))
         .collect::<Result<_, _>>()?;
     let programs: Vec<CString> = exec_candidates(&launch.argv[0], &launch.env)
         .iter()
@@ -1035,6 +1051,62 @@ mod tests {
         assert_eq!(f.end, End::Exited(0));
         assert_eq!(String::from_utf8_lossy(&f.kept), "kept\nsaid\n");
         assert!(started.elapsed() < REAP_GRACE, "{:?}", started.elapsed());
+    }
+
+    /// The live processes whose command line contains `needle`.
+    fn processes_with(needle: &str) -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.parse::<u32>().is_ok())
+            })
+            .filter_map(|e| {
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+                let zombie = stat[stat.rfind(')')? + 1..].trim_start().starts_with('Z');
+                (!zombie && cmdline.contains(needle)).then_some(cmdline)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_daemon_that_leaves_the_group_ends_with_the_launch() {
+        // A double fork into a new session (`setsid`), as a daemon starts: out of the
+        // launch's process group, and alive after its leader has exited.
+        let needle = format!("kiln-escapee-{}", std::process::id());
+        let script = format!(
+            "(setsid sh -c 'sleep 300; :' {needle} &) ; (setsid sh -c 'sleep 300; :' {needle} </dev/null >/dev/null 2>&1 &) ; sleep 0.2"
+        );
+        let f = run(&launch(&script, Output::Discard), None, None).unwrap();
+        assert_eq!(f.end, End::Exited(0));
+        assert_eq!(processes_with(&needle), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_daemon_of_a_launch_that_still_runs_is_left_alone() {
+        // Two launches side by side (two slots): the end of the first must not end a
+        // daemon that the second one started and still needs.
+        let needle = format!("kiln-needed-{}", std::process::id());
+        let started = format!("{}/{needle}", std::env::temp_dir().display());
+        let _ = std::fs::remove_file(&started);
+        let script = format!(
+            "(setsid sh -c 'echo $$ > {started}.tmp; mv {started}.tmp {started}; sleep 300; :' {needle} &) ; \
+             while [ ! -e {started} ]; do sleep 0.01; done; sleep 1; kill -0 $(cat {started})"
+        );
+        let second = std::thread::spawn(move || run(&launch(&script, Output::Discard), None, None));
+        while !Path::new(&started).exists() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let first = run(&launch("true", Output::Discard), None, None).unwrap();
+        assert_eq!(first.end, End::Exited(0));
+        let second = second.join().unwrap().unwrap();
+        assert_eq!(second.end, End::Exited(0), "the daemon was ended too early");
+        let _ = std::fs::remove_file(&started);
+        assert_eq!(processes_with(&needle), Vec::<String>::new());
     }
 
     fn task_clock_ms(f: &Finished) -> f64 {

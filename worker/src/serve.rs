@@ -15,8 +15,8 @@
 //!
 //! SIGTERM, SIGINT and SIGHUP (a controller stopped, Ctrl-C at a terminal, a
 //! scheduler ending the job) cancel every step and discovery too, whose
-//! process groups are killed, before the worker exits: nothing it started
-//! outlives it.
+//! process groups are killed, before the worker exits; so is every process
+//! that escaped its group (see `sweep`): nothing it started outlives it.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -36,6 +36,7 @@ use kiln_protocol::PROTOCOL_VERSION;
 use crate::probe;
 use crate::process::CancelToken;
 use crate::step::{self, SlotState, Workspace};
+use crate::sweep::{sweep_escaped, Sweep};
 
 /// Options of `kiln-worker serve`.
 #[derive(Debug, Clone)]
@@ -74,6 +75,7 @@ pub fn serve(
                 Ok(request) => {
                     if session.handle(request) == Flow::Stop {
                         session.finish();
+                        sweep_escaped(Sweep::All);
                         session.shared.send(&Response::Bye);
                         tracing::info!("shut down on request");
                         return Ok(());
@@ -117,6 +119,7 @@ pub fn serve(
     }
     session.shared.cancel_all();
     session.finish();
+    sweep_escaped(Sweep::All);
     Ok(())
 }
 
@@ -142,6 +145,7 @@ fn exit_on_signals(shared: Arc<Shared>) -> Result<(), String> {
         while !lock(&shared.running).is_empty() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(10));
         }
+        sweep_escaped(Sweep::All);
         std::process::exit(128 + signal);
     });
     Ok(())

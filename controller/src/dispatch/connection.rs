@@ -229,13 +229,17 @@ impl Connection {
         }
         let mut w = self.writer.lock().await;
         // A worker reading a large frame (a bundle) cannot answer pings meanwhile; each piece
-        // it takes in shows it alive, while a stalled write shows nothing.
+        // it takes in after the first shows it alive, while a stalled write shows nothing. A
+        // small frame (a ping) proves nothing: the stream's buffers take it from a frozen
+        // worker too, so only its answers keep such a worker alive.
         let bytes = frame::encode(request);
-        for piece in bytes.chunks(WRITE_PIECE) {
+        for (i, piece) in bytes.chunks(WRITE_PIECE).enumerate() {
             w.write_all(piece)
                 .await
                 .map_err(|e| Lost(format!("cannot write to worker: {e}")))?;
-            *self.last_heard.lock().expect("not poisoned") = Instant::now();
+            if i > 0 {
+                *self.last_heard.lock().expect("not poisoned") = Instant::now();
+            }
         }
         w.flush()
             .await
@@ -530,6 +534,32 @@ mod tests {
         assert!(answer.is_err(), "the bundle cannot have arrived");
         assert!(conn.is_lost());
         assert!(started.elapsed() < Duration::from_secs(3));
+    }
+
+    /// A frozen worker (SIGSTOP, a hung machine) keeps its stream open, and the stream's
+    /// buffers take in our pings: only an answer shows a worker alive, so it is lost.
+    #[tokio::test]
+    async fn pings_that_nobody_answers_do_not_keep_a_frozen_worker_alive() {
+        let (ours, theirs) = tokio::io::duplex(1 << 20);
+        let (our_reader, our_writer) = tokio::io::split(ours);
+        let (mut reader, mut writer) = tokio::io::split(theirs);
+        let _fake = tokio::spawn(async move {
+            say_hello(&mut reader, &mut writer).await;
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            drop((reader, writer));
+        });
+        let conn = open_fake(our_reader, our_writer).await;
+        let started = Instant::now();
+        let reason = tokio::time::timeout(Duration::from_secs(5), conn.lost())
+            .await
+            .expect("a worker that answers nothing is lost");
+        assert!(reason.contains("no answer"), "{reason}");
+        // lost_after (0.5 s) plus one heartbeat (0.1 s), and some slack for a busy machine.
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     /// A worker that takes in a large bundle more slowly than `lost_after` (a slow link) is

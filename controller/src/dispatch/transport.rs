@@ -76,8 +76,13 @@ impl Drop for LocalWorker {
         if matches!(self.0.try_wait(), Ok(Some(_))) {
             return;
         }
+        // SIGCONT too: a worker declared lost because it was stopped (SIGSTOP) acts on the
+        // SIGTERM only once it runs, and its builds and runs did not stop with it.
         // SAFETY: signals our own child, which is not reaped yet (try_wait said so).
-        unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGTERM);
+            libc::kill(pid as libc::pid_t, libc::SIGCONT);
+        }
         let deadline = Instant::now() + WORKER_STOP_GRACE;
         while Instant::now() < deadline {
             if !matches!(self.0.try_wait(), Ok(None)) {
