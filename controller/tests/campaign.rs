@@ -742,6 +742,58 @@ fn sigkill_of_the_controller_leaves_no_benchmark_process_not_even_a_daemon() {
     }
 }
 
+/// Measurements of the baseline kept in the store's `references/` folder, in its one file.
+fn kept_reference_measurements(store: &Path) -> usize {
+    let Ok(dir) = std::fs::read_dir(store.join("references")) else {
+        return 0;
+    };
+    dir.flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+        .filter_map(|e| {
+            let kept: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(e.path()).ok()?).ok()?;
+            Some(kept.as_array()?.len())
+        })
+        .sum()
+}
+
+#[test]
+fn a_controller_killed_during_preparation_resumes_it() {
+    let dir = slow_setup(4);
+    let (count, hang) = (dir.path().join("count"), dir.path().join("hang"));
+    // Every run adds a line to `count`; while `hang` exists, the third run hangs.
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        format!(
+            "echo run >> {count}\nif [ -e {hang} ] && [ $(wc -l < {count}) -ge 3 ]; then sleep 300; fi\necho $1 $2\n",
+            count = count.display(),
+            hang = hang.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(&hang, "").unwrap();
+    let mut child = kiln_cmd(dir.path())
+        .args(["run", "campaign.sexp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("two of the baseline's three measurements kept", || {
+        kept_reference_measurements(&dir.path().join("store")) >= 2
+    });
+    child.kill().unwrap();
+    child.wait().unwrap();
+    std::fs::remove_file(&hang).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("2 of 3 measurements of the baseline kept from an earlier start"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(kept_reference_measurements(&dir.path().join("store")), 3);
+}
+
 #[test]
 fn sigterm_during_discovery_leaves_no_process_behind() {
     let dir = tempfile::tempdir().unwrap();

@@ -18,7 +18,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, RunPolicy};
-use kiln_protocol::message::{Bundle, Discovery, StepResult};
+use kiln_protocol::message::{Bundle, Discovery, StepRequest, StepResult};
 use kiln_protocol::{
     CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepOutcome,
 };
@@ -29,8 +29,8 @@ use crate::error::{BadInput, Interrupted};
 use crate::plan::chain::{self, ChainContext};
 use crate::plan::step::{self, objective_of};
 use crate::store::{
-    discoveries, layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind,
-    StepRecord, Store,
+    kept, layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
+    Store,
 };
 
 mod progress;
@@ -130,6 +130,9 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
             }
             _ = tokio::time::sleep(Duration::from_secs(10)) => {
                 run.progress.tick(&run.chains, &pool.board);
+                // With no step landing (every worker down), the snapshot must still show them.
+                status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
+                snapshot_at = std::time::Instant::now();
                 stop_if_all_unfit(&pool)?;
                 continue;
             }
@@ -165,10 +168,14 @@ fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
             .with_context(|| format!("cannot move old store {} aside", dir.display()))?;
         eprintln!("kiln: moved the previous store to {}", aside.display());
         // Discoveries depend on sources and spec only: the new campaign keeps them.
-        if layout::discoveries(&aside).is_dir() {
+        let (old, new) = (
+            layout::kept_folder(&aside, layout::Kept::Discovery),
+            layout::kept_folder(dir, layout::Kept::Discovery),
+        );
+        if old.is_dir() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
-            std::fs::rename(layout::discoveries(&aside), layout::discoveries(dir))
+            std::fs::rename(old, new)
                 .with_context(|| format!("cannot keep the discoveries of {}", aside.display()))?;
         }
     }
@@ -260,7 +267,7 @@ async fn prepare(
     let discovery = match &benchmark.kind {
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
-            match discoveries::load(store.dir(), &bundle.hash, &benchmark) {
+            match kept::load_discovery(store.dir(), &bundle.hash, &benchmark) {
                 Some((kept, path)) => {
                     eprintln!(
                         "kiln: decision points of {} from {} (an earlier discovery)",
@@ -283,7 +290,7 @@ async fn prepare(
                         ),
                         Answer::Step(_) => bail!("unexpected step result during discovery"),
                     };
-                    discoveries::save(store.dir(), &bundle.hash, &benchmark, &found)?;
+                    kept::save_discovery(store.dir(), &bundle.hash, &benchmark, &found)?;
                     found
                 }
             }
@@ -320,51 +327,57 @@ async fn prepare(
         );
         references.push(("no-inline".to_string(), none, 1));
     }
-    let mut measured: BTreeMap<String, Reference> = BTreeMap::new();
-    for (name, set, repeats) in &references {
-        for _ in 0..*repeats {
+    // Measurements kept from an earlier start count; only the rest is measured, and each
+    // one is kept as it lands.
+    let requests: Vec<StepRequest> = references
+        .iter()
+        .map(|(_, set, _)| step::request(config, &benchmark, &bundle, set, config.runs, None))
+        .collect();
+    let mut results: Vec<Vec<StepResult>> = requests
+        .iter()
+        .map(|r| kept::load_references(store.dir(), &experiment.name, r))
+        .collect();
+    let mut outstanding = 0;
+    for (i, (name, _, repeats)) in references.iter().enumerate() {
+        results[i].truncate(*repeats as usize);
+        if !results[i].is_empty() {
+            eprintln!(
+                "kiln: {} of {repeats} measurements of the {name} kept from an earlier start",
+                results[i].len()
+            );
+        }
+        for _ in results[i].len()..*repeats as usize {
             pool.submit(Job {
                 tag: Tag::Reference(name.clone()),
                 bundle: bundle.clone(),
-                work: Work::Step(Box::new(step::request(
-                    config,
-                    &benchmark,
-                    &bundle,
-                    set,
-                    config.runs,
-                    None,
-                ))),
+                work: Work::Step(Box::new(requests[i].clone())),
             });
+            outstanding += 1;
         }
     }
-    let total: u32 = references.iter().map(|r| r.2).sum();
-    for _ in 0..total {
+    for _ in 0..outstanding {
         let done = next_answer(pool).await?;
         let (Tag::Reference(name), Answer::Step(result)) = (done.tag, done.answer) else {
             bail!("unexpected answer while measuring references");
         };
-        let set = &references
+        let i = references
             .iter()
-            .find(|r| r.0 == name)
-            .expect("known reference")
-            .1;
-        let objective = objective_of(config, &result);
-        let entry = measured.entry(name).or_insert_with(|| Reference {
-            decisions: set.clone(),
-            samples: Vec::new(),
-            outcome: result.outcome.clone(),
-            output_digest: None,
-            checked_output: None,
-            text_bytes: None,
-        });
-        entry.samples.extend(objective);
-        entry.outcome = result.outcome.clone();
-        if entry.output_digest.is_none() && result.outcome == StepOutcome::Ok {
-            entry.output_digest = result.output_digest;
-            entry.checked_output = result.checked_output.clone();
-            entry.text_bytes = result.build.as_ref().and_then(|b| b.text_bytes);
-        }
+            .position(|r| r.0 == name)
+            .expect("known reference");
+        results[i].push(*result);
+        // A failed measurement is not kept: a restart measures it again.
+        let ok: Vec<StepResult> = results[i]
+            .iter()
+            .filter(|r| r.outcome == StepOutcome::Ok)
+            .cloned()
+            .collect();
+        kept::save_references(store.dir(), &experiment.name, &requests[i], &ok)?;
     }
+    let mut measured: BTreeMap<String, Reference> = references
+        .iter()
+        .zip(&results)
+        .map(|((name, set, _), results)| (name.clone(), reference_of(config, set, results)))
+        .collect();
     let baseline = measured.remove("baseline").expect("baseline measured");
     if baseline.objective().is_none() {
         bail!(
@@ -393,6 +406,25 @@ async fn prepare(
         info,
         flips,
     })
+}
+
+/// A reference from its measurements: every objective, the last outcome, and the output
+/// and size of the first successful one.
+fn reference_of(config: &CampaignConfig, set: &DecisionSet, results: &[StepResult]) -> Reference {
+    let first_ok = results.iter().find(|r| r.outcome == StepOutcome::Ok);
+    Reference {
+        decisions: set.clone(),
+        samples: results
+            .iter()
+            .filter_map(|r| objective_of(config, r))
+            .collect(),
+        outcome: results
+            .last()
+            .map_or(StepOutcome::Ok, |r| r.outcome.clone()),
+        output_digest: first_ok.and_then(|r| r.output_digest),
+        checked_output: first_ok.and_then(|r| r.checked_output.clone()),
+        text_bytes: first_ok.and_then(|r| r.build.as_ref()?.text_bytes),
+    }
 }
 
 /// What to say when an objective that should count exactly (callgrind's

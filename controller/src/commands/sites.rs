@@ -15,7 +15,7 @@ use crate::cli::SitesArgs;
 use crate::dispatch::bundle;
 use crate::dispatch::pool::{Answer, Job, Pool, Work};
 use crate::error::{Interrupted, Outcome};
-use crate::store::discoveries;
+use crate::store::kept;
 
 pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -69,7 +69,7 @@ async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) 
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
             let bundle = Arc::new(bundle::pack(&spec.sources)?);
-            match discoveries::load(&config.store, &bundle.hash, spec) {
+            match kept::load_discovery(&config.store, &bundle.hash, spec) {
                 Some((kept, path)) => {
                     eprintln!(
                         "kiln: decision points of {} from {} (an earlier discovery; delete it to discover again)",
@@ -80,7 +80,7 @@ async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) 
                 }
                 None => {
                     let found = discover(config, spec, bundle.clone()).await?;
-                    discoveries::save(&config.store, &bundle.hash, spec, &found)?;
+                    kept::save_discovery(&config.store, &bundle.hash, spec, &found)?;
                     found
                 }
             }

@@ -160,19 +160,31 @@ pub fn status_snapshot_tmp(store: &Path) -> PathBuf {
     store.join(".status.json.tmp")
 }
 
-/// The discoveries kept beside a store (`kiln sites`, `kiln run`), one file each.
-pub fn discoveries(store: &Path) -> PathBuf {
-    store.join("discoveries")
+/// What is kept beside a store (see `store::kept`), one folder each.
+#[derive(Debug, Clone, Copy)]
+pub enum Kept {
+    /// Discoveries (`kiln sites`, `kiln run`).
+    Discovery,
+    /// Reference measurements of experiments' preparation.
+    References,
 }
 
-/// The discovery of a benchmark whose sources and spec hash to `key`.
-pub fn discovery(store: &Path, key: &ContentHash) -> PathBuf {
-    discoveries(store).join(format!("{key}.json"))
+/// The folder of one kind of kept work.
+pub fn kept_folder(store: &Path, kind: Kept) -> PathBuf {
+    store.join(match kind {
+        Kept::Discovery => "discoveries",
+        Kept::References => "references",
+    })
 }
 
-/// A discovery while it is written.
-pub fn discovery_tmp(store: &Path, key: &ContentHash) -> PathBuf {
-    discoveries(store).join(format!(".{key}.json.tmp"))
+/// The kept file of `kind` whose inputs hash to `key`.
+pub fn kept(store: &Path, kind: Kept, key: &ContentHash) -> PathBuf {
+    kept_folder(store, kind).join(format!("{key}.json"))
+}
+
+/// A kept file while it is written.
+pub fn kept_tmp(store: &Path, kind: Kept, key: &ContentHash) -> PathBuf {
+    kept_folder(store, kind).join(format!(".{key}.json.tmp"))
 }
 
 /// The steps table a finished campaign leaves beside its store.

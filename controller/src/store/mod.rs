@@ -26,7 +26,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use kiln_protocol::message::{Capabilities, StepResult};
 use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
-pub mod discoveries;
+pub mod kept;
 pub mod layout;
 mod records;
 pub(crate) mod row;
