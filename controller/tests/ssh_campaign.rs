@@ -573,6 +573,41 @@ fn stopped_local_worker_is_lost_its_step_redispatched_and_replaced() {
     frozen_worker_is_lost_and_readmitted(dir.path(), &worker(), "l2", &rundir, 60);
 }
 
+#[test]
+fn the_snapshot_shows_a_lone_worker_down_though_no_step_lands() {
+    let _serial = serial();
+    let Some(rig) = Rig::up("alldown", 1, 2316, None) else {
+        return;
+    };
+    let search = "(random-walk (steps 30) (flips 1))";
+    let dir = campaign_dir(&campaign_config(search, 1, 3, &rig.workers_field(), ""));
+    let d = dir.path();
+    let mut child = start_campaign(d, &rig.worker());
+    wait_for(
+        "2 decided steps and w1 mid-step",
+        d,
+        Duration::from_secs(90),
+        || decided(d) >= 2 && mid_step(&rig, 1) && serve_pid(&rig, 1).is_some(),
+    );
+    // The only worker goes, and cannot come back (its host key changed): no step lands.
+    let pid = serve_pid(&rig, 1).unwrap();
+    rig.ctl("rekey", 1);
+    signal(pid, libc::SIGKILL);
+    wait_for(
+        "the snapshot to show w1 down",
+        d,
+        Duration::from_secs(30),
+        || worker_row(d, "w1").is_some_and(|w| w["state"].as_str() != Some("ok")),
+    );
+    let shown = worker_row(d, "w1").unwrap();
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        shown["state"].as_str().unwrap_or("").contains("host key"),
+        "{shown}"
+    );
+}
+
 /// The `kiln workers` line of worker `name`.
 fn table_line<'a>(table: &'a str, name: &str) -> &'a str {
     table
