@@ -485,7 +485,7 @@ impl CampaignConfig {
                 "workers",
             ],
         )?;
-        let name = rec.req_value("name", decode::text)?;
+        let name = rec.req_value("name", decode::name)?;
         let store = PathBuf::from(rec.req_value("store", decode::string)?);
         let objective = match rec.opt("objective") {
             Some(f) => objective(src, &f)?,
