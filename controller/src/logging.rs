@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
 
 /// The log file of the current campaign, swapped in once its store is known.
@@ -51,7 +51,8 @@ pub fn to_file(path: &Path) -> Result<LogGuard> {
     let file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(path)?;
+        .open(path)
+        .with_context(|| format!("cannot open the log {}", path.display()))?;
     let slot = LOG_FILE.get_or_init(|| Mutex::new(None));
     *slot.lock().expect("not poisoned") = Some(file);
     Ok(LogGuard)

@@ -5,6 +5,7 @@
 //! normalized form with every default spelled out, which parses back to the
 //! same value. `prod-configs/README.md` documents each field.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -419,10 +420,14 @@ impl WorkerSpec {
     }
 }
 
+/// The largest config kiln reads: a config is written by hand, so anything
+/// near this is a wrong file given as a config.
+pub const CONFIG_MAX_BYTES: u64 = 16 << 20;
+
 impl CampaignConfig {
-    /// Reads and checks a config file.
+    /// Reads and checks a config file (a regular file of at most [`CONFIG_MAX_BYTES`]).
     pub fn read(path: &Path) -> Result<Self, SexpError> {
-        let node = sexp::parse_file(path)?;
+        let node = sexp::parse_file(path, CONFIG_MAX_BYTES)?;
         Self::from_sexp(Src(&path.display().to_string()), &node)
     }
 
@@ -480,7 +485,7 @@ impl CampaignConfig {
                 "workers",
             ],
         )?;
-        let name = rec.req_value("name", decode::text)?;
+        let name = rec.req_value("name", decode::name)?;
         let store = PathBuf::from(rec.req_value("store", decode::string)?);
         let objective = match rec.opt("objective") {
             Some(f) => objective(src, &f)?,
@@ -499,9 +504,12 @@ impl CampaignConfig {
         };
         let benchmarks_field = rec.req("benchmarks")?;
         let mut benchmarks: Vec<BenchmarkSpec> = Vec::new();
+        // Names seen so far, in sets: a search of the list for each entry is
+        // quadratic in a generated config of many thousand entries.
+        let mut benchmark_names = HashSet::new();
         for entry in decode::entries(&benchmarks_field)? {
             let b = benchmark(src, entry)?;
-            if benchmarks.iter().any(|o| o.name == b.name) {
+            if !benchmark_names.insert(b.name.clone()) {
                 return Err(src.error(
                     entry.pos,
                     format!("benchmark '{}' is defined twice", b.name),
@@ -511,9 +519,10 @@ impl CampaignConfig {
         }
         let experiments_field = rec.req("experiments")?;
         let mut experiments: Vec<Experiment> = Vec::new();
+        let mut experiment_names = HashSet::new();
         for entry in decode::entries(&experiments_field)? {
             let e = experiment(src, entry)?;
-            if !benchmarks.iter().any(|b| b.name == e.benchmark) {
+            if !benchmark_names.contains(&e.benchmark) {
                 let known: Vec<_> = benchmarks.iter().map(|b| b.name.as_str()).collect();
                 return Err(src.error(
                     entry.pos,
@@ -525,7 +534,7 @@ impl CampaignConfig {
                     ),
                 ));
             }
-            if experiments.iter().any(|o| o.name == e.name) {
+            if !experiment_names.insert(e.name.clone()) {
                 return Err(src.error(
                     entry.pos,
                     format!(
@@ -538,9 +547,10 @@ impl CampaignConfig {
         }
         let workers_field = rec.req("workers")?;
         let mut workers: Vec<WorkerSpec> = Vec::new();
+        let mut worker_names = HashSet::new();
         for (i, entry) in decode::entries(&workers_field)?.iter().enumerate() {
             let w = worker(src, entry, i)?;
-            if workers.iter().any(|o| o.name() == w.name()) {
+            if !worker_names.insert(w.name().to_string()) {
                 return Err(src.error(
                     entry.pos,
                     format!(
@@ -1132,6 +1142,7 @@ pub fn infer_compiler(program: &str) -> Option<Compiler> {
 
 fn knob_points(src: Src<'_>, field: &Field<'_>) -> Result<Vec<DecisionPoint>, SexpError> {
     let mut points: Vec<DecisionPoint> = Vec::new();
+    let mut ids = HashSet::new();
     for entry in decode::entries(field)? {
         let (id, values) = match entry.as_list() {
             Some([id, values @ ..]) if !values.is_empty() => (id, values),
@@ -1147,14 +1158,15 @@ fn knob_points(src: Src<'_>, field: &Field<'_>) -> Result<Vec<DecisionPoint>, Se
         };
         let id = SiteId(decode::text(src, id, "knobs")?);
         let mut domain: Vec<DecisionValue> = Vec::new();
+        let mut seen = HashSet::new();
         for v in values {
             let value = DecisionValue::from_sexp(src, v, id.as_str())?;
-            if domain.contains(&value) {
+            if !seen.insert(value.clone()) {
                 return Err(src.error(v.pos, format!("knob '{id}' lists value '{value}' twice")));
             }
             domain.push(value);
         }
-        if points.iter().any(|p| p.id == id) {
+        if !ids.insert(id.clone()) {
             return Err(src.error(entry.pos, format!("knob '{id}' is declared twice")));
         }
         points.push(DecisionPoint { id, domain });

@@ -320,23 +320,34 @@ pub fn text(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError>
     }
 }
 
-/// A name kiln also uses in file and folder names (experiments, benchmarks,
-/// workers): letters, digits, `-`, `_` and `.`, not starting with `.` or `-`,
-/// so that it can neither leave the folder it names something in nor hide
-/// there, nor read as a flag. `:` is kept for kiln's own `manual:` experiments.
+/// The longest name: with the suffixes kiln adds (`-chain12.sexp`), a file
+/// name stays far below the 255 bytes a file system allows.
+pub const MAX_NAME_LEN: usize = 100;
+
+/// Why `name` cannot name a file or folder, if it cannot: it must be one path
+/// component of letters, digits, `-`, `_` and `.`, not starting with `.` or
+/// `-` (so it can neither leave the folder it names something in nor hide
+/// there, nor read as a flag), at most [`MAX_NAME_LEN`] bytes. `:` is kept for
+/// kiln's own `manual:` experiments.
+pub fn unsafe_name(name: &str) -> Option<String> {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    if name.len() > MAX_NAME_LEN {
+        Some(format!("it is longer than {MAX_NAME_LEN} bytes"))
+    } else if name.is_empty() || name.starts_with(['.', '-']) || !name.chars().all(allowed) {
+        Some("use letters, digits, '-', '_' and '.', not starting with '.' or '-'".into())
+    } else {
+        None
+    }
+}
+
+/// A name kiln also uses in file and folder names (the campaign, experiments,
+/// benchmarks, workers); see [`unsafe_name`].
 pub fn name(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError> {
     let name = text(src, node, field)?;
-    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
-    if name.is_empty() || name.starts_with(['.', '-']) || !name.chars().all(allowed) {
-        return Err(src.error(
-            node.pos,
-            format!(
-                "'{name}' cannot be a {field}: use letters, digits, '-', '_' and '.', \
-                 not starting with '.' or '-'"
-            ),
-        ));
+    match unsafe_name(&name) {
+        Some(why) => Err(src.error(node.pos, format!("'{name}' cannot be a {field}: {why}"))),
+        None => Ok(name),
     }
-    Ok(name)
 }
 
 /// A double-quoted string.

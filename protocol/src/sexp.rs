@@ -1,7 +1,7 @@
-//! S-expression documents with source positions, read with lexpr.
+//! S-expression documents with source positions.
 //!
-//! Configs and decision files are decoded from [`Sexp`] trees rather than from
-//! plain lexpr values so that every error can name the file, line and column
+//! Configs and decision files are decoded from [`Sexp`] trees that keep where
+//! each node starts, so that every error can name the file, line and column
 //! of the offending text.
 
 use std::fmt;
@@ -120,28 +120,95 @@ impl Sexp {
     }
 }
 
+/// How deep lists may nest. kiln's documents nest a few levels; the bound keeps
+/// the recursive walks over a [`Sexp`] (printing, comparing, dropping) off the
+/// end of the stack whatever the input.
+pub const MAX_DEPTH: usize = 128;
+
 /// Reads every top-level datum of `text`; `source_name` labels errors.
+///
+/// One pass over the text that keeps the line and column as it goes, so the
+/// time is linear in the text (lexpr, used before, counted every node's
+/// position from the start of the text: quadratic, minutes for a 1 MB file).
 pub fn parse_document(text: &str, source_name: &str) -> Result<Vec<Sexp>, SexpError> {
-    let mut parser = lexpr::Parser::from_str(text);
-    let mut out = Vec::new();
-    loop {
-        match parser.next_datum() {
-            Ok(Some(datum)) => out.push(convert(datum.as_ref(), source_name)?),
-            Ok(None) => return Ok(out),
-            Err(e) => return Err(syntax_error(&e, text, source_name)),
-        }
+    Reader {
+        text,
+        at: 0,
+        line: 1,
+        line_start: 0,
+        source_name,
     }
+    .document()
 }
 
-/// Reads a file holding exactly one top-level datum.
-pub fn parse_file(path: &Path) -> Result<Sexp, SexpError> {
+/// Reads the file at `path`, holding exactly one top-level datum, refusing
+/// anything but a regular file of at most `max_bytes`.
+pub fn parse_file(path: &Path, max_bytes: u64) -> Result<Sexp, SexpError> {
+    let text = read_text(path, max_bytes)?;
+    parse_single(&text, &path.display().to_string())
+}
+
+/// The UTF-8 text of the regular file at `path`, at most `max_bytes` long.
+///
+/// A fifo, a device or a folder is refused before it is opened (`/dev/zero`
+/// would otherwise fill memory, a fifo block), and the read stops past the
+/// limit, so memory stays bounded even when the file grows meanwhile.
+pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, SexpError> {
+    use std::io::Read;
     let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SexpError {
+    let fail = |message: String| SexpError {
         source_name: name.clone(),
         pos: Pos::default(),
-        message: format!("cannot read file: {e}"),
-    })?;
-    parse_single(&text, &name)
+        message,
+    };
+    let too_big = || {
+        fail(format!(
+            "the file is larger than {}, the most kiln reads",
+            crate::decode::byte_size_text(max_bytes)
+        ))
+    };
+    let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read file: {e}")))?;
+    if !meta.is_file() {
+        return Err(fail(format!(
+            "not a regular file ({}); expected a text file",
+            file_kind(&meta.file_type())
+        )));
+    }
+    if meta.len() > max_bytes {
+        return Err(too_big());
+    }
+    let file = std::fs::File::open(path).map_err(|e| fail(format!("cannot read file: {e}")))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| fail(format!("cannot read file: {e}")))?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let valid = std::str::from_utf8(valid).expect("valid up to here");
+        SexpError {
+            source_name: name.clone(),
+            pos: end_of(valid),
+            message: "not UTF-8 text: this byte starts no UTF-8 character".into(),
+        }
+    })
+}
+
+fn file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        "a folder"
+    } else if kind.is_fifo() {
+        "a fifo"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a plain file"
+    }
 }
 
 /// Reads a text holding exactly one top-level datum.
@@ -162,134 +229,285 @@ pub fn parse_single(text: &str, source_name: &str) -> Result<Sexp, SexpError> {
     }
 }
 
-fn syntax_error(e: &lexpr::parse::Error, text: &str, source_name: &str) -> SexpError {
-    let located = |pos: Pos, message: String| SexpError {
-        source_name: source_name.to_string(),
-        pos,
-        message,
-    };
-    // Parenthesis problems are worded from a scan of the text, which can name
-    // where the unclosed list opened; lexpr only knows where it gave up.
-    match paren_balance(text) {
-        Balance::Unclosed(open) => {
-            return located(
-                open,
-                format!("unbalanced parenthesis: the list opened here is never closed (the file ends at {})", end_of(text)),
-            )
-        }
-        Balance::ExtraClose(close) => {
-            return located(close, "unbalanced parenthesis: this `)` closes no list".into())
-        }
-        Balance::Balanced => {}
-    }
-    let pos = match e.location() {
-        Some(loc) => Pos {
-            line: loc.line(),
-            column: loc.column().max(1),
-        },
-        None => end_of(text),
-    };
-    let raw = e.to_string();
-    let detail = raw.split(" at line").next().unwrap_or(&raw);
-    located(pos, format!("syntax error: {detail}"))
-}
-
-enum Balance {
-    Balanced,
-    Unclosed(Pos),
-    ExtraClose(Pos),
-}
-
-/// Matches parentheses outside strings and comments.
-fn paren_balance(text: &str) -> Balance {
-    let mut open: Vec<Pos> = Vec::new();
-    let (mut in_str, mut escaped, mut in_comment) = (false, false, false);
-    let (mut line, mut column) = (1, 0);
-    for c in text.chars() {
-        column += c.len_utf8();
-        let here = Pos { line, column };
-        if c == '\n' {
-            line += 1;
-            column = 0;
-        }
-        if in_comment {
-            in_comment = c != '\n';
-        } else if in_str {
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_str = false,
-                _ => {}
-            }
-        } else {
-            match c {
-                ';' => in_comment = true,
-                '"' => in_str = true,
-                '(' | '[' => open.push(here),
-                ')' | ']' if open.pop().is_none() => return Balance::ExtraClose(here),
-                _ => {}
-            }
-        }
-    }
-    match open.pop() {
-        Some(pos) => Balance::Unclosed(pos),
-        None => Balance::Balanced,
-    }
-}
-
+/// Where `text` ends, as the unbalanced-parenthesis message names it: the
+/// column after the last line's last character.
 fn end_of(text: &str) -> Pos {
     let line = text.lines().count().max(1);
     let column = text.lines().last().map_or(0, str::len) + 1;
     Pos { line, column }
 }
 
-fn convert(datum: lexpr::datum::Ref<'_>, source_name: &str) -> Result<Sexp, SexpError> {
-    let start = datum.span().start();
-    let pos = Pos {
-        line: start.line(),
-        column: start.column() + 1,
-    };
-    let err = |message: String| SexpError {
-        source_name: source_name.to_string(),
-        pos,
-        message,
-    };
-    use lexpr::Value;
-    let kind = match datum.value() {
-        Value::Null => SexpKind::List(Vec::new()),
-        Value::Cons(_) => {
-            let mut items = Vec::new();
-            let mut iter = datum.list_iter().expect("a cons cell is a list");
-            for item in iter.by_ref() {
-                items.push(convert(item, source_name)?);
-            }
-            if iter.next().is_some() {
-                return Err(err(
-                    "dotted pairs are not allowed; write a plain list".into()
-                ));
-            }
-            SexpKind::List(items)
+/// The reader: a cursor over the text that knows its line.
+struct Reader<'t> {
+    text: &'t str,
+    /// Byte offset of the next byte.
+    at: usize,
+    line: usize,
+    /// Byte offset where the current line starts.
+    line_start: usize,
+    source_name: &'t str,
+}
+
+/// A list being read: where it opened, the byte that closes it, its items.
+struct Open {
+    pos: Pos,
+    close: u8,
+    items: Vec<Sexp>,
+}
+
+const UNSUPPORTED: &str = "expected a list, symbol, string, number or boolean";
+
+impl Reader<'_> {
+    fn pos(&self) -> Pos {
+        Pos {
+            line: self.line,
+            column: self.at - self.line_start + 1,
         }
-        Value::Symbol(s) => SexpKind::Symbol(s.to_string()),
-        Value::String(s) => SexpKind::Str(s.to_string()),
-        Value::Bool(b) => SexpKind::Bool(*b),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                SexpKind::Int(i)
-            } else if let Some(f) = n.as_f64() {
-                SexpKind::Float(f)
-            } else {
-                return Err(err(format!("number {n} is out of range")));
+    }
+
+    fn error(&self, pos: Pos, message: impl Into<String>) -> SexpError {
+        SexpError {
+            source_name: self.source_name.to_string(),
+            pos,
+            message: message.into(),
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.text.as_bytes().get(self.at).copied()
+    }
+
+    /// Steps over one byte, counting lines.
+    fn bump(&mut self) {
+        if self.peek() == Some(b'\n') {
+            self.line += 1;
+            self.line_start = self.at + 1;
+        }
+        self.at += 1;
+    }
+
+    /// Skips whitespace and `;` comments.
+    fn skip_blank(&mut self) {
+        while let Some(b) = self.peek() {
+            match b {
+                b';' => {
+                    while self.peek().is_some_and(|c| c != b'\n') {
+                        self.at += 1;
+                    }
+                }
+                b' ' | b'\t' | b'\n' | b'\r' | 0x0c => self.bump(),
+                _ => return,
             }
         }
-        Value::Nil => SexpKind::List(Vec::new()),
-        other => {
-            return Err(err(format!(
-                "unsupported syntax `{other}`; expected a list, symbol, string, number or boolean"
-            )))
+    }
+
+    /// Lists are read with a stack of open lists rather than by recursion, so
+    /// nesting costs no stack and a wide list no more than its items.
+    fn document(mut self) -> Result<Vec<Sexp>, SexpError> {
+        let mut open: Vec<Open> = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            self.skip_blank();
+            let pos = self.pos();
+            let Some(b) = self.peek() else { break };
+            let node = match b {
+                b'(' | b'[' => {
+                    if open.len() == MAX_DEPTH {
+                        return Err(
+                            self.error(pos, format!("lists nest deeper than {MAX_DEPTH} levels"))
+                        );
+                    }
+                    self.bump();
+                    let close = if b == b'(' { b')' } else { b']' };
+                    open.push(Open {
+                        pos,
+                        close,
+                        items: Vec::new(),
+                    });
+                    continue;
+                }
+                b')' | b']' => {
+                    self.bump();
+                    let closed = b as char;
+                    match open.pop() {
+                        None => {
+                            return Err(self.error(
+                                pos,
+                                format!("unbalanced parenthesis: this `{closed}` closes no list"),
+                            ))
+                        }
+                        Some(list) if list.close != b => {
+                            return Err(self.error(
+                                pos,
+                                format!(
+                                    "mismatched parenthesis: this `{closed}` closes the list \
+                                     opened at {}, which `{}` closes",
+                                    list.pos, list.close as char
+                                ),
+                            ))
+                        }
+                        Some(list) => Sexp {
+                            pos: list.pos,
+                            kind: SexpKind::List(list.items),
+                        },
+                    }
+                }
+                b'"' => Sexp {
+                    pos,
+                    kind: SexpKind::Str(self.string(pos)?),
+                },
+                _ => Sexp {
+                    pos,
+                    kind: self.atom(pos)?,
+                },
+            };
+            match open.last_mut() {
+                Some(list) => list.items.push(node),
+                None => out.push(node),
+            }
         }
-    };
-    Ok(Sexp { pos, kind })
+        // The innermost list still open is the one a missing `)` leaves open.
+        match open.pop() {
+            Some(list) => Err(self.error(
+                list.pos,
+                format!(
+                    "unbalanced parenthesis: the list opened here is never closed (the file ends at {})",
+                    end_of(self.text)
+                ),
+            )),
+            None => Ok(out),
+        }
+    }
+
+    /// A double-quoted string, with the escapes the printer writes and R6RS's
+    /// `\a \b \r \xHEX;` and line continuations.
+    fn string(&mut self, start: Pos) -> Result<String, SexpError> {
+        self.bump();
+        let mut out = String::new();
+        loop {
+            // Runs without a quote or backslash are copied whole; both are
+            // ASCII, so the run ends on a character boundary.
+            let run = self.at;
+            while self.peek().is_some_and(|c| c != b'"' && c != b'\\') {
+                self.bump();
+            }
+            out.push_str(&self.text[run..self.at]);
+            let escape = self.pos();
+            match self.peek() {
+                None => {
+                    return Err(self.error(
+                        start,
+                        "unterminated string: the string opened here is never closed",
+                    ))
+                }
+                Some(b'"') => {
+                    self.bump();
+                    return Ok(out);
+                }
+                Some(_) => self.bump(),
+            }
+            let Some(c) = self.peek() else { continue };
+            self.bump();
+            match c {
+                b'"' => out.push('"'),
+                b'\\' => out.push('\\'),
+                b'n' => out.push('\n'),
+                b't' => out.push('\t'),
+                b'r' => out.push('\r'),
+                b'a' => out.push('\u{7}'),
+                b'b' => out.push('\u{8}'),
+                b'x' => out.push(self.hex_escape(escape)?),
+                b' ' | b'\t' | b'\n' => self.line_continuation(c, escape)?,
+                _ => {
+                    return Err(self.error(
+                        escape,
+                        "unknown escape in string; expected one of \\\" \\\\ \\n \\t \\r \\xHEX;",
+                    ))
+                }
+            }
+        }
+    }
+
+    /// The character of `\xHEX;`, after the `x`.
+    fn hex_escape(&mut self, escape: Pos) -> Result<char, SexpError> {
+        let digits = self.at;
+        while self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
+            self.at += 1;
+        }
+        let code = u32::from_str_radix(&self.text[digits..self.at], 16).ok();
+        if self.peek() != Some(b';') {
+            return Err(self.error(escape, "expected `\\xHEX;` in string: hex digits and a `;`"));
+        }
+        self.at += 1;
+        code.and_then(char::from_u32)
+            .ok_or_else(|| self.error(escape, "`\\xHEX;` names no character"))
+    }
+
+    /// `\` then blanks, a newline and blanks: nothing, so long strings can wrap.
+    fn line_continuation(&mut self, first: u8, escape: Pos) -> Result<(), SexpError> {
+        let mut newline = first == b'\n';
+        while let Some(c @ (b' ' | b'\t' | b'\n')) = self.peek() {
+            if c == b'\n' {
+                if newline {
+                    break;
+                }
+                newline = true;
+            }
+            self.bump();
+        }
+        if newline {
+            Ok(())
+        } else {
+            Err(self.error(escape, "a `\\` before blanks in a string must end its line"))
+        }
+    }
+
+    /// A symbol, number or boolean: everything up to the next delimiter.
+    fn atom(&mut self, pos: Pos) -> Result<SexpKind, SexpError> {
+        let start = self.at;
+        while self.peek().is_some_and(|c| {
+            !matches!(
+                c,
+                b' ' | b'\t' | b'\n' | b'\r' | 0x0c | b'(' | b')' | b'[' | b']' | b'"' | b';'
+            )
+        }) {
+            self.at += 1;
+        }
+        let token = &self.text[start..self.at];
+        let unsigned = token.strip_prefix(['+', '-']).unwrap_or(token);
+        let numeric = matches!(
+            unsigned.as_bytes(),
+            [b'0'..=b'9', ..] | [b'.', b'0'..=b'9', ..]
+        );
+        match token {
+            "#t" | "#true" => Ok(SexpKind::Bool(true)),
+            "#f" | "#false" => Ok(SexpKind::Bool(false)),
+            "." => Err(self.error(pos, "dotted pairs are not allowed; write a plain list")),
+            _ if numeric => number(token).ok_or_else(|| {
+                self.error(
+                    pos,
+                    format!("'{token}' is not a number that fits in 64 bits"),
+                )
+            }),
+            _ if token.starts_with(['#', '\'', '`', ',']) => {
+                Err(self.error(pos, format!("unsupported syntax `{token}`; {UNSUPPORTED}")))
+            }
+            _ => Ok(SexpKind::Symbol(token.to_string())),
+        }
+    }
+}
+
+/// An integer, or a finite decimal number.
+fn number(token: &str) -> Option<SexpKind> {
+    let digits = token.strip_prefix(['+', '-']).unwrap_or(token);
+    if digits.bytes().all(|c| c.is_ascii_digit()) {
+        return token.parse().ok().map(SexpKind::Int);
+    }
+    let decimal = digits
+        .bytes()
+        .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b'e' | b'E' | b'+' | b'-'));
+    let x: f64 = token.parse().ok().filter(|_| decimal)?;
+    x.is_finite().then_some(SexpKind::Float(x))
 }
 
 // ---------------------------------------------------------------------------
@@ -325,8 +543,8 @@ fn flat(node: &Sexp, out: &mut String) {
     }
 }
 
-/// Floats print in plain decimal (lexpr reads no exponents) with a decimal
-/// point, so they read back as the same float.
+/// Floats print in plain decimal with a decimal point, so they read back as
+/// the same float (and as a float, not an integer).
 fn format_float(x: f64) -> String {
     let s = x.to_string();
     if s.contains('.') || !x.is_finite() {
@@ -403,6 +621,85 @@ mod tests {
         assert!(err.message.contains("unbalanced"), "{err}");
         assert_eq!(err.source_name, "f.sexp");
         assert!(err.pos.line >= 1);
+    }
+
+    fn error(text: &str) -> String {
+        parse_single(text, "t").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn atoms_read_as_numbers_booleans_and_symbols() {
+        let doc = parse_single("(a -3 +4 0.5 -.5 1e3 #t #false - ->x x.y)", "t").unwrap();
+        let kinds: Vec<_> = doc
+            .as_list()
+            .unwrap()
+            .iter()
+            .map(|n| n.kind.clone())
+            .collect();
+        use SexpKind::*;
+        let symbol = |s: &str| Symbol(s.into());
+        assert_eq!(
+            kinds,
+            [
+                symbol("a"),
+                Int(-3),
+                Int(4),
+                Float(0.5),
+                Float(-0.5),
+                Float(1000.0),
+                Bool(true),
+                Bool(false),
+                symbol("-"),
+                symbol("->x"),
+                symbol("x.y"),
+            ]
+        );
+    }
+
+    #[test]
+    fn strings_read_escapes_and_keep_lines_counted() {
+        let doc = parse_single("(\"a\\x41;\\t\\\n   b\n\" x)", "t").unwrap();
+        let items = doc.as_list().unwrap();
+        assert_eq!(items[0].kind, SexpKind::Str("aA\tb\n".into()));
+        assert_eq!(items[1].pos, Pos { line: 3, column: 3 });
+    }
+
+    #[test]
+    fn bad_syntax_is_located_and_named() {
+        assert_eq!(
+            error("(a\n  (b]"),
+            "t:2:5: mismatched parenthesis: this `]` closes the list opened at 2:3, which `)` closes"
+        );
+        assert_eq!(
+            error("(a . b)"),
+            "t:1:4: dotted pairs are not allowed; write a plain list"
+        );
+        assert_eq!(
+            error("(a 'b)"),
+            "t:1:4: unsupported syntax `'b`; expected a list, symbol, string, number or boolean"
+        );
+        assert_eq!(
+            error("(n 99999999999999999999)"),
+            "t:1:4: '99999999999999999999' is not a number that fits in 64 bits"
+        );
+        assert_eq!(
+            error("(s \"abc)"),
+            "t:1:4: unterminated string: the string opened here is never closed"
+        );
+        assert!(error("(s \"\\q\")").starts_with("t:1:5: unknown escape"));
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = |n: usize| format!("{}{}", "(".repeat(n), ")".repeat(n));
+        assert!(parse_single(&deep(MAX_DEPTH), "t").is_ok());
+        assert_eq!(
+            error(&deep(MAX_DEPTH + 1)),
+            format!(
+                "t:1:{}: lists nest deeper than {MAX_DEPTH} levels",
+                MAX_DEPTH + 1
+            )
+        );
     }
 
     fn strip(s: &Sexp) -> Sexp {

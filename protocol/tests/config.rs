@@ -411,3 +411,31 @@ fn names_that_would_leave_a_folder_are_refused_where_they_stand() {
         assert!(err.contains("cannot be a name"), "{err}");
     }
 }
+
+#[test]
+fn every_name_kiln_may_file_something_under_is_checked() {
+    let long = "n".repeat(kiln_protocol::decode::MAX_NAME_LEN + 1);
+    for (from, to, line_col) in [
+        ("(name quickstart)", "(name \"../x\")", "2:9"),
+        ("((name sample-dsp)", "((name \"x/y\")", "9:12"),
+        (
+            "(local (slots 1)",
+            "(local (name \"/abs\") (slots 1)",
+            "12:19",
+        ),
+        (
+            "(name quickstart)",
+            &format!("(name {long})") as &str,
+            "2:9",
+        ),
+    ] {
+        let text = SKETCH.replace(from, to);
+        assert_ne!(text, SKETCH, "the sketch has {from}");
+        let err = error_of(&text);
+        assert!(
+            err.starts_with(&format!("prod-configs/x.sexp:{line_col}: '")),
+            "{err}"
+        );
+        assert!(err.contains("' cannot be a name: "), "{err}");
+    }
+}

@@ -105,7 +105,8 @@ pub fn run_step(
         started_ms,
         finished_ms: started_ms,
     };
-    let outcome = match SlotLock::acquire(&ws.slot_dir(req.slot), cancel) {
+    let slot_dir = ws.slot_dir(req.slot);
+    let outcome = match SlotLock::acquire(&slot_dir, cancel) {
         Ok(Some(lock)) => {
             if lock.used_by_another {
                 // Its folder no longer holds what this session built there.
@@ -117,7 +118,11 @@ pub fn run_step(
         }
         Ok(None) => Err(StepOutcome::Cancelled),
         Err(e) => Err(StepOutcome::Rejected {
-            reason: format!("cannot lock the folder of slot {}: {e}", req.slot),
+            reason: format!(
+                "cannot lock the folder of slot {}, {}: {e}",
+                req.slot,
+                slot_dir.display()
+            ),
         }),
     };
     if let Err(outcome) = outcome {

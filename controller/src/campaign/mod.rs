@@ -298,9 +298,7 @@ async fn prepare(
     };
     let baseline_set = match &experiment.baseline {
         Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| {
-                format!("cannot read baseline decision file {}", path.display())
-            })?;
+            let text = DecisionFile::read_text(path).map_err(|e| BadInput(e.to_string()))?;
             DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)
                 .map_err(|e| BadInput(e.to_string()))?
                 .set

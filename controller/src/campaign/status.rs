@@ -157,8 +157,9 @@ pub fn write_snapshot(
     };
     let path = layout::status_snapshot(store.dir());
     let tmp = layout::status_snapshot_tmp(store.dir());
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)?;
-    std::fs::rename(tmp, path)?;
+    std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }
 

@@ -59,8 +59,7 @@ struct BenchmarkReport {
 async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<BenchmarkReport> {
     let spec = super::benchmark_spec(config, &args.benchmark)?;
     let decisions = args.decisions.as_path();
-    let text = std::fs::read_to_string(decisions)
-        .with_context(|| format!("cannot read decision file {}", decisions.display()))?;
+    let text = DecisionFile::read_text(decisions).map_err(|e| BadInput(e.to_string()))?;
     let worker = single_slot(&pick_worker(config, args.worker.as_deref())?);
     let runs = run_policy(config.runs, args.runs)?;
 

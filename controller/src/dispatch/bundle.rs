@@ -24,8 +24,8 @@ pub fn pack(dir: &Path) -> Result<Bundle> {
 
 fn collect(root: &Path, dir: &Path, out: &mut Vec<BundleFile>, total: &mut u64) -> Result<()> {
     let mut entries: Vec<_> = fs::read_dir(dir)
-        .with_context(|| format!("cannot read {}", dir.display()))?
-        .collect::<Result<_, _>>()?;
+        .and_then(|entries| entries.collect::<Result<_, _>>())
+        .with_context(|| format!("cannot read {}", dir.display()))?;
     entries.sort_by_key(|e| e.file_name());
     for entry in entries {
         let name = entry.file_name();
@@ -33,7 +33,8 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<BundleFile>, total: &mut u64) 
             continue;
         }
         let path = entry.path();
-        let meta = fs::symlink_metadata(&path)?;
+        let meta = fs::symlink_metadata(&path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         if meta.is_dir() {
             collect(root, &path, out, total)?;
         } else if meta.is_file() {
@@ -48,7 +49,8 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<BundleFile>, total: &mut u64) 
             out.push(BundleFile {
                 path: rel.to_string(),
                 executable: meta.permissions().mode() & 0o111 != 0,
-                contents: fs::read(&path)?,
+                contents: fs::read(&path)
+                    .with_context(|| format!("cannot read {}", path.display()))?,
             });
         }
     }

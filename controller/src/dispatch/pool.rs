@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
 use kiln_protocol::config::{BenchmarkSpec, Limits, Timeouts, WorkerSpec};
@@ -27,7 +27,7 @@ use super::calibration::{Calibrator, SlotCalibration, RECHECK};
 use super::connection::{Connection, Heartbeat, Lost, VersionMismatch};
 use super::slot::SlotPlace;
 use super::transport;
-use crate::store::now_ms;
+use crate::store::{layout, now_ms};
 
 /// Longest wait between two connection attempts to an unreachable worker.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -267,8 +267,9 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
         let t = &self.settings.timeouts;
         let channel = match &self.spec {
             WorkerSpec::Local { name, .. } => {
-                let rundir = self.settings.local_rundir.join(name);
-                std::fs::create_dir_all(&rundir)?;
+                let rundir = layout::child(&self.settings.local_rundir, name)?;
+                std::fs::create_dir_all(&rundir)
+                    .with_context(|| format!("cannot create {}", rundir.display()))?;
                 transport::open_local(name, &self.settings.worker_binary, &rundir)?
             }
             WorkerSpec::Ssh(ssh) => {

@@ -239,6 +239,19 @@ pub fn aside(store: &Path, now_ms: u64) -> PathBuf {
     PathBuf::from(format!("{}.old-{now_ms}", store.display()))
 }
 
+/// `dir/name`, refused unless `name` is one safe path component. Configs are
+/// checked when read; this keeps a name from a store an older kiln wrote (or
+/// from a bug) from reaching outside `dir`.
+pub fn child(dir: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    match kiln_protocol::decode::unsafe_name(name) {
+        None => Ok(dir.join(name)),
+        Some(why) => anyhow::bail!(
+            "'{name}' cannot name a file or folder in {}: {why}",
+            dir.display()
+        ),
+    }
+}
+
 /// A name made safe as part of a file name: no separators, so with the
 /// suffix every caller adds, it cannot leave its folder.
 pub fn file_stem(name: &str) -> String {
@@ -251,4 +264,24 @@ pub fn file_stem(name: &str) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_stay_in_their_folder() {
+        let store = Path::new("/s");
+        for bad in ["../x", "/abs", "a/b", "..", ".", ""] {
+            let err = child(store, bad).unwrap_err().to_string();
+            assert!(err.starts_with(&format!("'{bad}' cannot name")), "{err}");
+            // Names made into file names lose their separators instead.
+            let best = best_file(store, bad, 0);
+            assert_eq!(best.parent(), Some(Path::new("/s/best")), "{bad}");
+            let rewards = rewards_best_file(store, bad);
+            assert_eq!(rewards.parent(), Some(store), "{bad}");
+        }
+        assert_eq!(child(store, "w-1").unwrap(), Path::new("/s/w-1"));
+    }
 }

@@ -217,7 +217,8 @@ impl Store {
     pub fn claim(&self) -> Result<()> {
         let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
         let text = format!("pid {} on {}", std::process::id(), host.trim());
-        fs::write(layout::holder(&self.dir), text)?;
+        let holder = layout::holder(&self.dir);
+        fs::write(&holder, text).with_context(|| format!("cannot write {}", holder.display()))?;
         Ok(())
     }
 
@@ -533,12 +534,15 @@ impl Store {
         let hash = ContentHash::of(text.as_bytes());
         let path = layout::artifact(&self.dir, &hash);
         if !path.exists() {
-            fs::create_dir_all(layout::artifacts(&self.dir))?;
             let tmp = layout::artifact_tmp(&self.dir, &hash);
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.sync_all()?;
-            fs::rename(&tmp, &path)?;
+            (|| -> std::io::Result<()> {
+                fs::create_dir_all(layout::artifacts(&self.dir))?;
+                let mut f = fs::File::create(&tmp)?;
+                f.write_all(text.as_bytes())?;
+                f.sync_all()?;
+                fs::rename(&tmp, &path)
+            })()
+            .with_context(|| format!("cannot write {}", path.display()))?;
         }
         Ok(hash)
     }
