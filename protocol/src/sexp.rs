@@ -23,8 +23,11 @@ impl fmt::Display for Pos {
 }
 
 /// An error in an s-expression document, located in its source.
+///
+/// An error about the whole file (missing, too large, not a regular file) has
+/// no position and names only the file.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{source_name}:{pos}: {message}")]
+#[error("{source_name}{}: {message}", if pos.line == 0 { String::new() } else { format!(":{pos}") })]
 pub struct SexpError {
     /// The file name (or another label) of the document.
     pub source_name: String,

@@ -155,7 +155,7 @@ fn files_past_the_limit_are_refused_unread() {
         assert_eq!(
             err.to_string(),
             format!(
-                "{}:0:0: the file is larger than {text}, the most kiln reads",
+                "{}: the file is larger than {text}, the most kiln reads",
                 path.display()
             )
         );
