@@ -125,9 +125,14 @@ pub const REPLAY_FILE: &str = "replay-file";
 
 // Files and folders in a store's folder.
 
-/// The sled database.
+/// The sled database's folder.
 pub fn db(store: &Path) -> PathBuf {
     store.join("db")
+}
+
+/// sled's data file in it: there is a database only where it exists.
+pub fn db_file(store: &Path) -> PathBuf {
+    db(store).join("db")
 }
 
 /// Who holds the store (`pid N on HOST`), for the refusal message of others.

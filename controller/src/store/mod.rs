@@ -45,7 +45,7 @@ pub use verify::{verify, Verification};
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// A reading command pointed at a folder that holds no store.
-    #[error("{} is not a kiln store (no db folder)", .0.display())]
+    #[error("{} is not a kiln store (no database {})", .0.display(), layout::db_file(.0).display())]
     NotAStore(PathBuf),
     /// Another process holds the database.
     #[error("store {} is in use by another controller{holder} ({cause})", .dir.display())]
@@ -89,6 +89,8 @@ const TOUCH_EVERY_STEP: usize = 2;
 /// An open campaign store.
 pub struct Store {
     db: sled::Db,
+    /// The copy of a read-only store's database that `db` is (removed on drop).
+    _copy: Option<tempfile::TempDir>,
     dir: PathBuf,
     /// `metrics/<experiment>` of each experiment written to: the set, and
     /// whether the store holds it already.
@@ -110,46 +112,45 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store> {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
-        Store::open_db(dir)
+        Store::open_db(dir, true)
     }
 
-    /// Opens the store in `dir` for a command that reads it: never creates one.
+    /// Opens the store in `dir` for a command that reads it: never creates
+    /// one, and writes nothing into it. A read-only store (an archived
+    /// campaign, a read-only mount) is read from a temporary copy of its
+    /// database, as sled opens its files for writing.
     pub fn open_existing(dir: &Path) -> Result<Store> {
-        if !layout::db(dir).exists() {
+        if !layout::db_file(dir).is_file() {
             return Err(OpenError::NotAStore(dir.to_path_buf()).into());
         }
-        Store::open_db(dir)
+        Store::open_db(dir, false)
     }
 
-    fn open_db(dir: &Path) -> Result<Store> {
-        let db = sled::Config::new()
-            .path(layout::db(dir))
-            .cache_capacity(CACHE_BYTES)
-            .open()
-            .map_err(|e| -> anyhow::Error {
-                if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
-                    let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
-                    OpenError::InUse {
-                        dir: dir.to_path_buf(),
-                        holder: match holder.trim() {
-                            "" => String::new(),
-                            h => format!(": {h}"),
-                        },
-                        cause: e.to_string(),
-                    }
-                    .into()
-                } else {
-                    anyhow::anyhow!("cannot open store {}: {e}", dir.display())
-                }
-            })?;
+    fn open_db(dir: &Path, writable: bool) -> Result<Store> {
+        let (db, copy) = match open_sled(&layout::db(dir)) {
+            Ok(db) => (db, None),
+            Err(sled::Error::Io(e)) if !writable && is_read_only(&e) => {
+                let copy = copy_db(dir)?;
+                let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
+                tracing::info!(
+                    "store {} is read-only ({e}): reading a copy of its database in {}",
+                    dir.display(),
+                    copy.path().display()
+                );
+                (db, Some(copy))
+            }
+            Err(e) => return Err(open_error(dir, e)),
+        };
         let store = Store {
             db,
+            _copy: copy,
             dir: dir.to_path_buf(),
             metrics: Default::default(),
             layout: Mutex::new(SCHEMA_VERSION),
         };
         match store.get::<u32>(layout::SCHEMA)? {
-            None => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,
+            None if writable => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,
+            None => {}
             Some(v @ 1..=SCHEMA_VERSION) => *store.layout() = v,
             Some(found) => {
                 return Err(OpenError::Newer {
@@ -589,6 +590,71 @@ impl Store {
         }
         Ok(hash)
     }
+}
+
+/// Opens the sled database in `path`.
+fn open_sled(path: &Path) -> sled::Result<sled::Db> {
+    sled::Config::new()
+        .path(path)
+        .cache_capacity(CACHE_BYTES)
+        .open()
+}
+
+/// Why the database of the store in `dir` did not open, in words that name it.
+fn open_error(dir: &Path, e: sled::Error) -> anyhow::Error {
+    if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
+        let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
+        OpenError::InUse {
+            dir: dir.to_path_buf(),
+            holder: match holder.trim() {
+                "" => String::new(),
+                h => format!(": {h}"),
+            },
+            cause: e.to_string(),
+        }
+        .into()
+    } else {
+        anyhow::anyhow!("cannot open store {}: {e}", dir.display())
+    }
+}
+
+/// Whether opening a file for writing failed because it may not be written:
+/// its permissions, an immutable file, a read-only file system.
+fn is_read_only(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EROFS)
+}
+
+/// A temporary copy of the database of the store in `dir`, its files
+/// writable (sled opens them for writing).
+fn copy_db(dir: &Path) -> Result<tempfile::TempDir> {
+    fn copy(from: &Path, to: &Path) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        for entry in fs::read_dir(from)? {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                fs::create_dir(&target)?;
+                copy(&entry.path(), &target)?;
+            } else {
+                fs::copy(entry.path(), &target)?;
+                fs::set_permissions(&target, fs::Permissions::from_mode(0o600))?;
+            }
+        }
+        Ok(())
+    }
+    let from = layout::db(dir);
+    let copy_dir = tempfile::Builder::new()
+        .prefix("kiln-store-")
+        .tempdir()
+        .context("cannot create a temporary folder for a copy of a read-only store")?;
+    copy(&from, copy_dir.path()).with_context(|| {
+        format!(
+            "store {} is read-only, and its database cannot be copied to {}",
+            dir.display(),
+            copy_dir.path().display()
+        )
+    })?;
+    Ok(copy_dir)
 }
 
 /// The benchmark an experiment searches: from the config, or the name of a manual experiment.
