@@ -487,6 +487,26 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
 }
 
 #[test]
+fn a_decided_step_is_stored_as_its_json_with_its_checksum_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = campaign(3);
+    drop(write_current(dir.path(), &c));
+    let db = reopen(|| sled::open(dir.path().join("db")).map_err(anyhow::Error::from));
+    for (record, _) in &c.steps {
+        let k = &record.key;
+        let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
+        let stored = db.get(&key).unwrap().unwrap();
+        let json = String::from_utf8(serde_json::to_vec(record).unwrap()).unwrap();
+        let sum = ContentHash::of(json.as_bytes()).short();
+        assert_eq!(
+            std::str::from_utf8(&stored).unwrap(),
+            format!("{{\"checksum\":\"{sum}\",{}", &json[1..]),
+            "{key}"
+        );
+    }
+}
+
+#[test]
 fn a_store_of_a_newer_layout_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     {

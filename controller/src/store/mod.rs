@@ -7,6 +7,10 @@
 //! moves on, so a `kill -9` at any moment leaves either the step decided (and
 //! the chain past it) or neither.
 //!
+//! Every flush is followed by the chains' step counts appended to the
+//! high-water file beside the database ([`marks`]), which `kiln store verify`
+//! checks the stored steps against.
+//!
 //! Layout 1 had no export rows. kiln reads a layout-1 store as it is (the
 //! export then reads the steps' JSON), and brings it to layout 2 when it
 //! first writes a step into it ([`Store::upgrade`]).
@@ -26,8 +30,10 @@ use serde::{de::DeserializeOwned, Serialize};
 use kiln_protocol::message::{Capabilities, StepResult};
 use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
+mod checksum;
 pub mod discoveries;
 pub mod layout;
+mod marks;
 mod records;
 pub(crate) mod row;
 mod step_metrics;
@@ -92,6 +98,8 @@ pub struct Store {
     /// The copy of a read-only store's database that `db` is (removed on drop).
     _copy: Option<tempfile::TempDir>,
     dir: PathBuf,
+    /// The chains' step counts for the high-water file; `None` for a reading command.
+    marks: Option<Mutex<marks::Marks>>,
     /// `metrics/<experiment>` of each experiment written to: the set, and
     /// whether the store holds it already.
     metrics: Mutex<HashMap<String, (BTreeSet<Metric>, bool)>>,
@@ -112,7 +120,9 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store> {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
-        Store::open_db(dir, true)
+        let mut store = Store::open_db(dir, true)?;
+        store.marks = Some(Mutex::new(marks::Marks::new(store.load_marks()?)));
+        Ok(store)
     }
 
     /// Opens the store in `dir` for a command that reads it: never creates
@@ -145,6 +155,7 @@ impl Store {
             db,
             _copy: copy,
             dir: dir.to_path_buf(),
+            marks: None,
             metrics: Default::default(),
             layout: Mutex::new(SCHEMA_VERSION),
         };
@@ -161,6 +172,54 @@ impl Store {
             }
         }
         Ok(store)
+    }
+
+    /// The counts of the high-water file, which a writer appends to: one
+    /// line per chain again where counts were appended, and for a store
+    /// written before kiln kept the file, the counts of its chain states and
+    /// manual experiments (the best it has).
+    fn load_marks(&self) -> Result<BTreeMap<marks::Chain, u32>> {
+        let path = layout::high_water(&self.dir);
+        let counts = match marks::read(&path)? {
+            Some(read) if read.lines == read.counts.len() => return Ok(read.counts),
+            Some(read) => read.counts,
+            None => self.decided_counts()?,
+        };
+        marks::rewrite(&path, &layout::high_water_tmp(&self.dir), &counts)?;
+        Ok(counts)
+    }
+
+    /// How many steps each chain's state says it decided, and how many steps
+    /// each manual experiment holds.
+    fn decided_counts(&self) -> Result<BTreeMap<marks::Chain, u32>> {
+        let mut counts = self.chain_counts()?;
+        for name in self.experiment_names()? {
+            if layout::manual_benchmark(&name).is_some() {
+                let steps = self.chain_steps(&name, 0) as u32;
+                counts.insert((name, 0), steps);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// How many steps each chain's state says it decided.
+    fn chain_counts(&self) -> Result<BTreeMap<marks::Chain, u32>> {
+        let mut counts = BTreeMap::new();
+        for item in self.scan::<ChainState>(layout::CHAINS) {
+            let (key, state) = item?;
+            let (experiment, chain) = layout::chain_of_key(&key)
+                .with_context(|| format!("store key {key} names no chain"))?;
+            counts.insert((experiment.to_string(), chain), state.next_decide);
+        }
+        Ok(counts)
+    }
+
+    /// Notes a chain's step count for the high-water file (a writer's).
+    fn mark(&self, experiment: &str, chain: u32, count: u32) {
+        if let Some(marks) = &self.marks {
+            let mut marks = marks.lock().unwrap_or_else(|p| p.into_inner());
+            marks.stage(experiment, chain, count);
+        }
     }
 
     fn layout(&self) -> std::sync::MutexGuard<'_, u32> {
@@ -279,8 +338,7 @@ impl Store {
     /// Writes a JSON value and flushes.
     fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<()> {
         self.db.insert(key, serde_json::to_vec(value)?)?;
-        self.db.flush()?;
-        Ok(())
+        self.flush()
     }
 
     /// Every value under a key prefix, in key order.
@@ -329,6 +387,7 @@ impl Store {
 
     /// Stores a chain's initial state.
     pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
+        self.mark(experiment, chain, state.next_decide);
         self.put(&layout::chain_key(experiment, chain), state)
     }
 
@@ -372,6 +431,7 @@ impl Store {
             serde_json::to_vec(chain)?,
         );
         self.db.apply_batch(batch)?;
+        self.mark(&record.key.experiment, record.key.chain, chain.next_decide);
         Ok(())
     }
 
@@ -381,7 +441,7 @@ impl Store {
         self.upgrade()?;
         batch.insert(
             layout::step_key(&record.key).as_bytes(),
-            serde_json::to_vec(record)?,
+            checksum::seal(record)?,
         );
         batch.insert(
             layout::row_key(&record.key).as_bytes(),
@@ -402,9 +462,14 @@ impl Store {
         Ok(())
     }
 
-    /// Makes every write so far durable (as far as sled's flush goes).
+    /// Makes every write so far durable (as far as sled's flush goes), then
+    /// records the chains' new step counts in the high-water file.
     pub fn flush(&self) -> Result<()> {
         self.db.flush()?;
+        if let Some(marks) = &self.marks {
+            let mut marks = marks.lock().unwrap_or_else(|p| p.into_inner());
+            marks.append(&layout::high_water(&self.dir))?;
+        }
         Ok(())
     }
 
@@ -418,8 +483,8 @@ impl Store {
             serde_json::to_vec(experiment)?,
         );
         self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
+        self.mark(&record.key.experiment, 0, record.key.step + 1);
+        self.flush()
     }
 
     /// Decided steps of an experiment (all experiments with `None`), in key order.
