@@ -536,7 +536,7 @@ fn a_campaign_stored_without_export_rows_resumes_and_exports() {
         db.flush().unwrap();
     }
     let export = |dir: &Path| {
-        let out = run_kiln(dir, &["export", "store", "--table", "steps"]);
+        let out = run_kiln_when_free(dir, &["export", "store", "--table", "steps"]);
         assert!(out.status.success(), "{}", text(&out));
         String::from_utf8(out.stdout).unwrap()
     };

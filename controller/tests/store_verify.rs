@@ -85,7 +85,7 @@ fn a_hole_and_a_damaged_step_are_reported() {
         db.insert(key, damaged.as_bytes()).unwrap();
         db.flush().unwrap();
     }
-    let out = run_kiln(dir.path(), &["store", "verify", "store"]);
+    let out = run_kiln_when_free(dir.path(), &["store", "verify", "store"]);
     assert!(!out.status.success(), "{}", text(&out));
     let problems: Vec<String> = stdout(&out)
         .lines()

@@ -123,6 +123,18 @@ pub fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
     open().expect("the store opens again")
 }
 
+/// Runs `kiln ARGS` in `dir` once the store a test just closed is free
+/// again (see [`reopen`]): until then kiln refuses it as in use.
+pub fn run_kiln_when_free(dir: &Path, args: &[&str]) -> Output {
+    reopen(|| {
+        let out = run_kiln(dir, args);
+        match String::from_utf8_lossy(&out.stderr).contains("in use") {
+            true => anyhow::bail!("still held"),
+            false => Ok(out),
+        }
+    })
+}
+
 /// A no-op campaign through the real binaries: experiments `a` and, if
 /// `with_b`, `b`.
 pub fn noop_config(with_b: bool) -> String {
