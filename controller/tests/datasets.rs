@@ -9,7 +9,7 @@ use std::path::Path;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use common::{kiln_cmd, reopen, run_kiln, text};
+use common::{kiln_cmd, reopen, run_kiln, run_kiln_when_free, text};
 use kiln_controller::export::{
     self, ExportOptions, Table, DECISION_COLUMNS, REWARD_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
     STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
@@ -780,14 +780,7 @@ fn bad_input_exits_2_and_a_failure_1() {
         db.remove(row).unwrap();
         db.flush().unwrap();
     }
-    let out = reopen(|| {
-        let out = run_kiln(dir.path(), &["store", "verify", path.to_str().unwrap()]);
-        // sled lets go of its lock a moment after the handle above is dropped.
-        match String::from_utf8_lossy(&out.stderr).contains("in use") {
-            true => anyhow::bail!("still held"),
-            false => Ok(out),
-        }
-    });
+    let out = run_kiln_when_free(dir.path(), &["store", "verify", path.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     assert!(
         String::from_utf8_lossy(&out.stdout).contains("no export row"),

@@ -487,6 +487,26 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
 }
 
 #[test]
+fn a_decided_step_is_stored_as_its_json_with_its_checksum_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = campaign(3);
+    drop(write_current(dir.path(), &c));
+    let db = reopen(|| sled::open(dir.path().join("db")).map_err(anyhow::Error::from));
+    for (record, _) in &c.steps {
+        let k = &record.key;
+        let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
+        let stored = db.get(&key).unwrap().unwrap();
+        let json = String::from_utf8(serde_json::to_vec(record).unwrap()).unwrap();
+        let sum = ContentHash::of(json.as_bytes()).short();
+        assert_eq!(
+            std::str::from_utf8(&stored).unwrap(),
+            format!("{{\"checksum\":\"{sum}\",{}", &json[1..]),
+            "{key}"
+        );
+    }
+}
+
+#[test]
 fn a_store_of_a_newer_layout_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     {
@@ -503,43 +523,9 @@ fn a_store_of_a_newer_layout_is_refused() {
     );
 }
 
-/// A no-op campaign through the real binaries: experiments `a` and, if
-/// `with_b`, `b`.
-fn noop_config(with_b: bool) -> String {
-    let experiment = |name: &str, steps: u32| {
-        format!("((name {name}) (benchmark noop) (search (random-walk (steps {steps}))) (chains 2) (seed 3))")
-    };
-    format!(
-        r#"(campaign
-  (name noop)
-  (store "store")
-  (objective (metric wall-time) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments
-    {a}
-    {b})
-  (benchmarks
-    ((name noop) (kind knobs) (knobs (k 0 1 2 3))
-     (sources "noop") (build ()) (run ("true")) (check-output none) (timeout-s 10)))
-  (workers (local (slots 2))))
-"#,
-        a = experiment("a", 12),
-        b = if with_b {
-            experiment("b", 8)
-        } else {
-            String::new()
-        },
-    )
-}
-
 #[test]
 fn a_campaign_stored_without_export_rows_resumes_and_exports() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("noop")).unwrap();
-    std::fs::write(dir.path().join("noop/README"), "nothing to build\n").unwrap();
-    std::fs::write(dir.path().join("campaign.sexp"), noop_config(false)).unwrap();
-    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let dir = noop_campaign();
     // Make it a store as kiln wrote them before export rows.
     {
         let db = reopen(|| sled::open(dir.path().join("store/db")).map_err(anyhow::Error::from));
@@ -550,7 +536,7 @@ fn a_campaign_stored_without_export_rows_resumes_and_exports() {
         db.flush().unwrap();
     }
     let export = |dir: &Path| {
-        let out = run_kiln(dir, &["export", "store", "--table", "steps"]);
+        let out = run_kiln_when_free(dir, &["export", "store", "--table", "steps"]);
         assert!(out.status.success(), "{}", text(&out));
         String::from_utf8(out.stdout).unwrap()
     };

@@ -22,6 +22,9 @@ pub(super) fn verify(args: &VerifyArgs, out: &mut dyn Write) -> Result<Outcome> 
     for (k, n) in &v.outcomes {
         writeln!(out, "  outcome {k:<14} {n}")?;
     }
+    for note in &v.notes {
+        writeln!(out, "note: {note}")?;
+    }
     if v.problems.is_empty() {
         writeln!(out, "ok: no problems found")?;
         return Ok(Outcome::Success);

@@ -18,6 +18,13 @@
 //!
 //! Keys are readable, `/`-separated and zero-padded so that sled's byte order
 //! is step order.
+//!
+//! A decided step's value is its `StepRecord`'s JSON with a `checksum` field
+//! put first (`checksum.rs`); steps written before kiln kept one have none.
+//!
+//! Beside the database, the high-water file (`high-water`, `marks.rs`) keeps
+//! how many steps each chain had decided, so that steps lost from the
+//! database are still known to have been decided.
 
 use std::path::{Path, PathBuf};
 
@@ -65,9 +72,25 @@ pub fn experiment_of_key(key: &str) -> &str {
     key.trim_start_matches(EXPERIMENTS)
 }
 
+/// Prefix of the chain states.
+pub const CHAINS: &str = "chain/";
+
 /// `chain/<experiment>/<chain>`.
 pub fn chain_key(experiment: &str, chain: u32) -> String {
-    format!("chain/{experiment}/{chain:06}")
+    format!("{CHAINS}{experiment}/{chain:06}")
+}
+
+/// The experiment and chain of a `chain/…` key.
+pub fn chain_of_key(key: &str) -> Option<(&str, u32)> {
+    let (experiment, chain) = key.strip_prefix(CHAINS)?.rsplit_once('/')?;
+    Some((experiment, chain.parse().ok()?))
+}
+
+/// The experiment, chain and step of a `step/…` key.
+pub fn step_of_key(key: &str) -> Option<(&str, u32, u32)> {
+    let (chain, step) = key.strip_prefix(STEPS)?.rsplit_once('/')?;
+    let (experiment, chain) = chain.rsplit_once('/')?;
+    Some((experiment, chain.parse().ok()?, step.parse().ok()?))
 }
 
 /// `<experiment>/<chain>/<step>`, the part of a step's keys after the prefix.
@@ -125,9 +148,25 @@ pub const REPLAY_FILE: &str = "replay-file";
 
 // Files and folders in a store's folder.
 
-/// The sled database.
+/// The sled database's folder.
 pub fn db(store: &Path) -> PathBuf {
     store.join("db")
+}
+
+/// sled's data file in it: there is a database only where it exists.
+pub fn db_file(store: &Path) -> PathBuf {
+    db(store).join("db")
+}
+
+/// How many steps each chain had decided, one line per update
+/// (`<experiment>\t<chain>\t<count>`; the last line of a chain counts).
+pub fn high_water(store: &Path) -> PathBuf {
+    store.join("high-water")
+}
+
+/// The high-water file while it is rewritten.
+pub fn high_water_tmp(store: &Path) -> PathBuf {
+    store.join(".high-water.tmp")
 }
 
 /// Who holds the store (`pid N on HOST`), for the refusal message of others.

@@ -7,6 +7,10 @@
 //! moves on, so a `kill -9` at any moment leaves either the step decided (and
 //! the chain past it) or neither.
 //!
+//! Every flush is followed by the chains' step counts appended to the
+//! high-water file beside the database ([`marks`]), which `kiln store verify`
+//! checks the stored steps against.
+//!
 //! Layout 1 had no export rows. kiln reads a layout-1 store as it is (the
 //! export then reads the steps' JSON), and brings it to layout 2 when it
 //! first writes a step into it ([`Store::upgrade`]).
@@ -26,8 +30,10 @@ use serde::{de::DeserializeOwned, Serialize};
 use kiln_protocol::message::{Capabilities, StepResult};
 use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
+mod checksum;
 pub mod kept;
 pub mod layout;
+mod marks;
 mod records;
 pub(crate) mod row;
 mod step_metrics;
@@ -45,7 +51,7 @@ pub use verify::{verify, Verification};
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
     /// A reading command pointed at a folder that holds no store.
-    #[error("{} is not a kiln store (no db folder)", .0.display())]
+    #[error("{} is not a kiln store (no database {})", .0.display(), layout::db_file(.0).display())]
     NotAStore(PathBuf),
     /// Another process holds the database.
     #[error("store {} is in use by another controller{holder} ({cause})", .dir.display())]
@@ -89,7 +95,11 @@ const TOUCH_EVERY_STEP: usize = 2;
 /// An open campaign store.
 pub struct Store {
     db: sled::Db,
+    /// The copy of a read-only store's database that `db` is (removed on drop).
+    _copy: Option<tempfile::TempDir>,
     dir: PathBuf,
+    /// The chains' step counts for the high-water file; `None` for a reading command.
+    marks: Option<Mutex<marks::Marks>>,
     /// `metrics/<experiment>` of each experiment written to: the set, and
     /// whether the store holds it already.
     metrics: Mutex<HashMap<String, (BTreeSet<Metric>, bool)>>,
@@ -110,46 +120,48 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store> {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
-        Store::open_db(dir)
+        let mut store = Store::open_db(dir, true)?;
+        store.marks = Some(Mutex::new(marks::Marks::new(store.load_marks()?)));
+        Ok(store)
     }
 
-    /// Opens the store in `dir` for a command that reads it: never creates one.
+    /// Opens the store in `dir` for a command that reads it: never creates
+    /// one, and writes nothing into it. A read-only store (an archived
+    /// campaign, a read-only mount) is read from a temporary copy of its
+    /// database, as sled opens its files for writing.
     pub fn open_existing(dir: &Path) -> Result<Store> {
-        if !layout::db(dir).exists() {
+        if !layout::db_file(dir).is_file() {
             return Err(OpenError::NotAStore(dir.to_path_buf()).into());
         }
-        Store::open_db(dir)
+        Store::open_db(dir, false)
     }
 
-    fn open_db(dir: &Path) -> Result<Store> {
-        let db = sled::Config::new()
-            .path(layout::db(dir))
-            .cache_capacity(CACHE_BYTES)
-            .open()
-            .map_err(|e| -> anyhow::Error {
-                if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
-                    let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
-                    OpenError::InUse {
-                        dir: dir.to_path_buf(),
-                        holder: match holder.trim() {
-                            "" => String::new(),
-                            h => format!(": {h}"),
-                        },
-                        cause: e.to_string(),
-                    }
-                    .into()
-                } else {
-                    anyhow::anyhow!("cannot open store {}: {e}", dir.display())
-                }
-            })?;
+    fn open_db(dir: &Path, writable: bool) -> Result<Store> {
+        let (db, copy) = match open_sled(&layout::db(dir)) {
+            Ok(db) => (db, None),
+            Err(sled::Error::Io(e)) if !writable && is_read_only(&e) => {
+                let copy = copy_db(dir)?;
+                let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
+                tracing::info!(
+                    "store {} is read-only ({e}): reading a copy of its database in {}",
+                    dir.display(),
+                    copy.path().display()
+                );
+                (db, Some(copy))
+            }
+            Err(e) => return Err(open_error(dir, e)),
+        };
         let store = Store {
             db,
+            _copy: copy,
             dir: dir.to_path_buf(),
+            marks: None,
             metrics: Default::default(),
             layout: Mutex::new(SCHEMA_VERSION),
         };
         match store.get::<u32>(layout::SCHEMA)? {
-            None => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,
+            None if writable => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,
+            None => {}
             Some(v @ 1..=SCHEMA_VERSION) => *store.layout() = v,
             Some(found) => {
                 return Err(OpenError::Newer {
@@ -160,6 +172,54 @@ impl Store {
             }
         }
         Ok(store)
+    }
+
+    /// The counts of the high-water file, which a writer appends to: one
+    /// line per chain again where counts were appended, and for a store
+    /// written before kiln kept the file, the counts of its chain states and
+    /// manual experiments (the best it has).
+    fn load_marks(&self) -> Result<BTreeMap<marks::Chain, u32>> {
+        let path = layout::high_water(&self.dir);
+        let counts = match marks::read(&path)? {
+            Some(read) if read.lines == read.counts.len() => return Ok(read.counts),
+            Some(read) => read.counts,
+            None => self.decided_counts()?,
+        };
+        marks::rewrite(&path, &layout::high_water_tmp(&self.dir), &counts)?;
+        Ok(counts)
+    }
+
+    /// How many steps each chain's state says it decided, and how many steps
+    /// each manual experiment holds.
+    fn decided_counts(&self) -> Result<BTreeMap<marks::Chain, u32>> {
+        let mut counts = self.chain_counts()?;
+        for name in self.experiment_names()? {
+            if layout::manual_benchmark(&name).is_some() {
+                let steps = self.chain_steps(&name, 0) as u32;
+                counts.insert((name, 0), steps);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// How many steps each chain's state says it decided.
+    fn chain_counts(&self) -> Result<BTreeMap<marks::Chain, u32>> {
+        let mut counts = BTreeMap::new();
+        for item in self.scan::<ChainState>(layout::CHAINS) {
+            let (key, state) = item?;
+            let (experiment, chain) = layout::chain_of_key(&key)
+                .with_context(|| format!("store key {key} names no chain"))?;
+            counts.insert((experiment.to_string(), chain), state.next_decide);
+        }
+        Ok(counts)
+    }
+
+    /// Notes a chain's step count for the high-water file (a writer's).
+    fn mark(&self, experiment: &str, chain: u32, count: u32) {
+        if let Some(marks) = &self.marks {
+            let mut marks = marks.lock().unwrap_or_else(|p| p.into_inner());
+            marks.stage(experiment, chain, count);
+        }
     }
 
     fn layout(&self) -> std::sync::MutexGuard<'_, u32> {
@@ -279,8 +339,7 @@ impl Store {
     /// Writes a JSON value and flushes.
     fn put<T: Serialize>(&self, key: &str, value: &T) -> Result<()> {
         self.db.insert(key, serde_json::to_vec(value)?)?;
-        self.db.flush()?;
-        Ok(())
+        self.flush()
     }
 
     /// Every value under a key prefix, in key order.
@@ -329,6 +388,7 @@ impl Store {
 
     /// Stores a chain's initial state.
     pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
+        self.mark(experiment, chain, state.next_decide);
         self.put(&layout::chain_key(experiment, chain), state)
     }
 
@@ -372,6 +432,7 @@ impl Store {
             serde_json::to_vec(chain)?,
         );
         self.db.apply_batch(batch)?;
+        self.mark(&record.key.experiment, record.key.chain, chain.next_decide);
         Ok(())
     }
 
@@ -381,7 +442,7 @@ impl Store {
         self.upgrade()?;
         batch.insert(
             layout::step_key(&record.key).as_bytes(),
-            serde_json::to_vec(record)?,
+            checksum::seal(record)?,
         );
         batch.insert(
             layout::row_key(&record.key).as_bytes(),
@@ -402,9 +463,14 @@ impl Store {
         Ok(())
     }
 
-    /// Makes every write so far durable (as far as sled's flush goes).
+    /// Makes every write so far durable (as far as sled's flush goes), then
+    /// records the chains' new step counts in the high-water file.
     pub fn flush(&self) -> Result<()> {
         self.db.flush()?;
+        if let Some(marks) = &self.marks {
+            let mut marks = marks.lock().unwrap_or_else(|p| p.into_inner());
+            marks.append(&layout::high_water(&self.dir))?;
+        }
         Ok(())
     }
 
@@ -418,8 +484,8 @@ impl Store {
             serde_json::to_vec(experiment)?,
         );
         self.db.apply_batch(batch)?;
-        self.db.flush()?;
-        Ok(())
+        self.mark(&record.key.experiment, 0, record.key.step + 1);
+        self.flush()
     }
 
     /// Decided steps of an experiment (all experiments with `None`), in key order.
@@ -593,6 +659,71 @@ impl Store {
         }
         Ok(hash)
     }
+}
+
+/// Opens the sled database in `path`.
+fn open_sled(path: &Path) -> sled::Result<sled::Db> {
+    sled::Config::new()
+        .path(path)
+        .cache_capacity(CACHE_BYTES)
+        .open()
+}
+
+/// Why the database of the store in `dir` did not open, in words that name it.
+fn open_error(dir: &Path, e: sled::Error) -> anyhow::Error {
+    if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
+        let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
+        OpenError::InUse {
+            dir: dir.to_path_buf(),
+            holder: match holder.trim() {
+                "" => String::new(),
+                h => format!(": {h}"),
+            },
+            cause: e.to_string(),
+        }
+        .into()
+    } else {
+        anyhow::anyhow!("cannot open store {}: {e}", dir.display())
+    }
+}
+
+/// Whether opening a file for writing failed because it may not be written:
+/// its permissions, an immutable file, a read-only file system.
+fn is_read_only(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EROFS)
+}
+
+/// A temporary copy of the database of the store in `dir`, its files
+/// writable (sled opens them for writing).
+fn copy_db(dir: &Path) -> Result<tempfile::TempDir> {
+    fn copy(from: &Path, to: &Path) -> std::io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        for entry in fs::read_dir(from)? {
+            let entry = entry?;
+            let target = to.join(entry.file_name());
+            if entry.file_type()?.is_dir() {
+                fs::create_dir(&target)?;
+                copy(&entry.path(), &target)?;
+            } else {
+                fs::copy(entry.path(), &target)?;
+                fs::set_permissions(&target, fs::Permissions::from_mode(0o600))?;
+            }
+        }
+        Ok(())
+    }
+    let from = layout::db(dir);
+    let copy_dir = tempfile::Builder::new()
+        .prefix("kiln-store-")
+        .tempdir()
+        .context("cannot create a temporary folder for a copy of a read-only store")?;
+    copy(&from, copy_dir.path()).with_context(|| {
+        format!(
+            "store {} is read-only, and its database cannot be copied to {}",
+            dir.display(),
+            copy_dir.path().display()
+        )
+    })?;
+    Ok(copy_dir)
 }
 
 /// The benchmark an experiment searches: from the config, or the name of a manual experiment.

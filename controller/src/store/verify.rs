@@ -1,11 +1,19 @@
-//! `kiln store verify`: what is wrong with a store, found by reading all of it.
+//! `kiln store verify`: what is wrong with a store, found by reading all of
+//! it. Besides each step's own soundness (its checksum, its hash, its
+//! artifacts, its export row), it proves the steps complete: every chain's
+//! steps are numbered from 0 without holes up to what its chain state and
+//! the high-water file beside the database say it decided. The high-water
+//! file outlives the loss of the database's tail (sled then recovers the
+//! steps before the damage and the chain states with them, all consistent),
+//! so steps lost with it are reported by number.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
-use super::{layout, StepRecord, StepRow, Store, ROWS_SINCE};
+use super::marks::{self, Chain};
+use super::{checksum, layout, StepRecord, StepRow, Store, ROWS_SINCE};
 
 /// What `kiln store verify` found.
 #[derive(Debug, Clone, Default)]
@@ -18,78 +26,209 @@ pub struct Verification {
     pub outcomes: BTreeMap<String, usize>,
     /// Every problem found, each naming where.
     pub problems: Vec<String>,
+    /// What could not be checked, and why.
+    pub notes: Vec<String>,
 }
 
-/// Checks a store's integrity: every chain's steps contiguous, decided, hashed
-/// right, artifacts present, export rows matching their steps.
+/// The steps of one chain found in the store.
+#[derive(Default)]
+struct Found {
+    /// One past the highest step stored.
+    end: u32,
+    /// Runs of steps missing below `end`, first and last.
+    holes: Vec<(u32, u32)>,
+}
+
+/// Checks a store's integrity: every chain's steps contiguous up to what was
+/// decided, decided, sound, artifacts present, export rows matching their steps.
 pub fn verify(dir: &Path) -> Result<Verification> {
     let store = Store::open_existing(dir)?;
-    let config = store
-        .config()?
-        .with_context(|| format!("{} holds no campaign (no meta/config)", dir.display()))?;
-    let mut v = Verification {
-        campaign: config.name.clone(),
-        ..Verification::default()
-    };
-    for e in &config.experiments {
-        if store.experiment(&e.name)?.is_none() {
-            continue;
+    let mut v = Verification::default();
+    let marks = match marks::read(&layout::high_water(dir)) {
+        Ok(Some(read)) => read.counts,
+        Ok(None) => {
+            v.notes.push(format!(
+                "no high-water file {} (a store written before kiln kept one): \
+                 steps are checked against the chain states alone",
+                layout::high_water(dir).display()
+            ));
+            BTreeMap::new()
         }
-        *v.counts.entry("experiments").or_default() += 1;
-        for c in 0..e.chains {
-            let Some(state) = store.chain(&e.name, c)? else {
-                continue;
-            };
-            *v.counts.entry("chains").or_default() += 1;
-            let mut expected = 0u32;
-            for record in store.steps(Some(&e.name)) {
-                let record = record?;
-                if record.key.chain != c {
-                    continue;
-                }
-                if record.key.step != expected {
-                    v.problems
-                        .push(format!("{}: expected step {expected}", record.key));
-                }
-                expected = record.key.step + 1;
-                if record.decision.is_none() {
-                    v.problems.push(format!(
-                        "{}: stored as decided without a decision",
-                        record.key
-                    ));
-                }
-                v.problems.extend(record_problems(&store, &record));
-                *v.counts.entry("steps").or_default() += 1;
-                if record.decision.as_ref().is_some_and(|d| d.accepted) {
-                    *v.counts.entry("accepted").or_default() += 1;
-                }
-                if record.cached_from.is_some() {
-                    *v.counts.entry("reused measurements").or_default() += 1;
-                }
-                *v.outcomes
-                    .entry(record.result.outcome.name().to_string())
-                    .or_default() += 1;
-            }
-            if expected != state.next_decide {
+        Err(e) => {
+            v.problems.push(format!("{e:#}"));
+            BTreeMap::new()
+        }
+    };
+    match store.config()? {
+        Some(config) => v.campaign = config.name,
+        None if marks.is_empty() => {
+            anyhow::bail!("{} holds no campaign (no meta/config)", dir.display())
+        }
+        None => v.problems.push(format!(
+            "{}: the database holds no campaign config (meta/config), though the \
+             high-water file records decided steps",
+            dir.display()
+        )),
+    }
+    let found = scan_steps(&store, &mut v)?;
+    let states = store.chain_counts()?;
+    let infos: BTreeSet<String> = store.experiment_names()?.into_iter().collect();
+    v.counts.insert(
+        "experiments",
+        infos
+            .iter()
+            .filter(|e| layout::manual_benchmark(e).is_none())
+            .count(),
+    );
+    let chains: BTreeSet<&Chain> = found
+        .keys()
+        .chain(states.keys())
+        .chain(marks.keys())
+        .collect();
+    let mut without_info = BTreeSet::new();
+    for chain @ (experiment, c) in chains {
+        if !infos.contains(experiment) && without_info.insert(experiment) {
+            v.problems.push(format!(
+                "experiment {experiment}: its info ({}) is missing",
+                layout::experiment_key(experiment)
+            ));
+        }
+        let state = states.get(chain).copied();
+        if layout::manual_benchmark(experiment).is_some() {
+            if *c != 0 {
                 v.problems.push(format!(
-                    "{}/chain {c}: {expected} steps stored but the chain state says {} decided",
-                    e.name, state.next_decide
+                    "{experiment}/chain {c}: a manual experiment has chain 0 only"
                 ));
             }
+        } else if state.is_none() {
+            v.problems.push(format!(
+                "{experiment}/chain {c}: its chain state ({}) is missing",
+                layout::chain_key(experiment, *c)
+            ));
+        } else {
+            *v.counts.entry("chains").or_default() += 1;
         }
+        v.problems.extend(chain_problems(
+            &format!("{experiment}/chain {c}"),
+            found.get(chain).unwrap_or(&Found::default()),
+            state,
+            marks.get(chain).copied(),
+        ));
     }
-    let manual = manual_steps(&store, &mut v.problems)?;
     v.problems.extend(store.row_problems()?);
-    if manual > 0 {
-        v.counts.insert("manual steps", manual);
-    }
     *v.counts.entry("undecided results").or_default() += store.undecided();
     Ok(v)
 }
 
-/// What is wrong with one stored step itself: its hash, its artifacts.
+/// Reads every decided step: checks each, counts them, and returns which
+/// steps each chain holds.
+fn scan_steps(store: &Store, v: &mut Verification) -> Result<BTreeMap<Chain, Found>> {
+    let mut found: BTreeMap<Chain, Found> = BTreeMap::new();
+    for item in store.scan_bounded(layout::STEPS.to_string()) {
+        let (key, value) = item?;
+        let key = String::from_utf8_lossy(&key);
+        let Some((experiment, chain, step)) = layout::step_of_key(&key) else {
+            v.problems
+                .push(format!("store key {key}: not a step's key"));
+            continue;
+        };
+        // Keys come in step order within a chain.
+        let at = found.entry((experiment.to_string(), chain)).or_default();
+        if step > at.end {
+            at.holes.push((at.end, step - 1));
+        }
+        at.end = step + 1;
+        match checksum::matches(&value) {
+            Some(true) => {}
+            Some(false) => {
+                v.problems.push(format!(
+                    "store key {key}: the step fails its checksum (damaged)"
+                ));
+                continue;
+            }
+            None => *v.counts.entry("steps without checksum").or_default() += 1,
+        }
+        let record: StepRecord = match serde_json::from_slice(&value) {
+            Ok(record) => record,
+            Err(e) => {
+                v.problems
+                    .push(format!("store key {key}: the step is unreadable ({e})"));
+                continue;
+            }
+        };
+        let k = &record.key;
+        if (k.experiment.as_str(), k.chain, k.step) != (experiment, chain, step) {
+            v.problems
+                .push(format!("store key {key}: holds the step {k}"));
+        }
+        v.problems.extend(record_problems(store, &record));
+        if layout::manual_benchmark(experiment).is_some() {
+            *v.counts.entry("manual steps").or_default() += 1;
+            continue;
+        }
+        *v.counts.entry("steps").or_default() += 1;
+        if record.decision.as_ref().is_some_and(|d| d.accepted) {
+            *v.counts.entry("accepted").or_default() += 1;
+        }
+        if record.cached_from.is_some() {
+            *v.counts.entry("reused measurements").or_default() += 1;
+        }
+        *v.outcomes
+            .entry(record.result.outcome.name().to_string())
+            .or_default() += 1;
+    }
+    Ok(found)
+}
+
+/// What is wrong with the steps `found` of the chain `name`, whose state
+/// says `state` steps were decided (`None`: a manual experiment's, or lost)
+/// and the high-water file `mark`.
+fn chain_problems(name: &str, found: &Found, state: Option<u32>, mark: Option<u32>) -> Vec<String> {
+    let range = |first: u32, last: u32| match first == last {
+        true => format!("step {first}"),
+        false => format!("steps {first}-{last}"),
+    };
+    let mut problems: Vec<String> = found
+        .holes
+        .iter()
+        .map(|&(first, last)| {
+            format!(
+                "{name}: {} missing below stored step {}",
+                range(first, last),
+                last + 1
+            )
+        })
+        .collect();
+    let (decided, by) = match (state, mark) {
+        (Some(s), Some(m)) if s > m => (s, "its chain state"),
+        (_, Some(m)) => (m, "the high-water file"),
+        (Some(s), None) => (s, "its chain state"),
+        (None, None) => (0, ""),
+    };
+    if decided > found.end {
+        problems.push(format!(
+            "{name}: {} missing ({decided} decided, as {by} records)",
+            range(found.end, decided - 1)
+        ));
+    }
+    if let Some(state) = state.filter(|&s| found.end > s) {
+        problems.push(format!(
+            "{name}: {} steps stored but the chain state says {state} decided",
+            found.end
+        ));
+    }
+    problems
+}
+
+/// What is wrong with one stored step itself: its decision, its hash, its artifacts.
 fn record_problems(store: &Store, record: &StepRecord) -> Vec<String> {
     let mut problems = Vec::new();
+    if record.decision.is_none() {
+        problems.push(format!(
+            "{}: stored as decided without a decision",
+            record.key
+        ));
+    }
     if record.decisions.hash() != record.decision_hash {
         problems.push(format!(
             "{}: decision hash does not match its decisions",
@@ -108,35 +247,6 @@ fn record_problems(store: &Store, record: &StepRecord) -> Vec<String> {
     problems
 }
 
-/// Checks the steps of every manual experiment: numbered from 0 without
-/// gaps, decided, hashed right, artifacts present. Returns how many there
-/// are; problems are appended to `problems`.
-fn manual_steps(store: &Store, problems: &mut Vec<String>) -> Result<usize> {
-    let mut count = 0;
-    for name in store.experiment_names()? {
-        if layout::manual_benchmark(&name).is_none() {
-            continue;
-        }
-        let mut expected = 0u32;
-        for record in store.steps(Some(&name)) {
-            let record = record?;
-            if record.key.chain != 0 || record.key.step != expected {
-                problems.push(format!(
-                    "{}: expected chain 0 step {expected} of a manual experiment",
-                    record.key
-                ));
-            }
-            expected = record.key.step + 1;
-            if record.decision.is_none() {
-                problems.push(format!("{}: stored without a decision", record.key));
-            }
-            problems.extend(record_problems(store, &record));
-            count += 1;
-        }
-    }
-    Ok(count)
-}
-
 impl Store {
     /// What is wrong with the export rows (layout 2 on): a decided step
     /// without its row or with a row that differs from it, a row without its
@@ -153,8 +263,6 @@ impl Store {
         for item in self.scan_bounded(layout::STEPS.to_string()) {
             let (key, json) = item?;
             let step = suffix(&key, layout::STEPS);
-            let record: StepRecord = serde_json::from_slice(&json)
-                .with_context(|| format!("store key step/{step} holds unreadable data"))?;
             let mut stored = None;
             while let Some(item) = rows.next_if(|r| {
                 r.as_ref()
@@ -170,6 +278,10 @@ impl Store {
                     ));
                 }
             }
+            // An unreadable step is reported by the scan of the steps.
+            let Ok(record) = serde_json::from_slice::<StepRecord>(&json) else {
+                continue;
+            };
             match stored {
                 None => problems.push(format!("{}: no export row", record.key)),
                 Some(row) if *row != *StepRow::of(&record).encode()? => {

@@ -122,3 +122,56 @@ pub fn reopen<T>(open: impl Fn() -> anyhow::Result<T>) -> T {
     }
     open().expect("the store opens again")
 }
+
+/// Runs `kiln ARGS` in `dir` once the store a test just closed is free
+/// again (see [`reopen`]): until then kiln refuses it as in use.
+pub fn run_kiln_when_free(dir: &Path, args: &[&str]) -> Output {
+    reopen(|| {
+        let out = run_kiln(dir, args);
+        match String::from_utf8_lossy(&out.stderr).contains("in use") {
+            true => anyhow::bail!("still held"),
+            false => Ok(out),
+        }
+    })
+}
+
+/// A no-op campaign through the real binaries: experiments `a` and, if
+/// `with_b`, `b`.
+pub fn noop_config(with_b: bool) -> String {
+    let experiment = |name: &str, steps: u32| {
+        format!("((name {name}) (benchmark noop) (search (random-walk (steps {steps}))) (chains 2) (seed 3))")
+    };
+    format!(
+        r#"(campaign
+  (name noop)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    {a}
+    {b})
+  (benchmarks
+    ((name noop) (kind knobs) (knobs (k 0 1 2 3))
+     (sources "noop") (build ()) (run ("true")) (check-output none) (timeout-s 10)))
+  (workers (local (slots 2))))
+"#,
+        a = experiment("a", 12),
+        b = if with_b {
+            experiment("b", 8)
+        } else {
+            String::new()
+        },
+    )
+}
+
+/// A scratch folder in which [`noop_config`]`(false)` has run to its end
+/// (`campaign.sexp`, its store in `store`).
+pub fn noop_campaign() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("noop")).unwrap();
+    std::fs::write(dir.path().join("noop/README"), "nothing to build\n").unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), noop_config(false)).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    dir
+}
