@@ -1053,60 +1053,66 @@ mod tests {
         assert!(started.elapsed() < REAP_GRACE, "{:?}", started.elapsed());
     }
 
-    /// The live processes whose command line contains `needle`.
-    fn processes_with(needle: &str) -> Vec<String> {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| n.parse::<u32>().is_ok())
-            })
-            .filter_map(|e| {
-                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
-                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-                let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-                let zombie = stat[stat.rfind(')')? + 1..].trim_start().starts_with('Z');
-                (!zombie && cmdline.contains(needle)).then_some(cmdline)
-            })
+    /// Whether process `pid` is alive (not gone, not a zombie).
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| !s[s.rfind(')').unwrap() + 1..].trim_start().starts_with('Z'))
+    }
+
+    /// The pids written, one per line, to `file`.
+    fn pids_in(file: &Path) -> Vec<i32> {
+        std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
             .collect()
     }
 
     #[test]
     fn a_daemon_that_leaves_the_group_ends_with_the_launch() {
-        // A double fork into a new session (`setsid`), as a daemon starts: out of the
-        // launch's process group, and alive after its leader has exited.
-        let needle = format!("kiln-escapee-{}", std::process::id());
+        // Double forks into a new session (`setsid`), as daemons start: out of the launch's
+        // process group, and alive after its leader has exited. Each notes its pid.
+        let pids = std::env::temp_dir().join(format!("kiln-escapees-{}", std::process::id()));
+        let _ = std::fs::remove_file(&pids);
+        let daemon = format!("setsid sh -c 'echo $$ >> {}; sleep 300; :'", pids.display());
         let script = format!(
-            "(setsid sh -c 'sleep 300; :' {needle} &) ; (setsid sh -c 'sleep 300; :' {needle} </dev/null >/dev/null 2>&1 &) ; sleep 0.2"
+            "({daemon} &) ; ({daemon} </dev/null >/dev/null 2>&1 &) ; \
+             while [ \"$(wc -l < {} 2>/dev/null)\" != 2 ]; do sleep 0.01; done",
+            pids.display()
         );
         let f = run(&launch(&script, Output::Discard), None, None).unwrap();
         assert_eq!(f.end, End::Exited(0));
-        assert_eq!(processes_with(&needle), Vec::<String>::new());
+        let daemons = pids_in(&pids);
+        let _ = std::fs::remove_file(&pids);
+        assert_eq!(daemons.len(), 2);
+        assert!(
+            !daemons.iter().any(|&p| alive(p)),
+            "{daemons:?} outlived the launch"
+        );
     }
 
     #[test]
     fn a_daemon_of_a_launch_that_still_runs_is_left_alone() {
         // Two launches side by side (two slots): the end of the first must not end a
         // daemon that the second one started and still needs.
-        let needle = format!("kiln-needed-{}", std::process::id());
-        let started = format!("{}/{needle}", std::env::temp_dir().display());
+        let started = std::env::temp_dir().join(format!("kiln-needed-{}", std::process::id()));
         let _ = std::fs::remove_file(&started);
         let script = format!(
-            "(setsid sh -c 'echo $$ > {started}.tmp; mv {started}.tmp {started}; sleep 300; :' {needle} &) ; \
-             while [ ! -e {started} ]; do sleep 0.01; done; sleep 1; kill -0 $(cat {started})"
+            "(setsid sh -c 'echo $$ > {0}.tmp; mv {0}.tmp {0}; sleep 300; :' &) ; \
+             while [ ! -e {0} ]; do sleep 0.01; done; sleep 1; kill -0 $(cat {0})",
+            started.display()
         );
         let second = std::thread::spawn(move || run(&launch(&script, Output::Discard), None, None));
-        while !Path::new(&started).exists() {
+        while !started.exists() {
             std::thread::sleep(Duration::from_millis(10));
         }
         let first = run(&launch("true", Output::Discard), None, None).unwrap();
         assert_eq!(first.end, End::Exited(0));
         let second = second.join().unwrap().unwrap();
         assert_eq!(second.end, End::Exited(0), "the daemon was ended too early");
+        let daemon = pids_in(&started);
         let _ = std::fs::remove_file(&started);
-        assert_eq!(processes_with(&needle), Vec::<String>::new());
+        assert!(!alive(daemon[0]), "the daemon outlived its launch");
     }
 
     fn task_clock_ms(f: &Finished) -> f64 {

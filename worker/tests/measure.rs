@@ -328,11 +328,21 @@ fn the_environment_is_clean_and_runs_are_pinned() {
     p.cpus = vec![0];
     assert_eq!(measure(&p, None).outcome, StepOutcome::Ok);
     let env = std::fs::read_to_string(dir.path().join("env.txt")).unwrap();
-    // Only what the worker sets, plus what sh itself adds.
+    // Only what the worker sets (the launch's id among it), plus what sh itself adds.
     for line in env.lines() {
         let key = line.split('=').next().unwrap();
         assert!(
-            ["PATH", "HOME", "LANG", "PWD", "SHLVL", "OLDPWD", "_"].contains(&key),
+            [
+                "PATH",
+                "HOME",
+                "LANG",
+                "KILN_LAUNCH",
+                "PWD",
+                "SHLVL",
+                "OLDPWD",
+                "_"
+            ]
+            .contains(&key),
             "leaked: {line}"
         );
     }
