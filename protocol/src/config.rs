@@ -219,7 +219,7 @@ pub struct BenchmarkSpec {
     pub dependency_crates: Vec<String>,
     /// How a run's output is checked against the baseline's.
     pub check_output: OutputCheck,
-    /// CPU and memory limits on the timed runs (cgroup v2).
+    /// CPU and memory limits on the timed runs (cgroup v2, or v1 where v2 lacks the controllers).
     #[serde(default)]
     pub limits: Limits,
 }
@@ -292,7 +292,7 @@ pub enum OutputCheck {
     Command(Vec<String>),
 }
 
-/// Limits on a benchmark's timed runs, applied through cgroup v2 as `docker run
+/// Limits on a benchmark's timed runs, applied through cgroups as `docker run
 /// --cpus --memory` applies them, to measure a program as a smaller machine would run it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Limits {

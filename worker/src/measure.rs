@@ -277,9 +277,13 @@ impl Engine<'_> {
             timeout,
             sample_every: sample.then_some(sampler::DEFAULT_INTERVAL),
             // Limits shape timed runs only: callgrind's counts do not depend on them.
-            cgroup: match kind {
-                Kind::Timed => self.cgroup.as_ref().map(RunCgroup::procs),
-                Kind::Callgrind => None,
+            cgroups: match kind {
+                Kind::Timed => self
+                    .cgroup
+                    .as_ref()
+                    .map(RunCgroup::procs)
+                    .unwrap_or_default(),
+                Kind::Callgrind => Vec::new(),
             },
             memory_limit: None,
         };
@@ -440,7 +444,7 @@ fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String),
         output: Output::HashStdout(LineFilter::All),
         timeout: plan.timeout,
         sample_every: None,
-        cgroup: None,
+        cgroups: Vec::new(),
         memory_limit: None,
     };
     let finished = process::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;

@@ -608,7 +608,7 @@ impl Build<'_> {
             timeout: seconds(self.spec.build_timeout_s, "build-timeout-s")
                 .unwrap_or(Duration::ZERO),
             sample_every: None,
-            cgroup: None,
+            cgroups: Vec::new(),
             memory_limit: Some(self.spec.build_memory_bytes),
         })
     }
