@@ -248,6 +248,7 @@ fn main() -> ExitCode {
                     cpus: limit_cpus,
                     memory_bytes: limit_memory,
                 },
+                container: None,
             };
             let m = measure::measure(&plan, None);
             let _ = std::fs::remove_file(&callgrind_out);
