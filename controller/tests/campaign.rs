@@ -389,7 +389,7 @@ fn an_incompatible_config_change_is_refused_until_force_new() {
     assert_eq!(moved.len(), 1, "the old store is kept aside");
 }
 
-/// Whether this machine's worker can apply a memory limit (cgroup v2 memory controller).
+/// Whether this machine's worker can apply a memory limit (a cgroup memory controller).
 fn worker_limits_memory() -> bool {
     let out = std::process::Command::new(worker())
         .args(["probe", "--json"])
@@ -402,7 +402,7 @@ fn worker_limits_memory() -> bool {
 #[test]
 fn run_limits_no_worker_can_apply_stop_the_campaign_naming_why() {
     if worker_limits_memory() {
-        eprintln!("skipped: this machine's worker can apply memory limits (cgroup v2)");
+        eprintln!("skipped: this machine's worker can apply memory limits");
         return;
     }
     let config = synthetic_config(4, 1, 1)

@@ -219,9 +219,54 @@ pub struct BenchmarkSpec {
     pub dependency_crates: Vec<String>,
     /// How a run's output is checked against the baseline's.
     pub check_output: OutputCheck,
-    /// CPU and memory limits on the timed runs (cgroup v2).
+    /// CPU and memory limits on the timed runs (cgroup v2, or v1 where v2 lacks the controllers).
     #[serde(default)]
     pub limits: Limits,
+    /// A container image the timed runs run in (built on the worker, run in the image).
+    #[serde(default)]
+    pub container: Option<Container>,
+}
+
+/// Timed runs inside a container, with the slot's work folder mounted at the
+/// same path: a program measured as an edge device would run it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Container {
+    /// The engine that runs it.
+    pub engine: ContainerEngine,
+    /// The image, present on the worker (never pulled by kiln).
+    pub image: String,
+    /// The container's `--cpus` and `--memory` (swap none beyond it).
+    pub limits: Limits,
+}
+
+/// A container engine with docker's command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ContainerEngine {
+    Podman,
+    Docker,
+}
+
+impl ContainerEngine {
+    /// Its program, and its name in a config.
+    pub fn program(self) -> &'static str {
+        match self {
+            ContainerEngine::Podman => "podman",
+            ContainerEngine::Docker => "docker",
+        }
+    }
+}
+
+impl Container {
+    /// The container as written in a config.
+    pub fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        let mut fields = vec![
+            f("engine", vec![Sexp::symbol(self.engine.program())]),
+            f("image", vec![Sexp::string(self.image.clone())]),
+        ];
+        fields.extend(self.limits.fields());
+        f("container", fields)
+    }
 }
 
 /// The kinds of benchmark.
@@ -292,7 +337,7 @@ pub enum OutputCheck {
     Command(Vec<String>),
 }
 
-/// Limits on a benchmark's timed runs, applied through cgroup v2 as `docker run
+/// Limits on a benchmark's timed runs, applied through cgroups as `docker run
 /// --cpus --memory` applies them, to measure a program as a smaller machine would run it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Limits {
@@ -310,6 +355,11 @@ impl Limits {
 
     /// The limits as they are written in a config: `(limits (cpus 1.5) (memory 536870912))`.
     pub fn to_sexp(&self) -> Sexp {
+        Sexp::field("limits", self.fields())
+    }
+
+    /// `(cpus 1.5) (memory 536870912)`, those that are set.
+    fn fields(&self) -> Vec<Sexp> {
         let f = Sexp::field;
         let mut fields = Vec::new();
         if let Some(c) = self.cpus {
@@ -318,7 +368,7 @@ impl Limits {
         if let Some(m) = self.memory_bytes {
             fields.push(f("memory", vec![Sexp::new(SexpKind::Int(m as i64))]));
         }
-        f("limits", fields)
+        fields
     }
 }
 
@@ -989,6 +1039,7 @@ const BENCHMARK_FIELDS: &[&str] = &[
     "fallback",
     "knobs",
     "limits",
+    "container",
 ];
 
 fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
@@ -1085,6 +1136,14 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         Some(f) => limits(src, &f)?,
         None => Limits::default(),
     };
+    let container = match rec.opt("container") {
+        Some(f) if !limits.is_none() => return Err(src.error(
+            f.pos,
+            "a benchmark with (container ...) takes its cpus and memory there, not in (limits ...)",
+        )),
+        Some(f) => Some(container(src, &f)?),
+        None => None,
+    };
     Ok(BenchmarkSpec {
         sources: PathBuf::from(rec.req_value("sources", decode::string)?),
         timeout_s: rec
@@ -1108,11 +1167,34 @@ fn benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
         dependency_crates,
         check_output,
         limits,
+        container,
+    })
+}
+
+fn container(src: Src<'_>, field: &Field<'_>) -> Result<Container, SexpError> {
+    let rec = field_record(src, field, &["engine", "image", "cpus", "memory"])?;
+    let engine = match decode::choice(
+        src,
+        rec.req("engine")?.one()?,
+        "engine",
+        &["podman", "docker"],
+    )? {
+        "docker" => ContainerEngine::Docker,
+        _ => ContainerEngine::Podman,
+    };
+    Ok(Container {
+        engine,
+        image: rec.req_value("image", decode::string)?,
+        limits: limit_fields(&rec)?,
     })
 }
 
 fn limits(src: Src<'_>, field: &Field<'_>) -> Result<Limits, SexpError> {
-    let rec = field_record(src, field, &["cpus", "memory"])?;
+    limit_fields(&field_record(src, field, &["cpus", "memory"])?)
+}
+
+/// The `(cpus ...)` and `(memory ...)` of a record.
+fn limit_fields(rec: &Record<'_>) -> Result<Limits, SexpError> {
     Ok(Limits {
         cpus: rec.opt_value("cpus", decode::positive_number)?,
         memory_bytes: rec.opt_value("memory", decode::byte_size)?,
@@ -1346,6 +1428,9 @@ impl BenchmarkSpec {
         fields.push(f("check-output", vec![check]));
         if !self.limits.is_none() {
             fields.push(self.limits.to_sexp());
+        }
+        if let Some(c) = &self.container {
+            fields.push(c.to_sexp());
         }
         Sexp::list(fields)
     }

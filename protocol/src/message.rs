@@ -562,15 +562,36 @@ fn not_reported() -> Result<String, String> {
     Err("not reported by this worker".into())
 }
 
-/// Which run limits a worker can apply: the cgroup v2 controllers it may use.
+/// Which run limits a worker can apply: the cgroup controllers it may use.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LimitSupport {
-    /// CPU bandwidth (`cpu.max`).
+    /// CPU bandwidth (`cpu.max` on v2, `cpu.cfs_quota_us` on v1).
     pub cpu: bool,
-    /// Memory (`memory.max`).
+    /// Memory (`memory.max` on v2, `memory.limit_in_bytes` on v1).
     pub memory: bool,
     /// Why a limit cannot be applied; empty when both can.
     pub detail: String,
+    /// The cgroup version the limits go through; `None` where neither has a controller.
+    /// (Absent from workers older than cgroup v1 support, which used v2 only.)
+    #[serde(default)]
+    pub cgroup: Option<CgroupVersion>,
+}
+
+/// A cgroup interface: the unified hierarchy, or the one-hierarchy-per-controller v1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    V1,
+    V2,
+}
+
+impl fmt::Display for CgroupVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            CgroupVersion::V1 => "cgroup v1",
+            CgroupVersion::V2 => "cgroup v2",
+        })
+    }
 }
 
 impl LimitSupport {
@@ -587,7 +608,7 @@ impl LimitSupport {
             return Ok(());
         }
         Err(format!(
-            "cannot apply {limits}: no cgroup v2 {} controller available to this worker ({})",
+            "cannot apply {limits}: no cgroup {} controller available to this worker ({})",
             missing.join(" or "),
             self.detail
         ))

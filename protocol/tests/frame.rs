@@ -34,6 +34,7 @@ fn spec() -> BenchmarkSpec {
         dependency_crates: Vec::new(),
         check_output: OutputCheck::File("out.txt".into()),
         limits: Default::default(),
+        container: None,
     }
 }
 

@@ -6,6 +6,7 @@ mod bundle_cache;
 pub mod callgrind;
 pub mod cgroup;
 pub mod checked_output;
+pub mod container;
 pub mod counters;
 pub mod cupti;
 mod gpu;

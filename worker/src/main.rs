@@ -89,10 +89,10 @@ enum Cmd {
         /// CPUs to pin to, e.g. 0,1.
         #[arg(long, value_delimiter = ',')]
         cpus: Vec<u32>,
-        /// Limit the runs to this many CPUs' worth of time, e.g. 1.5 (cgroup v2 cpu.max).
+        /// Limit the runs to this many CPUs' worth of time, e.g. 1.5 (cgroup cpu quota).
         #[arg(long, value_parser = parse_cpu_limit)]
         limit_cpus: Option<f64>,
-        /// Limit the runs' memory, e.g. 512m or 2g (cgroup v2 memory.max, no swap).
+        /// Limit the runs' memory, e.g. 512m or 2g (cgroup memory limit, no swap).
         #[arg(long, value_parser = parse_memory_limit)]
         limit_memory: Option<u64>,
         /// Extra environment variable NAME=VALUE (repeatable).
@@ -248,6 +248,7 @@ fn main() -> ExitCode {
                     cpus: limit_cpus,
                     memory_bytes: limit_memory,
                 },
+                container: None,
             };
             let m = measure::measure(&plan, None);
             let _ = std::fs::remove_file(&callgrind_out);

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kiln_protocol::config::{Limits, RunPolicy};
+use kiln_protocol::config::{Container, Limits, RunPolicy};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{RunRecord, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::callgrind;
 use crate::cgroup::RunCgroup;
 use crate::checked_output::{CheckedDigest, LineFilter};
+use crate::container::{self, ContainerRun};
 use crate::counters::Inherited;
 use crate::gpu::GpuSide;
 use crate::process::{self, CancelToken, End, Finished, Launch, Output};
@@ -75,6 +76,8 @@ pub struct Plan {
     pub gpu_trace_dir: PathBuf,
     /// CPU and memory limits on the timed runs.
     pub limits: Limits,
+    /// The container image the timed runs run in, with its own limits.
+    pub container: Option<Container>,
 }
 
 /// The runs of a plan and what they add up to (`measure --json` prints it).
@@ -252,8 +255,16 @@ impl Engine<'_> {
         if let OutputSpec::File(path) = &plan.output {
             remove_if_present(path);
         }
+        let container = plan
+            .container
+            .as_ref()
+            .filter(|_| kind == Kind::Timed)
+            .map(|c| (c, ContainerRun::fresh()));
         let (argv, timeout) = match kind {
-            Kind::Timed => (plan.argv.clone(), plan.timeout),
+            Kind::Timed => match &container {
+                Some((c, run)) => (run.argv(c, &plan.argv, &plan.cwd, &plan.env), plan.timeout),
+                None => (plan.argv.clone(), plan.timeout),
+            },
             Kind::Callgrind => {
                 remove_if_present(&plan.callgrind_out);
                 (
@@ -277,9 +288,13 @@ impl Engine<'_> {
             timeout,
             sample_every: sample.then_some(sampler::DEFAULT_INTERVAL),
             // Limits shape timed runs only: callgrind's counts do not depend on them.
-            cgroup: match kind {
-                Kind::Timed => self.cgroup.as_ref().map(RunCgroup::procs),
-                Kind::Callgrind => None,
+            cgroups: match kind {
+                Kind::Timed => self
+                    .cgroup
+                    .as_ref()
+                    .map(RunCgroup::procs)
+                    .unwrap_or_default(),
+                Kind::Callgrind => Vec::new(),
             },
             memory_limit: None,
         };
@@ -305,7 +320,19 @@ impl Engine<'_> {
                 })
             }
         };
+        if let Some((c, run)) = &container {
+            if matches!(finished.end, End::TimedOut | End::Cancelled) {
+                run.remove(c);
+            }
+        }
+        // A container the OOM killer ended is reported as a run the kernel killed.
+        let container_oom = container
+            .as_ref()
+            .filter(|_| finished.end == End::Exited(container::KILLED_STATUS))
+            .filter(|(c, run)| run.oom_killed(c))
+            .map(|(c, _)| c.limits);
         let (exit_code, signal) = match finished.end {
+            End::Exited(_) if container_oom.is_some() => (None, Some(libc::SIGKILL)),
             End::Exited(c) => (Some(c), None),
             End::Signaled(s) => (None, Some(s)),
             End::TimedOut | End::Cancelled | End::MemoryExceeded(_) => (None, Some(libc::SIGKILL)),
@@ -335,6 +362,18 @@ impl Engine<'_> {
             signal,
             metrics,
         });
+        if let Some(limits) = container_oom {
+            return Err(StepOutcome::RunFailed {
+                code: None,
+                signal: Some(libc::SIGKILL),
+                signal_name: Some(process::signal_name(libc::SIGKILL)),
+                stderr_tail: format!(
+                    "the kernel's OOM killer ended the run's container at its memory limit \
+                     {limits}\n{}",
+                    finished.stderr_tail
+                ),
+            });
+        }
         let limit = timeout.as_secs_f64();
         match finished.end {
             End::Cancelled => return Err(StepOutcome::Cancelled),
@@ -440,7 +479,7 @@ fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String),
         output: Output::HashStdout(LineFilter::All),
         timeout: plan.timeout,
         sample_every: None,
-        cgroup: None,
+        cgroups: Vec::new(),
         memory_limit: None,
     };
     let finished = process::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;

@@ -92,7 +92,10 @@ pub fn table(c: &Capabilities) -> String {
         c.valgrind.as_deref().unwrap_or("(not installed)"),
     );
     let limits = match (c.limits.cpu, c.limits.memory) {
-        (true, true) => "cpu memory (cgroup v2)".to_string(),
+        (true, true) => match c.limits.cgroup {
+            Some(version) => format!("cpu memory ({version})"),
+            None => "cpu memory".to_string(),
+        },
         (true, false) => format!("cpu only: {}", c.limits.detail),
         (false, true) => format!("memory only: {}", c.limits.detail),
         (false, false) => format!("none: {}", c.limits.detail),

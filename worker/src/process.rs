@@ -75,8 +75,9 @@ pub struct Launch {
     pub timeout: Duration,
     /// Whether to sample the group's CPU and memory use, and how often.
     pub sample_every: Option<Duration>,
-    /// The `cgroup.procs` of a cgroup the child joins before it execs (run limits).
-    pub cgroup: Option<Arc<OwnedFd>>,
+    /// The `cgroup.procs` of each cgroup the child joins before it execs (run
+    /// limits: one per hierarchy on cgroup v1, where each controller has its own).
+    pub cgroups: Vec<Arc<OwnedFd>>,
     /// The whole group is killed once its resident memory passes this many
     /// bytes (checked every [`MEMORY_CHECK_EVERY`]; a build's limit, which
     /// needs no cgroup).
@@ -380,8 +381,9 @@ struct ChildArgs {
     stdio: [RawFd; 3],
     /// CPUs to pin to (null: no pinning).
     cpus: *const libc::cpu_set_t,
-    /// A cgroup's `cgroup.procs` to join (-1: none).
-    cgroup_procs: RawFd,
+    /// The `cgroup.procs` of the cgroups to join.
+    cgroup_procs: *const RawFd,
+    n_cgroup_procs: usize,
     /// Set by the child if it could not exec: the errno, and what failed.
     error: i32,
     failed: &'static str,
@@ -422,6 +424,7 @@ fn spawn(launch: &Launch, id: LaunchId, stdio: [RawFd; 3]) -> Result<Started, St
     };
     let (argv_p, envp_p, programs_p) = (pointers(&argv), pointers(&envp), pointers(&programs));
     let cpus = cpu_set(&launch.cpus)?;
+    let cgroup_procs: Vec<RawFd> = launch.cgroups.iter().map(|fd| fd.as_raw_fd()).collect();
     let mut args = ChildArgs {
         programs: programs_p.as_ptr(),
         n_programs: programs.len(),
@@ -430,7 +433,8 @@ fn spawn(launch: &Launch, id: LaunchId, stdio: [RawFd; 3]) -> Result<Started, St
         cwd: cwd.as_ptr(),
         stdio,
         cpus: cpus.as_ref().map_or(std::ptr::null(), |c| c as *const _),
-        cgroup_procs: launch.cgroup.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+        cgroup_procs: cgroup_procs.as_ptr(),
+        n_cgroup_procs: cgroup_procs.len(),
         error: 0,
         failed: "",
         exec_at: libc::timespec {
@@ -559,8 +563,10 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
             fail(a, "sched_setaffinity", errno());
         }
         // Into the run's cgroup (limits) before exec, so the limits hold from the start.
-        if a.cgroup_procs >= 0 && libc::write(a.cgroup_procs, b"0".as_ptr().cast(), 1) != 1 {
-            fail(a, "joining the run's cgroup", errno());
+        for i in 0..a.n_cgroup_procs {
+            if libc::write(*a.cgroup_procs.add(i), b"0".as_ptr().cast(), 1) != 1 {
+                fail(a, "joining the run's cgroup", errno());
+            }
         }
         // If the worker thread that launched us dies, so do we.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -1004,7 +1010,7 @@ mod tests {
             output,
             timeout: Duration::from_secs(30),
             sample_every: None,
-            cgroup: None,
+            cgroups: Vec::new(),
             memory_limit: None,
         }
     }

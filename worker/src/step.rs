@@ -154,6 +154,9 @@ fn step_inner(
             .check(&spec.limits)
             .map_err(reject)?;
     }
+    if let Some(c) = &spec.container {
+        crate::container::check(c).map_err(reject)?;
+    }
     if let Some(points) = spec.knob_points() {
         req.decisions
             .check(points)
@@ -228,6 +231,7 @@ fn step_inner(
         callgrind_out: slot_dir.join("callgrind.out"),
         gpu_trace_dir: slot_dir.join("gpu-trace"),
         limits: spec.limits,
+        container: spec.container.clone(),
     };
     let m = measure::measure(&plan, Some(cancel));
     result.runs = m.runs;
@@ -608,7 +612,7 @@ impl Build<'_> {
             timeout: seconds(self.spec.build_timeout_s, "build-timeout-s")
                 .unwrap_or(Duration::ZERO),
             sample_every: None,
-            cgroup: None,
+            cgroups: Vec::new(),
             memory_limit: Some(self.spec.build_memory_bytes),
         })
     }

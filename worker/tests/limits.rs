@@ -1,6 +1,8 @@
-//! Run limits through cgroup v2: a CPU limit stretches a CPU-bound run, a
-//! memory limit ends a run that outgrows it; where the controllers are missing
-//! the measurement is rejected with an error naming them.
+//! Run limits through cgroups (v2, or v1 where v2 lacks the controllers): a
+//! CPU limit holds a CPU-bound run to its share, a memory limit ends a run that
+//! outgrows it naming the OOM killer; where the controllers are missing the
+//! measurement is rejected with an error naming them. Each cgroup version the
+//! host offers is checked on its own as well.
 
 mod common;
 
@@ -10,7 +12,9 @@ use std::time::Duration;
 use kiln_protocol::config::Limits;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::Metric;
+use kiln_worker::cgroup::{self, RunCgroup};
 use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
+use kiln_worker::process::{self, End, Launch, Output};
 
 /// One run under `limits`, output unchecked.
 fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {
@@ -64,48 +68,58 @@ fn compile(dir: &Path, name: &str, source: &str) {
     assert!(status.success());
 }
 
-#[test]
-fn a_cpu_limit_stretches_a_cpu_bound_run() {
-    let dir = tempfile::tempdir().unwrap();
-    compile(
-        dir.path(),
-        "spin",
-        "#include <time.h>\nint main(void){struct timespec t;volatile unsigned long n=0;\
-         do{for(int i=0;i<100000;i++)n++;clock_gettime(CLOCK_PROCESS_CPUTIME_ID,&t);}\
-         while(t.tv_sec*1000000000L+t.tv_nsec<300000000L);return 0;}\n",
+/// Spins until it has used a second of CPU time.
+const SPIN: &str =
+    "#include <time.h>\nint main(void){struct timespec t;volatile unsigned long n=0;\
+     do{for(int i=0;i<100000;i++)n++;clock_gettime(CLOCK_PROCESS_CPUTIME_ID,&t);}\
+     while(t.tv_sec*1000000000L+t.tv_nsec<1000000000L);return 0;}\n";
+
+/// Touches 512 MiB, 8 MiB at a time.
+const GROW: &str = "#include <stdlib.h>\n#include <string.h>\nint main(void){for(int i=0;i<64;i++)\
+     {char*p=malloc(8<<20);if(!p)return 2;memset(p,1,8<<20);}return 0;}\n";
+
+/// Half a CPU; 64 MiB.
+const HALF_CPU: Limits = Limits {
+    cpus: Some(0.5),
+    memory_bytes: None,
+};
+const SMALL_MEMORY: Limits = Limits {
+    cpus: None,
+    memory_bytes: Some(64 << 20),
+};
+
+/// Asserts that a run's CPU time over its wall time is about half a CPU.
+fn assert_half_a_cpu(cpu_ns: f64, wall_ns: f64, how: &str) {
+    let share = cpu_ns / wall_ns;
+    eprintln!("{how}: {share:.3} of a CPU (cpu {cpu_ns:.0} ns, wall {wall_ns:.0} ns)");
+    // The upper bound is the limit at work (unlimited, the spin takes a whole
+    // CPU). Other work on a busy machine may take part of the half, so the
+    // lower bound only catches a quota far below the one asked for.
+    assert!(
+        (0.25..=0.56).contains(&share),
+        "{how}: a run limited to half a CPU used {share:.3} of one"
     );
-    let limits = Limits {
-        cpus: Some(0.25),
-        memory_bytes: None,
-    };
-    let m = measure(&plan(&["./spin"], dir.path(), limits), None);
+}
+
+#[test]
+fn a_run_limited_to_half_a_cpu_uses_about_half_a_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    compile(dir.path(), "spin", SPIN);
+    let m = measure(&plan(&["./spin"], dir.path(), HALF_CPU), None);
     if !applied(&m, "cpu") {
         return;
     }
     assert_eq!(m.outcome, StepOutcome::Ok);
     let wall = m.summary[&Metric::WallTime].median;
     let cpu = m.summary[&Metric::UserTime].median + m.summary[&Metric::SystemTime].median;
-    // 0.3 s of CPU at a quarter of a CPU takes about 1.2 s.
-    assert!(
-        wall > 2.5 * cpu,
-        "a quarter CPU should stretch the run: wall {wall} ns, cpu {cpu} ns"
-    );
+    assert_half_a_cpu(cpu, wall, &format!("{}", cgroup::support().cgroup.unwrap()));
 }
 
 #[test]
-fn a_memory_limit_ends_a_run_that_outgrows_it() {
+fn a_memory_limit_ends_a_run_that_outgrows_it_naming_the_oom_killer() {
     let dir = tempfile::tempdir().unwrap();
-    compile(
-        dir.path(),
-        "grow",
-        "#include <stdlib.h>\n#include <string.h>\nint main(void){for(int i=0;i<64;i++)\
-         {char*p=malloc(8<<20);if(!p)return 2;memset(p,1,8<<20);}return 0;}\n",
-    );
-    let limits = Limits {
-        cpus: None,
-        memory_bytes: Some(64 << 20),
-    };
-    let m = measure(&plan(&["./grow"], dir.path(), limits), None);
+    compile(dir.path(), "grow", GROW);
+    let m = measure(&plan(&["./grow"], dir.path(), SMALL_MEMORY), None);
     if !applied(&m, "memory") {
         return;
     }
@@ -120,5 +134,60 @@ fn a_memory_limit_ends_a_run_that_outgrows_it() {
             assert!(stderr_tail.contains("(memory 67108864)"), "{stderr_tail}");
         }
         other => panic!("512 MiB under a 64 MiB limit must fail, got {other:?}"),
+    }
+}
+
+/// `program` in `dir`, run in `cg`.
+fn run_in(cg: &RunCgroup, dir: &Path, program: &str) -> process::Finished {
+    let launch = Launch {
+        argv: vec![format!("./{program}")],
+        cwd: dir.to_path_buf(),
+        env: Vec::new(),
+        cpus: Vec::new(),
+        output: Output::Discard,
+        timeout: Duration::from_secs(30),
+        sample_every: None,
+        cgroups: cg.procs(),
+        memory_limit: None,
+    };
+    process::run(&launch, None, None).expect("the program starts")
+}
+
+#[test]
+fn each_cgroup_version_the_host_offers_limits_cpu_and_memory_and_is_removed_after() {
+    let offered = cgroup::offered();
+    if offered.is_empty() {
+        eprintln!(
+            "skipped: no cgroup version offers the cpu and memory controllers here: {}",
+            cgroup::support().detail
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    compile(dir.path(), "spin", SPIN);
+    compile(dir.path(), "grow", GROW);
+    for version in offered {
+        let cg = RunCgroup::create_in(version, &HALF_CPU).unwrap();
+        assert_eq!(cg.version(), version);
+        let spun = run_in(&cg, dir.path(), "spin");
+        assert_eq!(spun.end, End::Exited(0), "{version}");
+        let cpu = (spun.usage.user_ns + spun.usage.system_ns) as f64;
+        assert_half_a_cpu(cpu, spun.wall.as_nanos() as f64, &version.to_string());
+        let dirs = cg.dirs().to_vec();
+        assert!(dirs.iter().all(|d| d.is_dir()), "{dirs:?}");
+        drop(cg);
+        assert!(dirs.iter().all(|d| !d.exists()), "{version}: left {dirs:?}");
+
+        let cg = RunCgroup::create_in(version, &SMALL_MEMORY).unwrap();
+        assert_eq!(cg.oom_kills(), 0);
+        let grown = run_in(&cg, dir.path(), "grow");
+        assert_eq!(grown.end, End::Signaled(libc::SIGKILL), "{version}");
+        assert!(
+            cg.oom_kills() > 0,
+            "{version}: the OOM killer is not counted"
+        );
+        let dirs = cg.dirs().to_vec();
+        drop(cg);
+        assert!(dirs.iter().all(|d| !d.exists()), "{version}: left {dirs:?}");
     }
 }

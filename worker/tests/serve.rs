@@ -180,6 +180,7 @@ fn knobs_spec(run: &[&str], build: &[&str], timeout_s: f64) -> BenchmarkSpec {
         dependency_crates: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
+        container: None,
     }
 }
 

@@ -30,6 +30,7 @@ fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
         dependency_crates: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
+        container: None,
     }
 }
 
@@ -350,6 +351,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         dependency_crates: Vec::new(),
         check_output: OutputCheck::Stdout,
         limits: Default::default(),
+        container: None,
     };
     let cancel = CancelToken::new().unwrap();
     let discovery =

@@ -30,5 +30,6 @@ pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
         callgrind_out: dir.join("callgrind.out"),
         gpu_trace_dir: dir.join("gpu-trace"),
         limits: Limits::default(),
+        container: None,
     }
 }
