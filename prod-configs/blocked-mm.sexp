@@ -3,7 +3,7 @@
 ;; reach the build through {block} and {order} substitutions.
 (campaign
   (name blocked-mm)
-  (store "results/blocked-mm")
+  (store "../results/blocked-mm")
   (objective (metric wall-time) (statistic median))
   (runs (warmup 1) (min 5) (max 20) (target-rel-ci 0.02) (max-time-s 20))
   (experiments
@@ -17,7 +17,7 @@
      (knobs
        (block 32 8 16 64 128)
        (order IJK IKJ JKI))
-     (sources "benchmarks/blocked-mm")
+     (sources "../benchmarks/blocked-mm")
      (build ("clang" "-O2" "-DBLOCK={block}" "-DORDER_{order}" "main.c" "-o" "bench"))
      (run ("./bench" "512"))
      (timeout-s 20)))

@@ -5,7 +5,7 @@
 ;; baseline has no objective and the campaign stops.
 (campaign
   (name gpu-gemm)
-  (store "results/gpu/gpu-gemm")
+  (store "../results/gpu/gpu-gemm")
   (objective (metric gpu-time) (statistic median))
   (runs (warmup 1) (min 5) (max 20) (target-rel-ci 0.01) (max-time-s 60))
   (experiments
@@ -20,7 +20,7 @@
      (knobs
        (tile 16 8 32)
        (work 1 2 4 8))
-     (sources "benchmarks/gpu-gemm")
+     (sources "../benchmarks/gpu-gemm")
      (build ("nvcc" "-O3" "-arch=native" "-DTILE={tile}" "-DWORK={work}" "gemm.cu" "-o" "gemm"))
      (run ("./gemm" "2048" "20"))
      ;; nvcc is not on the clean PATH builds and runs get.

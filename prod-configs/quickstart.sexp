@@ -3,7 +3,7 @@
 ;; instruction count as the objective (noise-free, so 100 steps suffice).
 (campaign
   (name quickstart)
-  (store "results/quickstart")
+  (store "../results/quickstart")
   (objective (metric instructions) (statistic median))
   ;; Instruction counts repeat exactly: one measured run per candidate.
   (runs (warmup 0) (min 1) (max 1))
@@ -16,7 +16,7 @@
   (benchmarks
     ((name sample-dsp)
      (kind llvm-inline)
-     (sources "benchmarks/sample-dsp")
+     (sources "../benchmarks/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench"))
      (run ("./bench" "80"))
      (timeout-s 30)))

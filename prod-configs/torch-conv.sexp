@@ -9,7 +9,7 @@
 ;; differences between settings must stand out from the start-up's share.
 (campaign
   (name torch-conv)
-  (store "results/gpu/torch-conv")
+  (store "../results/gpu/torch-conv")
   (objective (metric energy) (statistic median))
   (runs (warmup 1) (min 3) (max 8) (target-rel-ci 0.02) (max-time-s 120))
   (experiments
@@ -25,7 +25,7 @@
        (channels-last off on)
        (dtype float32 float16 bfloat16)
        (tf32 off on))
-     (sources "benchmarks/torch-conv")
+     (sources "../benchmarks/torch-conv")
      (run ("python3" "conv.py" "--iters" "3000"))
      (timeout-s 300)))
   (workers

@@ -5,7 +5,7 @@
 ;; your own; host keys are checked against known_hosts).
 (campaign
   (name training)
-  (store "results/training")
+  (store "../results/training")
   (objective (metric wall-time) (statistic median))
   (runs (warmup 1) (min 5) (max 30) (target-rel-ci 0.005) (max-time-s 120))
   (timeouts (connect-s 30) (heartbeat-s 5) (lost-after-s 60))
@@ -30,16 +30,16 @@
      (search (random-walk (steps 200) (flips 3)))
      (chains 3) (seed 500)))
   (benchmarks
-    ((name sample-dsp) (kind llvm-inline) (sources "benchmarks/sample-dsp")
+    ((name sample-dsp) (kind llvm-inline) (sources "../benchmarks/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "8000"))
      (timeout-s 30) (build-timeout-s 120))
-    ((name tiny-interp) (kind llvm-inline) (sources "benchmarks/tiny-interp")
+    ((name tiny-interp) (kind llvm-inline) (sources "../benchmarks/tiny-interp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "100"))
      (timeout-s 30) (build-timeout-s 120))
-    ((name graph-walk) (kind llvm-inline) (sources "benchmarks/graph-walk")
+    ((name graph-walk) (kind llvm-inline) (sources "../benchmarks/graph-walk")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "50"))
      (timeout-s 30) (build-timeout-s 120))
-    ((name rust-sort) (kind llvm-inline) (sources "benchmarks/rust-sort")
+    ((name rust-sort) (kind llvm-inline) (sources "../benchmarks/rust-sort")
      (build ("rustc" "-O" "main.rs" "-o" "bench")) (run ("./bench" "60"))
      (timeout-s 30) (build-timeout-s 300)))
   (workers

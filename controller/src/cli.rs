@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::export::Table;
+use crate::logging::Verbosity;
 use crate::rewards::Target;
 
 /// kiln: distributed simulated-annealing campaigns over compiler and operator decisions.
@@ -15,6 +16,25 @@ pub struct Cli {
     #[command(subcommand)]
     /// What to do.
     pub command: Command,
+    /// Print errors only: no notes, no progress.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more on stderr: -v what kiln does, -vv its debug log (dependencies' logs stay at
+    /// warnings unless RUST_LOG asks for them).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+impl Cli {
+    /// How much to say on stderr, from `-q` and `-v`.
+    pub fn verbosity(&self) -> Verbosity {
+        match (self.quiet, self.verbose) {
+            (true, _) => Verbosity::Quiet,
+            (false, 0) => Verbosity::Normal,
+            (false, 1) => Verbosity::Verbose,
+            (false, _) => Verbosity::Debug,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -44,6 +64,10 @@ pub enum Command {
     Rewards(RewardsArgs),
     /// Plot a campaign (PNG and SVG) with an index.html.
     Report(ReportArgs),
+    /// Print a shell completion script (e.g. `kiln completions bash > /etc/bash_completion.d/kiln`).
+    Completions(CompletionsArgs),
+    /// Print kiln's man page (roff; e.g. `kiln man | man -l -`).
+    Man,
 }
 
 #[derive(Subcommand)]
@@ -67,6 +91,18 @@ pub struct RunArgs {
     /// Start a fresh campaign even if the store holds one (the old store is moved aside).
     #[arg(long)]
     pub force_new: bool,
+    /// Seconds between progress lines on stderr when it is not a terminal (a log, a
+    /// scheduler's output file); kiln.log gets them too.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = positive_seconds)]
+    pub progress_every: f64,
+}
+
+/// A positive number of seconds.
+fn positive_seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if s > 0.0 && s.is_finite() => Ok(s),
+        _ => Err(format!("'{text}' is not a positive number of seconds")),
+    }
 }
 
 /// The arguments of `kiln status`.
@@ -180,4 +216,12 @@ pub struct ShowArgs {
     /// Print the stored record as JSON instead.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The arguments of `kiln completions`.
+#[derive(Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }

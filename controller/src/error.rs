@@ -75,6 +75,16 @@ pub async fn interruption() -> Signal {
     }
 }
 
+/// After a first signal, while kiln stops its workers and stores what it has: a second
+/// signal ends it at once, with the status of that signal.
+pub fn exit_on_second_signal() {
+    tokio::spawn(async {
+        let signal = interruption().await;
+        eprintln!("kiln: {} again: stopping at once", signal.said());
+        std::process::exit(i32::from(signal.status()));
+    });
+}
+
 /// How a command that ran to its end went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

@@ -1,10 +1,42 @@
-//! Logging: warnings to stderr, everything (RUST_LOG respected) to a file in the store.
+//! What kiln says while it works, and where: notes and warnings to stderr (as
+//! much as `-q`/`-v`/`-vv` ask), everything to `kiln.log` in the store, one
+//! timestamp per line. Dependencies' logs stay at warnings unless `RUST_LOG`
+//! asks for more; colours only on a terminal.
 
+use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::{Mutex, OnceLock};
 
 use anyhow::{Context, Result};
 use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
+
+/// How much kiln says on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// Errors only: no notes, no progress (`-q`).
+    Quiet,
+    /// Notes, progress and warnings.
+    Normal,
+    /// Also what kiln does, as its log says it (`-v`).
+    Verbose,
+    /// Also kiln's debug log (`-vv`).
+    Debug,
+}
+
+static VERBOSITY: OnceLock<Verbosity> = OnceLock::new();
+
+/// The verbosity asked for (normal until [`init`]).
+pub fn verbosity() -> Verbosity {
+    VERBOSITY.get().copied().unwrap_or(Verbosity::Normal)
+}
+
+/// Says `message` to the person at stderr (`kiln: ...`) unless `-q`, and records it in the log.
+pub fn note(message: impl std::fmt::Display) {
+    if verbosity() > Verbosity::Quiet {
+        eprintln!("kiln: {message}");
+    }
+    tracing::info!(target: "kiln::note", "{message}");
+}
 
 /// The log file of the current campaign, swapped in once its store is known.
 static LOG_FILE: OnceLock<Mutex<Option<std::fs::File>>> = OnceLock::new();
@@ -26,22 +58,42 @@ impl std::io::Write for FileWriter {
     }
 }
 
-/// Installs the global subscriber: stderr at `warn` (or RUST_LOG), file at `info` (or RUST_LOG).
-pub fn init() {
-    let stderr_filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
-    let file_filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+/// kiln's own log targets at `level`, its dependencies' at warnings; `RUST_LOG` overrides.
+fn filter(level: &str) -> EnvFilter {
+    EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(format!("warn,kiln={level},kiln_controller={level}")))
+}
+
+/// Installs the global subscriber for `verbosity`.
+pub fn init(verbosity: Verbosity) {
+    let _ = VERBOSITY.set(verbosity);
+    // Notes reach stderr by [`note`] itself; the log's copy of them is for the file.
+    let stderr_level = match verbosity {
+        Verbosity::Quiet => "error",
+        Verbosity::Normal => "warn",
+        Verbosity::Verbose => "info",
+        Verbosity::Debug => "debug",
+    };
+    let file_level = if verbosity == Verbosity::Debug {
+        "debug"
+    } else {
+        "info"
+    };
     let _ = tracing_subscriber::registry()
         .with(
             fmt::layer()
                 .with_writer(std::io::stderr)
-                .with_filter(stderr_filter),
+                .with_ansi(std::io::stderr().is_terminal())
+                .with_filter(
+                    filter(stderr_level)
+                        .add_directive("kiln::note=off".parse().expect("a valid directive")),
+                ),
         )
         .with(
             fmt::layer()
                 .with_ansi(false)
                 .with_writer(|| FileWriter)
-                .with_filter(file_filter),
+                .with_filter(filter(file_level)),
         )
         .try_init();
 }

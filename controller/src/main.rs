@@ -8,6 +8,7 @@ use kiln_controller::cli::Cli;
 use kiln_controller::{commands, error, logging};
 
 fn main() -> ExitCode {
-    logging::init();
-    error::exit(commands::run(Cli::parse()))
+    let cli = Cli::parse();
+    logging::init(cli.verbosity());
+    error::exit(commands::run(cli))
 }

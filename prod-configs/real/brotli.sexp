@@ -8,7 +8,7 @@
 ; The run compresses one of the crate's own sources at quality 9 to stdout.
 (campaign
   (name brotli)
-  (store "target/real-programs/brotli")
+  (store "../../target/real-programs/brotli")
   (objective (metric instructions) (statistic median))
   (runs (warmup 0) (min 1) (max 1))
   (experiments
@@ -16,7 +16,7 @@
      (search (simulated-annealing (steps 20) (t-max 0.002) (t-min 0.00005) (flips 2)))
      (seed 1) (parallel 2)))
   (benchmarks
-    ((name brotli) (kind llvm-inline) (compiler rustc) (sources "target/real-programs/src/brotli")
+    ((name brotli) (kind llvm-inline) (compiler rustc) (sources "../../target/real-programs/src/brotli")
      (build ("cargo" "build" "--release"))
      (run ("./target/release/brotli" "-c" "-q9" "src/enc/encode.rs"))
      (timeout-s 60) (build-timeout-s 600)))

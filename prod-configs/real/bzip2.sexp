@@ -5,7 +5,7 @@
 ; use the one this build made, not the system's.
 (campaign
   (name bzip2)
-  (store "target/real-programs/bzip2")
+  (store "../../target/real-programs/bzip2")
   (objective (metric instructions) (statistic median))
   (runs (warmup 0) (min 1) (max 1))
   (experiments
@@ -13,7 +13,7 @@
      (search (simulated-annealing (steps 30) (t-max 0.002) (t-min 0.00005) (flips 2)))
      (seed 1) (parallel 2)))
   (benchmarks
-    ((name bzip2) (kind llvm-inline) (compiler clang) (sources "target/real-programs/src/bzip2")
+    ((name bzip2) (kind llvm-inline) (compiler clang) (sources "../../target/real-programs/src/bzip2")
      (build ("make" "CC=clang" "bzip2"))
      (run ("./bzip2" "-9" "-c" "sample1.ref"))
      (env ("LD_LIBRARY_PATH" "."))

@@ -474,11 +474,60 @@ impl WorkerSpec {
 /// near this is a wrong file given as a config.
 pub const CONFIG_MAX_BYTES: u64 = 16 << 20;
 
+/// `path` with `a/..` pairs and `.` removed, as written (no file system access): a config in
+/// `prod-configs/` naming `../results` means `results`, which is what messages should say.
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir
+                if matches!(out.components().next_back(), Some(Component::Normal(_))) =>
+            {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 impl CampaignConfig {
     /// Reads and checks a config file (a regular file of at most [`CONFIG_MAX_BYTES`]).
+    ///
+    /// Relative paths in it (store, sources, baseline decision files, SSH keys and known
+    /// hosts, a worker binary to deploy) are relative to the config file's folder, so the
+    /// config means the same from any folder it is run in.
     pub fn read(path: &Path) -> Result<Self, SexpError> {
         let node = sexp::parse_file(path, CONFIG_MAX_BYTES)?;
-        Self::from_sexp(Src(&path.display().to_string()), &node)
+        let mut config = Self::from_sexp(Src(&path.display().to_string()), &node)?;
+        config.resolve_paths(path.parent().unwrap_or(Path::new("")));
+        Ok(config)
+    }
+
+    /// Makes every relative path of the config relative to `base` (a config
+    /// file's folder; empty when it is in the current one).
+    fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = lexically_normal(&base.join(&*p));
+            }
+        };
+        resolve(&mut self.store);
+        for e in &mut self.experiments {
+            e.baseline.iter_mut().for_each(resolve);
+        }
+        for b in &mut self.benchmarks {
+            resolve(&mut b.sources);
+        }
+        for w in &mut self.workers {
+            if let WorkerSpec::Ssh(ssh) = w {
+                ssh.identity.iter_mut().for_each(resolve);
+                ssh.known_hosts.iter_mut().for_each(resolve);
+                ssh.worker_binary.iter_mut().for_each(resolve);
+            }
+        }
     }
 
     /// Parses and checks config text; `source_name` labels errors.

@@ -26,6 +26,7 @@ use kiln_protocol::{
 use crate::dispatch::calibration::Calibrator;
 use crate::dispatch::pool::{Answer, Done, Job, Pool, PoolSettings, StatusBoard, Work};
 use crate::error::{BadInput, Interrupted};
+use crate::logging;
 use crate::plan::chain::{self, ChainContext};
 use crate::plan::step::{self, objective_of};
 use crate::store::{
@@ -45,6 +46,9 @@ pub struct RunOptions {
     pub worker_binary: PathBuf,
     /// Start afresh even if the store holds an incompatible campaign.
     pub force_new: bool,
+    /// How often a progress line is printed without a terminal (and the status
+    /// snapshot rewritten when no step lands).
+    pub progress_every: Duration,
 }
 
 /// Most results stored and decided under one flush.
@@ -112,13 +116,27 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     run.commit(&pool)?;
     run.progress.refresh(&run.chains);
     let mut snapshot_at = std::time::Instant::now();
+    // An interval, not a sleep per wait: steps landing often must not starve the progress lines.
+    let mut ticker = tokio::time::interval_at(
+        tokio::time::Instant::now() + options.progress_every,
+        options.progress_every,
+    );
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let interruption = crate::error::interruption();
     tokio::pin!(interruption);
     while !run.all_finished() {
         let done = tokio::select! {
             done = pool.done.recv() => done.context("worker pool stopped")?,
             signal = &mut interruption => {
+                crate::error::exit_on_second_signal();
                 run.progress.finish();
+                // Nothing of them is stored: a resumed campaign runs them again.
+                let mut in_flight: Vec<String> =
+                    run.dispatched_ms.keys().map(ToString::to_string).collect();
+                in_flight.sort();
+                if !in_flight.is_empty() {
+                    tracing::warn!("steps abandoned in flight: {}", in_flight.join(", "));
+                }
                 let why = format!(
                     "{}; the campaign is stored in {} and `kiln run` resumes it",
                     signal.said(),
@@ -128,7 +146,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
                 return Err(Interrupted(why, signal)
                 .into());
             }
-            _ = tokio::time::sleep(Duration::from_secs(10)) => {
+            _ = ticker.tick() => {
                 run.progress.tick(&run.chains, &pool.board);
                 // With no step landing (every worker down), the snapshot must still show them.
                 status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
@@ -166,7 +184,10 @@ fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
         let aside = layout::aside(dir, now_ms());
         std::fs::rename(dir, &aside)
             .with_context(|| format!("cannot move old store {} aside", dir.display()))?;
-        eprintln!("kiln: moved the previous store to {}", aside.display());
+        logging::note(format_args!(
+            "moved the previous store to {}",
+            aside.display()
+        ));
         // Discoveries depend on sources and spec only: the new campaign keeps them.
         let (old, new) = (
             layout::kept_folder(&aside, layout::Kept::Discovery),
@@ -260,20 +281,20 @@ async fn prepare(
             flips,
         });
     }
-    eprintln!(
-        "kiln: preparing experiment {} (benchmark {})",
+    logging::note(format_args!(
+        "preparing experiment {} (benchmark {})",
         experiment.name, benchmark.name
-    );
+    ));
     let discovery = match &benchmark.kind {
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
             match kept::load_discovery(store.dir(), &bundle.hash, &benchmark) {
                 Some((kept, path)) => {
-                    eprintln!(
-                        "kiln: decision points of {} from {} (an earlier discovery)",
+                    logging::note(format_args!(
+                        "decision points of {} from {} (an earlier discovery)",
                         benchmark.name,
                         path.display()
-                    );
+                    ));
                     kept
                 }
                 None => {
@@ -306,10 +327,10 @@ async fn prepare(
         }
         None => discovery.baseline.clone(),
     };
-    eprintln!(
-        "kiln: {} decision points; measuring the baseline {BASELINE_REPEATS} times",
+    logging::note(format_args!(
+        "{} decision points; measuring the baseline {BASELINE_REPEATS} times",
         discovery.points.len()
-    );
+    ));
     let mut references = vec![(
         "baseline".to_string(),
         baseline_set.clone(),
@@ -339,10 +360,10 @@ async fn prepare(
     for (i, (name, _, repeats)) in references.iter().enumerate() {
         results[i].truncate(*repeats as usize);
         if !results[i].is_empty() {
-            eprintln!(
-                "kiln: {} of {repeats} measurements of the {name} kept from an earlier start",
+            logging::note(format_args!(
+                "{} of {repeats} measurements of the {name} kept from an earlier start",
                 results[i].len()
-            );
+            ));
         }
         for _ in results[i].len()..*repeats as usize {
             pool.submit(Job {
@@ -385,8 +406,7 @@ async fn prepare(
         );
     }
     let runs = uneven_counts(config, &baseline.samples).map(|note| {
-        eprintln!("kiln: experiment {}: {note}", experiment.name);
-        tracing::warn!("experiment {}: {note}", experiment.name);
+        logging::note(format_args!("experiment {}: {note}", experiment.name));
         repeated(config.runs)
     });
     let info = ExperimentInfo {
@@ -667,8 +687,7 @@ impl<'a> Running<'a> {
     /// it would spend its budget on the same failure.
     fn stop_experiment(&mut self, experiment: &str, stopped: u32, why: &str) -> Result<()> {
         let message = format!("experiment {experiment} stopped: chain {stopped}: {why}");
-        eprintln!("kiln: {message}");
-        tracing::warn!("{message}");
+        logging::note(&message);
         for ((e, chain), state) in self.chains.iter_mut() {
             if e == experiment && state.stopped.is_none() && chain::nothing_succeeded(state) {
                 chain::stop(state, format!("chain {stopped} {why}"));

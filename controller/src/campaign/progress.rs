@@ -8,6 +8,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use kiln_protocol::CampaignConfig;
 
 use crate::dispatch::pool::{StatusBoard, WorkerState};
+use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
 use crate::text::format_value;
 
@@ -28,8 +29,7 @@ impl Progress {
             .iter()
             .map(|e| (e.name.clone(), e.search.steps()))
             .collect();
-        let bars = std::io::stderr()
-            .is_terminal()
+        let bars = (std::io::stderr().is_terminal() && logging::verbosity() > Verbosity::Quiet)
             .then(|| (MultiProgress::new(), BTreeMap::new()));
         Progress { bars, totals }
     }
@@ -65,15 +65,15 @@ impl Progress {
         }
         for ((experiment, chain), state) in chains {
             let total = self.totals.get(experiment).copied().unwrap_or(0);
-            eprintln!(
-                "kiln: {experiment}/chain {chain}: step {}/{total}, {}",
+            logging::note(format_args!(
+                "{experiment}/chain {chain}: step {}/{total}, {}",
                 state.next_decide,
                 summary(state)
-            );
+            ));
         }
         for (name, s) in board.lock().expect("not poisoned").iter() {
             if s.state != WorkerState::Ok {
-                eprintln!("kiln: worker {name}: {}", s.state);
+                logging::note(format_args!("worker {name}: {}", s.state));
             }
         }
     }
@@ -81,8 +81,9 @@ impl Progress {
     /// Ends the display.
     pub fn finish(&mut self) {
         if let Some((_, bars)) = self.bars.as_ref() {
+            // Where each chain got to, also when the campaign was interrupted.
             for bar in bars.values() {
-                bar.finish();
+                bar.abandon();
             }
         }
     }

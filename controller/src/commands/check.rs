@@ -1,14 +1,111 @@
-//! `kiln check`: a config checked and printed normalized, every default spelled out.
+//! `kiln check`: a config checked and printed normalized, every default spelled
+//! out; and what it names checked to be there: sources, decision files, SSH
+//! keys, and the programs of builds and runs.
 
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::Result;
 
+use kiln_protocol::config::WorkerSpec;
+use kiln_protocol::CampaignConfig;
+
 use crate::cli::CheckArgs;
-use crate::error::Outcome;
+use crate::error::{BadInput, Outcome};
+use crate::logging;
 
 pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
+    let (problems, doubts) = missing(&config);
+    for doubt in &doubts {
+        logging::note(doubt);
+    }
+    if !problems.is_empty() {
+        let file = args.config.display();
+        let listed: Vec<String> = problems.iter().map(|p| format!("{file}: {p}")).collect();
+        return Err(BadInput(listed.join("\n")).into());
+    }
     write!(out, "{}", config.to_text())?;
     Ok(Outcome::Success)
+}
+
+/// What the config names that is not there, each naming its field: problems,
+/// and doubts (a program this machine lacks, which remote workers may have).
+fn missing(config: &CampaignConfig) -> (Vec<String>, Vec<String>) {
+    let mut problems = Vec::new();
+    let only_local = config
+        .workers
+        .iter()
+        .all(|w| matches!(w, WorkerSpec::Local { .. }));
+    let mut doubts = Vec::new();
+    for b in &config.benchmarks {
+        let field = |f: &str| format!("benchmark {}: ({f} ...)", b.name);
+        if !b.sources.is_dir() {
+            problems.push(format!(
+                "{}: no folder {}",
+                field("sources"),
+                b.sources.display()
+            ));
+            continue;
+        }
+        // A run's program that the build makes (`./bench`) is not there before it.
+        let programs = [("build", b.build.first()), ("run", b.run.first())];
+        for (name, program) in programs {
+            let Some(program) = program else { continue };
+            let built = name == "run" && !b.build.is_empty() && program.contains('/');
+            if built || findable(program, &b.sources) {
+                continue;
+            }
+            let what = format!(
+                "{}: program '{program}' is neither in {} nor on PATH",
+                field(name),
+                b.sources.display()
+            );
+            if only_local {
+                problems.push(what);
+            } else {
+                doubts.push(format!("{what} here; the workers must have it"));
+            }
+        }
+    }
+    for e in &config.experiments {
+        if let Some(path) = e.baseline.as_ref().filter(|p| !p.is_file()) {
+            problems.push(format!(
+                "experiment {}: (baseline ...): no file {}",
+                e.name,
+                path.display()
+            ));
+        }
+    }
+    for w in &config.workers {
+        let WorkerSpec::Ssh(ssh) = w else { continue };
+        for (field, path) in [
+            ("identity", &ssh.identity),
+            ("known-hosts", &ssh.known_hosts),
+            ("worker-binary", &ssh.worker_binary),
+        ] {
+            if let Some(path) = path.as_ref().filter(|p| !p.is_file()) {
+                problems.push(format!(
+                    "worker {}: ({field} ...): no file {}",
+                    ssh.name,
+                    path.display()
+                ));
+            }
+        }
+    }
+    (problems, doubts)
+}
+
+/// Whether `program` is a file in `sources` (a path) or on `PATH` and the
+/// runs' clean `PATH` (a bare name).
+fn findable(program: &str, sources: &Path) -> bool {
+    if program.contains('/') {
+        return sources.join(program).is_file() || Path::new(program).is_file();
+    }
+    let path = std::env::var("PATH").unwrap_or_default();
+    let found = path
+        .split(':')
+        .chain(["/usr/local/bin", "/usr/bin", "/bin"])
+        .any(|dir| Path::new(dir).join(program).is_file());
+    found
 }

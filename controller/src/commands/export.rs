@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use crate::cli::ExportArgs;
 use crate::error::Outcome;
 use crate::export::{self, ExportOptions};
+use crate::logging;
 use crate::store::Store;
 
 pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -22,7 +23,7 @@ pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
                 .with_context(|| format!("cannot write {}", path.display()))?;
             let rows = export::export(&store, options, std::io::BufWriter::new(file))
                 .with_context(|| format!("cannot export to {}", path.display()))?;
-            eprintln!("kiln: {rows} rows written to {}", path.display());
+            logging::note(format_args!("{rows} rows written to {}", path.display()));
         }
         None => {
             export::export(&store, options, out)?;

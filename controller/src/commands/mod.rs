@@ -25,6 +25,7 @@ use crate::error::{BadInput, Outcome};
 mod benchmark;
 mod check;
 mod export;
+mod manual;
 mod report;
 mod rewards;
 mod run;
@@ -52,6 +53,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Export(args) => export::run(&args, &mut out),
         Command::Rewards(args) => rewards::run(&args, &mut out),
         Command::Report(args) => report::run(&args, &mut out),
+        Command::Completions(args) => manual::completions(&args, &mut out),
+        Command::Man => manual::man(&mut out),
     }?;
     out.flush()?;
     Ok(outcome)

@@ -21,6 +21,7 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let options = RunOptions {
         worker_binary: worker_binary()?,
         force_new: args.force_new,
+        progress_every: std::time::Duration::from_secs_f64(args.progress_every),
     };
     let dir = super::runtime()?.block_on(campaign::run(config.clone(), options))?;
     let store = Store::open_existing(&dir)?;

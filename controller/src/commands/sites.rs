@@ -15,6 +15,7 @@ use crate::cli::SitesArgs;
 use crate::dispatch::bundle;
 use crate::dispatch::pool::{Answer, Job, Pool, Work};
 use crate::error::{Interrupted, Outcome};
+use crate::logging;
 use crate::store::kept;
 
 pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -71,11 +72,11 @@ async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) 
             let bundle = Arc::new(bundle::pack(&spec.sources)?);
             match kept::load_discovery(&config.store, &bundle.hash, spec) {
                 Some((kept, path)) => {
-                    eprintln!(
-                        "kiln: decision points of {} from {} (an earlier discovery; delete it to discover again)",
+                    logging::note(format_args!(
+                        "decision points of {} from {} (an earlier discovery; delete it to discover again)",
                         spec.name,
                         path.display()
-                    );
+                    ));
                     kept
                 }
                 None => {

@@ -365,8 +365,7 @@ fn route(waiters: &Waiters, response: Response, name: &str) {
         }
         Response::Progress { message, .. } => {
             // For the person waiting on a discovery; the answer follows.
-            eprintln!("kiln: {name}: {message}");
-            tracing::info!(worker = name, "{message}");
+            crate::logging::note(format_args!("{name}: {message}"));
             return;
         }
         Response::Pong { .. } => return,
