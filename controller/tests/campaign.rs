@@ -8,6 +8,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::campaign::trajectory;
 use common::*;
 use kiln_controller::store::{StepRecord, Store};
 
@@ -48,21 +49,6 @@ fn setup(config: &str) -> tempfile::TempDir {
 fn steps(dir: &Path) -> Vec<StepRecord> {
     let store = Store::open(&dir.join("store")).unwrap();
     store.steps(None).map(Result::unwrap).collect()
-}
-
-/// What must be identical between an interrupted and an uninterrupted run.
-fn trajectory(steps: &[StepRecord]) -> Vec<(u32, String, Option<f64>, bool)> {
-    steps
-        .iter()
-        .map(|s| {
-            (
-                s.key.step,
-                s.decision_hash.to_string(),
-                s.objective,
-                s.decision.as_ref().unwrap().accepted,
-            )
-        })
-        .collect()
 }
 
 #[test]
