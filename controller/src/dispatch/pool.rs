@@ -298,18 +298,13 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                 let watch = self.slurm.as_ref().expect("a Slurm worker has a job watch");
                 let connect_timeout = Duration::from_secs_f64(t.connect_s);
                 let binary = &self.settings.worker_binary;
-                let channel = super::slurm::open_slurm(slurm, connect_timeout, binary, watch)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("{e:#}"));
+                let channel =
+                    super::slurm::open_slurm(slurm, connect_timeout, binary, watch).await?;
                 let heartbeat = Heartbeat {
                     hello_timeout: SLURM_HELLO,
                     ..self.heartbeat()
                 };
-                let opened = match channel {
-                    Ok(channel) => Connection::open(self.spec.name(), channel, heartbeat).await,
-                    Err(e) => Err(e),
-                };
-                return match opened {
+                return match Connection::open(self.spec.name(), channel, heartbeat).await {
                     Ok(conn) => {
                         watch.running(conn.capabilities.slurm_job);
                         Ok(conn)
@@ -353,9 +348,8 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                 }
                 Err(e) => {
                     allocations_lost += 1;
-                    if self.give_up(allocations_lost, &format!("{e:#}")) {
-                        return;
-                    }
+                    self.give_up_if_spent(allocations_lost, &format!("{e:#}"))
+                        .await;
                     tracing::warn!(worker = %name, "cannot connect: {e:#}; retrying in {backoff:?}");
                     self.set_state(WorkerState::Unreachable(format!("{e:#}")));
                     tokio::time::sleep(backoff).await;
@@ -397,21 +391,20 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             } else {
                 allocations_lost + 1
             };
-            if self.give_up(allocations_lost, &reason) {
-                return;
-            }
+            self.give_up_if_spent(allocations_lost, &reason).await;
             self.rest_after_loss(reason, losses_in_a_row).await;
         }
     }
 
-    /// Whether a Slurm worker whose last `lost` allocations in a row ended or never started
-    /// (the last because of `reason`) has used up its retries; it is then marked unfit.
-    fn give_up(&self, lost: u32, reason: &str) -> bool {
+    /// Gives a Slurm worker up once its last `lost` allocations in a row ended or never started
+    /// (the last because of `reason`) and its retries are spent: it is unfit from then on, and
+    /// this never returns (the supervisor stays, so that the pool's answers do not end).
+    async fn give_up_if_spent(&self, lost: u32, reason: &str) {
         let WorkerSpec::Slurm(slurm) = &self.spec else {
-            return false;
+            return;
         };
         if lost <= slurm.retries {
-            return false;
+            return;
         }
         let why = format!(
             "gave up after {lost} Slurm allocations in a row that ended or never started \
@@ -420,7 +413,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
         );
         tracing::error!(worker = %slurm.name, "{why}");
         self.set_state(WorkerState::Unfit(why));
-        true
+        std::future::pending::<()>().await;
     }
 
     /// Records a connected worker's state (`Ok`: taking jobs) and the capabilities it announced.

@@ -240,7 +240,9 @@ pub async fn open_slurm(
     }
     let who = || format!("slurm worker '{}'", spec.name);
     let rundir = PathBuf::from(&spec.rundir);
-    let worker = deploy_local(binary, &rundir).await.with_context(who)?;
+    let worker = deploy_local(binary, &rundir, &spec.name)
+        .await
+        .with_context(who)?;
     let serve_rundir = rundir.join(&spec.name);
     let argv = srun_argv(
         spec,
@@ -288,8 +290,8 @@ impl Drop for Srun {
 }
 
 /// Makes `<rundir>/kiln-worker` (and the CUPTI library, when one lies beside `binary`) copies
-/// of the local files, copying only what differs; the worker's path.
-async fn deploy_local(binary: &Path, rundir: &Path) -> Result<PathBuf> {
+/// of the local files for worker `worker`, copying only what differs; the binary's path.
+async fn deploy_local(binary: &Path, rundir: &Path, worker: &str) -> Result<PathBuf> {
     tokio::fs::create_dir_all(rundir)
         .await
         .with_context(|| format!("cannot create {}", rundir.display()))?;
@@ -310,7 +312,8 @@ async fn deploy_local(binary: &Path, rundir: &Path) -> Result<PathBuf> {
         }
         // Copied under a name of its own, then renamed: a worker starting meanwhile sees the
         // old file or the new one, never half of one.
-        let tmp = rundir.join(format!(".{name}.deploy-{}", std::process::id()));
+        // Named after the worker too: the workers of one controller deploy at once.
+        let tmp = rundir.join(format!(".{name}.deploy-{}-{worker}", std::process::id()));
         tokio::fs::copy(&file, &tmp)
             .await
             .and(tokio::fs::rename(&tmp, &target).await)
