@@ -147,14 +147,22 @@ impl Who {
     }
 }
 
+/// The remote command (program and arguments) that starts `serve`, given the worker binary's
+/// path there.
+pub type ServeCommand = Box<dyn FnOnce(&str) -> Vec<String> + Send>;
+
+/// Takes a remote command's standard error (see [`Launch::stderr`]).
+pub type StderrReader =
+    Box<dyn FnOnce(ChannelReader) -> Option<tokio::task::JoinHandle<()>> + Send>;
+
 /// How the worker's `serve` is started once `kiln-worker` is in place.
 pub struct Launch {
-    /// The remote command (program and arguments), given the worker binary's path there.
-    pub argv: Box<dyn FnOnce(&str) -> Vec<String> + Send>,
+    /// The remote command.
+    pub argv: ServeCommand,
     /// Takes the remote command's standard error; the task it returns, if any, ends with the
     /// session (`None`: the reader reads on to the end, what a command says as it exits
     /// included).
-    pub stderr: Box<dyn FnOnce(ChannelReader) -> Option<tokio::task::JoinHandle<()>> + Send>,
+    pub stderr: StderrReader,
 }
 
 /// Connects to an SSH worker, deploys `kiln-worker` if needed, and starts
