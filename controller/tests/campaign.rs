@@ -8,33 +8,13 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::campaign::{synthetic_config_on, trajectory};
 use common::*;
 use kiln_controller::store::{StepRecord, Store};
 
-/// A synthetic knob campaign: cost (callgrind instructions) is a known function
-/// of ten binary knobs with a unique optimum 1 1 1 0 1 0 1 0 1 0.
+/// The synthetic campaign on one local worker of two slots.
 fn synthetic_config(steps: u32, seed: u64, parallel: u32) -> String {
-    format!(
-        r#"(campaign
-  (name synthetic)
-  (store "store")
-  (objective (metric instructions) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments
-    ((benchmark synthetic)
-     (search (simulated-annealing (steps {steps}) (t-max 0.3) (t-min 0.005)))
-     (chains 1) (seed {seed}) (parallel {parallel})))
-  (benchmarks
-    ((name synthetic) (kind knobs)
-     (knobs (x0 0 1) (x1 0 1) (x2 0 1) (x3 0 1) (x4 0 1) (x5 0 1) (x6 0 1) (x7 0 1) (x8 0 1) (x9 0 1))
-     (sources "benchmarks/synthetic")
-     (build ("cc" "-O1" "main.c" "-o" "bench"))
-     (run ("./bench" "{{x0}}" "{{x1}}" "{{x2}}" "{{x3}}" "{{x4}}" "{{x5}}" "{{x6}}" "{{x7}}" "{{x8}}" "{{x9}}" "300"))
-     (check-output none)
-     (timeout-s 30)))
-  (workers (local (slots 2))))
-"#
-    )
+    synthetic_config_on(steps, seed, parallel, "(workers (local (slots 2)))")
 }
 
 fn setup(config: &str) -> tempfile::TempDir {
@@ -48,21 +28,6 @@ fn setup(config: &str) -> tempfile::TempDir {
 fn steps(dir: &Path) -> Vec<StepRecord> {
     let store = Store::open(&dir.join("store")).unwrap();
     store.steps(None).map(Result::unwrap).collect()
-}
-
-/// What must be identical between an interrupted and an uninterrupted run.
-fn trajectory(steps: &[StepRecord]) -> Vec<(u32, String, Option<f64>, bool)> {
-    steps
-        .iter()
-        .map(|s| {
-            (
-                s.key.step,
-                s.decision_hash.to_string(),
-                s.objective,
-                s.decision.as_ref().unwrap().accepted,
-            )
-        })
-        .collect()
 }
 
 #[test]

@@ -394,6 +394,46 @@ pub enum WorkerSpec {
     },
     /// A worker reached over SSH.
     Ssh(SshWorker),
+    /// A worker in a Slurm allocation of its own, started by `srun`.
+    Slurm(SlurmWorker),
+}
+
+/// A worker in a Slurm allocation of its own: `srun` (on the controller's machine or on a
+/// login node over SSH) asks for one node and starts `kiln-worker serve` there, speaking the
+/// protocol over srun's standard input and output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SlurmWorker {
+    /// The worker's name (`NAME-1`..`NAME-N` for an entry of `(nodes N)`).
+    pub name: String,
+    /// The partition (`srun --partition`); `None`: the cluster's default.
+    pub partition: Option<String>,
+    /// Steps run at once.
+    pub slots: u32,
+    /// CPUs Slurm allocates (`srun --cpus-per-task`); `None`: Slurm's default.
+    pub cpus_per_task: Option<u32>,
+    /// GPUs Slurm allocates (`srun --gpus-per-task`); `None`: none asked for.
+    pub gpus_per_task: Option<u32>,
+    /// The allocation's time limit in Slurm's format (`srun --time`, e.g. `7-00:00:00`).
+    pub time: Option<String>,
+    /// More arguments for srun, put before the worker's command.
+    pub srun_args: Vec<String>,
+    /// Folder for kiln's files, on a filesystem the compute nodes share with the machine
+    /// that runs srun: `kiln-worker` is deployed there, and each worker works in
+    /// `<rundir>/<name>`.
+    pub rundir: String,
+    /// A kiln-worker binary built for the nodes' platform, deployed instead of ours.
+    pub worker_binary: Option<PathBuf>,
+    /// New allocations asked for in a row after one ends or never starts, before the
+    /// worker is given up.
+    pub retries: u32,
+    /// The login node to run srun on (its `rundir`, `slots`, CPUs and GPUs are unused);
+    /// `None`: srun runs on the controller's machine.
+    pub via_ssh: Option<SshWorker>,
+}
+
+impl SlurmWorker {
+    /// Default `(retries N)`.
+    pub const DEFAULT_RETRIES: u32 = 3;
 }
 
 /// A worker reached over SSH.
@@ -442,6 +482,7 @@ impl WorkerSpec {
         match self {
             WorkerSpec::Local { name, .. } => name,
             WorkerSpec::Ssh(s) => &s.name,
+            WorkerSpec::Slurm(s) => &s.name,
         }
     }
 
@@ -450,6 +491,7 @@ impl WorkerSpec {
         match self {
             WorkerSpec::Local { slots, .. } => *slots,
             WorkerSpec::Ssh(s) => s.slots,
+            WorkerSpec::Slurm(s) => s.slots,
         }
     }
 
@@ -458,6 +500,8 @@ impl WorkerSpec {
         match self {
             WorkerSpec::Local { cpus, .. } => cpus,
             WorkerSpec::Ssh(s) => &s.cpus,
+            // Slurm picks the CPUs and GPUs of an allocation; its tasks see only those.
+            WorkerSpec::Slurm(_) => &[],
         }
     }
 
@@ -466,6 +510,7 @@ impl WorkerSpec {
         match self {
             WorkerSpec::Local { gpus, .. } => gpus,
             WorkerSpec::Ssh(s) => &s.gpus,
+            WorkerSpec::Slurm(_) => &[],
         }
     }
 }
@@ -648,17 +693,18 @@ impl CampaignConfig {
         let mut workers: Vec<WorkerSpec> = Vec::new();
         let mut worker_names = HashSet::new();
         for (i, entry) in decode::entries(&workers_field)?.iter().enumerate() {
-            let w = worker(src, entry, i)?;
-            if !worker_names.insert(w.name().to_string()) {
-                return Err(src.error(
-                    entry.pos,
-                    format!(
-                        "two workers are named '{}'; give one a (name ...)",
-                        w.name()
-                    ),
-                ));
+            for w in worker(src, entry, i)? {
+                if !worker_names.insert(w.name().to_string()) {
+                    return Err(src.error(
+                        entry.pos,
+                        format!(
+                            "two workers are named '{}'; give one a (name ...)",
+                            w.name()
+                        ),
+                    ));
+                }
+                workers.push(w);
             }
-            workers.push(w);
         }
         let calibration = match rec.opt("calibration") {
             Some(f) => Some(calibration(src, &f, &benchmarks)?),
@@ -1501,7 +1547,8 @@ const SSH_FIELDS: &[&str] = &[
     "worker-binary",
 ];
 
-fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpError> {
+/// The workers of one entry: one, or `N` for a `(slurm (nodes N) ...)`.
+fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<Vec<WorkerSpec>, SexpError> {
     // Accept both `(local ...)` and the wrapped `((local ...))`.
     let node = match node.as_list() {
         Some([inner]) if inner.as_list().is_some() => inner,
@@ -1516,7 +1563,7 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
             let rec = Record::open(src, node, "local worker", Some("local"), LOCAL_FIELDS)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
             let (cpus, gpus) = slot_devices(src, &rec, slots)?;
-            Ok(WorkerSpec::Local {
+            Ok(vec![WorkerSpec::Local {
                 name: rec.opt_value("name", decode::name)?.unwrap_or_else(|| {
                     if index == 0 {
                         "local".into()
@@ -1527,49 +1574,17 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
                 slots,
                 cpus,
                 gpus,
-            })
+            }])
         }
         Some("ssh") => {
             let rec = Record::open(src, node, "ssh worker", Some("ssh"), SSH_FIELDS)?;
-            let host = rec.req_value("host", decode::string)?;
+            let login = ssh_login(src, &rec)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
             let (cpus, gpus) = slot_devices(src, &rec, slots)?;
-            let port = match rec.opt("port") {
-                Some(f) => {
-                    let node = f.one()?;
-                    let v = decode::uint(src, node, "port")?;
-                    u16::try_from(v).ok().filter(|p| *p > 0).ok_or_else(|| {
-                        src.error(node.pos, format!("port {v} is outside 1..65535"))
-                    })?
-                }
-                None => 22,
-            };
-            let host_key_check = match rec.opt("host-key-check") {
-                Some(f) => match decode::choice(
-                    src,
-                    f.one()?,
-                    "host-key-check",
-                    &["strict", "accept-new", "off"],
-                )? {
-                    "accept-new" => HostKeyCheck::AcceptNew,
-                    "off" => HostKeyCheck::Off,
-                    _ => HostKeyCheck::Strict,
-                },
-                None => HostKeyCheck::Strict,
-            };
-            Ok(WorkerSpec::Ssh(SshWorker {
+            Ok(vec![WorkerSpec::Ssh(SshWorker {
                 name: rec
                     .opt_value("name", decode::name)?
-                    .unwrap_or_else(|| host.clone()),
-                user: rec.opt_value("user", decode::text)?,
-                port,
-                identity: rec
-                    .opt_value("identity", decode::string)?
-                    .map(PathBuf::from),
-                known_hosts: rec
-                    .opt_value("known-hosts", decode::string)?
-                    .map(PathBuf::from),
-                host_key_check,
+                    .unwrap_or_else(|| login.host.clone()),
                 rundir: rec.req_value("rundir", decode::string)?,
                 slots,
                 cpus,
@@ -1577,17 +1592,154 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<WorkerSpec, SexpErr
                 worker_binary: rec
                     .opt_value("worker-binary", decode::string)?
                     .map(PathBuf::from),
-                host,
-            }))
+                ..login
+            })])
         }
+        Some("slurm") => slurm_workers(src, node, index),
         _ => Err(src.error(
             node.pos,
             format!(
-                "expected a worker: (local ...) or (ssh ...), found `{}`",
+                "expected a worker: (local ...), (ssh ...) or (slurm ...), found `{}`",
                 decode::short(node)
             ),
         )),
     }
+}
+
+const SLURM_FIELDS: &[&str] = &[
+    "name",
+    "partition",
+    "nodes",
+    "slots",
+    "cpus-per-task",
+    "gpus-per-task",
+    "time",
+    "srun-args",
+    "rundir",
+    "worker-binary",
+    "retries",
+    "via-ssh",
+];
+const VIA_SSH_FIELDS: &[&str] = &[
+    "host",
+    "user",
+    "port",
+    "identity",
+    "known-hosts",
+    "host-key-check",
+];
+
+/// The login fields of an `(ssh ...)` or `(via-ssh ...)` record; the rest as for a worker
+/// named after the host, of one slot, with no rundir.
+fn ssh_login(src: Src<'_>, rec: &Record<'_>) -> Result<SshWorker, SexpError> {
+    let host = rec.req_value("host", decode::string)?;
+    let port = match rec.opt("port") {
+        Some(f) => {
+            let node = f.one()?;
+            let v = decode::uint(src, node, "port")?;
+            u16::try_from(v)
+                .ok()
+                .filter(|p| *p > 0)
+                .ok_or_else(|| src.error(node.pos, format!("port {v} is outside 1..65535")))?
+        }
+        None => 22,
+    };
+    let host_key_check = match rec.opt("host-key-check") {
+        Some(f) => match decode::choice(
+            src,
+            f.one()?,
+            "host-key-check",
+            &["strict", "accept-new", "off"],
+        )? {
+            "accept-new" => HostKeyCheck::AcceptNew,
+            "off" => HostKeyCheck::Off,
+            _ => HostKeyCheck::Strict,
+        },
+        None => HostKeyCheck::Strict,
+    };
+    Ok(SshWorker {
+        name: host.clone(),
+        user: rec.opt_value("user", decode::text)?,
+        port,
+        identity: rec
+            .opt_value("identity", decode::string)?
+            .map(PathBuf::from),
+        known_hosts: rec
+            .opt_value("known-hosts", decode::string)?
+            .map(PathBuf::from),
+        host_key_check,
+        rundir: String::new(),
+        slots: 1,
+        cpus: Vec::new(),
+        gpus: Vec::new(),
+        worker_binary: None,
+        host,
+    })
+}
+
+/// A value srun takes as one option argument: non-empty, no whitespace or control characters.
+fn srun_value(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpError> {
+    let v = decode::text(src, node, field)?;
+    if v.is_empty() || v.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(src.error(
+            node.pos,
+            format!("{field} {v:?} must be a non-empty word without spaces"),
+        ));
+    }
+    Ok(v)
+}
+
+/// The workers of a `(slurm ...)` entry: one per node, named `NAME-1`..`NAME-N` when
+/// `(nodes N)` is more than 1.
+fn slurm_workers(src: Src<'_>, node: &Sexp, index: usize) -> Result<Vec<WorkerSpec>, SexpError> {
+    let rec = Record::open(src, node, "slurm worker", Some("slurm"), SLURM_FIELDS)?;
+    let name = rec
+        .opt_value("name", decode::name)?
+        .unwrap_or_else(|| format!("slurm-{index}"));
+    let nodes = rec.opt_value("nodes", decode::positive32)?.unwrap_or(1);
+    let rundir = rec.req_value("rundir", decode::string)?;
+    let worker_binary = rec
+        .opt_value("worker-binary", decode::string)?
+        .map(PathBuf::from);
+    let via_ssh = match rec.opt("via-ssh") {
+        Some(f) => Some(SshWorker {
+            name: name.clone(),
+            rundir: rundir.clone(),
+            worker_binary: worker_binary.clone(),
+            ..ssh_login(src, &field_record(src, &f, VIA_SSH_FIELDS)?)?
+        }),
+        None => None,
+    };
+    let worker = SlurmWorker {
+        name: name.clone(),
+        partition: rec.opt_value("partition", srun_value)?,
+        slots: rec.opt_value("slots", decode::positive32)?.unwrap_or(1),
+        cpus_per_task: rec.opt_value("cpus-per-task", decode::positive32)?,
+        gpus_per_task: rec.opt_value("gpus-per-task", decode::positive32)?,
+        time: rec.opt_value("time", srun_value)?,
+        srun_args: rec
+            .opt_value("srun-args", decode::string_list)?
+            .unwrap_or_default(),
+        rundir,
+        worker_binary,
+        retries: rec
+            .opt_value("retries", decode::uint32)?
+            .unwrap_or(SlurmWorker::DEFAULT_RETRIES),
+        via_ssh,
+    };
+    if nodes == 1 {
+        return Ok(vec![WorkerSpec::Slurm(worker)]);
+    }
+    Ok((1..=nodes)
+        .map(|k| {
+            let mut w = worker.clone();
+            w.name = format!("{name}-{k}");
+            if let Some(login) = &mut w.via_ssh {
+                login.name.clone_from(&w.name);
+            }
+            WorkerSpec::Slurm(w)
+        })
+        .collect())
 }
 
 /// A worker's `(cpus ...)` and `(gpus ...)`: each, where given, has one or more per slot.
@@ -1635,28 +1787,8 @@ impl WorkerSpec {
                 f("local", fields)
             }
             WorkerSpec::Ssh(s) => {
-                let mut fields = vec![
-                    f("name", vec![name_sexp(&s.name)]),
-                    f("host", vec![Sexp::string(s.host.clone())]),
-                ];
-                if let Some(u) = &s.user {
-                    fields.push(f("user", vec![name_sexp(u)]));
-                }
-                fields.push(f("port", vec![int(u32::from(s.port))]));
-                if let Some(i) = &s.identity {
-                    fields.push(f("identity", vec![path_sexp(i)]));
-                }
-                if let Some(k) = &s.known_hosts {
-                    fields.push(f("known-hosts", vec![path_sexp(k)]));
-                }
-                fields.push(f(
-                    "host-key-check",
-                    vec![Sexp::symbol(match s.host_key_check {
-                        HostKeyCheck::Strict => "strict",
-                        HostKeyCheck::AcceptNew => "accept-new",
-                        HostKeyCheck::Off => "off",
-                    })],
-                ));
+                let mut fields = vec![f("name", vec![name_sexp(&s.name)])];
+                fields.extend(ssh_login_sexp(s));
                 fields.push(f("rundir", vec![Sexp::string(s.rundir.clone())]));
                 fields.push(f("slots", vec![int(s.slots)]));
                 fields.push(f("cpus", vec![cpu_list(&s.cpus)]));
@@ -1668,6 +1800,60 @@ impl WorkerSpec {
                 }
                 f("ssh", fields)
             }
+            WorkerSpec::Slurm(s) => {
+                let word = |v: &str| Sexp::string(v.to_string());
+                let mut fields = vec![f("name", vec![name_sexp(&s.name)])];
+                if let Some(p) = &s.partition {
+                    fields.push(f("partition", vec![word(p)]));
+                }
+                fields.push(f("slots", vec![int(s.slots)]));
+                if let Some(c) = s.cpus_per_task {
+                    fields.push(f("cpus-per-task", vec![int(c)]));
+                }
+                if let Some(g) = s.gpus_per_task {
+                    fields.push(f("gpus-per-task", vec![int(g)]));
+                }
+                if let Some(t) = &s.time {
+                    fields.push(f("time", vec![word(t)]));
+                }
+                if !s.srun_args.is_empty() {
+                    fields.push(f("srun-args", vec![strings(&s.srun_args)]));
+                }
+                fields.push(f("rundir", vec![word(&s.rundir)]));
+                if let Some(b) = &s.worker_binary {
+                    fields.push(f("worker-binary", vec![path_sexp(b)]));
+                }
+                fields.push(f("retries", vec![int(s.retries)]));
+                if let Some(login) = &s.via_ssh {
+                    fields.push(f("via-ssh", ssh_login_sexp(login)));
+                }
+                f("slurm", fields)
+            }
         }
     }
+}
+
+/// The login fields of an SSH worker or a Slurm worker's login node.
+fn ssh_login_sexp(s: &SshWorker) -> Vec<Sexp> {
+    let f = Sexp::field;
+    let mut fields = vec![f("host", vec![Sexp::string(s.host.clone())])];
+    if let Some(u) = &s.user {
+        fields.push(f("user", vec![name_sexp(u)]));
+    }
+    fields.push(f("port", vec![int(u32::from(s.port))]));
+    if let Some(i) = &s.identity {
+        fields.push(f("identity", vec![path_sexp(i)]));
+    }
+    if let Some(k) = &s.known_hosts {
+        fields.push(f("known-hosts", vec![path_sexp(k)]));
+    }
+    fields.push(f(
+        "host-key-check",
+        vec![Sexp::symbol(match s.host_key_check {
+            HostKeyCheck::Strict => "strict",
+            HostKeyCheck::AcceptNew => "accept-new",
+            HostKeyCheck::Off => "off",
+        })],
+    ));
+    fields
 }

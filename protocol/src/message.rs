@@ -556,6 +556,9 @@ pub struct Capabilities {
     pub limits: LimitSupport,
     /// Versions of compilers asked about (`clang`, `rustc`, …).
     pub compilers: BTreeMap<String, String>,
+    /// The Slurm job the worker runs in (`SLURM_JOB_ID`), if any.
+    #[serde(default)]
+    pub slurm_job: Option<u64>,
 }
 
 fn not_reported() -> Result<String, String> {

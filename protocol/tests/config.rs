@@ -439,3 +439,68 @@ fn every_name_kiln_may_file_something_under_is_checked() {
         assert!(err.contains("' cannot be a name: "), "{err}");
     }
 }
+
+#[test]
+fn a_slurm_entry_of_n_nodes_is_n_workers_and_round_trips() {
+    let slurm = r#"((slurm (name gpu) (partition "a100") (nodes 3) (slots 2) (cpus-per-task 8)
+        (gpus-per-task 1) (time "7-00:00:00") (srun-args ("--exclusive")) (rundir "/shared/kiln")
+        (via-ssh (host "login1") (user "me") (port 2200))))
+    ((slurm (name one) (rundir "kiln")))"#;
+    let text = SKETCH.replace(
+        "((ssh (host \"10.0.0.2\") (user \"bench\") (rundir \"/home/bench/kiln\") (slots 2) (cpus (2 3))))",
+        slurm,
+    );
+    let c = CampaignConfig::parse(&text, "slurm.sexp").unwrap();
+    let names: Vec<&str> = c.workers.iter().map(WorkerSpec::name).collect();
+    assert_eq!(names, ["local", "gpu-1", "gpu-2", "gpu-3", "one"]);
+    let WorkerSpec::Slurm(gpu2) = &c.workers[2] else {
+        panic!("expected a slurm worker, got {:?}", c.workers[2]);
+    };
+    assert_eq!(gpu2.partition.as_deref(), Some("a100"));
+    assert_eq!(
+        (gpu2.slots, gpu2.cpus_per_task, gpu2.gpus_per_task),
+        (2, Some(8), Some(1))
+    );
+    assert_eq!(gpu2.time.as_deref(), Some("7-00:00:00"));
+    assert_eq!(gpu2.srun_args, ["--exclusive"]);
+    assert_eq!(gpu2.retries, 3, "the default");
+    let login = gpu2.via_ssh.as_ref().expect("via-ssh");
+    assert_eq!((login.host.as_str(), login.port), ("login1", 2200));
+    assert_eq!(
+        (login.name.as_str(), login.rundir.as_str()),
+        ("gpu-2", "/shared/kiln")
+    );
+    let WorkerSpec::Slurm(one) = &c.workers[4] else {
+        panic!("expected a slurm worker");
+    };
+    assert!(one.partition.is_none() && one.via_ssh.is_none());
+
+    let printed = c.to_text();
+    let again = CampaignConfig::parse(&printed, "printed").unwrap();
+    assert_eq!(c, again, "does not round-trip:\n{printed}");
+    assert_eq!(printed, again.to_text());
+}
+
+#[test]
+fn golden_slurm_errors() {
+    let worker = |w: &str| {
+        SKETCH.replace(
+            "((ssh (host \"10.0.0.2\") (user \"bench\") (rundir \"/home/bench/kiln\") (slots 2) (cpus (2 3))))",
+            w,
+        )
+    };
+    assert_eq!(
+        error_of(&worker(
+            "((slurm (name s) (partition \"a b\") (rundir \"k\")))"
+        )),
+        "prod-configs/x.sexp:13:33: partition \"a b\" must be a non-empty word without spaces"
+    );
+    assert_eq!(
+        error_of(&worker("((slurm (name s)))")),
+        "prod-configs/x.sexp:13:6: missing required field 'rundir' in slurm worker"
+    );
+    assert!(
+        error_of(&worker("((slurm (rundir \"k\") (via-ssh (port 22))))"))
+            .ends_with("missing required field 'host' in via-ssh"),
+    );
+}

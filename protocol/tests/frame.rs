@@ -175,6 +175,7 @@ fn responses() -> Vec<Response> {
                 compilers: BTreeMap::new(),
                 gpu_time: Ok("/opt/kiln/libkiln_cupti.so".into()),
                 limits: Default::default(),
+                slurm_job: Some(42),
             }),
         },
         Response::Prepared { hash },

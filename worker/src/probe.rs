@@ -56,6 +56,10 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
             .iter()
             .filter_map(|c| Some((c.clone(), compiler_version(c)?)))
             .collect(),
+        // Slurm sets it in every task; the controller shows which job a worker is.
+        slurm_job: std::env::var("SLURM_JOB_ID")
+            .ok()
+            .and_then(|id| id.parse().ok()),
     }
 }
 

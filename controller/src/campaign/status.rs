@@ -15,6 +15,7 @@ use kiln_protocol::CampaignConfig;
 
 use crate::dispatch::calibration::SlotCalibration;
 use crate::dispatch::pool::StatusBoard;
+use crate::dispatch::slurm::SlurmJob;
 use crate::store::{layout, now_ms, ChainState, ExperimentInfo, Store};
 
 /// A campaign's status.
@@ -90,6 +91,9 @@ pub struct WorkerRow {
     /// Per slot: calibration figures and verdict (empty without calibration).
     #[serde(default)]
     pub calibration: Vec<SlotCalibration>,
+    /// A Slurm worker's current job: its id and where it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job: Option<SlurmJob>,
 }
 
 fn chain_rows(
@@ -146,6 +150,7 @@ pub fn write_snapshot(
             steps: s.jobs_done,
             losses: s.losses,
             calibration: s.calibration.clone(),
+            slurm_job: s.slurm.as_ref().map(|w| w.job()),
         })
         .collect();
     let report = Report {
@@ -202,6 +207,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
                 steps,
                 losses: 0,
                 calibration: Vec::new(),
+                slurm_job: None,
             })
             .collect(),
     })

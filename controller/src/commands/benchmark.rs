@@ -143,6 +143,10 @@ fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
             ssh.gpus = first.gpus;
             WorkerSpec::Ssh(ssh)
         }
+        WorkerSpec::Slurm(mut slurm) => {
+            slurm.slots = 1;
+            WorkerSpec::Slurm(slurm)
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use anyhow::Result;
 use crate::campaign::status::{self, Report};
 use crate::cli::StatusArgs;
 use crate::dispatch::calibration::cells;
+use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
 use crate::text::{format_secs, format_value};
 
@@ -105,8 +106,8 @@ fn render(report: &Report) -> String {
         let minutes = end.saturating_sub(start) as f64 / 60_000.0;
         let _ = writeln!(
             out,
-            "\n{:<20} {:>8} {:>10} {:>7} {:<16}  state",
-            "worker", "steps", "steps/min", "losses", "calibration ms"
+            "\n{:<20} {:>8} {:>10} {:>7} {:<16} {:<18}  state",
+            "worker", "steps", "steps/min", "losses", "calibration ms", "slurm job"
         );
         for w in &report.workers {
             let rate = if minutes > 0.0 {
@@ -116,12 +117,13 @@ fn render(report: &Report) -> String {
             };
             let _ = writeln!(
                 out,
-                "{:<20} {:>8} {:>10} {:>7} {:<16}  {}",
+                "{:<20} {:>8} {:>10} {:>7} {:<16} {:<18}  {}",
                 w.name,
                 w.steps,
                 rate,
                 w.losses,
                 cells(&w.calibration),
+                job_cell(w.slurm_job.as_ref()),
                 w.state
             );
         }

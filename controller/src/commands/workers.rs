@@ -13,6 +13,7 @@ use kiln_protocol::CampaignConfig;
 use crate::cli::WorkersArgs;
 use crate::dispatch::calibration::{cells, Calibrator};
 use crate::dispatch::pool::{Pool, WorkerState, WorkerStatus};
+use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
 
 pub(super) fn run(args: &WorkersArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -104,8 +105,8 @@ fn workers_table(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:<16} {:<24} {:>5} {:<32} {:<28} {:<10} {:<16}  status",
-        "worker", "host", "slots", "cpu", "counters", "gpus", "calibration ms"
+        "{:<16} {:<24} {:>5} {:<32} {:<28} {:<10} {:<16} {:<18}  status",
+        "worker", "host", "slots", "cpu", "counters", "gpus", "calibration ms", "slurm job"
     );
     let mut all_ok = true;
     for spec in &config.workers {
@@ -114,7 +115,7 @@ fn workers_table(
         let (cpu, counters, gpus) = capability_cells(s.capabilities.as_ref());
         let _ = writeln!(
             out,
-            "{:<16} {:<24} {:>5} {:<32.32} {:<28.28} {:<10} {:<16}  {}",
+            "{:<16} {:<24} {:>5} {:<32.32} {:<28.28} {:<10} {:<16} {:<18}  {}",
             spec.name(),
             s.address,
             spec.slots(),
@@ -122,6 +123,7 @@ fn workers_table(
             counters,
             gpus,
             cells(&s.calibration),
+            job_cell(s.slurm.as_ref().map(|w| w.job()).as_ref()),
             s.state
         );
     }

@@ -415,6 +415,7 @@ mod tests {
             compilers: Default::default(),
             gpu_time: Err("no GPU".into()),
             limits: Default::default(),
+            slurm_job: None,
         }
     }
 

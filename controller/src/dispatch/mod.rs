@@ -2,7 +2,7 @@
 //! of every worker busy from one queue and hands each answer back with its
 //! submitter's tag; [`slot`] says where a slot's steps run; [`calibration`]
 //! watches slots for drift; [`connection`] speaks the protocol with one
-//! worker over a [`transport`] channel (a local child or [`ssh`]); [`bundle`]
+//! worker over a [`transport`] channel (a local child, [`ssh`] or [`slurm`]); [`bundle`]
 //! packs a benchmark's sources.
 //!
 //! Dispatch owns no campaign state and writes nothing to the store: it only
@@ -14,5 +14,6 @@ pub(crate) mod calibration;
 mod connection;
 pub(crate) mod pool;
 pub(crate) mod slot;
+pub mod slurm;
 pub mod ssh;
 pub(crate) mod transport;

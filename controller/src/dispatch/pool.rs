@@ -26,6 +26,7 @@ use kiln_protocol::{StepId, StepOutcome, StepRequest, StepResult};
 use super::calibration::{Calibrator, SlotCalibration, RECHECK};
 use super::connection::{Connection, Heartbeat, Lost, VersionMismatch};
 use super::slot::SlotPlace;
+use super::slurm::JobWatch;
 use super::transport;
 use crate::store::{layout, now_ms};
 
@@ -126,6 +127,8 @@ pub struct WorkerStatus {
     pub losses: u64,
     /// Per slot: calibration figures and verdict (all default without calibration).
     pub calibration: Vec<SlotCalibration>,
+    /// A Slurm worker's current job.
+    pub slurm: Option<Arc<JobWatch>>,
 }
 
 /// Shared view of every worker's status.
@@ -191,6 +194,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
         let supervisors = workers
             .iter()
             .map(|spec| {
+                let slurm = matches!(spec, WorkerSpec::Slurm(_)).then(Arc::default);
                 board.lock().expect("not poisoned").insert(
                     spec.name().to_string(),
                     WorkerStatus {
@@ -200,6 +204,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
                         jobs_done: 0,
                         losses: 0,
                         calibration: vec![SlotCalibration::default(); spec.slots() as usize],
+                        slurm: slurm.clone(),
                     },
                 );
                 let supervisor = Supervisor {
@@ -210,6 +215,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
                     done: done_tx.clone(),
                     board: board.clone(),
                     ids: ids.clone(),
+                    slurm,
                 };
                 tokio::spawn(supervisor.run())
             })
@@ -238,6 +244,7 @@ fn address_of(spec: &WorkerSpec) -> String {
             s.host,
             s.port
         ),
+        WorkerSpec::Slurm(s) => super::slurm::address(s),
     }
 }
 
@@ -249,7 +256,13 @@ struct Supervisor<K> {
     done: mpsc::UnboundedSender<Done<K>>,
     board: StatusBoard,
     ids: Arc<AtomicU64>,
+    /// A Slurm worker's job.
+    slurm: Option<Arc<JobWatch>>,
 }
+
+/// How long a Slurm worker's hello may take: a job may wait in the queue for days, and srun
+/// ends by itself when it cannot have an allocation.
+const SLURM_HELLO: Duration = Duration::from_secs(365 * 24 * 3600);
 
 impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
     fn set_state(&self, state: WorkerState) {
@@ -281,19 +294,47 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                 .await?
                 .channel
             }
+            WorkerSpec::Slurm(slurm) => {
+                let watch = self.slurm.as_ref().expect("a Slurm worker has a job watch");
+                let connect_timeout = Duration::from_secs_f64(t.connect_s);
+                let binary = &self.settings.worker_binary;
+                let channel =
+                    super::slurm::open_slurm(slurm, connect_timeout, binary, watch).await?;
+                let heartbeat = Heartbeat {
+                    hello_timeout: SLURM_HELLO,
+                    ..self.heartbeat()
+                };
+                return match Connection::open(self.spec.name(), channel, heartbeat).await {
+                    Ok(conn) => {
+                        watch.running(conn.capabilities.slurm_job);
+                        Ok(conn)
+                    }
+                    Err(e) => Err(anyhow::anyhow!(
+                        "slurm worker '{}': {}",
+                        slurm.name,
+                        watch.why_ended(&format!("{e:#}")).await
+                    )),
+                };
+            }
         };
-        let heartbeat = Heartbeat {
+        Connection::open(self.spec.name(), channel, self.heartbeat()).await
+    }
+
+    fn heartbeat(&self) -> Heartbeat {
+        let t = &self.settings.timeouts;
+        Heartbeat {
             interval: Duration::from_secs_f64(t.heartbeat_s),
             lost_after: Duration::from_secs_f64(t.lost_after_s),
             hello_timeout: Duration::from_secs_f64(t.connect_s),
-        };
-        Connection::open(self.spec.name(), channel, heartbeat).await
+        }
     }
 
     async fn run(self) {
         let name = self.spec.name().to_string();
         let mut backoff = Duration::from_secs(1);
         let mut losses_in_a_row = 0u32;
+        // Slurm allocations in a row that ended or never started without finishing a job.
+        let mut allocations_lost = 0u32;
         loop {
             let conn = match self.connect().await {
                 Ok(conn) => conn,
@@ -306,6 +347,9 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                     continue;
                 }
                 Err(e) => {
+                    allocations_lost += 1;
+                    self.give_up_if_spent(allocations_lost, &format!("{e:#}"))
+                        .await;
                     tracing::warn!(worker = %name, "cannot connect: {e:#}; retrying in {backoff:?}");
                     self.set_state(WorkerState::Unreachable(format!("{e:#}")));
                     tokio::time::sleep(backoff).await;
@@ -337,9 +381,39 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             }
             drop(conn);
             losses_in_a_row = tally.losses_in_a_row(losses_in_a_row, connected_at.elapsed());
+            let reason = match &self.slurm {
+                Some(watch) => watch.why_ended(&reason).await,
+                None => reason,
+            };
             tracing::warn!(worker = %name, "lost: {reason}");
+            allocations_lost = if tally.finished.load(Ordering::Relaxed) > 0 {
+                1
+            } else {
+                allocations_lost + 1
+            };
+            self.give_up_if_spent(allocations_lost, &reason).await;
             self.rest_after_loss(reason, losses_in_a_row).await;
         }
+    }
+
+    /// Gives a Slurm worker up once its last `lost` allocations in a row ended or never started
+    /// (the last because of `reason`) and its retries are spent: it is unfit from then on, and
+    /// this never returns (the supervisor stays, so that the pool's answers do not end).
+    async fn give_up_if_spent(&self, lost: u32, reason: &str) {
+        let WorkerSpec::Slurm(slurm) = &self.spec else {
+            return;
+        };
+        if lost <= slurm.retries {
+            return;
+        }
+        let why = format!(
+            "gave up after {lost} Slurm allocations in a row that ended or never started \
+             (retries {}); the last: {reason}",
+            slurm.retries
+        );
+        tracing::error!(worker = %slurm.name, "{why}");
+        self.set_state(WorkerState::Unfit(why));
+        std::future::pending::<()>().await;
     }
 
     /// Records a connected worker's state (`Ok`: taking jobs) and the capabilities it announced.

@@ -43,7 +43,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio::time::timeout;
 
-use super::transport::{Channel, ChannelGuard};
+use super::transport::{Channel, ChannelGuard, ChannelReader};
 
 /// The worker binary's file name inside the rundir.
 pub const WORKER_FILE: &str = "kiln-worker";
@@ -147,7 +147,26 @@ impl Who {
     }
 }
 
-/// Connects to an SSH worker, deploys `kiln-worker` if needed, and starts `serve`.
+/// The remote command (program and arguments) that starts `serve`, given the worker binary's
+/// path there.
+pub type ServeCommand = Box<dyn FnOnce(&str) -> Vec<String> + Send>;
+
+/// Takes a remote command's standard error (see [`Launch::stderr`]).
+pub type StderrReader =
+    Box<dyn FnOnce(ChannelReader) -> Option<tokio::task::JoinHandle<()>> + Send>;
+
+/// How the worker's `serve` is started once `kiln-worker` is in place.
+pub struct Launch {
+    /// The remote command.
+    pub argv: ServeCommand,
+    /// Takes the remote command's standard error; the task it returns, if any, ends with the
+    /// session (`None`: the reader reads on to the end, what a command says as it exits
+    /// included).
+    pub stderr: StderrReader,
+}
+
+/// Connects to an SSH worker, deploys `kiln-worker` if needed, and starts
+/// `<rundir>/kiln-worker serve --rundir <rundir>`, its log forwarded.
 ///
 /// `local_worker_binary` is uploaded unless `spec.worker_binary` names another (a build for the
 /// worker's platform). Errors name the worker and its address and say what failed: unreachable,
@@ -157,6 +176,30 @@ pub async fn open_ssh(
     spec: &SshWorker,
     connect_timeout: Duration,
     local_worker_binary: &Path,
+) -> Result<SshConnect> {
+    let who = Who {
+        name: spec.name.clone(),
+        addr: address(spec),
+    };
+    let rundir = remote_rundir(spec).map_err(|e| who.err(e))?;
+    let name = spec.name.clone();
+    let launch = Launch {
+        argv: Box::new(move |worker: &str| {
+            [worker, "serve", "--rundir", &rundir]
+                .map(str::to_string)
+                .to_vec()
+        }),
+        stderr: Box::new(move |stderr| Some(super::transport::forward_log(name, stderr))),
+    };
+    open_ssh_launching(spec, connect_timeout, local_worker_binary, launch).await
+}
+
+/// [`open_ssh`], starting the worker with `launch` (through `srun` on a Slurm login node).
+pub async fn open_ssh_launching(
+    spec: &SshWorker,
+    connect_timeout: Duration,
+    local_worker_binary: &Path,
+    launch: Launch,
 ) -> Result<SshConnect> {
     let who = Who {
         name: spec.name.clone(),
@@ -197,7 +240,7 @@ pub async fn open_ssh(
             .await?;
     }
 
-    let channel = start_serve(session, spec, &who, &rundir, &remote_path).await?;
+    let channel = start_serve(session, &who, launch, &remote_path).await?;
     tracing::debug!(
         worker = %spec.name,
         uploaded,
@@ -223,7 +266,10 @@ fn stamp(md: &std::fs::Metadata) -> FileStamp {
 
 /// SHA-256 of a local file (and its bytes when `with_bytes`). Hashes are cached per process
 /// while the file's stamp is unchanged: every worker of a campaign deploys the same binary.
-async fn local_binary(path: &Path, with_bytes: bool) -> Result<(Option<Vec<u8>>, String)> {
+pub(super) async fn local_binary(
+    path: &Path,
+    with_bytes: bool,
+) -> Result<(Option<Vec<u8>>, String)> {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, (FileStamp, String)>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let file_stamp = || async {
@@ -773,37 +819,31 @@ impl Drop for SshGuard {
 
 async fn start_serve(
     session: Session,
-    spec: &SshWorker,
     who: &Who,
-    rundir: &str,
+    launch: Launch,
     remote_path: &str,
 ) -> Result<Channel> {
     let session = Arc::new(session);
+    let argv = (launch.argv)(remote_path);
+    let (program, args) = argv.split_first().expect("a launch names its program");
+    let shown = argv.join(" ");
     let mut child = Arc::clone(&session)
-        .arc_command(remote_path)
-        .arg("serve")
-        .arg("--rundir")
-        .arg(rundir)
+        .arc_command(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .await
-        .map_err(|e| {
-            who.err(format!(
-                "cannot start `{remote_path} serve`: {}",
-                error_chain(&e)
-            ))
-        })?;
+        .map_err(|e| who.err(format!("cannot start `{shown}`: {}", error_chain(&e))))?;
     let stdin = child.stdin().take().expect("stdin is piped");
     let stdout = child.stdout().take().expect("stdout is piped");
     let stderr = child.stderr().take().expect("stderr is piped");
-    let name = spec.name.clone();
-    let forwarder = super::transport::forward_log(name, stderr);
-    tracing::info!(worker = %spec.name, "started {remote_path} serve on {}", who.addr);
+    let forwarder = (launch.stderr)(Box::new(stderr));
+    tracing::info!(worker = %who.name, "started `{shown}` on {}", who.addr);
     let guard = SshGuard {
         child: Some(child),
-        stderr_forwarder: Some(forwarder),
+        stderr_forwarder: forwarder,
         _session: session,
     };
     Ok(Channel {

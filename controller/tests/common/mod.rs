@@ -2,6 +2,8 @@
 
 #![allow(dead_code)] // Each test file uses a different subset.
 
+pub mod campaign;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
