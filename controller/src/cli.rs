@@ -110,6 +110,9 @@ fn positive_seconds(text: &str) -> Result<f64, String> {
 pub struct StatusArgs {
     /// The campaign's store folder.
     pub store: PathBuf,
+    /// Print the report as JSON (the same fields as status.json).
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `kiln sites`.

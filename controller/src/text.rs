@@ -1,20 +1,93 @@
-//! Formatting shared by every command's output: numbers, durations, and the
-//! word for what a worker cannot measure. Commands format with these, never
+//! Formatting shared by every command's output: numbers, durations, tables,
+//! the speed convention, and the word for what a worker cannot measure. Commands format with these, never
 //! with their own variants, so one figure reads the same everywhere.
 
+use comfy_table::{presets, CellAlignment, Table};
+
 use kiln_protocol::Summary;
+
+/// The speed convention of every command, file and plot: a step's objective
+/// over the baseline's, so below 1 is faster (or smaller).
+pub const TIME_RATIO: &str = "time ratio";
+
+/// `objective / baseline`, the [`TIME_RATIO`] (NaN where either is missing).
+pub fn time_ratio(objective: f64, baseline: f64) -> f64 {
+    objective / baseline
+}
+
+/// A time ratio as printed: `0.9731`, or `-` where there is none.
+pub fn format_ratio(ratio: f64) -> String {
+    if ratio.is_finite() {
+        format!("{ratio:.4}")
+    } else {
+        "-".into()
+    }
+}
+
+/// Rows under a header, each column as wide as its widest cell (long names
+/// included); the columns in `right` (numbers) aligned right.
+pub fn table(
+    header: &[&str],
+    right: &[usize],
+    rows: impl IntoIterator<Item = Vec<String>>,
+) -> String {
+    let mut t = Table::new();
+    t.load_preset(presets::NOTHING);
+    t.set_header(header.iter().copied());
+    for row in rows {
+        t.add_row(row);
+    }
+    for &i in right {
+        if let Some(c) = t.column_mut(i) {
+            c.set_cell_alignment(CellAlignment::Right);
+        }
+    }
+    let mut text = t.trim_fmt();
+    text.push('\n');
+    text
+}
 
 /// How a metric the worker cannot measure reads in tables.
 pub const UNSUPPORTED: &str = "unsupported";
 
-/// A large count or time in a compact form.
+/// A figure with four significant digits and an SI prefix past a thousand:
+/// `1.023 M`, `12.35 k`, `0.9731`.
 pub fn format_value(v: f64) -> String {
+    const PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
     if !v.is_finite() {
-        "-".into()
-    } else if v.abs() >= 1e6 {
-        format!("{:.4}e6", v / 1e6)
-    } else {
-        format!("{v:.4}")
+        return "-".into();
+    }
+    match PREFIXES.iter().find(|(scale, _)| v.abs() >= *scale) {
+        Some((scale, prefix)) => {
+            let scaled = v / scale;
+            let decimals = 3usize.saturating_sub(scaled.abs().log10().floor() as usize);
+            format!("{scaled:.decimals$} {prefix}")
+        }
+        None => format!("{v:.4}"),
+    }
+}
+
+/// A measured figure with its unit, scaled to read: nanoseconds as `12.41 ms`,
+/// bytes as `1.234 MB`, counts as `1.023 M` (`-` where there is none).
+pub fn format_measure(v: f64, unit: &str) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let scaled = |steps: &[(f64, &str)]| {
+        let (scale, name) = steps
+            .iter()
+            .find(|(scale, _)| v.abs() >= *scale)
+            .copied()
+            .unwrap_or(*steps.last().expect("a step"));
+        let x = v / scale;
+        let decimals = 3usize.saturating_sub(x.abs().max(1.0).log10().floor() as usize);
+        format!("{x:.decimals$} {name}")
+    };
+    match unit {
+        "ns" => scaled(&[(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]),
+        "bytes" => scaled(&[(1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")]),
+        "count" => format_value(v),
+        other => format!("{} {other}", format_value(v)),
     }
 }
 

@@ -590,12 +590,20 @@ fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 /// Sends SIGTERM to a running kiln and returns its exit status, stderr included.
-fn terminate(mut child: std::process::Child) -> std::process::Output {
+fn terminate(child: std::process::Child) -> std::process::Output {
+    stop_with(child, libc::SIGTERM)
+}
+
+/// Sends `signal` to a running kiln and returns its exit status, stderr included.
+fn stop_with(mut child: std::process::Child, signal: libc::c_int) -> std::process::Output {
     // SAFETY: signals our own child, not yet reaped.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    unsafe { libc::kill(child.id() as libc::pid_t, signal) };
     let deadline = Instant::now() + Duration::from_secs(30);
     while child.try_wait().unwrap().is_none() {
-        assert!(Instant::now() < deadline, "kiln did not stop on SIGTERM");
+        assert!(
+            Instant::now() < deadline,
+            "kiln did not stop on signal {signal}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().unwrap()
@@ -668,7 +676,8 @@ fn processes_with(needle: &str) -> Vec<String> {
 
 #[test]
 fn sigkill_of_the_controller_leaves_no_benchmark_process_not_even_a_daemon() {
-    let dir = slow_setup(8);
+    // Steps enough that the campaign is still running when the runs start to hang.
+    let dir = slow_setup(40);
     let hang = dir.path().join("hang");
     // Each run starts a daemon (double fork into a new session), named after the test's folder.
     let needle = format!("daemon-of-{}", dir.path().display());
@@ -757,6 +766,46 @@ fn a_controller_killed_during_preparation_resumes_it() {
         text(&out)
     );
     assert_eq!(kept_reference_measurements(&dir.path().join("store")), 3);
+}
+
+#[test]
+fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
+    let dir = slow_setup(8);
+    let hang = dir.path().join("hang");
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        format!(
+            "sleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
+            hang.display()
+        ),
+    )
+    .unwrap();
+    let child = run_until_decided(dir.path(), 3);
+    std::fs::write(&hang, "").unwrap();
+    wait_for("a hanging run", || {
+        descendants(child.id())
+            .iter()
+            .any(|(_, cmd)| cmd.contains("run.sh"))
+    });
+    let out = stop_with(child, libc::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(
+        log.contains("steps abandoned in flight: slow/chain 0/step "),
+        "{log}"
+    );
+    assert!(
+        log.contains("interrupted; the campaign is stored in"),
+        "{log}"
+    );
+    let before = steps(dir.path());
+    std::fs::remove_file(&hang).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let after = steps(dir.path());
+    assert_eq!(after.len(), 8);
+    // Nothing of the abandoned step was stored as a measurement: the stored prefix is kept.
+    assert_eq!(trajectory(&after[..before.len()]), trajectory(&before));
 }
 
 #[test]

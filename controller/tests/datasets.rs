@@ -438,14 +438,14 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
         );
         match record.objective {
             Some(o) => {
-                let speedup: f64 = row[col("speedup")].parse().unwrap();
-                assert!((speedup - BASE_COST / o).abs() < 1e-9);
+                let ratio: f64 = row[col("time_ratio")].parse().unwrap();
+                assert!((ratio - o / BASE_COST).abs() < 1e-9);
                 assert_eq!(&row[col("outcome")], "ok");
                 let median: f64 = row[col("instructions.median")].parse().unwrap();
                 assert_eq!(median, o);
             }
             None => {
-                assert_eq!(&row[col("speedup")], "");
+                assert_eq!(&row[col("time_ratio")], "");
                 assert_eq!(&row[col("outcome")], "run-failed");
                 assert_eq!(&row[col("instructions.median")], "");
             }

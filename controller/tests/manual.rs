@@ -46,9 +46,9 @@ fn setup() -> tempfile::TempDir {
     dir
 }
 
-/// The number after "speedup " in `kiln benchmark`'s summary.
-fn speedup(stdout: &str) -> f64 {
-    let at = stdout.find("speedup ").expect("a speedup line") + "speedup ".len();
+/// The number after "time ratio " in `kiln benchmark`'s summary.
+fn time_ratio(stdout: &str) -> f64 {
+    let at = stdout.find("time ratio ").expect("a time ratio line") + "time ratio ".len();
     let number: String = stdout[at..]
         .chars()
         .take_while(|c| c.is_ascii_digit() || *c == '.')
@@ -61,7 +61,7 @@ fn stdout(out: &std::process::Output) -> String {
 }
 
 #[test]
-fn the_stock_decisions_benchmark_at_a_speedup_of_one_and_record_as_a_manual_step() {
+fn the_stock_decisions_benchmark_at_a_time_ratio_of_one_and_record_as_a_manual_step() {
     if !have("clang") || !have_valgrind() {
         eprintln!("skipped: needs clang and valgrind (the quick start's objective is callgrind's)");
         return;
@@ -84,8 +84,8 @@ fn the_stock_decisions_benchmark_at_a_speedup_of_one_and_record_as_a_manual_step
     );
     assert!(out.status.success(), "{}", text(&out));
     let summary = stdout(&out);
-    let s = speedup(&summary);
-    assert!((s - 1.0).abs() < 0.005, "speedup {s}:\n{summary}");
+    let s = time_ratio(&summary);
+    assert!((s - 1.0).abs() < 0.005, "time ratio {s}:\n{summary}");
     assert!(summary.contains("within noise"), "{summary}");
     assert!(
         summary.contains("manual:sample-dsp/chain 0/step 0"),
@@ -129,7 +129,7 @@ fn the_stock_decisions_benchmark_at_a_speedup_of_one_and_record_as_a_manual_step
         assert_eq!(&row[col("experiment")], "manual:sample-dsp");
         assert_eq!(&row[col("kind")], "manual");
         assert_eq!(&row[col("outcome")], "ok");
-        let s: f64 = row[col("speedup")].parse().unwrap();
+        let s: f64 = row[col("time_ratio")].parse().unwrap();
         assert!((s - 1.0).abs() < 0.005, "{s}");
     }
 

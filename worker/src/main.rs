@@ -149,14 +149,20 @@ fn main() -> ExitCode {
     // Started as `clang`, `cc`, … from a build's wrapper folder: be that compiler.
     kiln_worker::wrap::run_if_wrapped();
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let log = tracing_subscriber::fmt()
         .with_writer(|| LossyStderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(terminal)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("KILN_LOG")
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .init();
+        );
+    // Off a terminal, stderr goes to the controller, whose log stamps each line it forwards.
+    if terminal {
+        log.init();
+    } else {
+        log.without_time().init();
+    }
     match cli.command {
         Cmd::Serve {
             rundir,

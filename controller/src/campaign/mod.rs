@@ -36,6 +36,7 @@ use crate::store::{
 
 mod progress;
 pub mod status;
+use status::Phase;
 
 use progress::Progress;
 
@@ -149,7 +150,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
             _ = ticker.tick() => {
                 run.progress.tick(&run.chains, &pool.board);
                 // With no step landing (every worker down), the snapshot must still show them.
-                status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
+                status::write_snapshot(&store, &config, &run.chains, &pool.board, &Phase::Searching)?;
                 snapshot_at = std::time::Instant::now();
                 stop_if_all_unfit(&pool)?;
                 continue;
@@ -168,12 +169,12 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         run.commit(&pool)?;
         run.progress.refresh(&run.chains);
         if snapshot_at.elapsed() > Duration::from_secs(1) {
-            status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
+            status::write_snapshot(&store, &config, &run.chains, &pool.board, &Phase::Searching)?;
             snapshot_at = std::time::Instant::now();
         }
     }
     run.progress.finish();
-    status::write_snapshot(&store, &config, &run.chains, &pool.board)?;
+    status::write_snapshot(&store, &config, &run.chains, &pool.board, &Phase::Searching)?;
     run.write_best_files()?;
     Ok(store.dir().to_path_buf())
 }
@@ -298,6 +299,13 @@ async fn prepare(
                     kept
                 }
                 None => {
+                    status::write_snapshot(
+                        store,
+                        config,
+                        &BTreeMap::new(),
+                        &pool.board,
+                        &Phase::Discovering(benchmark.name.clone()),
+                    )?;
                     pool.submit(Job {
                         tag: Tag::Discover,
                         bundle: bundle.clone(),
@@ -346,6 +354,13 @@ async fn prepare(
         );
         references.push(("no-inline".to_string(), none, 1));
     }
+    status::write_snapshot(
+        store,
+        config,
+        &BTreeMap::new(),
+        &pool.board,
+        &Phase::MeasuringBaselines(experiment.name.clone()),
+    )?;
     // Measurements kept from an earlier start count; only the rest is measured, and each
     // one is kept as it lands.
     let requests: Vec<StepRequest> = references

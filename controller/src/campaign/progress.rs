@@ -10,7 +10,7 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::pool::{StatusBoard, WorkerState};
 use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
-use crate::text::format_value;
+use crate::text::format_measure;
 
 /// One bar per chain.
 type Bars = BTreeMap<(String, u32), ProgressBar>;
@@ -19,6 +19,8 @@ type Bars = BTreeMap<(String, u32), ProgressBar>;
 pub struct Progress {
     bars: Option<(MultiProgress, Bars)>,
     totals: BTreeMap<String, u32>,
+    /// The objective's unit.
+    unit: &'static str,
 }
 
 impl Progress {
@@ -31,7 +33,11 @@ impl Progress {
             .collect();
         let bars = (std::io::stderr().is_terminal() && logging::verbosity() > Verbosity::Quiet)
             .then(|| (MultiProgress::new(), BTreeMap::new()));
-        Progress { bars, totals }
+        Progress {
+            bars,
+            totals,
+            unit: config.objective.metric.unit(),
+        }
     }
 
     /// Updates the bars after a decision.
@@ -54,7 +60,7 @@ impl Progress {
                 bar
             });
             bar.set_position(u64::from(state.next_decide));
-            bar.set_message(summary(state));
+            bar.set_message(summary(state, self.unit));
         }
     }
 
@@ -68,7 +74,7 @@ impl Progress {
             logging::note(format_args!(
                 "{experiment}/chain {chain}: step {}/{total}, {}",
                 state.next_decide,
-                summary(state)
+                summary(state, self.unit)
             ));
         }
         for (name, s) in board.lock().expect("not poisoned").iter() {
@@ -89,7 +95,7 @@ impl Progress {
     }
 }
 
-fn summary(state: &ChainState) -> String {
+fn summary(state: &ChainState, unit: &str) -> String {
     let rate = if state.next_decide > 0 {
         100.0 * f64::from(state.accepted) / f64::from(state.next_decide)
     } else {
@@ -97,6 +103,6 @@ fn summary(state: &ChainState) -> String {
     };
     format!(
         "accepted {rate:.0}% best {}",
-        format_value(state.best.objective())
+        format_measure(state.best.objective(), unit)
     )
 }

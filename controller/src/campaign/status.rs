@@ -27,6 +27,13 @@ pub struct Report {
     pub at_ms: u64,
     /// Whether every chain has finished.
     pub finished: bool,
+    /// What the controller was doing when it wrote the report (a snapshot's; a store
+    /// read without its controller says `stopped` unless finished).
+    #[serde(default)]
+    pub phase: String,
+    /// The unit of the objective (`ns`, `count`, ...).
+    #[serde(default)]
+    pub unit: String,
     /// One row per chain.
     pub chains: Vec<ChainRow>,
     /// One row per worker.
@@ -126,12 +133,36 @@ fn chain_rows(
         .collect()
 }
 
+/// What a running campaign is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Phase {
+    /// Finding a benchmark's decision points.
+    Discovering(String),
+    /// Measuring an experiment's references (baseline, inline-nothing).
+    MeasuringBaselines(String),
+    /// Running its chains.
+    Searching,
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Phase::Discovering(benchmark) => write!(f, "discovering {benchmark}"),
+            Phase::MeasuringBaselines(experiment) => {
+                write!(f, "measuring the baselines of {experiment}")
+            }
+            Phase::Searching => f.write_str("searching"),
+        }
+    }
+}
+
 /// Writes the running campaign's report as `status.json` (atomically).
 pub fn write_snapshot(
     store: &Store,
     config: &CampaignConfig,
     chains: &BTreeMap<(String, u32), ChainState>,
     board: &StatusBoard,
+    phase: &Phase,
 ) -> Result<()> {
     let mut infos = BTreeMap::new();
     for e in &config.experiments {
@@ -153,10 +184,17 @@ pub fn write_snapshot(
             slurm_job: s.slurm.as_ref().map(|w| w.job()),
         })
         .collect();
+    let finished = !rows.is_empty() && rows.iter().all(|r| r.done >= r.total);
     let report = Report {
         campaign: config.name.clone(),
         at_ms: now_ms(),
-        finished: rows.iter().all(|r| r.done >= r.total),
+        finished,
+        unit: config.objective.metric.unit().into(),
+        phase: if finished {
+            "finished".into()
+        } else {
+            phase.to_string()
+        },
         chains: rows,
         workers,
     };
@@ -194,10 +232,19 @@ pub fn from_store(store: &Store) -> Result<Report> {
     }
     let rows = chain_rows(&config, &infos, &chains);
     let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
+    let finished = rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total);
+    // No controller holds the store: whatever it was doing, it is not doing it now.
+    let phase = match last_phase(store.dir()) {
+        _ if finished => "finished".to_string(),
+        Some(phase) => format!("stopped while {phase}"),
+        None => "stopped".to_string(),
+    };
     Ok(Report {
         campaign: config.name.clone(),
         at_ms: now_ms(),
-        finished: rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total),
+        finished,
+        unit: config.objective.metric.unit().into(),
+        phase,
         chains: rows,
         workers: per_worker
             .into_iter()
@@ -211,6 +258,13 @@ pub fn from_store(store: &Store) -> Result<Report> {
             })
             .collect(),
     })
+}
+
+/// What the last controller's snapshot said it was doing, if it left one.
+fn last_phase(store_dir: &Path) -> Option<String> {
+    let bytes = std::fs::read(layout::status_snapshot(store_dir)).ok()?;
+    let report: Report = serde_json::from_slice(&bytes).ok()?;
+    Some(report.phase).filter(|p| !p.is_empty() && p != "finished")
 }
 
 /// The report for `kiln status STORE`: from the store, or from the running controller's snapshot.

@@ -34,7 +34,9 @@ use crate::store::{
     manual_experiment, now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
     Store,
 };
-use crate::text::{format_summary, format_value, UNSUPPORTED};
+use crate::text::{
+    format_measure, format_ratio, format_summary, format_value, time_ratio, TIME_RATIO, UNSUPPORTED,
+};
 
 pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -395,23 +397,13 @@ fn summary_table(
     match m.candidate_objective {
         Some(c) => {
             let metric = &m.objective_metric;
-            let overlap = match (base.summary.get(metric), cand.summary.get(metric)) {
-                (Some(bs), Some(cs)) => bs.ci_low <= cs.ci_high && cs.ci_low <= bs.ci_high,
-                _ => true,
-            };
-            let verdict = if overlap {
-                "within noise: the 95% intervals overlap"
-            } else if c < b {
-                "faster: the 95% intervals are apart"
-            } else {
-                "slower: the 95% intervals are apart"
-            };
+            let verdict = verdict(base.summary.get(metric), cand.summary.get(metric));
             let _ = writeln!(
                 out,
-                "speedup {:.3}x (baseline {} / candidate {}); {verdict}",
-                b / c,
-                format_value(b),
-                format_value(c)
+                "{TIME_RATIO} {} (candidate {} / baseline {}; below 1 is faster); {verdict}",
+                format_ratio(time_ratio(c, b)),
+                format_measure(c, metric.unit()),
+                format_measure(b, metric.unit())
             );
         }
         None => {
@@ -419,6 +411,32 @@ fn summary_table(
         }
     }
     out
+}
+
+/// Fewer runs than this and the median's 95 % interval (order statistics) is
+/// the whole range of the samples: it cannot show two results apart.
+const RUNS_TO_COMPARE: usize = 6;
+
+/// What the measurements say of candidate against baseline, with the method and
+/// the numbers of runs it rests on; no claim of a difference without enough runs.
+fn verdict(base: Option<&kiln_protocol::Summary>, cand: Option<&kiln_protocol::Summary>) -> String {
+    let (Some(b), Some(c)) = (base, cand) else {
+        return "no interval to compare".into();
+    };
+    let n = format!("n = {} and {}", b.n, c.n);
+    if b.n < RUNS_TO_COMPARE || c.n < RUNS_TO_COMPARE {
+        return format!(
+            "too few runs to tell them apart ({n}; {RUNS_TO_COMPARE} or more each, --runs {RUNS_TO_COMPARE})"
+        );
+    }
+    let method = format!("the medians' 95% intervals (order statistics, {n})");
+    if b.ci_low <= c.ci_high && c.ci_low <= b.ci_high {
+        format!("within noise: {method} overlap")
+    } else if c.median < b.median {
+        format!("faster: {method} are apart")
+    } else {
+        format!("slower: {method} are apart")
+    }
 }
 
 /// Where the time of baseline and candidate went (wall, CPU, GPU busy, CPU side), when GPU

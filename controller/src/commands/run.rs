@@ -14,7 +14,7 @@ use crate::dispatch::transport::worker_binary;
 use crate::error::Outcome;
 use crate::export::{self, ExportOptions, Table};
 use crate::store::{layout, Store};
-use crate::text::format_value;
+use crate::text::{format_measure, format_ratio, time_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -60,13 +60,13 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool
     let mut out = String::new();
     let mut any_stopped = false;
     let metric = config.objective.metric;
+    let unit = metric.unit();
     let _ = writeln!(
         out,
-        "\ncampaign {} finished; objective: {} of {} ({})",
+        "\ncampaign {} finished; objective: {} of {}; {TIME_RATIO} = objective / baseline (below 1 is faster)",
         config.name,
         config.objective.statistic.name(),
         metric,
-        metric.unit()
     );
     for e in &config.experiments {
         let Some(info) = store.experiment(&e.name)? else {
@@ -76,18 +76,18 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool
         let _ = writeln!(out, "\nexperiment {} (benchmark {}):", e.name, e.benchmark);
         let _ = writeln!(
             out,
-            "  {:<28} {:>16}",
+            "  {:<28} {:>12}",
             "stock decisions (baseline)",
-            format_value(baseline)
+            format_measure(baseline, unit)
         );
         for (name, r) in &info.references {
             let v = r.objective().unwrap_or(f64::NAN);
             let _ = writeln!(
                 out,
-                "  {:<28} {:>16}  {:.3}x baseline",
+                "  {:<28} {:>12}  {TIME_RATIO} {}",
                 format!("{name} (reference)"),
-                format_value(v),
-                v / baseline
+                format_measure(v, unit),
+                format_ratio(time_ratio(v, baseline))
             );
         }
         for c in 0..e.chains {
@@ -96,13 +96,17 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool
             };
             let best = state.best.objective();
             let mut line = format!(
-                "  {:<28} {:>16}  {:.3}x baseline",
+                "  {:<28} {:>12}  {TIME_RATIO} {}",
                 format!("best of chain {c}"),
-                format_value(best),
-                best / baseline
+                format_measure(best, unit),
+                format_ratio(time_ratio(best, baseline))
             );
             if let Some(none) = info.references.get("no-inline").and_then(|r| r.objective()) {
-                let _ = write!(line, ", {:.3}x inlining nothing", best / none);
+                let _ = write!(
+                    line,
+                    ", {} against inlining nothing",
+                    format_ratio(time_ratio(best, none))
+                );
             }
             let _ = writeln!(out, "{line}");
             if let Some(why) = &state.stopped {

@@ -9,7 +9,7 @@ use kiln_protocol::{Metric, StepOutcome};
 use crate::cli::ShowArgs;
 use crate::error::{BadInput, Outcome};
 use crate::store::{StepKey, StepKind, Store};
-use crate::text::{format_summary, format_value};
+use crate::text::{format_ratio, format_summary, format_value, time_ratio, TIME_RATIO};
 
 /// Sites listed by name when a step changed that many or fewer.
 const LIST_CHANGES: usize = 20;
@@ -70,10 +70,10 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
     match (record.objective, baseline) {
         (Some(o), Some(b)) => writeln!(
             out,
-            "objective: {} (baseline {}, speedup {:.4}x)",
+            "objective: {} (baseline {}, {TIME_RATIO} {})",
             format_value(o),
             format_value(b),
-            b / o
+            format_ratio(time_ratio(o, b))
         )?,
         (Some(o), None) => writeln!(out, "objective: {}", format_value(o))?,
         (None, _) => writeln!(out, "objective: none (the step failed)")?,

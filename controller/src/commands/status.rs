@@ -10,32 +10,37 @@ use crate::cli::StatusArgs;
 use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
-use crate::text::{format_secs, format_value};
+use crate::text::{format_measure, format_ratio, format_secs, table, time_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     let (report, note) = status::load(&args.store)?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report)?;
+        writeln!(out)?;
+        return Ok(Outcome::Success);
+    }
+    // A snapshot comes from the controller holding the store: it runs.
+    let live = note.is_some();
     if let Some(note) = note {
         writeln!(out, "({note})")?;
     }
-    write!(out, "{}", render(&report))?;
+    write!(out, "{}", render(&report, live))?;
     Ok(Outcome::Success)
 }
 
-/// The report as a table.
-fn render(report: &Report) -> String {
+/// The report as tables; ETAs only for a campaign that runs.
+fn render(report: &Report, live: bool) -> String {
     let mut out = String::new();
-    let state = if report.finished {
-        "finished"
+    let state = if live {
+        format!("running: {}", report.phase)
     } else {
-        "running or stopped"
+        report.phase.clone()
     };
     let _ = writeln!(out, "campaign {} ({state})", report.campaign);
-    let _ = writeln!(
-        out,
-        "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10} {:>9} {:>9}  failures",
-        "experiment", "chain", "steps", "accepted", "best", "vs base", "temp", "elapsed", "eta"
-    );
-    for r in &report.chains {
+    if report.chains.is_empty() {
+        let _ = writeln!(out, "no chain has started yet");
+    }
+    let rows = report.chains.iter().map(|r| {
         let elapsed = (r.updated_ms.saturating_sub(r.started_ms)) as f64 / 1000.0;
         let failures = if r.failures.is_empty() {
             "-".to_string()
@@ -55,20 +60,37 @@ fn render(report: &Report) -> String {
         } else {
             "0".into()
         };
-        let _ = writeln!(
-            out,
-            "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10.5} {:>9} {:>9}  {}",
-            r.experiment,
-            r.chain,
+        let eta = r.eta_s().filter(|_| live).map_or("-".into(), format_secs);
+        vec![
+            r.experiment.clone(),
+            r.chain.to_string(),
             format!("{}/{}", r.done, r.total),
             accept_rate,
-            format_value(r.best),
-            format!("{:.4}", r.best / r.baseline),
-            r.temperature,
+            format_measure(r.best, &report.unit),
+            format_ratio(time_ratio(r.best, r.baseline)),
+            format!("{:.3e}", r.temperature),
             format_secs(elapsed),
-            r.eta_s().map_or("-".into(), format_secs),
-            failures
-        );
+            eta,
+            failures,
+        ]
+    });
+    if !report.chains.is_empty() {
+        out.push_str(&table(
+            &[
+                "experiment",
+                "chain",
+                "steps",
+                "accepted",
+                "best",
+                TIME_RATIO,
+                "temp",
+                "elapsed",
+                "eta",
+                "failures",
+            ],
+            &[1, 2, 3, 4, 5, 6, 7, 8],
+            rows,
+        ));
     }
     for r in report.chains.iter().filter(|r| r.last_failure.is_some()) {
         let _ = writeln!(
@@ -104,29 +126,36 @@ fn render(report: &Report) -> String {
             .max()
             .unwrap_or(start);
         let minutes = end.saturating_sub(start) as f64 / 60_000.0;
-        let _ = writeln!(
-            out,
-            "\n{:<20} {:>8} {:>10} {:>7} {:<16} {:<18}  state",
-            "worker", "steps", "steps/min", "losses", "calibration ms", "slurm job"
-        );
-        for w in &report.workers {
+        let rows = report.workers.iter().map(|w| {
             let rate = if minutes > 0.0 {
                 format!("{:.1}", w.steps as f64 / minutes)
             } else {
                 "-".into()
             };
-            let _ = writeln!(
-                out,
-                "{:<20} {:>8} {:>10} {:>7} {:<16} {:<18}  {}",
-                w.name,
-                w.steps,
+            vec![
+                w.name.clone(),
+                w.steps.to_string(),
                 rate,
-                w.losses,
+                w.losses.to_string(),
                 cells(&w.calibration),
                 job_cell(w.slurm_job.as_ref()),
-                w.state
-            );
-        }
+                w.state.clone(),
+            ]
+        });
+        out.push('\n');
+        out.push_str(&table(
+            &[
+                "worker",
+                "steps",
+                "steps/min",
+                "losses",
+                "calibration ms",
+                "slurm job",
+                "state",
+            ],
+            &[1, 2, 3],
+            rows,
+        ));
     }
     out
 }

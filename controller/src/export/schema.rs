@@ -27,7 +27,7 @@ pub const STEP_COLUMNS: &[&str] = &[
     "temperature",
     "objective",
     "baseline",
-    "speedup",
+    "time_ratio",
     "measured_runs",
     "target_met",
     "build_ns",

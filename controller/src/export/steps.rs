@@ -9,6 +9,7 @@ use kiln_protocol::Metric;
 
 use crate::store::row::MetricKey;
 use crate::store::{manual_benchmark, StepKind, StepRow, Store, StoredRow};
+use crate::text::time_ratio;
 
 use super::cell::{Cell, Row};
 use super::parallel::parallel_rows;
@@ -78,7 +79,7 @@ fn step_row(
     out.cell(r.temperature);
     out.opt(r.objective);
     out.opt(baseline);
-    out.opt(baseline.zip(r.objective).map(|(b, o)| b / o));
+    out.opt(baseline.zip(r.objective).map(|(b, o)| time_ratio(o, b)));
     out.cell(r.measured_runs);
     out.cell(r.target_met);
     out.opt(r.build.map(|b| b.wall_ns));

@@ -1,0 +1,198 @@
+//! The conventions of the command line: generated completions and man page, output fit for a
+//! pipe (progress lines, no escape codes), `-q`, config paths relative to the config file,
+//! `kiln check` finding what a config names, and one speed convention across commands.
+
+mod common;
+
+use std::path::Path;
+
+use clap::CommandFactory;
+
+use common::*;
+use kiln_controller::cli::Cli;
+
+/// Every subcommand's name, from the clap definitions.
+fn subcommands() -> Vec<String> {
+    Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .collect()
+}
+
+#[test]
+fn completions_and_the_man_page_list_every_subcommand() {
+    let dir = tempfile::tempdir().unwrap();
+    let names = subcommands();
+    assert!(names.len() >= 10, "{names:?}");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = run_kiln(dir.path(), &["completions", shell]);
+        assert!(out.status.success(), "{}", text(&out));
+        let script = String::from_utf8_lossy(&out.stdout);
+        for name in &names {
+            assert!(script.contains(name.as_str()), "{shell} lacks {name}");
+        }
+    }
+    let out = run_kiln(dir.path(), &["man"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH kiln"),
+        "{page}"
+    );
+    for name in &names {
+        assert!(
+            page.contains(&format!("kiln\\-{}", name.replace('-', "\\-"))),
+            "man lacks {name}"
+        );
+    }
+}
+
+/// A knob campaign of `steps` steps of about 0.1 s each in `dir`, sources in `dir/bench`.
+fn knob_campaign(dir: &Path, steps: u32) -> String {
+    std::fs::create_dir_all(dir.join("bench")).unwrap();
+    std::fs::write(dir.join("bench/run.sh"), "sleep 0.1\necho $1\n").unwrap();
+    format!(
+        r#"(campaign
+  (name piped)
+  (store "store")
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark knob) (search (simulated-annealing (steps {steps}))) (seed 3)))
+  (benchmarks
+    ((name knob) (kind knobs) (sources "bench")
+     (knobs (a 0 1 2 3 4 5 6 7 8 9)) (run ("sh" "run.sh" "{{a}}")) (check-output none)))
+  (workers (local (slots 1))))
+"#
+    )
+}
+
+#[test]
+fn piped_output_has_progress_lines_and_no_escape_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.sexp"), knob_campaign(dir.path(), 20)).unwrap();
+    // stdout and stderr are pipes here, as under nohup or a scheduler.
+    let out = run_kiln(
+        dir.path(),
+        &["-v", "run", "--progress-every", "0.5", "c.sexp"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        !all.contains('\u{1b}'),
+        "escape codes in piped output:\n{all}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let progress = stderr
+        .lines()
+        .filter(|l| l.starts_with("kiln: knob/chain 0: step "))
+        .count();
+    assert!(progress >= 2, "{stderr}");
+    // The log has one timestamp per line, and the progress too.
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(log.contains("knob/chain 0: step "), "{log}");
+    for line in log.lines() {
+        assert!(
+            line.matches("Z ").count() <= 1,
+            "two timestamps in one line: {line}"
+        );
+    }
+}
+
+#[test]
+fn quiet_says_nothing_but_the_result() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.sexp"), knob_campaign(dir.path(), 3)).unwrap();
+    let out = run_kiln(dir.path(), &["-q", "run", "c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("time ratio"));
+}
+
+#[test]
+fn a_config_run_from_another_folder_finds_its_sources_and_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::write(project.join("c.sexp"), knob_campaign(&project, 3)).unwrap();
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let out = run_kiln(&elsewhere, &["-q", "run", "../project/c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(project.join("store/db").exists());
+    assert!(!elsewhere.join("store").exists());
+    let checked = run_kiln(&elsewhere, &["check", "../project/c.sexp"]);
+    assert!(checked.status.success(), "{}", text(&checked));
+    assert!(
+        String::from_utf8_lossy(&checked.stdout).contains("(sources \"../project/bench\")"),
+        "{}",
+        text(&checked)
+    );
+}
+
+#[test]
+fn check_refuses_a_config_whose_sources_or_programs_are_missing_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = knob_campaign(dir.path(), 3);
+    std::fs::write(
+        dir.path().join("c.sexp"),
+        config.replace("\"bench\"", "\"nowhere\""),
+    )
+    .unwrap();
+    let out = run_kiln(dir.path(), &["check", "c.sexp"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("c.sexp: benchmark knob: (sources ...): no folder nowhere"),
+        "{}",
+        text(&out)
+    );
+    std::fs::write(
+        dir.path().join("c.sexp"),
+        config.replace("\"sh\"", "\"no-such-shell\""),
+    )
+    .unwrap();
+    let out = run_kiln(dir.path(), &["check", "c.sexp"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("(run ...): program 'no-such-shell' is neither in bench nor on PATH"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn status_json_and_export_show_the_same_time_ratio_for_the_best_step() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.sexp"), knob_campaign(dir.path(), 6)).unwrap();
+    let out = run_kiln(dir.path(), &["-q", "run", "c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let status = run_kiln(dir.path(), &["status", "--json", "store"]);
+    assert!(status.status.success(), "{}", text(&status));
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let chain = &report["chains"][0];
+    let (best, baseline) = (
+        chain["best"].as_f64().unwrap(),
+        chain["baseline"].as_f64().unwrap(),
+    );
+    let export = run_kiln(dir.path(), &["export", "store", "--table", "steps"]);
+    assert!(export.status.success(), "{}", text(&export));
+    let mut rows = csv::Reader::from_reader(&export.stdout[..]);
+    let header = rows.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let best_row = rows
+        .records()
+        .map(Result::unwrap)
+        .find(|r| r[col("objective")].parse::<f64>().ok() == Some(best))
+        .expect("the best step is exported");
+    let exported: f64 = best_row[col("time_ratio")].parse().unwrap();
+    assert!(
+        (exported - best / baseline).abs() < 1e-12,
+        "{exported} against {best}/{baseline}"
+    );
+    // kiln status prints the same figure, under the same name.
+    let shown = run_kiln(dir.path(), &["status", "store"]);
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains("time ratio"), "{shown}");
+    assert!(
+        shown.contains(&format!("{:.4}", best / baseline)),
+        "{shown}"
+    );
+}
