@@ -72,7 +72,7 @@ fn piped_output_has_progress_lines_and_no_escape_codes() {
     // stdout and stderr are pipes here, as under nohup or a scheduler.
     let out = run_kiln(
         dir.path(),
-        &["-v", "run", "--progress-every", "0.5", "c.sexp"],
+        &["-v", "run", "--progress-every", "0.2", "c.sexp"],
     );
     assert!(out.status.success(), "{}", text(&out));
     let all = text(&out);

@@ -35,7 +35,7 @@ use crate::store::{
     Store,
 };
 use crate::text::{
-    format_measure, format_ratio, format_summary, format_value, time_ratio, TIME_RATIO, UNSUPPORTED,
+    format_measure, format_ratio, format_summary, time_ratio, TIME_RATIO, UNSUPPORTED,
 };
 
 pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -397,7 +397,7 @@ fn summary_table(
     match m.candidate_objective {
         Some(c) => {
             let metric = &m.objective_metric;
-            let verdict = verdict(base.summary.get(metric), cand.summary.get(metric));
+            let verdict = verdict(*metric, base.summary.get(metric), cand.summary.get(metric));
             let _ = writeln!(
                 out,
                 "{TIME_RATIO} {} (candidate {} / baseline {}; below 1 is faster); {verdict}",
@@ -419,10 +419,22 @@ const RUNS_TO_COMPARE: usize = 6;
 
 /// What the measurements say of candidate against baseline, with the method and
 /// the numbers of runs it rests on; no claim of a difference without enough runs.
-fn verdict(base: Option<&kiln_protocol::Summary>, cand: Option<&kiln_protocol::Summary>) -> String {
+fn verdict(
+    metric: Metric,
+    base: Option<&kiln_protocol::Summary>,
+    cand: Option<&kiln_protocol::Summary>,
+) -> String {
     let (Some(b), Some(c)) = (base, cand) else {
         return "no interval to compare".into();
     };
+    // Callgrind counts exactly: one run of each says all there is.
+    if metric == Metric::Instructions {
+        return match c.median.total_cmp(&b.median) {
+            std::cmp::Ordering::Equal => "the same count (callgrind counts exactly)".into(),
+            std::cmp::Ordering::Less => "fewer instructions (callgrind counts exactly)".into(),
+            std::cmp::Ordering::Greater => "more instructions (callgrind counts exactly)".into(),
+        };
+    }
     let n = format!("n = {} and {}", b.n, c.n);
     if b.n < RUNS_TO_COMPARE || c.n < RUNS_TO_COMPARE {
         return format!(
@@ -451,7 +463,7 @@ fn breakdown_table(base: &StepResult, cand: &StepResult) -> String {
     let _ = writeln!(
         out,
         "\n{:<20} {:>22}  {:>22}",
-        "time (medians, ms)", "baseline", "candidate"
+        "time (medians)", "baseline", "candidate"
     );
     let cell = |t: &Option<TimeBreakdown>, row: usize| match t {
         None => "-".to_string(),
@@ -459,7 +471,7 @@ fn breakdown_table(base: &StepResult, cand: &StepResult) -> String {
             MetricValue::Measured(v) => {
                 format!(
                     "{} {:>7}",
-                    format_value(v / 1e6),
+                    format_measure(v, "ns"),
                     t.share(MetricValue::Measured(v))
                 )
             }
@@ -616,9 +628,9 @@ mod tests {
                 .unwrap_or_else(|| panic!("no {label} in {text}"))
                 .to_string()
         };
-        assert!(row("gpu busy").contains("1500.0000"), "{text}");
+        assert!(row("gpu busy").contains("1.500 s"), "{text}");
         assert!(row("gpu busy").contains("75.0 %"), "{text}");
         assert!(row("gpu busy").ends_with(UNSUPPORTED), "{text}");
-        assert!(row("cpu-side").contains("500.0000"), "{text}");
+        assert!(row("cpu-side").contains("500.0 ms"), "{text}");
     }
 }
