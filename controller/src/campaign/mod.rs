@@ -27,7 +27,7 @@ use crate::dispatch::calibration::Calibrator;
 use crate::dispatch::pool::{Answer, Done, Job, Pool, PoolSettings, StatusBoard, Work};
 use crate::error::{BadInput, Interrupted};
 use crate::plan::chain::{self, ChainContext};
-use crate::plan::step::{self, objective_of};
+use crate::plan::step::{self, objective_of, Repeatability};
 use crate::store::{
     kept, layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
     Store,
@@ -97,6 +97,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         chains: BTreeMap::new(),
         arrived: HashMap::new(),
         measured: HashMap::new(),
+        in_flight: HashMap::new(),
         dispatched_ms: HashMap::new(),
         progress: Progress::new(&config),
         outbox: Vec::new(),
@@ -502,6 +503,8 @@ struct Running<'a> {
     arrived: HashMap<StepKey, StepRecord>,
     /// Measured decision sets per experiment, for reuse.
     measured: HashMap<(String, ContentHash), StepKey>,
+    /// Decision sets being measured, with the steps waiting to reuse their result.
+    in_flight: HashMap<(String, ContentHash), Vec<StepKey>>,
     dispatched_ms: HashMap<StepKey, u64>,
     progress: Progress,
     /// Jobs to submit once what led to them is flushed.
@@ -520,6 +523,8 @@ impl<'a> Running<'a> {
             points: &p.info.discovery.points,
             baseline_objective: p.info.baseline.objective().expect("baseline checked"),
             flips: p.flips,
+            repeatability: step::repeatability(self.config, p.info.runs),
+            metric: self.config.objective.metric,
         }
     }
 
@@ -533,7 +538,7 @@ impl<'a> Running<'a> {
     fn load_measured(&mut self) -> Result<()> {
         for record in self.store.steps(None) {
             let record = record?;
-            if record.kind == StepKind::Proposal && record.cached_from.is_none() {
+            if record.kind != StepKind::Remeasure && record.cached_from.is_none() {
                 self.measured
                     .entry((record.key.experiment.clone(), record.decision_hash))
                     .or_insert(record.key);
@@ -588,29 +593,24 @@ impl<'a> Running<'a> {
         Ok(())
     }
 
-    /// Sends a pending proposal to be measured (at the next commit), or
-    /// reuses the measurement of an earlier step with the same decisions.
+    /// Sends a pending proposal to be measured (at the next commit), or, with
+    /// an exact objective, reuses the measurement of an earlier step with the
+    /// same decisions (waiting for it if it is still being measured).
     fn dispatch(&mut self, key: StepKey) -> Result<()> {
         let p = self.experiments[&key.experiment];
         let state = &self.chains[&(key.experiment.clone(), key.chain)];
         let proposal = &state.pending[&key.step];
-        let hash = proposal.decisions.hash();
-        if proposal.kind == StepKind::Proposal {
-            if let Some(source) = self.measured.get(&(key.experiment.clone(), hash)) {
-                if let Some(earlier) = self.store.step(source)? {
-                    let record = self.record_from(
-                        &key,
-                        earlier.result.clone(),
-                        &earlier.worker,
-                        earlier.slot,
-                        Some(source.clone()),
-                    );
-                    self.store.put_result_unflushed(&record)?;
-                    self.staged = true;
-                    self.arrived.insert(key, record);
-                    return Ok(());
-                }
+        let set = (key.experiment.clone(), proposal.decisions.hash());
+        let exact = step::repeatability(self.config, p.info.runs) == Repeatability::Exact;
+        if proposal.kind != StepKind::Remeasure && exact {
+            if let Some(earlier) = self.measured_record(&set)? {
+                return self.reuse(key, &earlier);
             }
+            if let Some(waiting) = self.in_flight.get_mut(&set) {
+                waiting.push(key);
+                return Ok(());
+            }
+            self.in_flight.insert(set, Vec::new());
         }
         let request = step::request(
             self.config,
@@ -626,6 +626,43 @@ impl<'a> Running<'a> {
             bundle: p.bundle.clone(),
             work: Work::Step(Box::new(request)),
         });
+        Ok(())
+    }
+
+    /// The measured step of a decision set, decided or not yet.
+    fn measured_record(&self, set: &(String, ContentHash)) -> Result<Option<StepRecord>> {
+        let Some(source) = self.measured.get(set) else {
+            return Ok(None);
+        };
+        if let Some(record) = self.arrived.get(source) {
+            return Ok(Some(record.clone()));
+        }
+        Ok(match self.store.step(source)? {
+            Some(record) => Some(record),
+            None => self.store.result(source)?,
+        })
+    }
+
+    /// Takes the measurement of the earlier step `earlier` for the pending step `key`.
+    fn reuse(&mut self, key: StepKey, earlier: &StepRecord) -> Result<()> {
+        let pending = self
+            .chains
+            .get(&(key.experiment.clone(), key.chain))
+            .is_some_and(|s| s.pending.contains_key(&key.step));
+        if !pending {
+            // Its chain stopped while the step waited.
+            return Ok(());
+        }
+        let record = self.record_from(
+            &key,
+            earlier.result.clone(),
+            &earlier.worker,
+            earlier.slot,
+            Some(earlier.key.clone()),
+        );
+        self.store.put_result_unflushed(&record)?;
+        self.staged = true;
+        self.arrived.insert(key, record);
         Ok(())
     }
 
@@ -707,12 +744,22 @@ impl<'a> Running<'a> {
             self.staged = true;
         }
         self.dispatched_ms.remove(&key);
-        if record.kind == StepKind::Proposal {
-            self.measured
-                .entry((key.experiment.clone(), record.decision_hash))
-                .or_insert(key.clone());
-        }
+        let set = (key.experiment.clone(), record.decision_hash);
+        let waiting = if record.kind == StepKind::Remeasure {
+            Vec::new()
+        } else {
+            self.measured.entry(set.clone()).or_insert(key.clone());
+            self.in_flight.remove(&set).unwrap_or_default()
+        };
+        let earlier = (!waiting.is_empty()).then(|| record.clone());
         self.arrived.insert(key.clone(), record);
+        for other in waiting {
+            self.reuse(
+                other.clone(),
+                earlier.as_ref().expect("kept for the waiting"),
+            )?;
+            self.decide_ready(&other.experiment, other.chain)?;
+        }
         self.decide_ready(&key.experiment, key.chain)
     }
 

@@ -15,7 +15,7 @@ use kiln_protocol::CampaignConfig;
 
 use crate::dispatch::calibration::SlotCalibration;
 use crate::dispatch::pool::StatusBoard;
-use crate::store::{layout, now_ms, ChainState, ExperimentInfo, Store};
+use crate::store::{layout, now_ms, ChainState, Coverage, ExperimentInfo, Store};
 
 /// A campaign's status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -63,6 +63,9 @@ pub struct ChainRow {
     pub started_ms: u64,
     /// When it last decided a step (Unix ms).
     pub updated_ms: u64,
+    /// How much of the decision space it has explored (zero before the experiment is prepared).
+    #[serde(default)]
+    pub coverage: Coverage,
 }
 
 impl ChainRow {
@@ -118,6 +121,10 @@ fn chain_rows(
             stopped: s.stopped.clone(),
             started_ms: s.started_ms,
             updated_ms: s.updated_ms,
+            coverage: infos
+                .get(experiment)
+                .map(|i| s.coverage(&i.discovery.points))
+                .unwrap_or_default(),
         })
         .collect()
 }

@@ -31,8 +31,18 @@ fn render(report: &Report) -> String {
     let _ = writeln!(out, "campaign {} ({state})", report.campaign);
     let _ = writeln!(
         out,
-        "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10} {:>9} {:>9}  failures",
-        "experiment", "chain", "steps", "accepted", "best", "vs base", "temp", "elapsed", "eta"
+        "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10} {:>13} {:>6} {:>9} {:>9}  failures",
+        "experiment",
+        "chain",
+        "steps",
+        "accepted",
+        "best",
+        "vs base",
+        "temp",
+        "varied",
+        "sets",
+        "elapsed",
+        "eta"
     );
     for r in &report.chains {
         let elapsed = (r.updated_ms.saturating_sub(r.started_ms)) as f64 / 1000.0;
@@ -56,7 +66,7 @@ fn render(report: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10.5} {:>9} {:>9}  {}",
+            "{:<20} {:>5} {:>11} {:>9} {:>14} {:>9} {:>10.5} {:>13} {:>6} {:>9} {:>9}  {}",
             r.experiment,
             r.chain,
             format!("{}/{}", r.done, r.total),
@@ -64,6 +74,13 @@ fn render(report: &Report) -> String {
             format_value(r.best),
             format!("{:.4}", r.best / r.baseline),
             r.temperature,
+            format!(
+                "{}/{} {:.0}%",
+                r.coverage.varied,
+                r.coverage.movable,
+                100.0 * r.coverage.share()
+            ),
+            r.coverage.sets,
             format_secs(elapsed),
             r.eta_s().map_or("-".into(), format_secs),
             failures
