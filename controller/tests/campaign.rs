@@ -1029,3 +1029,50 @@ fn an_experiment_whose_first_steps_all_fail_alike_stops_with_the_reason() {
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     assert_eq!(steps(dir.path()).len(), decided.len());
 }
+
+#[test]
+fn two_experiments_prepare_at_the_same_time_on_a_two_slot_worker() {
+    let dir = slow_setup(2);
+    // Two experiments of the slow benchmark: each measures its baseline three times (0.2 s
+    // each). One after the other, the first's third measurement would run alone.
+    let config = slow_config(2)
+        .replace(
+            "(experiments ((benchmark slow) (search (simulated-annealing (steps 2))) (seed 1)))",
+            "(experiments ((name one) (benchmark slow) (search (simulated-annealing (steps 2))))
+               ((name two) (benchmark slow) (search (simulated-annealing (steps 2)))))",
+        )
+        .replace("(slots 1)", "(slots 2)");
+    assert!(config.contains("(name two)"));
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Each experiment's baseline measurements are kept in a file of their own.
+    let spans: Vec<Vec<(u64, u64)>> = std::fs::read_dir(dir.path().join("store/references"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let kept: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+            kept.as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        r["started_ms"].as_u64().unwrap(),
+                        r["finished_ms"].as_u64().unwrap(),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    assert!(spans.iter().all(|s| s.len() == 3), "{spans:?}");
+    let overlap = spans[0]
+        .iter()
+        .any(|a| spans[1].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(
+        overlap,
+        "the experiments prepared one after the other: {spans:?}"
+    );
+    assert_eq!(steps(dir.path()).len(), 4);
+}

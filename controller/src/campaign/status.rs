@@ -129,6 +129,13 @@ fn chain_rows(
         .collect()
 }
 
+/// Whether every chain of the campaign has started (its experiment is
+/// prepared) and finished.
+fn all_done(config: &CampaignConfig, rows: &[ChainRow]) -> bool {
+    let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
+    rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total)
+}
+
 /// Writes the running campaign's report as `status.json` (atomically).
 pub fn write_snapshot(
     store: &Store,
@@ -158,7 +165,7 @@ pub fn write_snapshot(
     let report = Report {
         campaign: config.name.clone(),
         at_ms: now_ms(),
-        finished: rows.iter().all(|r| r.done >= r.total),
+        finished: all_done(config, &rows),
         chains: rows,
         workers,
     };
@@ -195,11 +202,10 @@ pub fn from_store(store: &Store) -> Result<Report> {
         }
     }
     let rows = chain_rows(&config, &infos, &chains);
-    let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
     Ok(Report {
         campaign: config.name.clone(),
         at_ms: now_ms(),
-        finished: rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total),
+        finished: all_done(&config, &rows),
         chains: rows,
         workers: per_worker
             .into_iter()
