@@ -161,6 +161,9 @@ fn chain_state(samples: &[f64]) -> ChainState {
         temperature: 0.0,
         started_ms: 0,
         updated_ms: 0,
+        varied: Default::default(),
+        sets: Default::default(),
+        effects: Default::default(),
     }
 }
 

@@ -17,6 +17,15 @@ fn synthetic_config(steps: u32, seed: u64, parallel: u32) -> String {
     synthetic_config_on(steps, seed, parallel, "(workers (local (slots 2)))")
 }
 
+/// [`synthetic_config`] with proposals `uniform` or `guided`.
+fn synthetic_config_proposing(steps: u32, seed: u64, parallel: u32, proposals: &str) -> String {
+    let experiment_end = format!("(parallel {parallel})))");
+    synthetic_config(steps, seed, parallel).replace(
+        &experiment_end,
+        &format!("(parallel {parallel}) (proposals {proposals})))"),
+    )
+}
+
 fn setup(config: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("synthetic", dir.path());
@@ -32,11 +41,21 @@ fn steps(dir: &Path) -> Vec<StepRecord> {
 
 #[test]
 fn killed_and_resumed_campaign_equals_an_uninterrupted_one() {
+    resumes_exactly("uniform");
+}
+
+#[test]
+fn killed_and_resumed_guided_campaign_equals_an_uninterrupted_one() {
+    // 24 steps: ten screening flips, then fourteen guided ones.
+    resumes_exactly("guided");
+}
+
+fn resumes_exactly(proposals: &str) {
     if !have_valgrind() {
         eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
         return;
     }
-    let config = synthetic_config(24, 11, 2);
+    let config = synthetic_config_proposing(24, 11, 2, proposals);
     let straight = setup(&config);
     let out = run_kiln(straight.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
@@ -81,6 +100,124 @@ fn killed_and_resumed_campaign_equals_an_uninterrupted_one() {
     assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
 }
 
+/// A campaign over two knobs of the synthetic benchmark (four decision sets),
+/// so that proposals repeat, with `objective` and `runs`.
+fn two_knob_config(steps: u32, objective: &str, runs: &str) -> String {
+    format!(
+        r#"(campaign
+  (name two-knobs)
+  (store "store")
+  (objective (metric {objective}) (statistic median))
+  (runs {runs})
+  (experiments
+    ((benchmark synthetic)
+     (search (random-walk (steps {steps}) (flips 1)))
+     (chains 2) (seed 5) (parallel 2)))
+  (benchmarks
+    ((name synthetic) (kind knobs)
+     (knobs (x0 0 1) (x1 0 1))
+     (sources "benchmarks/synthetic")
+     (build ("cc" "-O1" "main.c" "-o" "bench"))
+     (run ("./bench" "{{x0}}" "{{x1}}" "0" "0" "0" "0" "0" "0" "0" "0" "30"))
+     (check-output none)
+     (timeout-s 30)))
+  (workers (local (slots 2))))
+"#
+    )
+}
+
+#[test]
+fn a_repeated_decision_set_under_callgrind_is_not_rebuilt_or_rerun() {
+    if !have_valgrind() {
+        eprintln!("skipped: valgrind is not installed");
+        return;
+    }
+    let dir = setup(&two_knob_config(
+        12,
+        "instructions",
+        "(warmup 0) (min 1) (max 1)",
+    ));
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = steps(dir.path());
+    assert_eq!(all.len(), 24);
+    let measured: Vec<&StepRecord> = all.iter().filter(|s| s.cached_from.is_none()).collect();
+    let mut sets: Vec<String> = measured
+        .iter()
+        .map(|s| s.decision_hash.to_string())
+        .collect();
+    sets.sort();
+    sets.dedup();
+    // Each decision set ran once over both chains; every other step took its result.
+    assert_eq!(sets.len(), measured.len(), "a set was measured twice");
+    assert!(measured.len() <= 4, "{} steps measured", measured.len());
+    for reused in all.iter().filter(|s| s.cached_from.is_some()) {
+        let source = all
+            .iter()
+            .find(|s| Some(&s.key) == reused.cached_from.as_ref())
+            .expect("the source is stored");
+        assert_eq!(source.decision_hash, reused.decision_hash);
+        assert_eq!(source.result.started_ms, reused.result.started_ms, "re-run");
+        assert_eq!(source.objective, reused.objective);
+    }
+    // The status counts each chain's distinct sets (start included) and varied knobs.
+    let status = run_kiln(dir.path(), &["status", "store"]);
+    let table = String::from_utf8_lossy(&status.stdout);
+    assert!(status.status.success(), "{}", text(&status));
+    assert!(
+        table.contains("varied") && table.contains("sets"),
+        "{table}"
+    );
+    for chain in 0..2u32 {
+        let mut own: Vec<String> = all
+            .iter()
+            .filter(|s| s.key.chain == chain)
+            .map(|s| s.decision_hash.to_string())
+            .collect();
+        own.sort();
+        own.dedup();
+        let row = table
+            .lines()
+            .find(|l| {
+                l.split_whitespace()
+                    .take(2)
+                    .eq(["synthetic", &chain.to_string()])
+            })
+            .unwrap_or_else(|| panic!("no row for chain {chain}:\n{table}"));
+        assert!(row.contains("2/2 100%"), "{row}");
+        // The start (0 0) is counted whether or not a step returned to it.
+        let start_measured = all
+            .iter()
+            .any(|s| s.key.chain == chain && s.decisions.0.values().all(|v| v.to_string() == "0"));
+        let expected = own.len() + usize::from(!start_measured);
+        assert!(
+            row.split_whitespace().any(|w| w == expected.to_string()),
+            "expected {expected} sets: {row}"
+        );
+    }
+}
+
+#[test]
+fn a_repeated_decision_set_under_a_timed_objective_is_measured_again() {
+    let dir = setup(&two_knob_config(
+        12,
+        "wall-time",
+        "(warmup 0) (min 1) (max 1)",
+    ));
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = steps(dir.path());
+    assert_eq!(all.len(), 24);
+    assert!(
+        all.iter().all(|s| s.cached_from.is_none()),
+        "a timed step reused a result"
+    );
+    let mut sets: Vec<String> = all.iter().map(|s| s.decision_hash.to_string()).collect();
+    sets.sort();
+    sets.dedup();
+    assert!(sets.len() <= 4);
+}
+
 /// Steps decided according to the running controller's status snapshot.
 fn decided_in_snapshot(store: &Path) -> usize {
     let Ok(bytes) = std::fs::read(store.join("status.json")) else {
@@ -98,11 +235,20 @@ fn decided_in_snapshot(store: &Path) -> usize {
 
 #[test]
 fn annealing_finds_the_known_optimum_of_the_synthetic_space() {
+    finds_the_optimum("uniform");
+}
+
+#[test]
+fn guided_annealing_finds_the_known_optimum_of_the_synthetic_space() {
+    finds_the_optimum("guided");
+}
+
+fn finds_the_optimum(proposals: &str) {
     if !have_valgrind() {
         eprintln!("skipped: valgrind is not installed");
         return;
     }
-    let dir = setup(&synthetic_config(100, 3, 2));
+    let dir = setup(&synthetic_config_proposing(100, 3, 2, proposals));
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
     let best =
@@ -900,4 +1046,51 @@ fn an_experiment_whose_first_steps_all_fail_alike_stops_with_the_reason() {
     let again = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
     assert_eq!(steps(dir.path()).len(), decided.len());
+}
+
+#[test]
+fn two_experiments_prepare_at_the_same_time_on_a_two_slot_worker() {
+    let dir = slow_setup(2);
+    // Two experiments of the slow benchmark: each measures its baseline three times (0.2 s
+    // each). One after the other, the first's third measurement would run alone.
+    let config = slow_config(2)
+        .replace(
+            "(experiments ((benchmark slow) (search (simulated-annealing (steps 2))) (seed 1)))",
+            "(experiments ((name one) (benchmark slow) (search (simulated-annealing (steps 2))))
+               ((name two) (benchmark slow) (search (simulated-annealing (steps 2)))))",
+        )
+        .replace("(slots 1)", "(slots 2)");
+    assert!(config.contains("(name two)"));
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    // Each experiment's baseline measurements are kept in a file of their own.
+    let spans: Vec<Vec<(u64, u64)>> = std::fs::read_dir(dir.path().join("store/references"))
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let kept: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(e.path()).unwrap()).unwrap();
+            kept.as_array()
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        r["started_ms"].as_u64().unwrap(),
+                        r["finished_ms"].as_u64().unwrap(),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(spans.len(), 2, "{spans:?}");
+    assert!(spans.iter().all(|s| s.len() == 3), "{spans:?}");
+    let overlap = spans[0]
+        .iter()
+        .any(|a| spans[1].iter().any(|b| a.0 < b.1 && b.0 < a.1));
+    assert!(
+        overlap,
+        "the experiments prepared one after the other: {spans:?}"
+    );
+    assert_eq!(steps(dir.path()).len(), 4);
 }

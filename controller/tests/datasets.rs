@@ -192,6 +192,9 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
         temperature: 0.04,
         started_ms: 0,
         updated_ms: 0,
+        varied: Default::default(),
+        sets: Default::default(),
+        effects: Default::default(),
     }
 }
 

@@ -237,6 +237,9 @@ fn campaign(steps: u32) -> Campaign {
             temperature: 0.0,
             started_ms: 0,
             updated_ms: 0,
+            varied: Default::default(),
+            sets: Default::default(),
+            effects: Default::default(),
         };
         for step in 0..steps {
             let record = step_record(&mut g, "walk", chain, step, &state, steps);

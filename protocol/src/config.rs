@@ -114,6 +114,20 @@ pub struct Experiment {
     pub remeasure_every: u32,
     /// Proposals of one chain in flight at once.
     pub parallel: u32,
+    /// How proposals pick the decisions they change.
+    pub proposals: Proposals,
+}
+
+/// How a chain's proposals pick the decision points they change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Proposals {
+    /// Every movable point equally likely.
+    #[default]
+    Uniform,
+    /// A first phase measures one flip of every movable point away from the
+    /// starting set; then points are drawn in proportion to the size and
+    /// uncertainty of their measured effect.
+    Guided,
 }
 
 /// The search algorithm of an experiment.
@@ -975,6 +989,7 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
             "baseline",
             "remeasure-every",
             "parallel",
+            "proposals",
         ],
     )?;
     let benchmark = rec.req_value("benchmark", decode::name)?;
@@ -994,6 +1009,13 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
             .opt_value("remeasure-every", decode::uint32)?
             .unwrap_or(0),
         parallel: rec.opt_value("parallel", decode::positive32)?.unwrap_or(1),
+        proposals: match rec.opt("proposals") {
+            Some(f) => match decode::choice(src, f.one()?, "proposals", &["uniform", "guided"])? {
+                "guided" => Proposals::Guided,
+                _ => Proposals::Uniform,
+            },
+            None => Proposals::Uniform,
+        },
     })
 }
 
@@ -1012,6 +1034,10 @@ impl Experiment {
         }
         fields.push(f("remeasure-every", vec![int(self.remeasure_every)]));
         fields.push(f("parallel", vec![int(self.parallel)]));
+        if self.proposals == Proposals::Guided {
+            // Written only when not the default, so stored configs of earlier versions compare equal.
+            fields.push(f("proposals", vec![Sexp::symbol("guided")]));
+        }
         Sexp::list(fields)
     }
 }

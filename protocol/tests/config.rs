@@ -504,3 +504,27 @@ fn golden_slurm_errors() {
             .ends_with("missing required field 'host' in via-ssh"),
     );
 }
+
+#[test]
+fn proposals_default_to_uniform_and_guided_round_trips() {
+    use kiln_protocol::config::Proposals;
+    let text = |proposals: &str| {
+        format!(
+            "(campaign (name p) (store \"s\") (objective (metric instructions) (statistic median))
+               (experiments ((benchmark b) (search (random-walk (steps 5))) {proposals}))
+               (benchmarks ((name b) (kind knobs) (knobs (x 0 1)) (sources \".\")
+                 (build (\"true\")) (run (\"true\"))))
+               (workers (local (slots 1))))"
+        )
+    };
+    let plain = CampaignConfig::parse(&text(""), "plain").unwrap();
+    assert_eq!(plain.experiments[0].proposals, Proposals::Uniform);
+    // The default is not written, so configs stored before the field compare equal.
+    assert!(!plain.to_text().contains("proposals"));
+    let guided = CampaignConfig::parse(&text("(proposals guided)"), "guided").unwrap();
+    assert_eq!(guided.experiments[0].proposals, Proposals::Guided);
+    let again = CampaignConfig::parse(&guided.to_text(), "again").unwrap();
+    assert_eq!(again.experiments[0].proposals, Proposals::Guided);
+    let wrong = CampaignConfig::parse(&text("(proposals smart)"), "wrong").unwrap_err();
+    assert!(wrong.to_string().contains("proposals"), "{wrong}");
+}

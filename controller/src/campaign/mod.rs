@@ -17,27 +17,26 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, RunPolicy};
-use kiln_protocol::message::{Bundle, Discovery, StepRequest, StepResult};
-use kiln_protocol::{
-    CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepOutcome,
-};
+use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy};
+use kiln_protocol::message::{Bundle, StepResult};
+use kiln_protocol::{CampaignConfig, ContentHash, DecisionFile, DecisionSet, StepOutcome};
 
 use crate::dispatch::calibration::Calibrator;
 use crate::dispatch::pool::{Answer, Done, Job, Pool, PoolSettings, StatusBoard, Work};
-use crate::error::{BadInput, Interrupted};
+use crate::error::Interrupted;
 use crate::logging;
 use crate::plan::chain::{self, ChainContext};
-use crate::plan::step::{self, objective_of};
+use crate::plan::step::{self, objective_of, Repeatability};
 use crate::store::{
-    kept, layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
-    Store,
+    layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
 };
 
+mod prepare;
 mod progress;
 pub mod status;
 use status::Phase;
 
+use prepare::Preparation;
 use progress::Progress;
 
 /// Options of `kiln run` beyond the config.
@@ -61,8 +60,10 @@ const BASELINE_REPEATS: u32 = 3;
 /// What a pool job is for.
 #[derive(Debug, Clone)]
 enum Tag {
-    Discover,
-    Reference(String),
+    /// The discovery of an experiment's benchmark.
+    Discover(String),
+    /// A measurement of an experiment's named reference.
+    Reference(String, String),
     Step(StepKey),
 }
 
@@ -88,20 +89,15 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         limits: config.limits_in_use(),
     };
     let mut pool: Pool<Tag> = Pool::start(&config.workers, settings);
-    let mut prepared = Vec::new();
-    for experiment in &config.experiments {
-        prepared.push(prepare(&config, experiment, &store, &mut pool).await?);
-    }
     let mut run = Running {
         config: &config,
         store: &store,
-        experiments: prepared
-            .iter()
-            .map(|p| (p.experiment.name.clone(), p))
-            .collect(),
+        experiments: BTreeMap::new(),
+        preparing: BTreeMap::new(),
         chains: BTreeMap::new(),
         arrived: HashMap::new(),
         measured: HashMap::new(),
+        in_flight: HashMap::new(),
         dispatched_ms: HashMap::new(),
         progress: Progress::new(&config),
         outbox: Vec::new(),
@@ -109,13 +105,15 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         fingerprints: HashMap::new(),
     };
     run.load_measured()?;
-    for p in &prepared {
-        for chain in 0..p.experiment.chains {
-            run.start_chain(p, chain)?;
-        }
+    // Every experiment prepares at once; each one's chains start when it is ready.
+    for experiment in &config.experiments {
+        let progress = Preparation::start(&config, experiment, &store, &mut run.outbox)?;
+        run.on_preparation(&experiment.name, progress)?;
     }
     run.commit(&pool)?;
     run.progress.refresh(&run.chains);
+    // From the first second, `kiln status` shows what the campaign does (the store is locked).
+    status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
     let mut snapshot_at = std::time::Instant::now();
     // An interval, not a sleep per wait: steps landing often must not starve the progress lines.
     let mut ticker = tokio::time::interval_at(
@@ -139,8 +137,9 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
                     tracing::warn!("steps abandoned in flight: {}", in_flight.join(", "));
                 }
                 let why = format!(
-                    "{}; the campaign is stored in {} and `kiln run` resumes it",
+                    "{}{}; the campaign is stored in {} and `kiln run` resumes it",
                     signal.said(),
+                    if run.preparing.is_empty() { "" } else { " while preparing" },
                     store.dir().display()
                 );
                 tracing::warn!("{why}");
@@ -150,7 +149,7 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
             _ = ticker.tick() => {
                 run.progress.tick(&run.chains, &pool.board);
                 // With no step landing (every worker down), the snapshot must still show them.
-                status::write_snapshot(&store, &config, &run.chains, &pool.board, &Phase::Searching)?;
+                status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
                 snapshot_at = std::time::Instant::now();
                 stop_if_all_unfit(&pool)?;
                 continue;
@@ -169,12 +168,12 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
         run.commit(&pool)?;
         run.progress.refresh(&run.chains);
         if snapshot_at.elapsed() > Duration::from_secs(1) {
-            status::write_snapshot(&store, &config, &run.chains, &pool.board, &Phase::Searching)?;
+            status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
             snapshot_at = std::time::Instant::now();
         }
     }
     run.progress.finish();
-    status::write_snapshot(&store, &config, &run.chains, &pool.board, &Phase::Searching)?;
+    status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
     run.write_best_files()?;
     Ok(store.dir().to_path_buf())
 }
@@ -248,199 +247,6 @@ fn incompatible_changes(old: &CampaignConfig, new: &CampaignConfig) -> Vec<Strin
     out
 }
 
-async fn prepare(
-    config: &CampaignConfig,
-    experiment: &Experiment,
-    store: &Store,
-    pool: &mut Pool<Tag>,
-) -> Result<Prepared> {
-    let benchmark = config
-        .benchmark(&experiment.benchmark)
-        .expect("config checks benchmark references")
-        .clone();
-    let bundle = Arc::new(crate::dispatch::bundle::pack(&benchmark.sources)?);
-    let flips = match benchmark.kind {
-        // Knob benchmarks move one knob at a time.
-        BenchmarkKind::Knobs { .. } => 1,
-        BenchmarkKind::LlvmInline { .. } => experiment.search.flips(),
-    };
-    if let Some(info) = store.experiment(&experiment.name)? {
-        if info.bundle != bundle.hash {
-            bail!(
-                "the sources of benchmark {} ({}) changed since experiment {} started; \
-                 restore them or run with --force-new",
-                benchmark.name,
-                benchmark.sources.display(),
-                experiment.name
-            );
-        }
-        return Ok(Prepared {
-            experiment: experiment.clone(),
-            benchmark,
-            bundle,
-            info,
-            flips,
-        });
-    }
-    logging::note(format_args!(
-        "preparing experiment {} (benchmark {})",
-        experiment.name, benchmark.name
-    ));
-    let discovery = match &benchmark.kind {
-        BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
-        BenchmarkKind::LlvmInline { .. } => {
-            match kept::load_discovery(store.dir(), &bundle.hash, &benchmark) {
-                Some((kept, path)) => {
-                    logging::note(format_args!(
-                        "decision points of {} from {} (an earlier discovery)",
-                        benchmark.name,
-                        path.display()
-                    ));
-                    kept
-                }
-                None => {
-                    status::write_snapshot(
-                        store,
-                        config,
-                        &BTreeMap::new(),
-                        &pool.board,
-                        &Phase::Discovering(benchmark.name.clone()),
-                    )?;
-                    pool.submit(Job {
-                        tag: Tag::Discover,
-                        bundle: bundle.clone(),
-                        work: Work::Discover(Box::new(benchmark.clone())),
-                    });
-                    let found = match next_answer(pool).await?.answer {
-                        Answer::Discovered(Ok(d)) => d,
-                        Answer::Discovered(Err(e)) => bail!(
-                            "cannot find the decision points of benchmark {}: {e}",
-                            benchmark.name
-                        ),
-                        Answer::Step(_) => bail!("unexpected step result during discovery"),
-                    };
-                    kept::save_discovery(store.dir(), &bundle.hash, &benchmark, &found)?;
-                    found
-                }
-            }
-        }
-    };
-    let baseline_set = match &experiment.baseline {
-        Some(path) => {
-            let text = DecisionFile::read_text(path).map_err(|e| BadInput(e.to_string()))?;
-            DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)
-                .map_err(|e| BadInput(e.to_string()))?
-                .set
-                .completed_from(&discovery.baseline)
-        }
-        None => discovery.baseline.clone(),
-    };
-    logging::note(format_args!(
-        "{} decision points; measuring the baseline {BASELINE_REPEATS} times",
-        discovery.points.len()
-    ));
-    let mut references = vec![(
-        "baseline".to_string(),
-        baseline_set.clone(),
-        BASELINE_REPEATS,
-    )];
-    if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
-        let none = DecisionSet(
-            discovery
-                .points
-                .iter()
-                .map(|p| (p.id.clone(), DecisionValue::no_inline()))
-                .collect(),
-        );
-        references.push(("no-inline".to_string(), none, 1));
-    }
-    status::write_snapshot(
-        store,
-        config,
-        &BTreeMap::new(),
-        &pool.board,
-        &Phase::MeasuringBaselines(experiment.name.clone()),
-    )?;
-    // Measurements kept from an earlier start count; only the rest is measured, and each
-    // one is kept as it lands.
-    let requests: Vec<StepRequest> = references
-        .iter()
-        .map(|(_, set, _)| step::request(config, &benchmark, &bundle, set, config.runs, None))
-        .collect();
-    let mut results: Vec<Vec<StepResult>> = requests
-        .iter()
-        .map(|r| kept::load_references(store.dir(), &experiment.name, r))
-        .collect();
-    let mut outstanding = 0;
-    for (i, (name, _, repeats)) in references.iter().enumerate() {
-        results[i].truncate(*repeats as usize);
-        if !results[i].is_empty() {
-            logging::note(format_args!(
-                "{} of {repeats} measurements of the {name} kept from an earlier start",
-                results[i].len()
-            ));
-        }
-        for _ in results[i].len()..*repeats as usize {
-            pool.submit(Job {
-                tag: Tag::Reference(name.clone()),
-                bundle: bundle.clone(),
-                work: Work::Step(Box::new(requests[i].clone())),
-            });
-            outstanding += 1;
-        }
-    }
-    for _ in 0..outstanding {
-        let done = next_answer(pool).await?;
-        let (Tag::Reference(name), Answer::Step(result)) = (done.tag, done.answer) else {
-            bail!("unexpected answer while measuring references");
-        };
-        let i = references
-            .iter()
-            .position(|r| r.0 == name)
-            .expect("known reference");
-        results[i].push(*result);
-        // A failed measurement is not kept: a restart measures it again.
-        let ok: Vec<StepResult> = results[i]
-            .iter()
-            .filter(|r| r.outcome == StepOutcome::Ok)
-            .cloned()
-            .collect();
-        kept::save_references(store.dir(), &experiment.name, &requests[i], &ok)?;
-    }
-    let mut measured: BTreeMap<String, Reference> = references
-        .iter()
-        .zip(&results)
-        .map(|((name, set, _), results)| (name.clone(), reference_of(config, set, results)))
-        .collect();
-    let baseline = measured.remove("baseline").expect("baseline measured");
-    if baseline.objective().is_none() {
-        bail!(
-            "the baseline of experiment {} failed ({}); a campaign needs a working baseline",
-            experiment.name,
-            baseline.outcome.reason().unwrap_or_default()
-        );
-    }
-    let runs = uneven_counts(config, &baseline.samples).map(|note| {
-        logging::note(format_args!("experiment {}: {note}", experiment.name));
-        repeated(config.runs)
-    });
-    let info = ExperimentInfo {
-        discovery,
-        bundle: bundle.hash,
-        baseline,
-        references: measured,
-        runs,
-    };
-    store.put_experiment(&experiment.name, &info)?;
-    Ok(Prepared {
-        experiment: experiment.clone(),
-        benchmark,
-        bundle,
-        info,
-        flips,
-    })
-}
-
 /// A reference from its measurements: every objective, the last outcome, and the output
 /// and size of the first successful one.
 fn reference_of(config: &CampaignConfig, set: &DecisionSet, results: &[StepResult]) -> Reference {
@@ -502,20 +308,6 @@ fn repeated(runs: RunPolicy) -> RunPolicy {
     }
 }
 
-async fn next_answer(pool: &mut Pool<Tag>) -> Result<Done<Tag>> {
-    loop {
-        tokio::select! {
-            done = pool.done.recv() => return done.context("worker pool stopped"),
-            signal = crate::error::interruption() => {
-                let why = format!("{} while preparing; run `kiln run` again to resume", signal.said());
-                tracing::warn!("{why}");
-                return Err(Interrupted(why, signal).into())
-            }
-            _ = tokio::time::sleep(Duration::from_secs(1)) => stop_if_all_unfit(pool)?,
-        }
-    }
-}
-
 /// Stops the campaign when no worker can ever run its steps (none can apply its run limits),
 /// rather than wait for one.
 fn stop_if_all_unfit<K>(pool: &Pool<K>) -> Result<()> {
@@ -531,12 +323,17 @@ fn stop_if_all_unfit<K>(pool: &Pool<K>) -> Result<()> {
 struct Running<'a> {
     config: &'a CampaignConfig,
     store: &'a Store,
-    experiments: BTreeMap<String, &'a Prepared>,
+    /// Prepared experiments.
+    experiments: BTreeMap<String, Arc<Prepared>>,
+    /// Experiments still preparing.
+    preparing: BTreeMap<String, Preparation>,
     chains: BTreeMap<(String, u32), ChainState>,
     /// Results stored but not yet decided.
     arrived: HashMap<StepKey, StepRecord>,
     /// Measured decision sets per experiment, for reuse.
     measured: HashMap<(String, ContentHash), StepKey>,
+    /// Decision sets being measured, with the steps waiting to reuse their result.
+    in_flight: HashMap<(String, ContentHash), Vec<StepKey>>,
     dispatched_ms: HashMap<StepKey, u64>,
     progress: Progress,
     /// Jobs to submit once what led to them is flushed.
@@ -547,28 +344,58 @@ struct Running<'a> {
     fingerprints: HashMap<String, (kiln_protocol::message::Capabilities, ContentHash)>,
 }
 
-impl<'a> Running<'a> {
-    fn context(&self, experiment: &str) -> ChainContext<'a> {
-        let p = self.experiments[experiment];
-        ChainContext {
-            experiment: &p.experiment,
-            points: &p.info.discovery.points,
-            baseline_objective: p.info.baseline.objective().expect("baseline checked"),
-            flips: p.flips,
+/// What a chain of the prepared experiment `p` needs besides its state.
+fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
+    ChainContext {
+        experiment: &p.experiment,
+        points: &p.info.discovery.points,
+        baseline_objective: p.info.baseline.objective().expect("baseline checked"),
+        flips: p.flips,
+        repeatability: step::repeatability(config, p.info.runs),
+        metric: config.objective.metric,
+    }
+}
+
+impl Running<'_> {
+    fn all_finished(&self) -> bool {
+        self.preparing.is_empty()
+            && self
+                .chains
+                .iter()
+                .all(|((e, _), s)| chain::finished(&context(self.config, &self.experiments[e]), s))
+    }
+
+    /// Starts the chains of an experiment that is ready, or waits for it.
+    /// What the campaign is doing now.
+    fn phase(&self) -> Phase {
+        Phase {
+            preparing: self.preparing.values().map(Preparation::doing).collect(),
+            searching: !self.chains.is_empty(),
         }
     }
 
-    fn all_finished(&self) -> bool {
-        self.chains
-            .iter()
-            .all(|((e, _), s)| chain::finished(&self.context(e), s))
+    fn on_preparation(&mut self, experiment: &str, progress: prepare::Progress) -> Result<()> {
+        match progress {
+            prepare::Progress::Waiting(preparation) => {
+                self.preparing.insert(experiment.to_string(), *preparation);
+            }
+            prepare::Progress::Ready(prepared) => {
+                let prepared: Arc<Prepared> = Arc::from(prepared);
+                self.experiments
+                    .insert(experiment.to_string(), prepared.clone());
+                for chain in 0..prepared.experiment.chains {
+                    self.start_chain(&prepared, chain)?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Remembers every stored measurement so repeated proposals reuse it.
     fn load_measured(&mut self) -> Result<()> {
         for record in self.store.steps(None) {
             let record = record?;
-            if record.kind == StepKind::Proposal && record.cached_from.is_none() {
+            if record.kind != StepKind::Remeasure && record.cached_from.is_none() {
                 self.measured
                     .entry((record.key.experiment.clone(), record.decision_hash))
                     .or_insert(record.key);
@@ -579,7 +406,7 @@ impl<'a> Running<'a> {
 
     fn start_chain(&mut self, p: &Prepared, chain: u32) -> Result<()> {
         let name = &p.experiment.name;
-        let ctx = self.context(name);
+        let ctx = context(self.config, p);
         let state = match self.store.chain(name, chain)? {
             Some(state) => state,
             None => {
@@ -623,29 +450,24 @@ impl<'a> Running<'a> {
         Ok(())
     }
 
-    /// Sends a pending proposal to be measured (at the next commit), or
-    /// reuses the measurement of an earlier step with the same decisions.
+    /// Sends a pending proposal to be measured (at the next commit), or, with
+    /// an exact objective, reuses the measurement of an earlier step with the
+    /// same decisions (waiting for it if it is still being measured).
     fn dispatch(&mut self, key: StepKey) -> Result<()> {
-        let p = self.experiments[&key.experiment];
+        let p = self.experiments[&key.experiment].clone();
         let state = &self.chains[&(key.experiment.clone(), key.chain)];
         let proposal = &state.pending[&key.step];
-        let hash = proposal.decisions.hash();
-        if proposal.kind == StepKind::Proposal {
-            if let Some(source) = self.measured.get(&(key.experiment.clone(), hash)) {
-                if let Some(earlier) = self.store.step(source)? {
-                    let record = self.record_from(
-                        &key,
-                        earlier.result.clone(),
-                        &earlier.worker,
-                        earlier.slot,
-                        Some(source.clone()),
-                    );
-                    self.store.put_result_unflushed(&record)?;
-                    self.staged = true;
-                    self.arrived.insert(key, record);
-                    return Ok(());
-                }
+        let set = (key.experiment.clone(), proposal.decisions.hash());
+        let exact = step::repeatability(self.config, p.info.runs) == Repeatability::Exact;
+        if proposal.kind != StepKind::Remeasure && exact {
+            if let Some(earlier) = self.measured_record(&set)? {
+                return self.reuse(key, &earlier);
             }
+            if let Some(waiting) = self.in_flight.get_mut(&set) {
+                waiting.push(key);
+                return Ok(());
+            }
+            self.in_flight.insert(set, Vec::new());
         }
         let request = step::request(
             self.config,
@@ -661,6 +483,43 @@ impl<'a> Running<'a> {
             bundle: p.bundle.clone(),
             work: Work::Step(Box::new(request)),
         });
+        Ok(())
+    }
+
+    /// The measured step of a decision set, decided or not yet.
+    fn measured_record(&self, set: &(String, ContentHash)) -> Result<Option<StepRecord>> {
+        let Some(source) = self.measured.get(set) else {
+            return Ok(None);
+        };
+        if let Some(record) = self.arrived.get(source) {
+            return Ok(Some(record.clone()));
+        }
+        Ok(match self.store.step(source)? {
+            Some(record) => Some(record),
+            None => self.store.result(source)?,
+        })
+    }
+
+    /// Takes the measurement of the earlier step `earlier` for the pending step `key`.
+    fn reuse(&mut self, key: StepKey, earlier: &StepRecord) -> Result<()> {
+        let pending = self
+            .chains
+            .get(&(key.experiment.clone(), key.chain))
+            .is_some_and(|s| s.pending.contains_key(&key.step));
+        if !pending {
+            // Its chain stopped while the step waited.
+            return Ok(());
+        }
+        let record = self.record_from(
+            &key,
+            earlier.result.clone(),
+            &earlier.worker,
+            earlier.slot,
+            Some(earlier.key.clone()),
+        );
+        self.store.put_result_unflushed(&record)?;
+        self.staged = true;
+        self.arrived.insert(key, record);
         Ok(())
     }
 
@@ -714,6 +573,20 @@ impl<'a> Running<'a> {
 
     /// Stores a result and decides what it makes decidable (unflushed: see [`commit`](Self::commit)).
     fn on_done(&mut self, done: Done<Tag>, board: &StatusBoard) -> Result<()> {
+        if let Tag::Discover(experiment) | Tag::Reference(experiment, _) = &done.tag {
+            let experiment = experiment.clone();
+            let Some(preparation) = self.preparing.remove(&experiment) else {
+                bail!("an answer for experiment {experiment}, which is not preparing");
+            };
+            let progress = preparation.on_answer(
+                self.config,
+                self.store,
+                done.tag,
+                done.answer,
+                &mut self.outbox,
+            )?;
+            return self.on_preparation(&experiment, progress);
+        }
         let (Tag::Step(key), Answer::Step(result)) = (done.tag, done.answer) else {
             bail!("unexpected answer during the campaign");
         };
@@ -741,12 +614,22 @@ impl<'a> Running<'a> {
             self.staged = true;
         }
         self.dispatched_ms.remove(&key);
-        if record.kind == StepKind::Proposal {
-            self.measured
-                .entry((key.experiment.clone(), record.decision_hash))
-                .or_insert(key.clone());
-        }
+        let set = (key.experiment.clone(), record.decision_hash);
+        let waiting = if record.kind == StepKind::Remeasure {
+            Vec::new()
+        } else {
+            self.measured.entry(set.clone()).or_insert(key.clone());
+            self.in_flight.remove(&set).unwrap_or_default()
+        };
+        let earlier = (!waiting.is_empty()).then(|| record.clone());
         self.arrived.insert(key.clone(), record);
+        for other in waiting {
+            self.reuse(
+                other.clone(),
+                earlier.as_ref().expect("kept for the waiting"),
+            )?;
+            self.decide_ready(&other.experiment, other.chain)?;
+        }
         self.decide_ready(&key.experiment, key.chain)
     }
 
@@ -772,7 +655,8 @@ impl<'a> Running<'a> {
 
     /// Decides every step of the chain whose turn has come and whose result is in.
     fn decide_ready(&mut self, experiment: &str, chain: u32) -> Result<()> {
-        let ctx = self.context(experiment);
+        let p = self.experiments[experiment].clone();
+        let ctx = context(self.config, &p);
         let state_key = (experiment.to_string(), chain);
         loop {
             let state = self.chains.get_mut(&state_key).expect("chain started");

@@ -16,7 +16,7 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::calibration::SlotCalibration;
 use crate::dispatch::pool::StatusBoard;
 use crate::dispatch::slurm::SlurmJob;
-use crate::store::{layout, now_ms, ChainState, ExperimentInfo, Store};
+use crate::store::{layout, now_ms, ChainState, Coverage, ExperimentInfo, Store};
 
 /// A campaign's status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,6 +71,9 @@ pub struct ChainRow {
     pub started_ms: u64,
     /// When it last decided a step (Unix ms).
     pub updated_ms: u64,
+    /// How much of the decision space it has explored (zero before the experiment is prepared).
+    #[serde(default)]
+    pub coverage: Coverage,
 }
 
 impl ChainRow {
@@ -129,31 +132,46 @@ fn chain_rows(
             stopped: s.stopped.clone(),
             started_ms: s.started_ms,
             updated_ms: s.updated_ms,
+            coverage: infos
+                .get(experiment)
+                .map(|i| s.coverage(&i.discovery.points))
+                .unwrap_or_default(),
         })
         .collect()
 }
 
-/// What a running campaign is doing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Phase {
-    /// Finding a benchmark's decision points.
-    Discovering(String),
-    /// Measuring an experiment's references (baseline, inline-nothing).
-    MeasuringBaselines(String),
-    /// Running its chains.
-    Searching,
+/// What a running campaign is doing: experiments being prepared, and whether
+/// chains search.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Phase {
+    /// Per experiment being prepared: what it does (`discovering B`, `measuring the
+    /// baselines of E`).
+    pub preparing: Vec<String>,
+    /// Whether some chain has started.
+    pub searching: bool,
 }
 
 impl std::fmt::Display for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Phase::Discovering(benchmark) => write!(f, "discovering {benchmark}"),
-            Phase::MeasuringBaselines(experiment) => {
-                write!(f, "measuring the baselines of {experiment}")
-            }
-            Phase::Searching => f.write_str("searching"),
+        let mut parts = Vec::new();
+        if self.searching {
+            parts.push("searching".to_string());
         }
+        if !self.preparing.is_empty() {
+            parts.push(format!("preparing: {}", self.preparing.join(", ")));
+        }
+        if parts.is_empty() {
+            parts.push("starting".into());
+        }
+        f.write_str(&parts.join("; "))
     }
+}
+
+/// Whether every chain of the campaign has started (its experiment is
+/// prepared) and finished.
+fn all_done(config: &CampaignConfig, rows: &[ChainRow]) -> bool {
+    let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
+    rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total)
 }
 
 /// Writes the running campaign's report as `status.json` (atomically).
@@ -184,7 +202,7 @@ pub fn write_snapshot(
             slurm_job: s.slurm.as_ref().map(|w| w.job()),
         })
         .collect();
-    let finished = !rows.is_empty() && rows.iter().all(|r| r.done >= r.total);
+    let finished = all_done(config, &rows);
     let report = Report {
         campaign: config.name.clone(),
         at_ms: now_ms(),
@@ -231,8 +249,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
         }
     }
     let rows = chain_rows(&config, &infos, &chains);
-    let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
-    let finished = rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total);
+    let finished = all_done(&config, &rows);
     // No controller holds the store: whatever it was doing, it is not doing it now.
     let phase = match last_phase(store.dir()) {
         _ if finished => "finished".to_string(),

@@ -28,6 +28,7 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
     let kind = match record.kind {
         StepKind::Proposal => "proposal",
         StepKind::Remeasure => "re-measurement of the incumbent",
+        StepKind::Screen => "screening flip (guided proposals)",
     };
     let parent = record
         .parent

@@ -69,6 +69,13 @@ fn render(report: &Report, live: bool) -> String {
             format_measure(r.best, &report.unit),
             format_ratio(time_ratio(r.best, r.baseline)),
             format!("{:.3e}", r.temperature),
+            format!(
+                "{}/{} {:.0}%",
+                r.coverage.varied,
+                r.coverage.movable,
+                100.0 * r.coverage.share()
+            ),
+            r.coverage.sets.to_string(),
             format_secs(elapsed),
             eta,
             failures,
@@ -84,11 +91,13 @@ fn render(report: &Report, live: bool) -> String {
                 "best",
                 TIME_RATIO,
                 "temp",
+                "varied",
+                "sets",
                 "elapsed",
                 "eta",
                 "failures",
             ],
-            &[1, 2, 3, 4, 5, 6, 7, 8],
+            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
             rows,
         ));
     }

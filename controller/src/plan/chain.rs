@@ -8,11 +8,14 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use kiln_protocol::config::{Experiment, Search};
-use kiln_protocol::{DecisionPoint, DecisionSet};
+use kiln_protocol::config::{Experiment, Proposals, Search};
+use kiln_protocol::{DecisionPoint, DecisionSet, Metric, Summary};
 
 use super::search;
-use crate::store::{now_ms, ChainState, Decision, Incumbent, Proposal, StepKind, StepRecord};
+use super::step::Repeatability;
+use crate::store::{
+    now_ms, ChainState, Decision, Effect, Incumbent, Proposal, StepKind, StepRecord,
+};
 
 /// Everything a chain needs besides its state.
 pub struct ChainContext<'a> {
@@ -24,6 +27,10 @@ pub struct ChainContext<'a> {
     pub baseline_objective: f64,
     /// Decisions changed per proposal.
     pub flips: u32,
+    /// Whether a repeated decision set can measure differently.
+    pub repeatability: Repeatability,
+    /// The objective's metric (for a screened flip's interval).
+    pub metric: Metric,
 }
 
 impl ChainContext<'_> {
@@ -37,7 +44,16 @@ impl ChainContext<'_> {
 
     fn is_remeasure(&self, step: u32) -> bool {
         let every = self.experiment.remeasure_every;
-        every > 0 && (step + 1) % every == 0
+        every > 0 && (step + 1) % every == 0 && step >= self.screen_steps()
+    }
+
+    /// Steps of the screening phase that opens a chain with guided proposals:
+    /// one per movable point (as many as the budget allows).
+    fn screen_steps(&self) -> u32 {
+        match self.experiment.proposals {
+            Proposals::Uniform => 0,
+            Proposals::Guided => (search::movable(self.points).len() as u32).min(self.steps()),
+        }
     }
 }
 
@@ -55,7 +71,7 @@ pub fn start(
 ) -> ChainState {
     let at_baseline = Incumbent {
         decisions: baseline.clone(),
-        samples,
+        samples: samples.clone(),
         step: None,
     };
     let mut state = ChainState {
@@ -73,6 +89,9 @@ pub fn start(
         temperature: search::temperature(ctx.search(), 0),
         started_ms: now_ms(),
         updated_ms: now_ms(),
+        varied: Default::default(),
+        sets: [(baseline.hash(), samples)].into(),
+        effects: Default::default(),
     };
     refill(ctx, &mut state);
     state
@@ -100,35 +119,78 @@ pub fn nothing_succeeded(state: &ChainState) -> bool {
 }
 
 /// Generates proposals until `parallel` are pending or the budget is reached.
+/// Guided annealing waits for the whole screening phase to be decided, since
+/// its draws depend on every screened effect.
 fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
+    let screen = ctx.screen_steps();
     while state.generated < ctx.steps() && state.pending.len() < ctx.experiment.parallel as usize {
         let step = state.generated;
+        if step >= screen && state.next_decide < screen {
+            break;
+        }
         let temperature = search::temperature(ctx.search(), step);
-        let proposal = if ctx.is_remeasure(step) {
-            Proposal {
-                kind: StepKind::Remeasure,
-                decisions: state.current.decisions.clone(),
-                parent: state.current.step,
-                diff: DecisionSet::default(),
-                temperature,
-            }
+        let (kind, decisions) = if step < screen {
+            let point = search::movable(ctx.points)[step as usize];
+            let decisions = search::flip_one(&state.current.decisions, point, &mut state.rng);
+            (StepKind::Screen, decisions)
+        } else if ctx.is_remeasure(step) {
+            (StepKind::Remeasure, state.current.decisions.clone())
         } else {
+            let weights = (ctx.experiment.proposals == Proposals::Guided)
+                .then(|| search::weights(&search::movable(ctx.points), &state.effects));
             let decisions = search::propose(
                 &state.current.decisions,
                 ctx.points,
                 ctx.flips,
+                weights.as_deref(),
                 &mut state.rng,
             );
-            Proposal {
-                kind: StepKind::Proposal,
-                diff: decisions.diff_from(&state.current.decisions),
-                decisions,
-                parent: state.current.step,
-                temperature,
-            }
+            (StepKind::Proposal, decisions)
+        };
+        let proposal = Proposal {
+            kind,
+            diff: decisions.diff_from(&state.current.decisions),
+            decisions,
+            parent: state.current.step,
+            temperature,
         };
         state.pending.insert(step, proposal);
         state.generated += 1;
+    }
+}
+
+/// Notes a measured step in the chain's coverage, and the objective the chain
+/// judges it by: its own measurement, or with a noisy objective the median of
+/// every measurement the chain has of the same decisions.
+fn note_measured(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    record: &StepRecord,
+) -> Option<f64> {
+    state.varied.extend(record.diff.0.keys().cloned());
+    let samples = state.sets.entry(record.decision_hash).or_default();
+    let objective = record.objective?;
+    match ctx.repeatability {
+        // A repeat reuses the earlier result: one sample stands for the set.
+        Repeatability::Exact if !samples.is_empty() => {}
+        _ => samples.push(objective),
+    }
+    Summary::of(samples).map(|s| s.median)
+}
+
+/// The effect of a screened flip, relative to the baseline.
+fn effect(ctx: &ChainContext<'_>, start: f64, judged: Option<f64>, record: &StepRecord) -> Effect {
+    let half_width = match ctx.repeatability {
+        Repeatability::Exact => 0.0,
+        Repeatability::Noisy => record
+            .result
+            .summary
+            .get(&ctx.metric)
+            .map_or(0.0, |s| (s.ci_high - s.ci_low) / 2.0),
+    };
+    Effect {
+        change: judged.map(|o| (o - start) / ctx.baseline_objective),
+        uncertainty: half_width / ctx.baseline_objective,
     }
 }
 
@@ -139,6 +201,7 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
     debug_assert_eq!(record.key.step, step);
     state.pending.remove(&step);
     let compared_with = state.current.objective();
+    let judged = note_measured(ctx, state, record);
     let accepted = match record.kind {
         StepKind::Remeasure => {
             if let Some(objective) = record.objective {
@@ -150,10 +213,25 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             }
             false
         }
+        StepKind::Screen => {
+            if let Some(site) = record.diff.0.keys().next() {
+                let effect = effect(ctx, compared_with, judged, record);
+                state.effects.insert(site.clone(), effect);
+            }
+            // Screening measures neighbours of the start and stays there; the best still counts.
+            if judged.is_some_and(|o| o < state.best.objective()) {
+                state.best = Incumbent {
+                    decisions: record.decisions.clone(),
+                    samples: state.sets[&record.decision_hash].clone(),
+                    step: Some(step),
+                };
+            }
+            false
+        }
         StepKind::Proposal => search::accept(
             ctx.search(),
             compared_with,
-            record.objective,
+            judged,
             ctx.baseline_objective,
             record.temperature,
             &mut state.rng,
@@ -162,7 +240,7 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
     if accepted {
         state.current = Incumbent {
             decisions: record.decisions.clone(),
-            samples: record.objective.into_iter().collect(),
+            samples: state.sets[&record.decision_hash].clone(),
             step: Some(step),
         };
         state.accepted += 1;

@@ -3,29 +3,108 @@
 //! Everything here is a pure function of its inputs and the chain's RNG, so a
 //! chain replays exactly from its stored state.
 
+use std::collections::BTreeMap;
+
 use rand::{Rng, RngExt};
 
 use kiln_protocol::config::Search;
-use kiln_protocol::{DecisionPoint, DecisionSet};
+use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
 
-/// A proposal: `current` with `flips` distinct decision points moved to another value of their domain.
+use crate::store::Effect;
+
+/// The movable decision points: those with more than one value (as [`crate::store::Coverage`] counts them).
+pub fn movable(points: &[DecisionPoint]) -> Vec<&DecisionPoint> {
+    points.iter().filter(|p| p.domain.len() > 1).collect()
+}
+
+/// A proposal: `current` with `flips` distinct decision points moved to
+/// another value of their domain. The points are drawn uniformly, or in
+/// proportion to `weights` (one per movable point, in order) where given.
 pub fn propose(
     current: &DecisionSet,
     points: &[DecisionPoint],
     flips: u32,
+    weights: Option<&[f64]>,
     rng: &mut impl Rng,
 ) -> DecisionSet {
-    let movable: Vec<&DecisionPoint> = points.iter().filter(|p| p.domain.len() > 1).collect();
-    let mut next = current.clone();
+    let movable = movable(points);
     let k = (flips as usize).min(movable.len());
-    for index in rand::seq::index::sample(rng, movable.len(), k) {
-        let point = movable[index];
-        let now = current.get(&point.id);
-        let others: Vec<_> = point.domain.iter().filter(|v| Some(*v) != now).collect();
-        let pick = others[rng.random_range(0..others.len())].clone();
-        next.0.insert(point.id.clone(), pick);
+    let picked = match weights {
+        // Uniform draws stay exactly those of earlier versions, so stored chains replay.
+        None => rand::seq::index::sample(rng, movable.len(), k).into_vec(),
+        Some(weights) => weighted_sample(weights, k, rng),
+    };
+    let mut next = current.clone();
+    for index in picked {
+        next.0.insert(
+            movable[index].id.clone(),
+            other_value(current, movable[index], rng),
+        );
     }
     next
+}
+
+/// `current` with the one point `point` moved to another value of its domain.
+pub fn flip_one(current: &DecisionSet, point: &DecisionPoint, rng: &mut impl Rng) -> DecisionSet {
+    let mut next = current.clone();
+    next.0
+        .insert(point.id.clone(), other_value(current, point, rng));
+    next
+}
+
+fn other_value(current: &DecisionSet, point: &DecisionPoint, rng: &mut impl Rng) -> DecisionValue {
+    let now = current.get(&point.id);
+    let others: Vec<_> = point.domain.iter().filter(|v| Some(*v) != now).collect();
+    others[rng.random_range(0..others.len())].clone()
+}
+
+/// `k` distinct indices drawn without replacement, each in proportion to its weight.
+fn weighted_sample(weights: &[f64], k: usize, rng: &mut impl Rng) -> Vec<usize> {
+    let mut left: Vec<(usize, f64)> = weights.iter().copied().enumerate().collect();
+    let mut picked = Vec::with_capacity(k);
+    for _ in 0..k.min(left.len()) {
+        let total: f64 = left.iter().map(|(_, w)| w).sum();
+        let mut r = rng.random::<f64>() * total;
+        // Rounding may leave `r` past the last weight: the last point takes it.
+        let mut at = left.len() - 1;
+        for (i, (_, w)) in left.iter().enumerate() {
+            if r < *w {
+                at = i;
+                break;
+            }
+            r -= w;
+        }
+        picked.push(left.remove(at).0);
+    }
+    picked
+}
+
+/// Share of the mean weight every point gets on top of its own: points with no
+/// measured effect alone may still matter together with others, so they keep
+/// being drawn (about a fifth of the draws when most have none).
+const FLOOR: f64 = 0.25;
+
+/// Drawing weights of the movable points (in order) from their screened
+/// effects: size plus uncertainty, and a floor. A point not screened counts
+/// as the mean (unknown); a point whose flip failed gets the floor only.
+pub fn weights(movable: &[&DecisionPoint], effects: &BTreeMap<SiteId, Effect>) -> Vec<f64> {
+    let raw: Vec<Option<f64>> = movable
+        .iter()
+        .map(|p| {
+            effects.get(&p.id).map(|e| match e.change {
+                Some(change) => change.abs() + e.uncertainty,
+                None => 0.0,
+            })
+        })
+        .collect();
+    let known: Vec<f64> = raw.iter().flatten().copied().collect();
+    let mean = known.iter().sum::<f64>() / known.len().max(1) as f64;
+    if mean.is_nan() || mean <= 0.0 {
+        return vec![1.0; movable.len()];
+    }
+    raw.iter()
+        .map(|r| r.unwrap_or(mean) + FLOOR * mean)
+        .collect()
 }
 
 /// The temperature of step `k` (zero for a random walk, which accepts everything anyway).
@@ -91,7 +170,7 @@ mod tests {
         let base = all(&pts, DecisionValue::no_inline());
         let mut rng = ChaCha8Rng::seed_from_u64(1);
         for _ in 0..50 {
-            let next = propose(&base, &pts, 3, &mut rng);
+            let next = propose(&base, &pts, 3, None, &mut rng);
             assert_eq!(next.diff_from(&base).len(), 3);
             next.check(&pts).unwrap();
         }
@@ -101,9 +180,69 @@ mod tests {
     fn proposals_are_reproducible_from_the_seed() {
         let pts = points(10);
         let base = all(&pts, DecisionValue::inline());
-        let a = propose(&base, &pts, 2, &mut ChaCha8Rng::seed_from_u64(7));
-        let b = propose(&base, &pts, 2, &mut ChaCha8Rng::seed_from_u64(7));
+        let a = propose(&base, &pts, 2, None, &mut ChaCha8Rng::seed_from_u64(7));
+        let b = propose(&base, &pts, 2, None, &mut ChaCha8Rng::seed_from_u64(7));
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn weighted_proposals_favour_points_with_large_effects() {
+        let pts = points(10);
+        let movable = movable(&pts);
+        let base = all(&pts, DecisionValue::inline());
+        // Point 3 has a large effect, point 7 an uncertain one, the rest none.
+        let mut effects = BTreeMap::new();
+        for p in &pts {
+            effects.insert(
+                p.id.clone(),
+                Effect {
+                    change: Some(0.0),
+                    uncertainty: 0.0,
+                },
+            );
+        }
+        effects.insert(
+            pts[3].id.clone(),
+            Effect {
+                change: Some(-0.1),
+                uncertainty: 0.0,
+            },
+        );
+        effects.insert(
+            pts[7].id.clone(),
+            Effect {
+                change: Some(0.0),
+                uncertainty: 0.1,
+            },
+        );
+        let w = weights(&movable, &effects);
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let mut drawn = [0u32; 10];
+        for _ in 0..1000 {
+            let next = propose(&base, &pts, 1, Some(&w), &mut rng);
+            let diff = next.diff_from(&base);
+            assert_eq!(diff.len(), 1);
+            let i = pts.iter().position(|p| diff.0.contains_key(&p.id)).unwrap();
+            drawn[i] += 1;
+        }
+        assert!(drawn[3] > 300 && drawn[7] > 300, "{drawn:?}");
+        // The floor keeps every other point in play.
+        assert!(drawn.iter().all(|&d| d > 0), "{drawn:?}");
+        // Several flips are distinct points.
+        for _ in 0..50 {
+            assert_eq!(
+                propose(&base, &pts, 3, Some(&w), &mut rng)
+                    .diff_from(&base)
+                    .len(),
+                3
+            );
+        }
+    }
+
+    #[test]
+    fn no_measured_effect_weighs_every_point_alike() {
+        let pts = points(4);
+        assert_eq!(weights(&movable(&pts), &BTreeMap::new()), vec![1.0; 4]);
     }
 
     #[test]

@@ -39,3 +39,23 @@ pub fn objective_of(config: &CampaignConfig, result: &StepResult) -> Option<f64>
         .get(&config.objective.metric)
         .map(|s| config.objective.statistic.of(s))
 }
+
+/// Whether measuring a decision set again can give another figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Repeatability {
+    /// It cannot (callgrind's counts of a deterministic program): a repeated set reuses the earlier result.
+    Exact,
+    /// It can (times, or counts the baseline showed uneven): a repeated set is measured again
+    /// and its measurements pooled.
+    Noisy,
+}
+
+/// The repeatability of the config's objective, where `uneven_runs` is the
+/// experiment's run policy set because its baseline's counts differed.
+pub fn repeatability(config: &CampaignConfig, uneven_runs: Option<RunPolicy>) -> Repeatability {
+    if config.objective.metric.needs_callgrind() && uneven_runs.is_none() {
+        Repeatability::Exact
+    } else {
+        Repeatability::Noisy
+    }
+}

@@ -6,7 +6,7 @@ use anyhow::Result;
 
 use kiln_protocol::{CampaignConfig, Metric, MetricValue};
 
-use crate::store::{benchmark_of, ExperimentInfo, StepKind, StepRecord, Store};
+use crate::store::{benchmark_of, Coverage, ExperimentInfo, StepKind, StepRecord, Store};
 
 /// What the plots need of one step.
 pub(super) struct Point {
@@ -72,6 +72,8 @@ pub(super) struct ExperimentData {
     pub(super) benchmark: Option<String>,
     pub(super) info: ExperimentInfo,
     pub(super) chains: BTreeMap<u32, Vec<Point>>,
+    /// Per chain, how much of the decision space it explored.
+    pub(super) coverage: BTreeMap<u32, Coverage>,
     /// Whether any run reported gpu-time as measured.
     pub(super) gpu_measured: bool,
 }
@@ -92,6 +94,7 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
             benchmark: benchmark_of(config.as_ref(), &name),
             info,
             chains: BTreeMap::new(),
+            coverage: BTreeMap::new(),
             gpu_measured: false,
             name,
         };
@@ -107,6 +110,12 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
                 .entry(record.key.chain)
                 .or_default()
                 .push(Point::of(&record));
+        }
+        for &chain in data.chains.keys() {
+            if let Some(state) = store.chain(&data.name, chain)? {
+                data.coverage
+                    .insert(chain, state.coverage(&data.info.discovery.points));
+            }
         }
         experiments.push(data);
     }

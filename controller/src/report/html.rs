@@ -87,7 +87,8 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
     let baseline = e.info.baseline.objective();
     out.push_str(
         "<table>\n<tr><th>chain</th><th>steps</th><th>ok</th><th>failed</th>\
-         <th>accepted</th><th>best objective</th><th>speedup</th></tr>\n",
+         <th>accepted</th><th>best objective</th><th>speedup</th>\
+         <th>points varied</th><th>distinct sets</th></tr>\n",
     );
     for (chain, points) in &e.chains {
         let ok = points.iter().filter(|p| p.objective.is_some()).count();
@@ -100,10 +101,17 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             (Some(b), Some(o)) => format!("{:.3}x", b / o),
             _ => "-".into(),
         };
+        let (varied, sets) = match e.coverage.get(chain) {
+            Some(c) => (
+                format!("{}/{} ({:.0} %)", c.varied, c.movable, 100.0 * c.share()),
+                c.sets.to_string(),
+            ),
+            None => ("-".into(), "-".into()),
+        };
         let _ = writeln!(
             out,
             "<tr><td>{chain}</td><td>{}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
-             <td>{}</td><td>{speedup}</td></tr>",
+             <td>{}</td><td>{speedup}</td><td>{varied}</td><td>{sets}</td></tr>",
             points.len(),
             points.len() - ok,
             best.map_or("-".into(), format_value),

@@ -2,14 +2,14 @@
 //! These types are serialized as JSON in the database, so a field added must
 //! read back from stores written without it (`#[serde(default)]`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::{Discovery, StepResult};
-use kiln_protocol::{ContentHash, DecisionSet, StepOutcome};
+use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, SiteId, StepOutcome};
 
 /// Identifies a step of a chain.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -41,6 +41,9 @@ pub enum StepKind {
     Proposal,
     /// A re-measurement of the incumbent (against the winner's curse).
     Remeasure,
+    /// One flip away from the starting set, measured before guided annealing
+    /// to learn which points matter.
+    Screen,
 }
 
 /// A measured step, as stored.
@@ -161,6 +164,55 @@ pub struct ChainState {
     pub started_ms: u64,
     /// When it last decided a step (Unix ms).
     pub updated_ms: u64,
+    /// Points some measured step of the chain changed (its coverage).
+    #[serde(default)]
+    pub varied: BTreeSet<SiteId>,
+    /// Every distinct decision set the chain has measured (its start
+    /// included), with the objectives measured for it: a noisy objective
+    /// pools a repeated set's measurements.
+    #[serde(default)]
+    pub sets: BTreeMap<ContentHash, Vec<f64>>,
+    /// Guided proposals: each screened point's effect.
+    #[serde(default)]
+    pub effects: BTreeMap<SiteId, Effect>,
+}
+
+/// How much of its decision space a chain has explored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Coverage {
+    /// Points some measured step changed.
+    pub varied: u32,
+    /// Points that can change (more than one value).
+    pub movable: u32,
+    /// Distinct decision sets measured, the start included.
+    pub sets: u32,
+}
+
+impl Coverage {
+    /// The share of movable points varied at least once (0 to 1).
+    pub fn share(&self) -> f64 {
+        f64::from(self.varied) / f64::from(self.movable.max(1))
+    }
+}
+
+impl ChainState {
+    /// The chain's coverage of `points`.
+    pub fn coverage(&self, points: &[DecisionPoint]) -> Coverage {
+        Coverage {
+            varied: self.varied.len() as u32,
+            movable: points.iter().filter(|p| p.domain.len() > 1).count() as u32,
+            sets: self.sets.len() as u32,
+        }
+    }
+}
+
+/// A point's measured effect: one flip away from the starting set, relative to the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Effect {
+    /// (flipped − start) / baseline; `None` if the flipped set failed.
+    pub change: Option<f64>,
+    /// Half the width of the flipped set's confidence interval / baseline (0 for exact counts).
+    pub uncertainty: f64,
 }
 
 /// A reference measurement of an experiment (the baseline, inlining nothing).

@@ -1,0 +1,292 @@
+//! Preparing an experiment (discovery, then its reference measurements) as a
+//! state machine driven by the campaign loop's answers, so that every
+//! experiment prepares at once across the free slots and its chains start as
+//! soon as it is ready. Discoveries and reference measurements are kept in
+//! the store as they land ([`kept`]), so a restart does not redo them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use anyhow::{bail, Result};
+
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
+use kiln_protocol::message::{Bundle, Discovery, StepRequest, StepResult};
+use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue, StepOutcome};
+
+use super::{reference_of, repeated, uneven_counts, Prepared, Tag, BASELINE_REPEATS};
+use crate::dispatch::pool::{Answer, Job, Work};
+use crate::error::BadInput;
+use crate::logging;
+use crate::plan::step;
+use crate::store::{kept, ExperimentInfo, Reference, Store};
+
+/// An experiment being prepared.
+pub(super) struct Preparation {
+    experiment: Experiment,
+    benchmark: BenchmarkSpec,
+    bundle: Arc<Bundle>,
+    flips: u32,
+    /// Set once the decision points are known.
+    measuring: Option<Measuring>,
+}
+
+/// The reference measurements of a discovered experiment.
+struct Measuring {
+    discovery: Discovery,
+    /// Per reference: name, decisions and measurements wanted.
+    references: Vec<(String, DecisionSet, u32)>,
+    requests: Vec<StepRequest>,
+    results: Vec<Vec<StepResult>>,
+    outstanding: usize,
+}
+
+/// Where a preparation stands after a move.
+pub(super) enum Progress {
+    /// Prepared: its chains may start.
+    Ready(Box<Prepared>),
+    /// Waiting for the answers to the jobs it submitted.
+    Waiting(Box<Preparation>),
+}
+
+impl Preparation {
+    /// Starts preparing `experiment`: ready at once if the store holds it,
+    /// else the jobs it needs go to `outbox`.
+    pub(super) fn start(
+        config: &CampaignConfig,
+        experiment: &Experiment,
+        store: &Store,
+        outbox: &mut Vec<Job<Tag>>,
+    ) -> Result<Progress> {
+        let benchmark = config
+            .benchmark(&experiment.benchmark)
+            .expect("config checks benchmark references")
+            .clone();
+        let bundle = Arc::new(crate::dispatch::bundle::pack(&benchmark.sources)?);
+        let flips = match benchmark.kind {
+            // Knob benchmarks move one knob at a time.
+            BenchmarkKind::Knobs { .. } => 1,
+            BenchmarkKind::LlvmInline { .. } => experiment.search.flips(),
+        };
+        let stored = store.experiment(&experiment.name)?;
+        if let Some(info) = &stored {
+            if info.bundle != bundle.hash {
+                bail!(
+                    "the sources of benchmark {} ({}) changed since experiment {} started; \
+                     restore them or run with --force-new",
+                    benchmark.name,
+                    benchmark.sources.display(),
+                    experiment.name
+                );
+            }
+        }
+        let preparation = Preparation {
+            experiment: experiment.clone(),
+            benchmark: benchmark.clone(),
+            bundle: bundle.clone(),
+            flips,
+            measuring: None,
+        };
+        if let Some(info) = stored {
+            return Ok(Progress::Ready(Box::new(preparation.into_prepared(info))));
+        }
+        logging::note(format_args!(
+            "preparing experiment {} (benchmark {})",
+            experiment.name, benchmark.name
+        ));
+        let discovery = match &benchmark.kind {
+            BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
+            BenchmarkKind::LlvmInline { .. } => {
+                match kept::load_discovery(store.dir(), &bundle.hash, &benchmark) {
+                    Some((kept, path)) => {
+                        logging::note(format_args!(
+                            "decision points of {} from {} (an earlier discovery)",
+                            benchmark.name,
+                            path.display()
+                        ));
+                        kept
+                    }
+                    None => {
+                        outbox.push(Job {
+                            tag: Tag::Discover(experiment.name.clone()),
+                            bundle,
+                            work: Work::Discover(Box::new(benchmark)),
+                        });
+                        return Ok(Progress::Waiting(Box::new(preparation)));
+                    }
+                }
+            }
+        };
+        preparation.measure(config, store, discovery, outbox)
+    }
+
+    /// Takes an answer to one of its jobs.
+    pub(super) fn on_answer(
+        mut self,
+        config: &CampaignConfig,
+        store: &Store,
+        tag: Tag,
+        answer: Answer,
+        outbox: &mut Vec<Job<Tag>>,
+    ) -> Result<Progress> {
+        let benchmark = &self.benchmark;
+        match (tag, answer, self.measuring.as_mut()) {
+            (Tag::Discover(_), Answer::Discovered(Ok(found)), None) => {
+                kept::save_discovery(store.dir(), &self.bundle.hash, benchmark, &found)?;
+                self.measure(config, store, found, outbox)
+            }
+            (Tag::Discover(_), Answer::Discovered(Err(e)), None) => bail!(
+                "cannot find the decision points of benchmark {}: {e}",
+                benchmark.name
+            ),
+            (Tag::Reference(_, name), Answer::Step(result), Some(m)) => {
+                let i = m
+                    .references
+                    .iter()
+                    .position(|r| r.0 == name)
+                    .expect("known reference");
+                m.results[i].push(*result);
+                // A failed measurement is not kept: a restart measures it again.
+                let ok: Vec<StepResult> = m.results[i]
+                    .iter()
+                    .filter(|r| r.outcome == StepOutcome::Ok)
+                    .cloned()
+                    .collect();
+                let experiment = &self.experiment.name;
+                kept::save_references(store.dir(), experiment, &m.requests[i], &ok)?;
+                m.outstanding -= 1;
+                self.finish_if_measured(config, store)
+            }
+            _ => bail!(
+                "unexpected answer while preparing experiment {}",
+                self.experiment.name
+            ),
+        }
+    }
+
+    /// With the decision points known: submits the reference measurements not kept from an
+    /// earlier start.
+    fn measure(
+        mut self,
+        config: &CampaignConfig,
+        store: &Store,
+        discovery: Discovery,
+        outbox: &mut Vec<Job<Tag>>,
+    ) -> Result<Progress> {
+        let (experiment, benchmark, bundle) = (&self.experiment, &self.benchmark, &self.bundle);
+        let baseline_set = match &experiment.baseline {
+            Some(path) => {
+                let text = DecisionFile::read_text(path).map_err(|e| BadInput(e.to_string()))?;
+                DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)
+                    .map_err(|e| BadInput(e.to_string()))?
+                    .set
+                    .completed_from(&discovery.baseline)
+            }
+            None => discovery.baseline.clone(),
+        };
+        logging::note(format_args!(
+            "{}: {} decision points; measuring the baseline {BASELINE_REPEATS} times",
+            experiment.name,
+            discovery.points.len()
+        ));
+        let mut references = vec![("baseline".to_string(), baseline_set, BASELINE_REPEATS)];
+        if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
+            let none = DecisionSet(
+                discovery
+                    .points
+                    .iter()
+                    .map(|p| (p.id.clone(), DecisionValue::no_inline()))
+                    .collect(),
+            );
+            references.push(("no-inline".to_string(), none, 1));
+        }
+        // Measurements kept from an earlier start count; only the rest is measured.
+        let requests: Vec<StepRequest> = references
+            .iter()
+            .map(|(_, set, _)| step::request(config, benchmark, bundle, set, config.runs, None))
+            .collect();
+        let mut results: Vec<Vec<StepResult>> = requests
+            .iter()
+            .map(|r| kept::load_references(store.dir(), &experiment.name, r))
+            .collect();
+        let mut outstanding = 0;
+        for (i, (name, _, repeats)) in references.iter().enumerate() {
+            results[i].truncate(*repeats as usize);
+            if !results[i].is_empty() {
+                logging::note(format_args!(
+                    "{}: {} of {repeats} measurements of the {name} kept from an earlier start",
+                    experiment.name,
+                    results[i].len()
+                ));
+            }
+            for _ in results[i].len()..*repeats as usize {
+                outbox.push(Job {
+                    tag: Tag::Reference(experiment.name.clone(), name.clone()),
+                    bundle: bundle.clone(),
+                    work: Work::Step(Box::new(requests[i].clone())),
+                });
+                outstanding += 1;
+            }
+        }
+        self.measuring = Some(Measuring {
+            discovery,
+            references,
+            requests,
+            results,
+            outstanding,
+        });
+        self.finish_if_measured(config, store)
+    }
+
+    /// Once every reference is measured: stores the experiment's info.
+    fn finish_if_measured(mut self, config: &CampaignConfig, store: &Store) -> Result<Progress> {
+        if self.measuring.as_ref().expect("measuring").outstanding > 0 {
+            return Ok(Progress::Waiting(Box::new(self)));
+        }
+        let m = self.measuring.take().expect("measuring");
+        let name = &self.experiment.name;
+        let mut measured: BTreeMap<String, Reference> = m
+            .references
+            .iter()
+            .zip(&m.results)
+            .map(|((name, set, _), results)| (name.clone(), reference_of(config, set, results)))
+            .collect();
+        let baseline = measured.remove("baseline").expect("baseline measured");
+        if baseline.objective().is_none() {
+            bail!(
+                "the baseline of experiment {name} failed ({}); a campaign needs a working baseline",
+                baseline.outcome.reason().unwrap_or_default()
+            );
+        }
+        let runs = uneven_counts(config, &baseline.samples).map(|note| {
+            logging::note(format_args!("experiment {name}: {note}"));
+            repeated(config.runs)
+        });
+        let info = ExperimentInfo {
+            discovery: m.discovery,
+            bundle: self.bundle.hash,
+            baseline,
+            references: measured,
+            runs,
+        };
+        store.put_experiment(name, &info)?;
+        Ok(Progress::Ready(Box::new(self.into_prepared(info))))
+    }
+
+    /// What it is doing, for the status.
+    pub(super) fn doing(&self) -> String {
+        match self.measuring {
+            None => format!("discovering {}", self.benchmark.name),
+            Some(_) => format!("measuring the baselines of {}", self.experiment.name),
+        }
+    }
+
+    fn into_prepared(self, info: ExperimentInfo) -> Prepared {
+        Prepared {
+            experiment: self.experiment,
+            benchmark: self.benchmark,
+            bundle: self.bundle,
+            info,
+            flips: self.flips,
+        }
+    }
+}
