@@ -81,6 +81,9 @@ pub enum StoreCommand {
 pub struct CheckArgs {
     /// The campaign config (.sexp).
     pub config: PathBuf,
+    /// Print the checked config as JSON instead.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `kiln run`.
@@ -125,6 +128,9 @@ pub struct SitesArgs {
     /// Also write the stock decisions as a decision file.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Print the decision points as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `kiln workers`.
@@ -132,6 +138,9 @@ pub struct SitesArgs {
 pub struct WorkersArgs {
     /// The campaign config (.sexp).
     pub config: PathBuf,
+    /// Print the workers as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `kiln benchmark`.

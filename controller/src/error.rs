@@ -131,7 +131,10 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
                 _ => None,
             }
         });
-        io.is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        let json = cause
+            .downcast_ref::<serde_json::Error>()
+            .and_then(serde_json::Error::io_error_kind);
+        io.map(std::io::Error::kind).or(json) == Some(std::io::ErrorKind::BrokenPipe)
     })
 }
 

@@ -37,6 +37,10 @@ pub fn table(
     for row in rows {
         t.add_row(row);
     }
+    // Two spaces between columns, none before the first: lines start with their first cell.
+    for c in t.column_iter_mut() {
+        c.set_padding((0, 2));
+    }
     for &i in right {
         if let Some(c) = t.column_mut(i) {
             c.set_cell_alignment(CellAlignment::Right);

@@ -196,3 +196,26 @@ fn status_json_and_export_show_the_same_time_ratio_for_the_best_step() {
         "{shown}"
     );
 }
+
+#[test]
+fn json_for_scripts_from_check_sites_workers_and_status() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("c.sexp"), knob_campaign(dir.path(), 2)).unwrap();
+    let json = |args: &[&str]| -> serde_json::Value {
+        let out = run_kiln(dir.path(), args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    assert_eq!(json(&["check", "--json", "c.sexp"])["name"], "piped");
+    let sites = json(&["sites", "--json", "c.sexp", "knob"]);
+    assert_eq!(sites["points"].as_array().unwrap().len(), 1, "{sites}");
+    let workers = json(&["workers", "--json", "c.sexp"]);
+    assert_eq!(workers[0]["name"], "local", "{workers}");
+    assert_eq!(workers[0]["state"], "ok", "{workers}");
+    assert!(run_kiln(dir.path(), &["-q", "run", "c.sexp"])
+        .status
+        .success());
+    let status = json(&["status", "--json", "store"]);
+    assert_eq!(status["finished"], true, "{status}");
+    assert_eq!(status["phase"], "finished", "{status}");
+}

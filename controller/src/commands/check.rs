@@ -25,7 +25,12 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Outcome> {
         let listed: Vec<String> = problems.iter().map(|p| format!("{file}: {p}")).collect();
         return Err(BadInput(listed.join("\n")).into());
     }
-    write!(out, "{}", config.to_text())?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &config)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", config.to_text())?;
+    }
     Ok(Outcome::Success)
 }
 

@@ -1,8 +1,6 @@
 //! `kiln sites`: a benchmark's decision points with the stock decision of each.
 
-use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -17,13 +15,46 @@ use crate::dispatch::pool::{Answer, Job, Pool, Work};
 use crate::error::{Interrupted, Outcome};
 use crate::logging;
 use crate::store::kept;
+use crate::text::table;
 
 pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
-    let text =
-        super::runtime()?.block_on(sites(&config, &args.benchmark, args.output.as_deref()))?;
-    write!(out, "{text}")?;
+    let discovery = super::runtime()?.block_on(sites(&config, &args.benchmark))?;
+    if let Some(path) = &args.output {
+        let file = DecisionFile {
+            benchmark: Some(args.benchmark.clone()),
+            set: discovery.baseline.clone(),
+        };
+        std::fs::write(path, file.to_text())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        logging::note(format_args!(
+            "stock decisions written to {}",
+            path.display()
+        ));
+    }
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &discovery)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", sites_table(&discovery))?;
+    }
     Ok(Outcome::Success)
+}
+
+/// The decision points with the stock value and domain of each.
+fn sites_table(discovery: &Discovery) -> String {
+    let rows = discovery.points.iter().map(|p| {
+        let stock = discovery
+            .baseline
+            .get(&p.id)
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let domain: Vec<_> = p.domain.iter().map(ToString::to_string).collect();
+        vec![p.id.to_string(), stock, domain.join(" ")]
+    });
+    let mut out = table(&["decision point", "stock", "domain"], &[], rows);
+    out.push_str(&format!("{} decision points\n", discovery.points.len()));
+    out
 }
 
 /// Discovers a benchmark's decision points on the first worker that answers.
@@ -64,7 +95,7 @@ async fn discover(
 
 /// `kiln sites`: a benchmark's decision points, from the discovery kept
 /// beside the campaign's store or discovered (and kept) now.
-async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) -> Result<String> {
+async fn sites(config: &CampaignConfig, benchmark: &str) -> Result<Discovery> {
     let spec = super::benchmark_spec(config, benchmark)?;
     let discovery = match &spec.kind {
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
@@ -87,26 +118,5 @@ async fn sites(config: &CampaignConfig, benchmark: &str, output: Option<&Path>) 
             }
         }
     };
-    let mut out = String::new();
-    let _ = writeln!(out, "{:<60} {:>10}  domain", "decision point", "stock");
-    for p in &discovery.points {
-        let stock = discovery
-            .baseline
-            .get(&p.id)
-            .map(ToString::to_string)
-            .unwrap_or_default();
-        let domain: Vec<_> = p.domain.iter().map(ToString::to_string).collect();
-        let _ = writeln!(out, "{:<60} {:>10}  {}", p.id, stock, domain.join(" "));
-    }
-    let _ = writeln!(out, "{} decision points", discovery.points.len());
-    if let Some(path) = output {
-        let file = DecisionFile {
-            benchmark: Some(spec.name.clone()),
-            set: discovery.baseline.clone(),
-        };
-        std::fs::write(path, file.to_text())
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        let _ = writeln!(out, "stock decisions written to {}", path.display());
-    }
-    Ok(out)
+    Ok(discovery)
 }

@@ -1,7 +1,6 @@
 //! `kiln workers`: every worker connected (and calibrated), as a table.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::io::Write;
 use std::time::Duration;
 
@@ -15,11 +14,21 @@ use crate::dispatch::calibration::{cells, Calibrator};
 use crate::dispatch::pool::{Pool, WorkerState, WorkerStatus};
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
+use crate::text::table;
 
 pub(super) fn run(args: &WorkersArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
-    let (text, all_ok) = super::runtime()?.block_on(workers(&config))?;
-    write!(out, "{text}")?;
+    let board = super::runtime()?.block_on(workers(&config))?;
+    let all_ok = config.workers.iter().all(|spec| {
+        let s = &board[spec.name()];
+        s.state == WorkerState::Ok && s.calibration.iter().all(|c| !c.flagged)
+    });
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &workers_json(&config, &board))?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", workers_table(&config, &board))?;
+    }
     Ok(if all_ok {
         Outcome::Success
     } else {
@@ -28,14 +37,13 @@ pub(super) fn run(args: &WorkersArgs, out: &mut dyn Write) -> Result<Outcome> {
 }
 
 /// `kiln workers`: connects to every worker (and calibrates every slot when the config asks
-/// for calibration) and tabulates them; whether every worker is ok.
-async fn workers(config: &CampaignConfig) -> Result<(String, bool)> {
+/// for calibration); every worker's status once settled.
+async fn workers(config: &CampaignConfig) -> Result<BTreeMap<String, WorkerStatus>> {
     let calibrator = Calibrator::from_config(config)?;
     let calibrating = calibrator.is_some();
     let (_scratch, settings) = super::scratch_pool(config, calibrator, config.limits_in_use())?;
     let pool: Pool<()> = Pool::start(&config.workers, settings);
-    let board = settled_board(&pool, config, calibrating).await;
-    Ok(workers_table(config, &board))
+    Ok(settled_board(&pool, config, calibrating).await)
 }
 
 /// The pool's board once every worker has connected (and calibrated) or failed to, or at the
@@ -97,35 +105,59 @@ fn capability_cells(c: Option<&Capabilities>) -> (String, String, String) {
     )
 }
 
-/// The `kiln workers` table, and whether every worker is ok (connected, no slot flagged).
-fn workers_table(
-    config: &CampaignConfig,
-    board: &BTreeMap<String, WorkerStatus>,
-) -> (String, bool) {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<16} {:<24} {:>5} {:<32} {:<28} {:<10} {:<16} {:<18}  status",
-        "worker", "host", "slots", "cpu", "counters", "gpus", "calibration ms", "slurm job"
-    );
-    let mut all_ok = true;
-    for spec in &config.workers {
+/// The `kiln workers` table.
+fn workers_table(config: &CampaignConfig, board: &BTreeMap<String, WorkerStatus>) -> String {
+    let rows = config.workers.iter().map(|spec| {
         let s = &board[spec.name()];
-        all_ok &= s.state == WorkerState::Ok && s.calibration.iter().all(|c| !c.flagged);
         let (cpu, counters, gpus) = capability_cells(s.capabilities.as_ref());
-        let _ = writeln!(
-            out,
-            "{:<16} {:<24} {:>5} {:<32.32} {:<28.28} {:<10} {:<16} {:<18}  {}",
-            spec.name(),
-            s.address,
-            spec.slots(),
+        vec![
+            spec.name().to_string(),
+            s.address.clone(),
+            spec.slots().to_string(),
             cpu,
             counters,
             gpus,
             cells(&s.calibration),
             job_cell(s.slurm.as_ref().map(|w| w.job()).as_ref()),
-            s.state
-        );
-    }
-    (out, all_ok)
+            s.state.to_string(),
+        ]
+    });
+    table(
+        &[
+            "worker",
+            "host",
+            "slots",
+            "cpu",
+            "counters",
+            "gpus",
+            "calibration ms",
+            "slurm job",
+            "status",
+        ],
+        &[2],
+        rows,
+    )
+}
+
+/// The workers as JSON: what the table shows, with the whole hello.
+fn workers_json(
+    config: &CampaignConfig,
+    board: &BTreeMap<String, WorkerStatus>,
+) -> serde_json::Value {
+    config
+        .workers
+        .iter()
+        .map(|spec| {
+            let s = &board[spec.name()];
+            serde_json::json!({
+                "name": spec.name(),
+                "address": s.address,
+                "slots": spec.slots(),
+                "state": s.state.to_string(),
+                "capabilities": s.capabilities,
+                "calibration": s.calibration,
+                "slurm_job": s.slurm.as_ref().map(|w| w.job()),
+            })
+        })
+        .collect()
 }
