@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
+use kiln_protocol::config::Objective;
 use kiln_protocol::{CampaignConfig, Metric, MetricValue};
 
 use crate::store::{benchmark_of, ExperimentInfo, StepKind, StepRecord, Store};
@@ -66,11 +67,39 @@ impl Point {
     }
 }
 
+/// How the objective is plotted: its axis title and the factor from stored values.
+pub(super) struct ObjectiveAxis {
+    /// The statistic, metric and unit, e.g. `median wall-time (ms)`.
+    pub(super) label: String,
+    pub(super) scale: f64,
+}
+
+impl ObjectiveAxis {
+    fn of(objective: Option<&Objective>) -> ObjectiveAxis {
+        let Some(o) = objective else {
+            return ObjectiveAxis {
+                label: "objective".into(),
+                scale: 1.0,
+            };
+        };
+        // Times are stored in ns; ms reads better for programs that run for a while.
+        let (unit, scale) = match o.metric.unit() {
+            "ns" => ("ms", 1e-6),
+            unit => (unit, 1.0),
+        };
+        ObjectiveAxis {
+            label: format!("{} {} ({unit})", o.statistic.name(), o.metric.name()),
+            scale,
+        }
+    }
+}
+
 /// One experiment's steps, per chain in step order.
 pub(super) struct ExperimentData {
     pub(super) name: String,
     pub(super) benchmark: Option<String>,
     pub(super) info: ExperimentInfo,
+    pub(super) objective: ObjectiveAxis,
     pub(super) chains: BTreeMap<u32, Vec<Point>>,
     /// Whether any run reported gpu-time as measured.
     pub(super) gpu_measured: bool,
@@ -91,6 +120,7 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
         let mut data = ExperimentData {
             benchmark: benchmark_of(config.as_ref(), &name),
             info,
+            objective: ObjectiveAxis::of(config.as_ref().map(|c| &c.objective)),
             chains: BTreeMap::new(),
             gpu_measured: false,
             name,

@@ -38,10 +38,13 @@ pub(super) fn index(campaign: &str, store: &str, sections: &str, workers: &Figur
 
 pub(super) fn objective_caption(e: &ExperimentData) -> String {
     let failed = e.points().filter(|p| p.objective.is_none()).count();
-    let mut caption = "Objective of each step per chain: filled dots were accepted, hollow \
-                       ones rejected, triangles re-measure the incumbent; the line is the best \
-                       so far and the dashed line the baseline."
-        .to_string();
+    let mut caption = format!(
+        "Objective ({}) of each step per chain: filled dots were accepted, hollow ones \
+         rejected, triangles re-measure the incumbent; the line is the best so far and the \
+         dashed line the baseline. The right axis gives the time ratio, step / baseline \
+         (below 1 is faster).",
+        e.objective.label
+    );
     if failed > 0 {
         let _ = write!(
             caption,
@@ -66,8 +69,8 @@ pub(super) fn breakdown_caption(e: &ExperimentData) -> String {
     }
     if !e.gpu_measured {
         caption.push_str(
-            " Note: no run measured gpu-time (absent or unsupported on these workers); \
-             GPU busy time is shown as 0.",
+            " No run measured gpu-time (absent or unsupported on these workers), so GPU \
+             busy time is left out.",
         );
     }
     caption
@@ -87,7 +90,8 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
     let baseline = e.info.baseline.objective();
     out.push_str(
         "<table>\n<tr><th>chain</th><th>steps</th><th>ok</th><th>failed</th>\
-         <th>accepted</th><th>best objective</th><th>speedup</th></tr>\n",
+         <th>accepted</th><th>best</th>\
+         <th title=\"best / baseline objective; below 1 is faster\">time ratio</th></tr>\n",
     );
     for (chain, points) in &e.chains {
         let ok = points.iter().filter(|p| p.objective.is_some()).count();
@@ -96,17 +100,17 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             .iter()
             .filter_map(|p| p.objective)
             .min_by(f64::total_cmp);
-        let speedup = match (baseline, best) {
-            (Some(b), Some(o)) => format!("{:.3}x", b / o),
+        let ratio = match (baseline, best) {
+            (Some(b), Some(o)) => format!("{:.3}", o / b),
             _ => "-".into(),
         };
         let _ = writeln!(
             out,
             "<tr><td>{chain}</td><td>{}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
-             <td>{}</td><td>{speedup}</td></tr>",
+             <td>{}</td><td>{ratio}</td></tr>",
             points.len(),
             points.len() - ok,
-            best.map_or("-".into(), format_value),
+            best.map_or("-".into(), |b| format_value(b * e.objective.scale)),
         );
     }
     out.push_str("</table>\n");
@@ -116,8 +120,10 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
     }
     let _ = writeln!(
         out,
-        "<p>Baseline objective {}.{}</p>",
-        baseline.map_or("-".into(), format_value),
+        "<p>Baseline objective {} ({}); the time ratio is best / baseline (below 1 is \
+         faster).{}</p>",
+        baseline.map_or("-".into(), |b| format_value(b * e.objective.scale)),
+        escape(&e.objective.label),
         if failures.is_empty() {
             String::new()
         } else {
