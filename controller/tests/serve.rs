@@ -308,6 +308,7 @@ fn serving_a_store_never_holds_it_from_a_controller() {
     assert_eq!(live["report"]["campaign"], "noop");
     assert_eq!(live["report"]["finished"], true);
     assert_eq!(live["live"], false, "{body}");
+    assert_eq!(live["objective"]["label"], "median wall-time (ms)");
     let (status, body) = get(&format!("{url}report/"));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("a-objective.png"), "{body}");

@@ -67,15 +67,18 @@ impl Point {
     }
 }
 
-/// How the objective is plotted: its axis title and the factor from stored values.
-pub(super) struct ObjectiveAxis {
+/// How the objective is shown: its title and the factor from stored values.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ObjectiveAxis {
     /// The statistic, metric and unit, e.g. `median wall-time (ms)`.
-    pub(super) label: String,
-    pub(super) scale: f64,
+    pub label: String,
+    /// Shown value = stored value × scale.
+    pub scale: f64,
 }
 
 impl ObjectiveAxis {
-    fn of(objective: Option<&Objective>) -> ObjectiveAxis {
+    /// The axis of a campaign's objective (`None`: a store without a config).
+    pub fn of(objective: Option<&Objective>) -> ObjectiveAxis {
         let Some(o) = objective else {
             return ObjectiveAxis {
                 label: "objective".into(),

@@ -24,6 +24,7 @@ mod font;
 mod html;
 
 use charts::{Chart, ACCEPTANCE_WINDOW};
+pub use data::ObjectiveAxis;
 use html::Figure;
 
 /// `kiln report`: writes every plot and `index.html` into `dir`; returns the files written.

@@ -12,7 +12,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
 use anyhow::{anyhow, Context, Result};
@@ -20,7 +20,7 @@ use serde::Serialize;
 use tiny_http::{Header, Response};
 
 use crate::campaign::status::{self, Report};
-use crate::report;
+use crate::report::{self, ObjectiveAxis};
 use crate::store::{layout, now_ms, Store};
 
 /// A `status.json` older than this is a controller's last word, not a live one.
@@ -38,6 +38,8 @@ struct Live {
     source: String,
     /// Whether a controller is writing them now.
     live: bool,
+    /// What best and baseline are in.
+    objective: ObjectiveAxis,
 }
 
 /// The modification signature of a store's database files: changes whenever a writer writes.
@@ -51,6 +53,8 @@ pub struct Server {
     copied: Mutex<Option<(Signature, Report)>>,
     /// The plots, drawn into a temporary folder, by the signature they show.
     plots: Mutex<Option<(Signature, tempfile::TempDir)>>,
+    /// The campaign's objective, read from its config once.
+    objective: OnceLock<ObjectiveAxis>,
 }
 
 impl Server {
@@ -66,6 +70,7 @@ impl Server {
             store: store.to_path_buf(),
             copied: Mutex::new(None),
             plots: Mutex::new(None),
+            objective: OnceLock::new(),
         })
     }
 
@@ -155,6 +160,7 @@ impl Server {
                             age as f64 / 1000.0
                         ),
                         live: true,
+                        objective: self.objective()?,
                     });
                 }
             }
@@ -173,7 +179,20 @@ impl Server {
             report,
             source: "the store (no controller is writing it)".into(),
             live: false,
+            objective: self.objective()?,
         })
+    }
+
+    /// The campaign's objective, from its config in a copy of the store (read once).
+    fn objective(&self) -> Result<ObjectiveAxis> {
+        if let Some(o) = self.objective.get() {
+            return Ok(o.clone());
+        }
+        let config = Store::open_copy(&self.store)?.config()?;
+        Ok(self
+            .objective
+            .get_or_init(|| ObjectiveAxis::of(config.as_ref().map(|c| &c.objective)))
+            .clone())
     }
 
     /// The folder of the plots of the store as it is now, drawn again if it changed.
