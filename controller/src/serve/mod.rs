@@ -170,7 +170,7 @@ impl Server {
         let report = match copied.as_ref() {
             Some((s, report)) if *s == signature => report.clone(),
             _ => {
-                let report = status::from_store(&Store::open_copy(&self.store)?)?;
+                let report = status::from_store(&self.copy()?)?;
                 *copied = Some((signature, report.clone()));
                 report
             }
@@ -183,12 +183,26 @@ impl Server {
         })
     }
 
+    /// A copy of the store. A controller may add or remove a file of the
+    /// database while it is copied: a failed copy is taken again.
+    fn copy(&self) -> Result<Store> {
+        let mut tries = 0;
+        loop {
+            match Store::open_copy(&self.store) {
+                Ok(store) => return Ok(store),
+                Err(e) if tries >= 3 => return Err(e),
+                Err(_) => tries += 1,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
     /// The campaign's objective, from its config in a copy of the store (read once).
     fn objective(&self) -> Result<ObjectiveAxis> {
         if let Some(o) = self.objective.get() {
             return Ok(o.clone());
         }
-        let config = Store::open_copy(&self.store)?.config()?;
+        let config = self.copy()?.config()?;
         Ok(self
             .objective
             .get_or_init(|| ObjectiveAxis::of(config.as_ref().map(|c| &c.objective)))
@@ -205,7 +219,7 @@ impl Server {
             }
         }
         let dir = tempfile::Builder::new().prefix("kiln-serve-").tempdir()?;
-        report::report(&Store::open_copy(&self.store)?, dir.path())?;
+        report::report(&self.copy()?, dir.path())?;
         let path = dir.path().to_path_buf();
         *plots = Some((signature, dir));
         Ok(path)
