@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::campaign::{synthetic_config_on, trajectory};
+use common::campaign::{
+    decided, run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
+};
 use common::*;
 use kiln_controller::store::{StepRecord, Store};
 
@@ -55,7 +57,7 @@ fn killed_and_resumed_campaign_equals_an_uninterrupted_one() {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             std::thread::sleep(Duration::from_millis(50));
-            let decided = decided_in_snapshot(&resumed.path().join("store"));
+            let decided = decided(resumed.path()) as usize;
             if (kill_after_steps == 0 && resumed.path().join("store/db").exists())
                 || decided >= kill_after_steps && kill_after_steps > 0
             {

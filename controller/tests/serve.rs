@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
+use common::campaign::{run_until_decided, slow_setup};
 use common::*;
 
 /// A child process killed when the test ends, however it ends.
@@ -226,6 +227,8 @@ fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
     let page = browser.eval("document.body.innerText").to_string();
     for expected in [
         "slow",
+        // The controller's phase, and the chain's state.
+        "searching",
         "running",
         "live snapshot",
         "/400",
@@ -308,7 +311,15 @@ fn serving_a_store_never_holds_it_from_a_controller() {
     assert_eq!(live["report"]["campaign"], "noop");
     assert_eq!(live["report"]["finished"], true);
     assert_eq!(live["live"], false, "{body}");
-    assert_eq!(live["objective"]["label"], "median wall-time (ms)");
+    assert_eq!(live["objective"], "median wall-time (ms)");
+    assert_eq!(live["report"]["phase"], "finished");
+    let figures = &live["figures"][0];
+    // Formatted with their unit, as every command prints them.
+    assert!(
+        figures["best"].as_str().unwrap().ends_with('s'),
+        "{figures}"
+    );
+    assert_eq!(figures["faster"], true, "{figures}");
     let (status, body) = get(&format!("{url}report/"));
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("a-objective.png"), "{body}");

@@ -11,6 +11,7 @@ use plotters::prelude::*;
 use super::data::{ExperimentData, Point};
 use super::font::FAMILY;
 use crate::store::manual_benchmark;
+use crate::text::TIME_RATIO;
 
 /// Pixel size of every plot.
 const SIZE: (u32, u32) = (1200, 500);
@@ -388,7 +389,7 @@ where
     if baseline.is_some() {
         chart
             .configure_secondary_axes()
-            .y_desc("time ratio (step / baseline)")
+            .y_desc(format!("{TIME_RATIO} (step / baseline)"))
             .y_label_formatter(&sig)
             .label_style((FAMILY, 13))
             .draw()
@@ -404,7 +405,7 @@ where
                 BLACK.stroke_width(1),
             ))
             .map_err(draw_error)?;
-        legend.push(("baseline (time ratio 1)".to_string(), Mark::Dashed));
+        legend.push((format!("baseline ({TIME_RATIO} 1)"), Mark::Dashed));
     }
     // Marker meanings, in black; each chain draws them in its own colour.
     legend.push(("accepted".to_string(), Mark::Dot(BLACK)));

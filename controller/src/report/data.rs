@@ -74,6 +74,8 @@ pub struct ObjectiveAxis {
     pub label: String,
     /// Shown value = stored value × scale.
     pub scale: f64,
+    /// The unit values are stored in, for [`crate::text::format_measure`].
+    pub unit: &'static str,
 }
 
 impl ObjectiveAxis {
@@ -83,6 +85,7 @@ impl ObjectiveAxis {
             return ObjectiveAxis {
                 label: "objective".into(),
                 scale: 1.0,
+                unit: "count",
             };
         };
         // Times are stored in ns; ms reads better for programs that run for a while.
@@ -93,6 +96,7 @@ impl ObjectiveAxis {
         ObjectiveAxis {
             label: format!("{} {} ({unit})", o.statistic.name(), o.metric.name()),
             scale,
+            unit: o.metric.unit(),
         }
     }
 }

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::text::format_value;
+use crate::text::{format_measure, format_ratio, time_ratio, TIME_RATIO};
 
 use super::charts::MAX_BARS;
 use super::data::ExperimentData;
@@ -41,7 +41,7 @@ pub(super) fn objective_caption(e: &ExperimentData) -> String {
     let mut caption = format!(
         "Objective ({}) of each step per chain: filled dots were accepted, hollow ones \
          rejected, triangles re-measure the incumbent; the line is the best so far and the \
-         dashed line the baseline. The right axis gives the time ratio, step / baseline \
+         dashed line the baseline. The right axis gives the {TIME_RATIO}, step / baseline \
          (below 1 is faster).",
         e.objective.label
     );
@@ -88,10 +88,11 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             .unwrap_or_default()
     );
     let baseline = e.info.baseline.objective();
-    out.push_str(
+    let _ = writeln!(
+        out,
         "<table>\n<tr><th>chain</th><th>steps</th><th>ok</th><th>failed</th>\
          <th>accepted</th><th>best</th>\
-         <th title=\"best / baseline objective; below 1 is faster\">time ratio</th></tr>\n",
+         <th title=\"best / baseline objective; below 1 is faster\">{TIME_RATIO}</th></tr>",
     );
     for (chain, points) in &e.chains {
         let ok = points.iter().filter(|p| p.objective.is_some()).count();
@@ -100,17 +101,17 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             .iter()
             .filter_map(|p| p.objective)
             .min_by(f64::total_cmp);
-        let ratio = match (baseline, best) {
-            (Some(b), Some(o)) => format!("{:.3}", o / b),
-            _ => "-".into(),
-        };
+        let ratio = format_ratio(time_ratio(
+            best.unwrap_or(f64::NAN),
+            baseline.unwrap_or(f64::NAN),
+        ));
         let _ = writeln!(
             out,
             "<tr><td>{chain}</td><td>{}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
              <td>{}</td><td>{ratio}</td></tr>",
             points.len(),
             points.len() - ok,
-            best.map_or("-".into(), |b| format_value(b * e.objective.scale)),
+            best.map_or("-".into(), |b| format_measure(b, e.objective.unit)),
         );
     }
     out.push_str("</table>\n");
@@ -120,10 +121,10 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
     }
     let _ = writeln!(
         out,
-        "<p>Baseline objective {} ({}); the time ratio is best / baseline (below 1 is \
+        "<p>Objective: {}; baseline {}; the {TIME_RATIO} is best / baseline (below 1 is \
          faster).{}</p>",
-        baseline.map_or("-".into(), |b| format_value(b * e.objective.scale)),
         escape(&e.objective.label),
+        baseline.map_or("-".into(), |b| format_measure(b, e.objective.unit)),
         if failures.is_empty() {
             String::new()
         } else {

@@ -22,6 +22,7 @@ use tiny_http::{Header, Response};
 use crate::campaign::status::{self, Report};
 use crate::report::{self, ObjectiveAxis};
 use crate::store::{layout, now_ms, Store};
+use crate::text::{format_measure, format_ratio, time_ratio};
 
 /// A `status.json` older than this is a controller's last word, not a live one.
 const SNAPSHOT_FRESH_MS: u64 = 5_000;
@@ -38,8 +39,45 @@ struct Live {
     source: String,
     /// Whether a controller is writing them now.
     live: bool,
-    /// What best and baseline are in.
-    objective: ObjectiveAxis,
+    /// The statistic, metric and unit of the objective.
+    objective: String,
+    /// Per chain (in the report's order), its figures as every command prints them.
+    figures: Vec<Figures>,
+}
+
+/// A chain's figures as text, formatted as by every command (`crate::text`).
+#[derive(Serialize)]
+struct Figures {
+    best: String,
+    baseline: String,
+    time_ratio: String,
+    /// Whether the best is faster than the baseline (`None`: no ratio yet, or as fast).
+    faster: Option<bool>,
+}
+
+impl Live {
+    fn new(report: Report, source: String, live: bool, objective: &ObjectiveAxis) -> Live {
+        let figures = report
+            .chains
+            .iter()
+            .map(|r| {
+                let ratio = time_ratio(r.best, r.baseline);
+                Figures {
+                    best: format_measure(r.best, &report.unit),
+                    baseline: format_measure(r.baseline, &report.unit),
+                    time_ratio: format_ratio(ratio),
+                    faster: (ratio.is_finite() && ratio != 1.0).then_some(ratio < 1.0),
+                }
+            })
+            .collect();
+        Live {
+            report,
+            source,
+            live,
+            objective: objective.label.clone(),
+            figures,
+        }
+    }
 }
 
 /// The modification signature of a store's database files: changes whenever a writer writes.
@@ -153,15 +191,11 @@ impl Server {
                 let age = now_ms().saturating_sub(report.at_ms);
                 // A finished campaign's controller is exiting, or gone.
                 if age < SNAPSHOT_FRESH_MS && !report.finished {
-                    return Ok(Live {
-                        report,
-                        source: format!(
-                            "live snapshot from the running controller, {:.1} s old",
-                            age as f64 / 1000.0
-                        ),
-                        live: true,
-                        objective: self.objective()?,
-                    });
+                    let source = format!(
+                        "live snapshot from the running controller, {:.1} s old",
+                        age as f64 / 1000.0
+                    );
+                    return Ok(Live::new(report, source, true, &self.objective()?));
                 }
             }
         }
@@ -175,12 +209,8 @@ impl Server {
                 report
             }
         };
-        Ok(Live {
-            report,
-            source: "the store (no controller is writing it)".into(),
-            live: false,
-            objective: self.objective()?,
-        })
+        let source = "the store (no controller is writing it)".to_string();
+        Ok(Live::new(report, source, false, &self.objective()?))
     }
 
     /// A copy of the store. A controller may add or remove a file of the
