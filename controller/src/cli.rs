@@ -64,6 +64,8 @@ pub enum Command {
     Rewards(RewardsArgs),
     /// Plot a campaign (PNG and SVG) with an index.html.
     Report(ReportArgs),
+    /// Serve a live view of a campaign on localhost, updated every second while it runs.
+    Serve(ServeArgs),
     /// Print a shell completion script (e.g. `kiln completions bash > /etc/bash_completion.d/kiln`).
     Completions(CompletionsArgs),
     /// Print kiln's man page (roff; e.g. `kiln man | man -l -`).
@@ -209,6 +211,19 @@ pub struct ReportArgs {
     /// Output folder (default: STORE/report).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+}
+
+/// The arguments of `kiln serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The campaign's store folder (never locked: a campaign may start or run beside it).
+    pub store: PathBuf,
+    /// The port (0: any free port, printed on start).
+    #[arg(long, default_value_t = 8470)]
+    pub port: u16,
+    /// The address to listen on (another than localhost exposes the campaign to the network).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
 }
 
 /// The arguments of `kiln store verify`.

@@ -28,5 +28,6 @@ pub mod logging;
 mod plan;
 pub mod report;
 pub mod rewards;
+pub mod serve;
 pub mod store;
 mod text;

@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::campaign::{synthetic_config_on, trajectory};
+use common::campaign::{
+    decided, run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
+};
 use common::*;
 use kiln_controller::store::{StepRecord, Store};
 
@@ -74,7 +76,7 @@ fn resumes_exactly(proposals: &str) {
         let deadline = Instant::now() + Duration::from_secs(120);
         loop {
             std::thread::sleep(Duration::from_millis(50));
-            let decided = decided_in_snapshot(&resumed.path().join("store"));
+            let decided = decided(resumed.path()) as usize;
             if (kill_after_steps == 0 && resumed.path().join("store/db").exists())
                 || decided >= kill_after_steps && kill_after_steps > 0
             {
@@ -216,21 +218,6 @@ fn a_repeated_decision_set_under_a_timed_objective_is_measured_again() {
     sets.sort();
     sets.dedup();
     assert!(sets.len() <= 4);
-}
-
-/// Steps decided according to the running controller's status snapshot.
-fn decided_in_snapshot(store: &Path) -> usize {
-    let Ok(bytes) = std::fs::read(store.join("status.json")) else {
-        return 0;
-    };
-    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes) else {
-        return 0;
-    };
-    v["chains"].as_array().map_or(0, |c| {
-        c.iter()
-            .map(|r| r["done"].as_u64().unwrap_or(0) as usize)
-            .sum()
-    })
 }
 
 #[test]
@@ -396,22 +383,6 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
 }
 
-/// Starts `kiln run campaign.sexp` in `dir` and waits (at most a minute) until its status
-/// snapshot shows `steps` decided steps; the campaign goes on running.
-fn run_until_decided(dir: &Path, steps: usize) -> std::process::Child {
-    let child = kiln_cmd(dir)
-        .args(["run", "campaign.sexp"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while decided_in_snapshot(&dir.join("store")) < steps && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child
-}
-
 #[test]
 fn status_of_a_running_campaign_comes_from_its_snapshot() {
     let dir = slow_setup(40);
@@ -427,32 +398,6 @@ fn status_of_a_running_campaign_comes_from_its_snapshot() {
     );
     assert!(shown.contains("/40"), "{shown}");
     assert!(shown.contains("local"), "{shown}");
-}
-
-/// A slow knob campaign on the local worker (0.2 s per run, 100 combinations).
-fn slow_config(steps: u32) -> String {
-    format!(
-        r#"(campaign
-  (name slow)
-  (store "store")
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark slow) (search (simulated-annealing (steps {steps}))) (seed 1)))
-  (benchmarks
-    ((name slow) (kind knobs) (sources "benchmarks/slow")
-     (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
-     (run ("sh" "run.sh" "{{a}}" "{{b}}")) (check-output none)))
-  (workers (local (slots 1))))
-"#
-    )
-}
-
-fn slow_setup(steps: u32) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/slow");
-    std::fs::create_dir_all(&bench).unwrap();
-    std::fs::write(bench.join("run.sh"), "sleep 0.2\necho $1 $2\n").unwrap();
-    std::fs::write(dir.path().join("campaign.sexp"), slow_config(steps)).unwrap();
-    dir
 }
 
 #[test]

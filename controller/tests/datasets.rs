@@ -612,7 +612,8 @@ fn rewards_refuse_an_experiment_without_successful_steps_and_skip_it_over_the_st
     assert!(rewards_best_file(&out, "manual:linear").exists());
 }
 
-fn check_report(store: &Store, out: &Path) {
+/// Checks the report's files; `panels` is how many plots it should draw.
+fn check_report(store: &Store, out: &Path, panels: usize) {
     let files = kiln_controller::report::report(store, out).unwrap();
     let (mut pngs, mut svgs) = (0, 0);
     for f in &files {
@@ -622,7 +623,7 @@ fn check_report(store: &Store, out: &Path) {
                 let mut reader = png::Decoder::new(file).read_info().unwrap();
                 let mut buf = vec![0; reader.output_buffer_size().unwrap()];
                 let info = reader.next_frame(&mut buf).unwrap();
-                assert_eq!((info.width, info.height), (1000, 480), "{}", f.display());
+                assert_eq!((info.width, info.height), (1200, 500), "{}", f.display());
                 // Something besides the white background was drawn.
                 assert!(buf.iter().any(|b| *b < 200), "{} is blank", f.display());
                 pngs += 1;
@@ -639,8 +640,7 @@ fn check_report(store: &Store, out: &Path) {
         }
     }
     assert_eq!(pngs, svgs);
-    // objective, temperature, acceptance, run times, breakdown, and throughput.
-    assert!(pngs >= 6, "{files:?}");
+    assert_eq!(pngs, panels, "{files:?}");
     let index = std::fs::read_to_string(out.join("index.html")).unwrap();
     for f in files
         .iter()
@@ -655,9 +655,20 @@ fn check_report(store: &Store, out: &Path) {
 fn report_draws_a_finished_campaign() {
     let dir = tempfile::tempdir().unwrap();
     let store = synthetic_store(&dir.path().join("store"), 40, 0);
-    check_report(&store, &dir.path().join("report"));
+    // objective, temperature, acceptance, run times, breakdown, and throughput.
+    check_report(&store, &dir.path().join("report"), 6);
     let index = std::fs::read_to_string(dir.path().join("report/index.html")).unwrap();
     assert!(index.contains("gpu-time"), "the missing GPU time is noted");
+    assert!(index.contains("time ratio"), "{index}");
+    let objective =
+        std::fs::read_to_string(dir.path().join("report/linear-objective.svg")).unwrap();
+    assert!(
+        objective.contains("time ratio (step / baseline)"),
+        "{objective}"
+    );
+    let breakdown =
+        std::fs::read_to_string(dir.path().join("report/linear-time-breakdown.svg")).unwrap();
+    assert!(!breakdown.contains("GPU busy"), "no GPU part without a GPU");
 }
 
 #[test]
@@ -665,16 +676,17 @@ fn report_draws_a_campaign_with_failed_steps() {
     let dir = tempfile::tempdir().unwrap();
     let store = synthetic_store(&dir.path().join("store"), 40, 3);
     add_manual_step(&store);
-    check_report(&store, &dir.path().join("report"));
+    // Five for the search, three for the manual step (no temperature, no acceptance), throughput.
+    check_report(&store, &dir.path().join("report"), 9);
     let index = std::fs::read_to_string(dir.path().join("report/index.html")).unwrap();
     assert!(
         index.contains("run-failed"),
         "failures are listed by outcome"
     );
-    // Every step failed: the plots still draw.
+    // Every step failed: the plots still draw, but none of run times that no step measured.
     let dir = tempfile::tempdir().unwrap();
     let store = synthetic_store(&dir.path().join("store"), 6, 1);
-    check_report(&store, &dir.path().join("report"));
+    check_report(&store, &dir.path().join("report"), 4);
 }
 
 #[test]

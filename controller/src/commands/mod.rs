@@ -29,6 +29,7 @@ mod manual;
 mod report;
 mod rewards;
 mod run;
+mod serve;
 mod show;
 mod sites;
 mod status;
@@ -53,6 +54,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Export(args) => export::run(&args, &mut out),
         Command::Rewards(args) => rewards::run(&args, &mut out),
         Command::Report(args) => report::run(&args, &mut out),
+        Command::Serve(args) => serve::run(&args, &mut out),
         Command::Completions(args) => manual::completions(&args, &mut out),
         Command::Man => manual::man(&mut out),
     }?;

@@ -4,15 +4,20 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use super::data::{ExperimentData, Point};
 use super::font::FAMILY;
 use crate::store::manual_benchmark;
+use crate::text::TIME_RATIO;
 
 /// Pixel size of every plot.
-const SIZE: (u32, u32) = (1000, 480);
+const SIZE: (u32, u32) = (1200, 500);
+
+/// Width on the right of every plot kept for its legend, so that the legend never hides data.
+const LEGEND_WIDTH: u32 = 250;
 
 /// Proposals in the trailing window of the acceptance rate.
 pub(super) const ACCEPTANCE_WINDOW: usize = 20;
@@ -71,9 +76,12 @@ fn range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo - pad, hi + pad)
 }
 
-/// A number with an SI suffix, for axis labels.
+/// A number with an SI suffix, for axis labels; below 1, in three significant digits.
 fn si(v: &f64) -> String {
     let a = v.abs();
+    if a < 1.0 {
+        return sig(v);
+    }
     let (scaled, suffix) = if a >= 1e9 {
         (v / 1e9, "G")
     } else if a >= 1e6 {
@@ -88,28 +96,117 @@ fn si(v: &f64) -> String {
     format!("{text}{suffix}")
 }
 
+/// A number in at most three significant digits, so that close ticks stay
+/// apart: 0.0015, 0.002, 250, 2.5e-5.
+fn sig(v: &f64) -> String {
+    let a = v.abs();
+    if a == 0.0 || !a.is_finite() {
+        return format!("{v}");
+    }
+    let trim = |t: &str| -> String {
+        match t.contains('.') {
+            true => t.trim_end_matches('0').trim_end_matches('.').to_string(),
+            false => t.to_string(),
+        }
+    };
+    if (1e-3..1e5).contains(&a) {
+        let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+        trim(&format!("{v:.decimals$}"))
+    } else {
+        let text = format!("{v:.2e}");
+        let (mantissa, exponent) = text.split_once('e').unwrap_or((&text, "0"));
+        format!("{}e{exponent}", trim(mantissa))
+    }
+}
+
+/// Ticks of a log axis from `lo` to `hi`: powers of ten, or 1-2-5 or every
+/// digit within them where the range spans too few decades for plotters'
+/// own ticks (none within one decade).
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let (first, last) = (lo.log10().floor() as i32, hi.log10().ceil() as i32);
+    let mut ticks = Vec::new();
+    for mantissas in [
+        &[1.0][..],
+        &[1.0, 2.0, 5.0],
+        &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0],
+    ] {
+        ticks = (first..=last)
+            .flat_map(|e| mantissas.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|t| (lo..=hi).contains(t))
+            .collect();
+        if ticks.len() >= 4 {
+            break;
+        }
+    }
+    ticks
+}
+
 fn step_of(v: &f64) -> String {
     format!("{v:.0}")
 }
 
-/// The legend of a chart's labelled series, in every plot's style.
-fn draw_legend<'a, DB, CT>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    position: SeriesLabelPosition,
-) -> Result<()>
+/// Width of the area of a y axis's tick labels and title.
+const Y_LABELS: u32 = 80;
+
+/// A chart's frame in every plot's style: title, margins and the axes' label areas.
+fn frame<'a, 'b, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
+    title: &str,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(root);
+    builder
+        .caption(title, title_style())
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(Y_LABELS);
+    builder
+}
+
+/// How a legend entry shows its series.
+#[derive(Clone, Copy)]
+enum Mark {
+    Line(RGBColor),
+    Dashed,
+    Dot(RGBColor),
+    Ring,
+    Triangle,
+    Cross,
+    Block(RGBColor),
+}
+
+/// A legend entry: the series' label and mark.
+type Entry = (String, Mark);
+
+/// Draws the legend in `area`, the room right of the plot: plotters draws
+/// its own legends only inside the plotting area, over the data.
+fn draw_legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, entries: &[Entry]) -> Result<()>
 where
-    DB: DrawingBackend + 'a,
     DB::ErrorType: 'static,
-    CT: CoordTranslate,
 {
-    chart
-        .configure_series_labels()
-        .position(position)
-        .label_font((FAMILY, 13))
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()
-        .map_err(draw_error)?;
+    for (i, (label, mark)) in entries.iter().enumerate() {
+        // Level with the top of the plotting area, below the title.
+        let (x, y) = (8, 52 + 20 * i as i32);
+        let drawn = match *mark {
+            Mark::Line(c) => area.draw(&PathElement::new(
+                vec![(x, y), (x + 18, y)],
+                c.stroke_width(2),
+            )),
+            Mark::Dashed => area
+                .draw(&PathElement::new(vec![(x, y), (x + 7, y)], BLACK))
+                .and_then(|_| area.draw(&PathElement::new(vec![(x + 11, y), (x + 18, y)], BLACK))),
+            Mark::Dot(c) => area.draw(&Circle::new((x + 9, y), 4, c.filled())),
+            Mark::Ring => area.draw(&Circle::new((x + 9, y), 4, BLACK.stroke_width(1))),
+            Mark::Triangle => area.draw(&TriangleMarker::new((x + 9, y), 5, BLACK.filled())),
+            Mark::Cross => area.draw(&Cross::new((x + 9, y), 5, RED.stroke_width(2))),
+            Mark::Block(c) => area.draw(&Rectangle::new(
+                [(x + 2, y - 5), (x + 16, y + 5)],
+                c.filled(),
+            )),
+        };
+        drawn.map_err(draw_error)?;
+        area.draw(&Text::new(label.as_str(), (x + 26, y - 7), (FAMILY, 13)))
+            .map_err(draw_error)?;
+    }
     Ok(())
 }
 
@@ -123,10 +220,12 @@ impl Chart<'_> {
         DB::ErrorType: 'static,
     {
         root.fill(&WHITE).map_err(draw_error)?;
-        match self {
+        let (plot, legend) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
+        let root = &plot;
+        let entries = match self {
             Chart::Objective(e) => objective(root, e),
             Chart::Temperature(e) => {
-                let series = e
+                let series: Vec<(u32, Vec<(f64, f64)>)> = e
                     .chains
                     .iter()
                     .map(|(c, points)| {
@@ -134,20 +233,26 @@ impl Chart<'_> {
                             *c,
                             points
                                 .iter()
+                                .filter(|p| p.temperature > 0.0)
                                 .map(|p| (f64::from(p.step), p.temperature))
                                 .collect(),
                         )
                     })
                     .collect();
+                // Temperatures fall geometrically: a log axis shows every decade.
+                let (lo, hi) = positive_range(series.iter().flat_map(|(_, s)| s).map(|p| p.1));
+                let y = LogCoord::from((lo..hi).log_scale()).with_key_points(log_ticks(lo, hi));
                 lines(
                     root,
                     &format!("{}: temperature", e.name),
-                    "temperature",
+                    "temperature (log scale)",
+                    y,
+                    &sig,
                     series,
                 )
             }
             Chart::Acceptance(e) => {
-                let series = e
+                let series: Vec<_> = e
                     .chains
                     .iter()
                     .map(|(c, points)| (*c, acceptance(points)))
@@ -155,15 +260,32 @@ impl Chart<'_> {
                 lines(
                     root,
                     &format!("{}: acceptance rate", e.name),
-                    "accepted fraction",
+                    &format!("accepted fraction of the last {ACCEPTANCE_WINDOW} proposals"),
+                    -0.02..1.02,
+                    &si,
                     series,
                 )
             }
             Chart::Runtimes(e) => runtimes(root, e),
             Chart::Breakdown(e) => breakdown(root, e),
             Chart::Throughput(all) => throughput(root, all),
-        }
+        }?;
+        draw_legend(&legend, &entries)
     }
+}
+
+/// A padded range of the positive values, for a log axis (never empty).
+fn positive_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
+    if lo > hi {
+        return (0.1, 10.0);
+    }
+    // Wide enough for at least two ticks (see `log_ticks`).
+    (lo / 1.5, hi * 1.5)
 }
 
 /// The trailing acceptance rate of a chain's proposals, at each proposal's step.
@@ -188,71 +310,92 @@ fn title_style() -> TextStyle<'static> {
     (FAMILY, 20).into_font().into()
 }
 
-fn lines<DB: DrawingBackend>(
+/// One line per chain against the step, on the y axis `y`.
+fn lines<DB, Y>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     y_desc: &str,
+    y: Y,
+    y_format: &dyn Fn(&f64) -> String,
     series: Vec<(u32, Vec<(f64, f64)>)>,
-) -> Result<()>
+) -> Result<Vec<Entry>>
 where
+    DB: DrawingBackend,
     DB::ErrorType: 'static,
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
 {
     let x_max = series
         .iter()
         .flat_map(|(_, s)| s.iter().map(|p| p.0))
         .fold(0.0, f64::max)
         + 1.0;
-    let (y_lo, y_hi) = range(series.iter().flat_map(|(_, s)| s.iter().map(|p| p.1)));
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, title_style())
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
-        .build_cartesian_2d(0.0..x_max, y_lo..y_hi)
+    let mut chart = frame(root, title)
+        .build_cartesian_2d(0.0..x_max, y)
         .map_err(draw_error)?;
     chart
         .configure_mesh()
         .x_desc("step")
         .y_desc(y_desc)
         .x_label_formatter(&step_of)
-        .y_label_formatter(&si)
+        .y_label_formatter(y_format)
         .label_style((FAMILY, 13))
         .draw()
         .map_err(draw_error)?;
+    let mut legend = Vec::new();
     for (chain, points) in series {
         let c = color(chain);
         chart
             .draw_series(LineSeries::new(points, c.stroke_width(2)))
-            .map_err(draw_error)?
-            .label(format!("chain {chain}"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            .map_err(draw_error)?;
+        legend.push((format!("chain {chain}"), Mark::Line(c)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
+    Ok(legend)
 }
 
-fn objective<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, e: &ExperimentData) -> Result<()>
+fn objective<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    e: &ExperimentData,
+) -> Result<Vec<Entry>>
 where
     DB::ErrorType: 'static,
 {
-    let baseline = e.info.baseline.objective();
+    let axis = &e.objective;
+    let baseline = e.info.baseline.objective().map(|b| b * axis.scale);
+    let measured = |p: &Point| p.objective.map(|o| o * axis.scale);
     let x_max = max_step(e);
-    let (y_lo, y_hi) = range(e.points().filter_map(|p| p.objective).chain(baseline));
-    let mut chart = ChartBuilder::on(root)
-        .caption(format!("{}: objective per step", e.name), title_style())
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
+    let (y_lo, y_hi) = range(e.points().filter_map(measured).chain(baseline));
+    let mut builder = frame(root, &format!("{}: objective per step", e.name));
+    if baseline.is_some() {
+        builder.right_y_label_area_size(Y_LABELS);
+    }
+    let mut chart = builder
         .build_cartesian_2d(-0.5..x_max, y_lo..y_hi)
-        .map_err(draw_error)?;
+        .map_err(draw_error)?
+        // The same heights as time ratios: best against stock at a glance.
+        .set_secondary_coord(
+            -0.5..x_max,
+            baseline.map_or(0.0..1.0, |b| y_lo / b..y_hi / b),
+        );
     chart
         .configure_mesh()
         .x_desc("step")
-        .y_desc("objective")
+        .y_desc(&axis.label)
         .x_label_formatter(&step_of)
         .y_label_formatter(&si)
         .label_style((FAMILY, 13))
         .draw()
         .map_err(draw_error)?;
+    if baseline.is_some() {
+        chart
+            .configure_secondary_axes()
+            .y_desc(format!("{TIME_RATIO} (step / baseline)"))
+            .y_label_formatter(&sig)
+            .label_style((FAMILY, 13))
+            .draw()
+            .map_err(draw_error)?;
+    }
+    let mut legend = Vec::new();
     if let Some(b) = baseline {
         chart
             .draw_series(DashedLineSeries::new(
@@ -261,27 +404,14 @@ where
                 6,
                 BLACK.stroke_width(1),
             ))
-            .map_err(draw_error)?
-            .label("baseline")
-            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], BLACK));
+            .map_err(draw_error)?;
+        legend.push((format!("baseline ({TIME_RATIO} 1)"), Mark::Dashed));
     }
     // Marker meanings, in black; each chain draws them in its own colour.
-    chart
-        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-        .map_err(draw_error)?
-        .label("accepted")
-        .legend(|(x, y)| Circle::new((x + 9, y), 4, BLACK.filled()));
-    chart
-        .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-        .map_err(draw_error)?
-        .label("rejected")
-        .legend(|(x, y)| Circle::new((x + 9, y), 4, BLACK.stroke_width(1)));
+    legend.push(("accepted".to_string(), Mark::Dot(BLACK)));
+    legend.push(("rejected".to_string(), Mark::Ring));
     if e.points().any(|p| p.remeasure) {
-        chart
-            .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
-            .map_err(draw_error)?
-            .label("re-measured incumbent")
-            .legend(|(x, y)| TriangleMarker::new((x + 9, y), 5, BLACK.filled()));
+        legend.push(("re-measured incumbent".to_string(), Mark::Triangle));
     }
     for (chain, points) in &e.chains {
         let c = color(*chain);
@@ -289,16 +419,15 @@ where
         let best_line: Vec<(f64, f64)> = points
             .iter()
             .filter_map(|p| {
-                best = best.min(p.objective?);
+                best = best.min(measured(p)?);
                 Some((f64::from(p.step), best))
             })
             .collect();
         chart
             .draw_series(LineSeries::new(best_line, c.stroke_width(2)))
-            .map_err(draw_error)?
-            .label(format!("chain {chain}: best so far"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-        let measured = points.iter().filter_map(|p| Some((p, p.objective?)));
+            .map_err(draw_error)?;
+        legend.push((format!("chain {chain}: best so far"), Mark::Line(c)));
+        let measured = points.iter().filter_map(|p| Some((p, measured(p)?)));
         chart
             .draw_series(
                 measured
@@ -331,14 +460,16 @@ where
                     .into_iter()
                     .map(|x| Cross::new((x, y), 5, RED.stroke_width(2))),
             )
-            .map_err(draw_error)?
-            .label("failed")
-            .legend(|(x, y)| Cross::new((x + 9, y), 5, RED.stroke_width(2)));
+            .map_err(draw_error)?;
+        legend.push(("failed".to_string(), Mark::Cross));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
+    Ok(legend)
 }
 
-fn runtimes<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, e: &ExperimentData) -> Result<()>
+fn runtimes<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    e: &ExperimentData,
+) -> Result<Vec<Entry>>
 where
     DB::ErrorType: 'static,
 {
@@ -358,11 +489,7 @@ where
         })
         .collect();
     let (y_lo, y_hi) = range(dots.iter().map(|d| d.2));
-    let mut chart = ChartBuilder::on(root)
-        .caption(format!("{}: wall time of each run", e.name), title_style())
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
+    let mut chart = frame(root, &format!("{}: wall time of each run", e.name))
         .build_cartesian_2d(-0.5..max_step(e), y_lo.max(0.0)..y_hi)
         .map_err(draw_error)?;
     chart
@@ -374,6 +501,7 @@ where
         .label_style((FAMILY, 13))
         .draw()
         .map_err(draw_error)?;
+    let mut legend = Vec::new();
     for chain in e.chains.keys() {
         let c = color(*chain);
         chart
@@ -382,14 +510,16 @@ where
                     .filter(|d| d.0 == *chain)
                     .map(|d| Circle::new((d.1, d.2), 2, c.filled())),
             )
-            .map_err(draw_error)?
-            .label(format!("chain {chain}"))
-            .legend(move |(x, y)| Circle::new((x + 9, y), 3, c.filled()));
+            .map_err(draw_error)?;
+        legend.push((format!("chain {chain}"), Mark::Dot(c)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
+    Ok(legend)
 }
 
-fn breakdown<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, e: &ExperimentData) -> Result<()>
+fn breakdown<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    e: &ExperimentData,
+) -> Result<Vec<Entry>>
 where
     DB::ErrorType: 'static,
 {
@@ -424,14 +554,7 @@ where
     } else {
         "successful steps in store order".to_string()
     };
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            format!("{}: where a run's time goes", e.name),
-            title_style(),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
+    let mut chart = frame(root, &format!("{}: where a run's time goes", e.name))
         .build_cartesian_2d(-0.5..(bars.len().max(1) as f64 - 0.5), 0.0..y_hi)
         .map_err(draw_error)?;
     chart
@@ -444,29 +567,34 @@ where
         .disable_x_mesh()
         .draw()
         .map_err(draw_error)?;
-    let parts: [(&str, RGBColor); 3] = [
-        ("user + system CPU", RGBColor(52, 101, 164)),
-        ("GPU busy", RGBColor(115, 210, 22)),
-        ("rest of wall time", RGBColor(186, 189, 182)),
+    let mut legend = Vec::new();
+    // A part no run measured is 0 in every bar: it gets no legend entry either.
+    let parts: [(&str, RGBColor, bool); 3] = [
+        (
+            "user + system CPU",
+            RGBColor(52, 101, 164),
+            e.points().any(|p| p.cpu.is_some()),
+        ),
+        ("GPU busy", RGBColor(115, 210, 22), e.gpu_measured),
+        ("rest of wall time", RGBColor(186, 189, 182), true),
     ];
-    for (k, (label, c)) in parts.into_iter().enumerate() {
+    for (k, (label, c, _)) in parts.into_iter().enumerate().filter(|(_, p)| p.2) {
         chart
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
                 let bottom: f64 = b[..k].iter().sum();
                 let x = i as f64;
                 Rectangle::new([(x - 0.4, bottom), (x + 0.4, bottom + b[k])], c.filled())
             }))
-            .map_err(draw_error)?
-            .label(label)
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 14, y + 5)], c.filled()));
+            .map_err(draw_error)?;
+        legend.push((label.to_string(), Mark::Block(c)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)
+    Ok(legend)
 }
 
 fn throughput<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     all: &[ExperimentData],
-) -> Result<()>
+) -> Result<Vec<Entry>>
 where
     DB::ErrorType: 'static,
 {
@@ -499,11 +627,7 @@ where
     }
     let x_hi = (span_ms as f64 / per_ms).max(1e-3) * 1.02;
     let y_hi = finished.values().map(Vec::len).max().unwrap_or(0) as f64 * 1.05 + 1.0;
-    let mut chart = ChartBuilder::on(root)
-        .caption("steps finished by each worker", title_style())
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(70)
+    let mut chart = frame(root, "steps finished by each worker")
         .build_cartesian_2d(0.0..x_hi, 0.0..y_hi)
         .map_err(draw_error)?;
     chart
@@ -515,6 +639,7 @@ where
         .label_style((FAMILY, 13))
         .draw()
         .map_err(draw_error)?;
+    let mut legend = Vec::new();
     for (k, (worker, mut times)) in finished.into_iter().enumerate() {
         times.sort_unstable();
         let c = color(k as u32);
@@ -538,9 +663,35 @@ where
             .collect();
         chart
             .draw_series(LineSeries::new(line, c.stroke_width(2)))
-            .map_err(draw_error)?
-            .label(format!("{worker}: {n} steps, {rate}"))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+            .map_err(draw_error)?;
+        legend.push((format!("{worker}: {n} steps, {rate}"), Mark::Line(c)));
     }
-    draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)
+    Ok(legend)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_of_temperatures_are_distinct_and_readable() {
+        // A cooling chain within one decade: plotters' own ticks would be none.
+        let ticks = log_ticks(0.0012, 0.0045);
+        let labels: Vec<String> = ticks.iter().map(sig).collect();
+        assert_eq!(labels, ["0.002", "0.003", "0.004"]);
+        // Over several decades, powers of ten.
+        let labels: Vec<String> = log_ticks(2e-6, 30.0).iter().map(sig).collect();
+        assert_eq!(labels, ["1e-5", "1e-4", "0.001", "0.01", "0.1", "1", "10"]);
+        // Over about two decades, 1-2-5.
+        let labels: Vec<String> = log_ticks(0.004, 0.3).iter().map(sig).collect();
+        assert_eq!(labels, ["0.005", "0.01", "0.02", "0.05", "0.1", "0.2"]);
+    }
+
+    #[test]
+    fn small_linear_ticks_keep_their_digits() {
+        let labels: Vec<String> = [0.0015, 0.002, 0.0025].iter().map(si).collect();
+        assert_eq!(labels, ["0.0015", "0.002", "0.0025"]);
+        assert_eq!(si(&2500.0), "2.5k");
+        assert_eq!(sig(&2.5e-7), "2.5e-7");
+    }
 }

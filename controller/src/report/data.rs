@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
+use kiln_protocol::config::Objective;
 use kiln_protocol::{CampaignConfig, Metric, MetricValue};
 
 use crate::store::{benchmark_of, Coverage, ExperimentInfo, StepKind, StepRecord, Store};
@@ -66,11 +67,46 @@ impl Point {
     }
 }
 
+/// How the objective is shown: its title and the factor from stored values.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ObjectiveAxis {
+    /// The statistic, metric and unit, e.g. `median wall-time (ms)`.
+    pub label: String,
+    /// Shown value = stored value × scale.
+    pub scale: f64,
+    /// The unit values are stored in, for [`crate::text::format_measure`].
+    pub unit: &'static str,
+}
+
+impl ObjectiveAxis {
+    /// The axis of a campaign's objective (`None`: a store without a config).
+    pub fn of(objective: Option<&Objective>) -> ObjectiveAxis {
+        let Some(o) = objective else {
+            return ObjectiveAxis {
+                label: "objective".into(),
+                scale: 1.0,
+                unit: "count",
+            };
+        };
+        // Times are stored in ns; ms reads better for programs that run for a while.
+        let (unit, scale) = match o.metric.unit() {
+            "ns" => ("ms", 1e-6),
+            unit => (unit, 1.0),
+        };
+        ObjectiveAxis {
+            label: format!("{} {} ({unit})", o.statistic.name(), o.metric.name()),
+            scale,
+            unit: o.metric.unit(),
+        }
+    }
+}
+
 /// One experiment's steps, per chain in step order.
 pub(super) struct ExperimentData {
     pub(super) name: String,
     pub(super) benchmark: Option<String>,
     pub(super) info: ExperimentInfo,
+    pub(super) objective: ObjectiveAxis,
     pub(super) chains: BTreeMap<u32, Vec<Point>>,
     /// Per chain, how much of the decision space it explored.
     pub(super) coverage: BTreeMap<u32, Coverage>,
@@ -93,6 +129,7 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
         let mut data = ExperimentData {
             benchmark: benchmark_of(config.as_ref(), &name),
             info,
+            objective: ObjectiveAxis::of(config.as_ref().map(|c| &c.objective)),
             chains: BTreeMap::new(),
             coverage: BTreeMap::new(),
             gpu_measured: false,

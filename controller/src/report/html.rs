@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::text::format_value;
+use crate::text::{format_measure, format_ratio, time_ratio, TIME_RATIO};
 
 use super::charts::MAX_BARS;
 use super::data::ExperimentData;
@@ -38,10 +38,13 @@ pub(super) fn index(campaign: &str, store: &str, sections: &str, workers: &Figur
 
 pub(super) fn objective_caption(e: &ExperimentData) -> String {
     let failed = e.points().filter(|p| p.objective.is_none()).count();
-    let mut caption = "Objective of each step per chain: filled dots were accepted, hollow \
-                       ones rejected, triangles re-measure the incumbent; the line is the best \
-                       so far and the dashed line the baseline."
-        .to_string();
+    let mut caption = format!(
+        "Objective ({}) of each step per chain: filled dots were accepted, hollow ones \
+         rejected, triangles re-measure the incumbent; the line is the best so far and the \
+         dashed line the baseline. The right axis gives the {TIME_RATIO}, step / baseline \
+         (below 1 is faster).",
+        e.objective.label
+    );
     if failed > 0 {
         let _ = write!(
             caption,
@@ -66,8 +69,8 @@ pub(super) fn breakdown_caption(e: &ExperimentData) -> String {
     }
     if !e.gpu_measured {
         caption.push_str(
-            " Note: no run measured gpu-time (absent or unsupported on these workers); \
-             GPU busy time is shown as 0.",
+            " No run measured gpu-time (absent or unsupported on these workers), so GPU \
+             busy time is left out.",
         );
     }
     caption
@@ -85,10 +88,12 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             .unwrap_or_default()
     );
     let baseline = e.info.baseline.objective();
-    out.push_str(
+    let _ = writeln!(
+        out,
         "<table>\n<tr><th>chain</th><th>steps</th><th>ok</th><th>failed</th>\
-         <th>accepted</th><th>best objective</th><th>speedup</th>\
-         <th>points varied</th><th>distinct sets</th></tr>\n",
+         <th>accepted</th><th>best</th>\
+         <th title=\"best / baseline objective; below 1 is faster\">{TIME_RATIO}</th>\
+         <th>points varied</th><th>distinct sets</th></tr>",
     );
     for (chain, points) in &e.chains {
         let ok = points.iter().filter(|p| p.objective.is_some()).count();
@@ -97,10 +102,10 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             .iter()
             .filter_map(|p| p.objective)
             .min_by(f64::total_cmp);
-        let speedup = match (baseline, best) {
-            (Some(b), Some(o)) => format!("{:.3}x", b / o),
-            _ => "-".into(),
-        };
+        let ratio = format_ratio(time_ratio(
+            best.unwrap_or(f64::NAN),
+            baseline.unwrap_or(f64::NAN),
+        ));
         let (varied, sets) = match e.coverage.get(chain) {
             Some(c) => (
                 format!("{}/{} ({:.0} %)", c.varied, c.movable, 100.0 * c.share()),
@@ -111,10 +116,10 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
         let _ = writeln!(
             out,
             "<tr><td>{chain}</td><td>{}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
-             <td>{}</td><td>{speedup}</td><td>{varied}</td><td>{sets}</td></tr>",
+             <td>{}</td><td>{ratio}</td><td>{varied}</td><td>{sets}</td></tr>",
             points.len(),
             points.len() - ok,
-            best.map_or("-".into(), format_value),
+            best.map_or("-".into(), |b| format_measure(b, e.objective.unit)),
         );
     }
     out.push_str("</table>\n");
@@ -124,8 +129,10 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
     }
     let _ = writeln!(
         out,
-        "<p>Baseline objective {}.{}</p>",
-        baseline.map_or("-".into(), format_value),
+        "<p>Objective: {}; baseline {}; the {TIME_RATIO} is best / baseline (below 1 is \
+         faster).{}</p>",
+        escape(&e.objective.label),
+        baseline.map_or("-".into(), |b| format_measure(b, e.objective.unit)),
         if failures.is_empty() {
             String::new()
         } else {

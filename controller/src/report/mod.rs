@@ -1,9 +1,10 @@
 //! `kiln report`: plots of a campaign as PNG and SVG, tied together by an index.html.
 //!
 //! Per experiment: the objective against the step per chain (accepted and
-//! rejected proposals, failed steps, best so far, the baseline), the
-//! temperature, the rolling acceptance rate, the wall time of every measured
-//! run, and a CPU/GPU time breakdown per step. For the whole store: each
+//! rejected proposals, failed steps, best so far, the baseline, and the time
+//! ratio to it), the temperature, the rolling acceptance rate, the wall time
+//! of every measured run, and a CPU/GPU time breakdown per step; panels of
+//! what no step measured are left out. For the whole store: each
 //! worker's throughput. Text is drawn with a TrueType font read at run time
 //! (DejaVu Sans from Debian's `fonts-dejavu-core`, or `$KILN_FONT`), so the
 //! report needs no fontconfig.
@@ -23,6 +24,7 @@ mod font;
 mod html;
 
 use charts::{Chart, ACCEPTANCE_WINDOW};
+pub use data::ObjectiveAxis;
 use html::Figure;
 
 /// `kiln report`: writes every plot and `index.html` into `dir`; returns the files written.
@@ -46,12 +48,18 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
             html::objective_caption(e),
             Chart::Objective(e),
         )];
-        if manual_benchmark(&e.name).is_none() {
+        // Only panels of something the campaign measured: a search without a
+        // temperature (or a manual experiment) has no temperature panel, steps
+        // without a wall time no run-time panels.
+        let searched = manual_benchmark(&e.name).is_none();
+        if searched && e.points().any(|p| p.temperature > 0.0) {
             figures.push((
                 format!("{stem}-temperature"),
-                "Temperature of each chain at each step.".to_string(),
+                "Temperature of each chain at each step, on a log scale.".to_string(),
                 Chart::Temperature(e),
             ));
+        }
+        if searched {
             figures.push((
                 format!("{stem}-acceptance"),
                 format!(
@@ -61,18 +69,22 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
                 Chart::Acceptance(e),
             ));
         }
-        figures.push((
-            format!("{stem}-runtimes"),
-            "Wall time of every measured run (warm-ups left out) of each step; \
-             reused measurements are not repeated."
-                .to_string(),
-            Chart::Runtimes(e),
-        ));
-        figures.push((
-            format!("{stem}-time-breakdown"),
-            html::breakdown_caption(e),
-            Chart::Breakdown(e),
-        ));
+        if e.points().any(|p| !p.walls.is_empty()) {
+            figures.push((
+                format!("{stem}-runtimes"),
+                "Wall time of every measured run (warm-ups left out) of each step; \
+                 reused measurements are not repeated."
+                    .to_string(),
+                Chart::Runtimes(e),
+            ));
+        }
+        if e.points().any(|p| p.wall.is_some()) {
+            figures.push((
+                format!("{stem}-time-breakdown"),
+                html::breakdown_caption(e),
+                Chart::Breakdown(e),
+            ));
+        }
         let mut done = Vec::new();
         for (stem, caption, chart) in figures {
             written.extend(charts::save(dir, &stem, &chart)?);

@@ -136,6 +136,19 @@ impl Store {
         Store::open_db(dir, false)
     }
 
+    /// Opens a temporary copy of the database of the store in `dir`: for a
+    /// reader beside a campaign (`kiln serve`), which must never take the
+    /// lock a controller starting later would need. A copy taken while a
+    /// controller writes reads as the store would after a crash at that moment.
+    pub fn open_copy(dir: &Path) -> Result<Store> {
+        if !layout::db_file(dir).is_file() {
+            return Err(OpenError::NotAStore(dir.to_path_buf()).into());
+        }
+        let copy = copy_db(dir)?;
+        let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
+        Store::from_db(db, Some(copy), dir, false)
+    }
+
     fn open_db(dir: &Path, writable: bool) -> Result<Store> {
         let (db, copy) = match open_sled(&layout::db(dir)) {
             Ok(db) => (db, None),
@@ -151,6 +164,15 @@ impl Store {
             }
             Err(e) => return Err(open_error(dir, e)),
         };
+        Store::from_db(db, copy, dir, writable)
+    }
+
+    fn from_db(
+        db: sled::Db,
+        copy: Option<tempfile::TempDir>,
+        dir: &Path,
+        writable: bool,
+    ) -> Result<Store> {
         let store = Store {
             db,
             _copy: copy,
@@ -715,10 +737,10 @@ fn copy_db(dir: &Path) -> Result<tempfile::TempDir> {
     let copy_dir = tempfile::Builder::new()
         .prefix("kiln-store-")
         .tempdir()
-        .context("cannot create a temporary folder for a copy of a read-only store")?;
+        .context("cannot create a temporary folder for a copy of a store's database")?;
     copy(&from, copy_dir.path()).with_context(|| {
         format!(
-            "store {} is read-only, and its database cannot be copied to {}",
+            "the database of store {} cannot be copied to {}",
             dir.display(),
             copy_dir.path().display()
         )

@@ -249,3 +249,46 @@ pub fn synthetic_config_on(steps: u32, seed: u64, parallel: u32, workers: &str) 
 "#
     )
 }
+
+/// Starts `kiln run campaign.sexp` in `dir` and waits (at most a minute) until its status
+/// snapshot shows `steps` decided steps; the campaign goes on running.
+pub fn run_until_decided(dir: &Path, steps: u64) -> Child {
+    let child = kiln_cmd(dir)
+        .args(["run", "campaign.sexp"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while decided(dir) < steps && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child
+}
+
+/// A slow knob campaign on the local worker (0.2 s per run, 100 combinations).
+pub fn slow_config(steps: u32) -> String {
+    format!(
+        r#"(campaign
+  (name slow)
+  (store "store")
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark slow) (search (simulated-annealing (steps {steps}))) (seed 1)))
+  (benchmarks
+    ((name slow) (kind knobs) (sources "benchmarks/slow")
+     (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
+     (run ("sh" "run.sh" "{{a}}" "{{b}}")) (check-output none)))
+  (workers (local (slots 1))))
+"#
+    )
+}
+
+/// A scratch folder holding [`slow_config`] and its benchmark.
+pub fn slow_setup(steps: u32) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/slow");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(bench.join("run.sh"), "sleep 0.2\necho $1 $2\n").unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), slow_config(steps)).unwrap();
+    dir
+}

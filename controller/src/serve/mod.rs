@@ -1,0 +1,341 @@
+//! `kiln serve`: a live view of a campaign in the browser.
+//!
+//! One page (`page.html`) fetches `/api/status` every second and redraws its
+//! tables: per experiment and chain, progress, best against the baseline as a
+//! time ratio, acceptance and failures; the workers' health. `/report/`
+//! regenerates `kiln report`'s plots when the store changed and serves them.
+//!
+//! The store is never opened in place: sled's lock would make a `kiln run`
+//! started later refuse it. A running controller's `status.json` is read
+//! while it is fresh; otherwise, and for the plots, a temporary copy of the
+//! database ([`Store::open_copy`]), taken again only when its files changed.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::SystemTime;
+
+use anyhow::{anyhow, Context, Result};
+use serde::Serialize;
+use tiny_http::{Header, Response};
+
+use crate::campaign::status::{self, Report};
+use crate::report::{self, ObjectiveAxis};
+use crate::store::{layout, now_ms, Store};
+use crate::text::{format_measure, format_ratio, time_ratio};
+
+/// A `status.json` older than this is a controller's last word, not a live one.
+const SNAPSHOT_FRESH_MS: u64 = 5_000;
+
+/// Threads answering requests: the plots can take seconds to draw, and the
+/// status must not wait for them.
+const THREADS: usize = 4;
+
+/// What `/api/status` answers.
+#[derive(Serialize)]
+struct Live {
+    report: Report,
+    /// Where the figures come from, in words.
+    source: String,
+    /// Whether a controller is writing them now.
+    live: bool,
+    /// The statistic, metric and unit of the objective.
+    objective: String,
+    /// Per chain (in the report's order), its figures as every command prints them.
+    figures: Vec<Figures>,
+}
+
+/// A chain's figures as text, formatted as by every command (`crate::text`).
+#[derive(Serialize)]
+struct Figures {
+    best: String,
+    baseline: String,
+    time_ratio: String,
+    /// Whether the best is faster than the baseline (`None`: no ratio yet, or as fast).
+    faster: Option<bool>,
+}
+
+impl Live {
+    fn new(report: Report, source: String, live: bool, objective: &ObjectiveAxis) -> Live {
+        let figures = report
+            .chains
+            .iter()
+            .map(|r| {
+                let ratio = time_ratio(r.best, r.baseline);
+                Figures {
+                    best: format_measure(r.best, &report.unit),
+                    baseline: format_measure(r.baseline, &report.unit),
+                    time_ratio: format_ratio(ratio),
+                    faster: (ratio.is_finite() && ratio != 1.0).then_some(ratio < 1.0),
+                }
+            })
+            .collect();
+        Live {
+            report,
+            source,
+            live,
+            objective: objective.label.clone(),
+            figures,
+        }
+    }
+}
+
+/// The modification signature of a store's database files: changes whenever a writer writes.
+type Signature = Vec<(PathBuf, u64, Option<SystemTime>)>;
+
+/// A live view of one store, bound to its address.
+pub struct Server {
+    http: tiny_http::Server,
+    store: PathBuf,
+    /// The status read from the last copy of the database, by its signature.
+    copied: Mutex<Option<(Signature, Report)>>,
+    /// The plots, drawn into a temporary folder, by the signature they show.
+    plots: Mutex<Option<(Signature, tempfile::TempDir)>>,
+    /// The campaign's objective, read from its config once.
+    objective: OnceLock<ObjectiveAxis>,
+}
+
+impl Server {
+    /// Listens on `addr` (port 0: any free port) for a view of the store in `store`.
+    pub fn bind(store: &Path, addr: SocketAddr) -> Result<Server> {
+        if !layout::db_file(store).is_file() && !layout::status_snapshot(store).is_file() {
+            return Err(anyhow!("{} holds no campaign store", store.display()));
+        }
+        let http =
+            tiny_http::Server::http(addr).map_err(|e| anyhow!("cannot listen on {addr}: {e}"))?;
+        Ok(Server {
+            http,
+            store: store.to_path_buf(),
+            copied: Mutex::new(None),
+            plots: Mutex::new(None),
+            objective: OnceLock::new(),
+        })
+    }
+
+    /// The address it listens on.
+    pub fn addr(&self) -> Result<SocketAddr> {
+        self.http
+            .server_addr()
+            .to_ip()
+            .context("the server listens on no IP address")
+    }
+
+    /// Answers requests until the process ends.
+    pub fn run(self) -> Result<()> {
+        let server = Arc::new(self);
+        let threads: Vec<_> = (0..THREADS)
+            .map(|_| {
+                let server = Arc::clone(&server);
+                std::thread::spawn(move || server.answer_all())
+            })
+            .collect();
+        for t in threads {
+            t.join()
+                .map_err(|_| anyhow!("a request thread panicked"))??;
+        }
+        Ok(())
+    }
+
+    fn answer_all(&self) -> Result<()> {
+        loop {
+            let request = self.http.recv().context("cannot accept a request")?;
+            let path = request.url().split('?').next().unwrap_or("/").to_string();
+            let response = match self.answer(&path) {
+                Ok(r) => r,
+                Err(e) => text(500, "text/plain; charset=utf-8", format!("{e:#}").into()),
+            };
+            // A browser that went away is no error of ours.
+            let _ = request.respond(response);
+        }
+    }
+
+    fn answer(&self, path: &str) -> Result<Response<std::io::Cursor<Vec<u8>>>> {
+        Ok(match path {
+            "/" | "/index.html" => text(
+                200,
+                "text/html; charset=utf-8",
+                include_str!("page.html").into(),
+            ),
+            "/api/status" => {
+                let live = self.status()?;
+                text(200, "application/json", serde_json::to_vec(&live)?)
+            }
+            "/report" => redirect("/report/"),
+            "/report/" | "/report/index.html" => {
+                let dir = self.plots()?;
+                text(
+                    200,
+                    "text/html; charset=utf-8",
+                    std::fs::read(dir.join("index.html"))?,
+                )
+            }
+            _ => match path.strip_prefix("/report/").and_then(plot_file) {
+                Some((name, kind)) => {
+                    let dir = self.plots()?;
+                    match std::fs::read(dir.join(name)) {
+                        Ok(bytes) => text(200, kind, bytes),
+                        Err(_) => not_found(path),
+                    }
+                }
+                None => not_found(path),
+            },
+        })
+    }
+
+    /// The campaign's status: the running controller's snapshot while it is
+    /// fresh and unfinished, else read from a copy of the store.
+    fn status(&self) -> Result<Live> {
+        let snapshot = layout::status_snapshot(&self.store);
+        if let Ok(bytes) = std::fs::read(&snapshot) {
+            if let Ok(report) = serde_json::from_slice::<Report>(&bytes) {
+                let age = now_ms().saturating_sub(report.at_ms);
+                // A finished campaign's controller is exiting, or gone.
+                if age < SNAPSHOT_FRESH_MS && !report.finished {
+                    let source = format!(
+                        "live snapshot from the running controller, {:.1} s old",
+                        age as f64 / 1000.0
+                    );
+                    return Ok(Live::new(report, source, true, &self.objective()?));
+                }
+            }
+        }
+        let signature = signature(&self.store)?;
+        let mut copied = self.copied.lock().unwrap_or_else(|p| p.into_inner());
+        let report = match copied.as_ref() {
+            Some((s, report)) if *s == signature => report.clone(),
+            _ => {
+                let report = status::from_store(&self.copy()?)?;
+                *copied = Some((signature, report.clone()));
+                report
+            }
+        };
+        let source = "the store (no controller is writing it)".to_string();
+        Ok(Live::new(report, source, false, &self.objective()?))
+    }
+
+    /// A copy of the store. A controller may add or remove a file of the
+    /// database while it is copied: a failed copy is taken again.
+    fn copy(&self) -> Result<Store> {
+        let mut tries = 0;
+        loop {
+            match Store::open_copy(&self.store) {
+                Ok(store) => return Ok(store),
+                Err(e) if tries >= 3 => return Err(e),
+                Err(_) => tries += 1,
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The campaign's objective, from its config in a copy of the store (read once).
+    fn objective(&self) -> Result<ObjectiveAxis> {
+        if let Some(o) = self.objective.get() {
+            return Ok(o.clone());
+        }
+        let config = self.copy()?.config()?;
+        Ok(self
+            .objective
+            .get_or_init(|| ObjectiveAxis::of(config.as_ref().map(|c| &c.objective)))
+            .clone())
+    }
+
+    /// The folder of the plots of the store as it is now, drawn again if it changed.
+    fn plots(&self) -> Result<PathBuf> {
+        let signature = signature(&self.store)?;
+        let mut plots = self.plots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((s, dir)) = plots.as_ref() {
+            if *s == signature {
+                return Ok(dir.path().to_path_buf());
+            }
+        }
+        let dir = tempfile::Builder::new().prefix("kiln-serve-").tempdir()?;
+        report::report(&self.copy()?, dir.path())?;
+        let path = dir.path().to_path_buf();
+        *plots = Some((signature, dir));
+        Ok(path)
+    }
+}
+
+/// The signature of the store's database files (sizes and modification times).
+fn signature(store: &Path) -> Result<Signature> {
+    let db = layout::db(store);
+    let mut files = Vec::new();
+    let mut dirs = vec![db.clone()];
+    while let Some(dir) = dirs.pop() {
+        let entries =
+            std::fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))?;
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                dirs.push(entry.path());
+            } else {
+                files.push((entry.path(), meta.len(), meta.modified().ok()));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+/// A plot's file name and its content type; `None` for anything else (no paths).
+fn plot_file(name: &str) -> Option<(&str, &'static str)> {
+    let kind = match name.rsplit_once('.')?.1 {
+        "png" => "image/png",
+        "svg" => "image/svg+xml",
+        _ => return None,
+    };
+    let plain = name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    (plain && !name.starts_with('.')).then_some((name, kind))
+}
+
+fn text(status: u16, kind: &str, body: Vec<u8>) -> Response<std::io::Cursor<Vec<u8>>> {
+    Response::from_data(body)
+        .with_status_code(status)
+        .with_header(header("Content-Type", kind))
+        // Every answer is of the store as it is now.
+        .with_header(header("Cache-Control", "no-store"))
+}
+
+fn redirect(to: &str) -> Response<std::io::Cursor<Vec<u8>>> {
+    text(302, "text/plain", Vec::new()).with_header(header("Location", to))
+}
+
+fn not_found(path: &str) -> Response<std::io::Cursor<Vec<u8>>> {
+    text(
+        404,
+        "text/plain; charset=utf-8",
+        format!("no {path} here").into(),
+    )
+}
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name, value).expect("valid header")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plot_file;
+
+    #[test]
+    fn only_plot_files_are_served() {
+        assert_eq!(
+            plot_file("slow-objective.png"),
+            Some(("slow-objective.png", "image/png"))
+        );
+        assert_eq!(
+            plot_file("workers-throughput.svg"),
+            Some(("workers-throughput.svg", "image/svg+xml"))
+        );
+        for bad in [
+            "../db/conf.png",
+            "a/b.svg",
+            "index.html",
+            ".png",
+            "x%2f.png",
+        ] {
+            assert_eq!(plot_file(bad), None, "{bad}");
+        }
+    }
+}

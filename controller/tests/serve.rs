@@ -1,0 +1,333 @@
+//! `kiln serve` in a real headless browser (Debian's `chromium`, driven over
+//! the DevTools protocol) beside a running campaign: the page loads without
+//! console errors, shows the campaign's figures, and updates by itself as
+//! steps land. With `KILN_LIVE_VIEW_PNG` set, its screenshot is saved there
+//! (scripts/live-view-screenshot).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use serde_json::{json, Value};
+use tungstenite::stream::MaybeTlsStream;
+use tungstenite::{Message, WebSocket};
+
+use common::campaign::{run_until_decided, slow_setup};
+use common::*;
+
+/// A child process killed when the test ends, however it ends.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Debian's chromium, if installed (scripts/install-deps installs it).
+fn chromium() -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|dir| Path::new(dir).join("chromium"))
+        .find(|p| p.is_file())
+}
+
+/// Starts `kiln serve store --port 0` in `dir`; returns it and the page's URL.
+fn serve(dir: &Path) -> (Killed, String) {
+    let mut child = Killed(
+        kiln_cmd(dir)
+            .args(["serve", "store", "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(child.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no URL in {line:?}"))
+        .to_string();
+    (child, url)
+}
+
+/// A headless chromium and a DevTools session on one page.
+struct Browser {
+    _process: Killed,
+    _profile: tempfile::TempDir,
+    socket: WebSocket<MaybeTlsStream<TcpStream>>,
+    session: String,
+    next_id: u64,
+    /// Console errors and uncaught exceptions seen so far.
+    errors: Vec<String>,
+}
+
+impl Browser {
+    /// Starts chromium; `None` (with the reason printed) where it cannot run.
+    fn start(binary: &Path) -> Option<Browser> {
+        let profile = tempfile::tempdir().unwrap();
+        let mut process = Killed(
+            std::process::Command::new(binary)
+                .args([
+                    "--headless",
+                    // Root (CI, containers) has no user namespace sandbox.
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--remote-debugging-port=0",
+                    "--window-size=1280,900",
+                    "--hide-scrollbars",
+                    "about:blank",
+                ])
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .ok()?,
+        );
+        // chromium says where its DevTools listen on stderr.
+        let stderr = BufReader::new(process.0.stderr.take().unwrap());
+        let mut said = Vec::new();
+        let mut ws = None;
+        for line in stderr.lines().map_while(Result::ok) {
+            if let Some(at) = line.find("ws://") {
+                ws = Some(line[at..].trim().to_string());
+                break;
+            }
+            said.push(line);
+        }
+        let Some(ws) = ws else {
+            eprintln!(
+                "chromium cannot run here, so the browser test is skipped:\n{}",
+                said.join("\n")
+            );
+            return None;
+        };
+        let (socket, _) = tungstenite::connect(ws.as_str()).expect("DevTools answer");
+        let mut browser = Browser {
+            _process: process,
+            _profile: profile,
+            socket,
+            session: String::new(),
+            next_id: 0,
+            errors: Vec::new(),
+        };
+        let target = browser.call("Target.createTarget", json!({"url": "about:blank"}));
+        let target = target["targetId"].as_str().unwrap().to_string();
+        let attached = browser.call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+        );
+        browser.session = attached["sessionId"].as_str().unwrap().to_string();
+        for domain in ["Runtime.enable", "Log.enable", "Page.enable"] {
+            browser.call(domain, json!({}));
+        }
+        Some(browser)
+    }
+
+    /// Calls a DevTools method (on the page once attached) and returns its result,
+    /// noting the console errors that arrive meanwhile.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if !self.session.is_empty() {
+            message["sessionId"] = json!(self.session);
+        }
+        self.socket
+            .send(Message::text(message.to_string()))
+            .unwrap();
+        loop {
+            let Message::Text(text) = self.socket.read().expect("DevTools answer") else {
+                continue;
+            };
+            let v: Value = serde_json::from_str(&text).unwrap();
+            if v["id"] == json!(id) {
+                assert!(v["error"].is_null(), "{method}: {v}");
+                return v["result"].clone();
+            }
+            self.note(&v);
+        }
+    }
+
+    fn note(&mut self, event: &Value) {
+        let p = &event["params"];
+        match event["method"].as_str() {
+            Some("Runtime.exceptionThrown") => self.errors.push(p["exceptionDetails"].to_string()),
+            Some("Runtime.consoleAPICalled") if p["type"] == "error" || p["type"] == "assert" => {
+                self.errors.push(p["args"].to_string())
+            }
+            Some("Log.entryAdded") if p["entry"]["level"] == "error" => {
+                self.errors.push(p["entry"].to_string())
+            }
+            _ => {}
+        }
+    }
+
+    /// The value of a JavaScript expression in the page (promises awaited).
+    fn eval(&mut self, expression: &str) -> Value {
+        let r = self.call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        );
+        assert!(r["exceptionDetails"].is_null(), "{expression}: {r}");
+        r["result"]["value"].clone()
+    }
+
+    /// Polls `expression` every 100 ms until `done` accepts its value, for at most `limit`.
+    fn wait_for(
+        &mut self,
+        expression: &str,
+        limit: Duration,
+        done: impl Fn(&Value) -> bool,
+    ) -> Value {
+        let deadline = Instant::now() + limit;
+        loop {
+            let v = self.eval(expression);
+            if done(&v) || Instant::now() > deadline {
+                return v;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// The page's count of decided steps (0 until the page has loaded).
+const STEPS_SHOWN: &str = "Number((document.getElementById('steps-done') || {}).textContent || 0)";
+
+#[test]
+fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
+    let Some(binary) = chromium() else {
+        eprintln!("no chromium on PATH (scripts/install-deps installs it): browser test skipped");
+        return;
+    };
+    let dir = slow_setup(400);
+    let _campaign = Killed(run_until_decided(dir.path(), 2));
+    let (_server, url) = serve(dir.path());
+    let Some(mut browser) = Browser::start(&binary) else {
+        return;
+    };
+    browser.call("Page.navigate", json!({ "url": url }));
+
+    // The figures of the running campaign, from its snapshot.
+    let first = browser.wait_for(STEPS_SHOWN, Duration::from_secs(10), |v| {
+        v.as_u64().is_some_and(|n| n >= 2)
+    });
+    let first = first.as_u64().expect("steps shown");
+    assert!(first >= 2, "the page shows {first} steps");
+    let page = browser.eval("document.body.innerText").to_string();
+    for expected in [
+        "slow",
+        // The controller's phase, and the chain's state.
+        "searching",
+        "running",
+        "live snapshot",
+        "/400",
+        "time ratio",
+        "local",
+        "ok",
+    ] {
+        assert!(
+            page.contains(expected),
+            "{expected:?} not on the page: {page}"
+        );
+    }
+    let ratio = browser
+        .eval("document.querySelector('tr[data-chain=\"slow/0\"] td:nth-child(6)').textContent");
+    let ratio: f64 = ratio.as_str().unwrap().parse().expect("a time ratio");
+    assert!(ratio > 0.0 && ratio < 10.0, "time ratio {ratio}");
+
+    // New steps land; the page shows them without being reloaded.
+    let later = browser.wait_for(STEPS_SHOWN, Duration::from_secs(10), |v| {
+        v.as_u64().is_some_and(|n| n > first)
+    });
+    assert!(
+        later.as_u64().unwrap() > first,
+        "the page still shows {first} steps after 10 s"
+    );
+
+    // The plots are a click away, drawn from a copy of the store in use.
+    let plots = browser.eval(
+        "fetch('/report/').then(async r => r.status + ' ' + (await r.text()).includes('slow-objective.png'))",
+    );
+    assert_eq!(plots, json!("200 true"));
+    let image = browser.eval(
+        "new Promise(done => { const i = new Image(); i.onload = () => done(i.naturalWidth); \
+         i.onerror = () => done(0); i.src = '/report/slow-objective.png'; })",
+    );
+    assert!(
+        image.as_u64().unwrap_or(0) > 0,
+        "the objective plot does not load"
+    );
+
+    if let Some(path) = std::env::var_os("KILN_LIVE_VIEW_PNG") {
+        let shot = browser.call("Page.captureScreenshot", json!({"format": "png"}));
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(shot["data"].as_str().unwrap())
+            .unwrap();
+        std::fs::write(&path, png).unwrap();
+    }
+    // Give late events (a failed poll, a script error) a moment to arrive.
+    browser.wait_for(STEPS_SHOWN, Duration::from_millis(1500), |_| false);
+    assert!(
+        browser.errors.is_empty(),
+        "console errors: {:?}",
+        browser.errors
+    );
+}
+
+/// `GET url` over plain HTTP/1.0: the status code and the body.
+fn get(url: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut stream = TcpStream::connect(host).unwrap();
+    write!(stream, "GET /{path} HTTP/1.0\r\nHost: {host}\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    // Images are not UTF-8: only the head and a text body need to be read.
+    let answer = String::from_utf8_lossy(&answer);
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+    (status, body.to_string())
+}
+
+#[test]
+fn serving_a_store_never_holds_it_from_a_controller() {
+    let dir = noop_campaign();
+    let (_server, url) = serve(dir.path());
+    let (status, body) = get(&format!("{url}api/status"));
+    assert_eq!(status, 200, "{body}");
+    let live: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(live["report"]["campaign"], "noop");
+    assert_eq!(live["report"]["finished"], true);
+    assert_eq!(live["live"], false, "{body}");
+    assert_eq!(live["objective"], "median wall-time (ms)");
+    assert_eq!(live["report"]["phase"], "finished");
+    let figures = &live["figures"][0];
+    // Formatted with their unit, as every command prints them.
+    assert!(
+        figures["best"].as_str().unwrap().ends_with('s'),
+        "{figures}"
+    );
+    assert_eq!(figures["faster"], true, "{figures}");
+    let (status, body) = get(&format!("{url}report/"));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("a-objective.png"), "{body}");
+    let (status, _) = get(&format!("{url}report/a-objective.png"));
+    assert_eq!(status, 200);
+    let (status, _) = get(&format!("{url}report/..%2Fdb"));
+    assert_eq!(status, 404);
+    // With the server up and its copies read, a controller still gets the store.
+    let resumed = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+}
