@@ -163,6 +163,9 @@ pub struct BenchmarkArgs {
     /// Record the candidate in this store, as experiment manual:BENCHMARK.
     #[arg(long)]
     pub store: Option<PathBuf>,
+    /// Print the comparison as JSON, with both results in full.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `kiln export`.
@@ -201,6 +204,9 @@ pub struct RewardsArgs {
     /// Output folder (default: STORE/rewards).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Print the rewards as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// The arguments of `kiln report`.

@@ -12,9 +12,8 @@
 //! order, so the split is deterministic).
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write as _;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use nalgebra::{DMatrix, DVector};
@@ -357,14 +356,26 @@ pub fn write_table<W: Write>(assignments: &[Assignment], csv: &mut csv::Writer<W
     Ok(rows)
 }
 
-/// `kiln rewards`: writes `rewards.csv` and one best decision file per
-/// experiment into `dir`; returns a summary.
+/// What `run` wrote: each experiment's rewards and best decision file, the
+/// experiments skipped for want of measured steps, and the rewards table.
+#[derive(Debug)]
+pub struct Written {
+    /// Per experiment: its rewards, and the file of its best decisions.
+    pub assignments: Vec<(Assignment, PathBuf)>,
+    /// Experiments with no successfully measured step.
+    pub skipped: Vec<String>,
+    /// The rewards table (CSV).
+    pub table: PathBuf,
+}
+
+/// Assigns rewards for every experiment (or one) of `store` and writes the rewards table and
+/// each experiment's best decision file into `dir`.
 pub fn run(
     store: &Store,
     experiment: Option<&str>,
     options: &RewardOptions,
     dir: &Path,
-) -> Result<String> {
+) -> Result<Written> {
     let (assignments, skipped) = assign_all(store, experiment, options)?;
     if assignments.is_empty() {
         bail!(
@@ -380,54 +391,18 @@ pub fn run(
     write_table(&assignments, &mut csv)?;
     csv.flush()
         .with_context(|| format!("cannot write {}", table.display()))?;
-
-    let mut out = String::new();
-    for a in &assignments {
+    let mut written = Vec::new();
+    for a in assignments {
         let path = layout::rewards_best_file(dir, &a.experiment);
         std::fs::write(&path, a.decision_file().to_text())
             .with_context(|| format!("cannot write {}", path.display()))?;
-        let _ = writeln!(
-            out,
-            "experiment {}: {} rows fitted, {} held out; target {}, lambda {}",
-            a.experiment,
-            a.train_rows,
-            a.test_rows,
-            a.options.target.name(),
-            a.options.lambda
-        );
-        let _ = writeln!(
-            out,
-            "  held-out R²: {}",
-            a.r2.map_or("- (too few held-out rows)".to_string(), |r| format!(
-                "{r:.3}"
-            ))
-        );
-        for (site, spread) in largest_effects(a).into_iter().take(5) {
-            let _ = writeln!(
-                out,
-                "  effect {spread:+.4}  {site} = {}",
-                a.best
-                    .get(&site)
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
-            );
-        }
-        let _ = writeln!(
-            out,
-            "  best decisions: {} ({} of {} differ from the baseline)",
-            path.display(),
-            a.best.diff_from(&a.baseline).len(),
-            a.best.len()
-        );
+        written.push((a, path));
     }
-    for name in &skipped {
-        let _ = writeln!(
-            out,
-            "experiment {name}: skipped, no successfully measured steps"
-        );
-    }
-    let _ = writeln!(out, "rewards table: {}", table.display());
-    Ok(out)
+    Ok(Written {
+        assignments: written,
+        skipped,
+        table,
+    })
 }
 
 /// Sites by the spread between their best and worst observed value's reward, largest first.

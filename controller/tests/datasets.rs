@@ -579,8 +579,10 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
 
     // The command's files: the table and a best decision file that parses against the sites.
     let out = dir.path().join("rewards");
-    let summary = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
-    assert!(summary.contains("R²"), "{summary}");
+    let written = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
+    assert_eq!(written.assignments.len(), 1, "{written:?}");
+    assert_eq!(written.assignments[0].1, rewards_best_file(&out, "linear"));
+    assert_eq!(written.table, out.join("rewards.csv"));
     let (header, rows) = read_csv(&std::fs::read(out.join("rewards.csv")).unwrap());
     assert_eq!(header, REWARD_COLUMNS);
     assert_eq!(rows.len(), 2 * EFFECTS.len());
@@ -607,8 +609,8 @@ fn rewards_refuse_an_experiment_without_successful_steps_and_skip_it_over_the_st
     // Over the whole store, such an experiment is skipped with a note.
     add_manual_step(&store);
     let out = dir.path().join("rewards");
-    let summary = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
-    assert!(summary.contains("experiment linear: skipped"), "{summary}");
+    let written = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
+    assert_eq!(written.skipped, ["linear"], "{written:?}");
     assert!(rewards_best_file(&out, "manual:linear").exists());
 }
 

@@ -41,7 +41,12 @@ use crate::text::{
 pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
     let report = super::runtime()?.block_on(benchmark(&config, args))?;
-    write!(out, "{}", report.text)?;
+    if args.json {
+        serde_json::to_writer_pretty(&mut *out, &report.json)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", report.text)?;
+    }
     Ok(if report.ok {
         Outcome::Success
     } else {
@@ -53,6 +58,8 @@ pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> 
 struct BenchmarkReport {
     /// The summary table.
     text: String,
+    /// The same for scripts, both results in full.
+    json: serde_json::Value,
     /// Whether the candidate measured successfully.
     ok: bool,
 }
@@ -90,11 +97,37 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
 
     let mut out = summary_table(config, spec, worker.name(), decisions, &measured);
     let ok = measured.candidate.result.outcome == StepOutcome::Ok;
+    let mut recorded = None;
     if let Some(store) = &store {
         let key = record(store, spec, &bundle, &measured)?;
         let _ = writeln!(out, "recorded as {key} in {}", store.dir().display());
+        recorded = Some(key.to_string());
     }
-    Ok(BenchmarkReport { text: out, ok })
+    let m = &measured;
+    let metric = m.objective_metric;
+    let json = serde_json::json!({
+        "benchmark": spec.name,
+        "worker": m.worker,
+        "decisions": decisions,
+        "objective": metric.name(),
+        "unit": metric.unit(),
+        "baseline_objective": m.baseline_objective,
+        "candidate_objective": m.candidate_objective,
+        "time_ratio": m.candidate_objective.map(|c| time_ratio(c, m.baseline_objective)),
+        "verdict": verdict(
+            metric,
+            m.baseline.result.summary.get(&metric),
+            m.candidate.result.summary.get(&metric),
+        ),
+        "recorded_as": recorded,
+        "baseline": m.baseline.result,
+        "candidate": m.candidate.result,
+    });
+    Ok(BenchmarkReport {
+        text: out,
+        json,
+        ok,
+    })
 }
 
 /// The worker to measure on: the named one of the config, else its first
