@@ -5,7 +5,7 @@
 //! for unknown and duplicate fields up front, so decoders only ask for the
 //! fields they know.
 
-use crate::sexp::{Pos, Sexp, SexpError, SexpKind};
+use crate::sexp::{byte_size_text, Pos, Sexp, SexpError, SexpKind};
 
 /// Labels errors with the document they come from.
 #[derive(Debug, Clone, Copy)]
@@ -298,18 +298,6 @@ pub fn parse_byte_size(text: &str) -> Option<u64> {
         _ => return None,
     };
     digits.parse::<u64>().ok()?.checked_mul(1 << shift)
-}
-
-/// A size as a config would write it: the largest binary unit that divides it.
-pub fn byte_size_text(bytes: u64) -> String {
-    let unit = ["TiB", "GiB", "MiB", "KiB"]
-        .into_iter()
-        .zip([40, 30, 20, 10])
-        .find(|&(_, shift)| bytes >= 1 << shift && bytes % (1 << shift) == 0);
-    match unit {
-        Some((name, shift)) => format!("{} {name}", bytes >> shift),
-        None => format!("{bytes} bytes"),
-    }
 }
 
 /// A string, or a symbol read as its name.

@@ -167,7 +167,7 @@ pub fn read_text(path: &Path, max_bytes: u64) -> Result<String, SexpError> {
     let too_big = || {
         fail(format!(
             "the file is larger than {}, the most kiln reads",
-            crate::decode::byte_size_text(max_bytes)
+            byte_size_text(max_bytes)
         ))
     };
     let meta = std::fs::metadata(path).map_err(|e| fail(format!("cannot read file: {e}")))?;
@@ -590,6 +590,18 @@ fn pretty(node: &Sexp, indent: usize, out: &mut String) {
         pretty(item, indent + 1, out);
     }
     out.push(')');
+}
+
+/// A size as a config would write it: the largest binary unit that divides it.
+pub fn byte_size_text(bytes: u64) -> String {
+    let unit = ["TiB", "GiB", "MiB", "KiB"]
+        .into_iter()
+        .zip([40, 30, 20, 10])
+        .find(|&(_, shift)| bytes >= 1 << shift && bytes % (1 << shift) == 0);
+    match unit {
+        Some((name, shift)) => format!("{} {name}", bytes >> shift),
+        None => format!("{bytes} bytes"),
+    }
 }
 
 #[cfg(test)]

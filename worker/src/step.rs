@@ -622,7 +622,7 @@ impl Build<'_> {
 fn memory_exceeded(limit: u64) -> String {
     format!(
         "killed: the build's processes used more than {} of memory together (build-memory)",
-        kiln_protocol::decode::byte_size_text(limit)
+        kiln_protocol::sexp::byte_size_text(limit)
     )
 }
 
