@@ -5,7 +5,7 @@
 //! for unknown and duplicate fields up front, so decoders only ask for the
 //! fields they know.
 
-use crate::sexp::{byte_size_text, Pos, Sexp, SexpError, SexpKind};
+use crate::sexp::{Pos, Sexp, SexpError, SexpKind};
 
 /// Labels errors with the document they come from.
 #[derive(Debug, Clone, Copy)]
@@ -397,6 +397,7 @@ pub fn entries<'a>(field: &Field<'a>) -> Result<&'a [Sexp], SexpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sexp::byte_size_text;
 
     #[test]
     fn sizes_read_and_written_in_binary_units() {
