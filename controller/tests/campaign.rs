@@ -12,7 +12,7 @@ use common::campaign::{
     decided, run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
 };
 use common::*;
-use kiln_controller::store::{StepRecord, Store};
+use kiln_controller::store::{now_ms, StepRecord, Store};
 
 /// The synthetic campaign on one local worker of two slots.
 fn synthetic_config(steps: u32, seed: u64, parallel: u32) -> String {
@@ -700,15 +700,24 @@ fn stop_with(mut child: std::process::Child, signal: libc::c_int) -> std::proces
     child.wait_with_output().unwrap()
 }
 
-#[test]
-fn sigterm_during_a_step_leaves_no_process_and_the_campaign_resumes() {
-    let dir = slow_setup(8);
-    // The runs hang from the moment the file `hang` exists.
+/// The slow campaign of `steps` steps, run until 3 are decided and then until a run hangs
+/// (its runs, after `prelude`, hang while the file `hang` exists): its folder, that file, the
+/// running kiln and the processes it had then.
+fn hanging_campaign(
+    steps: u32,
+    prelude: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::process::Child,
+    Vec<(u32, String)>,
+) {
+    let dir = slow_setup(steps);
     let hang = dir.path().join("hang");
     std::fs::write(
         dir.path().join("benchmarks/slow/run.sh"),
         format!(
-            "sleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
+            "{prelude}sleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
             hang.display()
         ),
     )
@@ -720,6 +729,12 @@ fn sigterm_during_a_step_leaves_no_process_and_the_campaign_resumes() {
         started = descendants(child.id());
         started.iter().any(|(_, cmd)| cmd.contains("run.sh"))
     });
+    (dir, hang, child, started)
+}
+
+#[test]
+fn sigterm_during_a_step_leaves_no_process_and_the_campaign_resumes() {
+    let (dir, hang, child, started) = hanging_campaign(8, "");
     let out = terminate(child);
     assert_eq!(out.status.code(), Some(143), "{}", text(&out));
     let left = still_alive(&started);
@@ -767,32 +782,11 @@ fn processes_with(needle: &str) -> Vec<String> {
 
 #[test]
 fn sigkill_of_the_controller_leaves_no_benchmark_process_not_even_a_daemon() {
-    // Steps enough that the campaign is still running when the runs start to hang.
-    let dir = slow_setup(40);
-    let hang = dir.path().join("hang");
-    // Each run starts a daemon (double fork into a new session), named after the test's folder.
-    let needle = format!("daemon-of-{}", dir.path().display());
-    std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
-        format!(
-            "(setsid sh -c 'sleep 300; :' {needle} &)\nsleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
-            hang.display()
-        ),
-    )
-    .unwrap();
-    let mut child = run_until_decided(dir.path(), 3);
-    // The daemons of the steps done are gone with their runs.
-    assert!(
-        processes_with(&needle).len() <= 1,
-        "{:?}",
-        processes_with(&needle)
-    );
-    std::fs::write(&hang, "").unwrap();
-    let mut started = Vec::new();
-    wait_for("a hanging run", || {
-        started = descendants(child.id());
-        started.iter().any(|(_, cmd)| cmd.contains("run.sh"))
-    });
+    // Each run starts a daemon (double fork into a new session), named after a unique needle;
+    // steps enough that the campaign is still running when the runs start to hang.
+    let needle = format!("kiln-daemon-{}-{}", std::process::id(), now_ms());
+    let daemon = format!("(setsid sh -c 'sleep 300; :' {needle} &)\n");
+    let (_dir, _hang, mut child, started) = hanging_campaign(40, &daemon);
     child.kill().unwrap();
     child.wait().unwrap();
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -861,23 +855,7 @@ fn a_controller_killed_during_preparation_resumes_it() {
 
 #[test]
 fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
-    let dir = slow_setup(8);
-    let hang = dir.path().join("hang");
-    std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
-        format!(
-            "sleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
-            hang.display()
-        ),
-    )
-    .unwrap();
-    let child = run_until_decided(dir.path(), 3);
-    std::fs::write(&hang, "").unwrap();
-    wait_for("a hanging run", || {
-        descendants(child.id())
-            .iter()
-            .any(|(_, cmd)| cmd.contains("run.sh"))
-    });
+    let (dir, hang, child, _) = hanging_campaign(8, "");
     let out = stop_with(child, libc::SIGINT);
     assert_eq!(out.status.code(), Some(130), "{}", text(&out));
     let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
