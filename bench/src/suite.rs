@@ -675,6 +675,15 @@ impl Suite {
         }
         Ok(a)
     }
+    /// An empty campaign folder `runs/NAME-VERSION` with its `noop` benchmark folder.
+    fn fresh_run_dir(&self, v: &Version, name: &str) -> Result<PathBuf> {
+        let dir = self.work.join("runs").join(format!("{name}-{}", v.label));
+        if dir.exists() {
+            fs::remove_dir_all(&dir)?;
+        }
+        fs::create_dir_all(dir.join("noop"))?;
+        Ok(dir)
+    }
 
     /// Runs the no-op campaign `config` with version `v` in a fresh folder.
     fn campaign(
@@ -684,11 +693,7 @@ impl Suite {
         config: &str,
         daemons: &[i32],
     ) -> Result<CampaignRun> {
-        let dir = self.work.join("runs").join(format!("{name}-{}", v.label));
-        if dir.exists() {
-            fs::remove_dir_all(&dir)?;
-        }
-        fs::create_dir_all(dir.join("noop"))?;
+        let dir = self.fresh_run_dir(v, name)?;
         fs::write(
             dir.join("noop/README"),
             "a benchmark that does nothing: `true`\n",
@@ -1005,11 +1010,7 @@ impl Suite {
     /// `scancel` until the controller's log says the step was re-queued, and until the other
     /// worker runs it.
     fn scancel_mid_step(&self, v: &Version, rundir: &Path) -> Result<(f64, f64)> {
-        let dir = self.work.join("runs").join(format!("scancel-{}", v.label));
-        if dir.exists() {
-            fs::remove_dir_all(&dir)?;
-        }
-        fs::create_dir_all(dir.join("noop"))?;
+        let dir = self.fresh_run_dir(v, "scancel")?;
         fs::write(
             dir.join("noop/run.sh"),
             "touch running\nsleep 2\nrm -f running\n",

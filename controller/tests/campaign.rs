@@ -128,21 +128,27 @@ fn two_knob_config(steps: u32, objective: &str, runs: &str) -> String {
     )
 }
 
-#[test]
-fn a_repeated_decision_set_under_callgrind_is_not_rebuilt_or_rerun() {
-    if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
-    }
+/// [`two_knob_config`] with one run a step, run to its end: the folder and its 24 steps.
+fn two_knob_campaign(objective: &str) -> (tempfile::TempDir, Vec<StepRecord>) {
     let dir = setup(&two_knob_config(
         12,
-        "instructions",
+        objective,
         "(warmup 0) (min 1) (max 1)",
     ));
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
     let all = steps(dir.path());
     assert_eq!(all.len(), 24);
+    (dir, all)
+}
+
+#[test]
+fn a_repeated_decision_set_under_callgrind_is_not_rebuilt_or_rerun() {
+    if !have_valgrind() {
+        eprintln!("skipped: valgrind is not installed");
+        return;
+    }
+    let (dir, all) = two_knob_campaign("instructions");
     let measured: Vec<&StepRecord> = all.iter().filter(|s| s.cached_from.is_none()).collect();
     let mut sets: Vec<String> = measured
         .iter()
@@ -201,15 +207,7 @@ fn a_repeated_decision_set_under_callgrind_is_not_rebuilt_or_rerun() {
 
 #[test]
 fn a_repeated_decision_set_under_a_timed_objective_is_measured_again() {
-    let dir = setup(&two_knob_config(
-        12,
-        "wall-time",
-        "(warmup 0) (min 1) (max 1)",
-    ));
-    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let all = steps(dir.path());
-    assert_eq!(all.len(), 24);
+    let (_dir, all) = two_knob_campaign("wall-time");
     assert!(
         all.iter().all(|s| s.cached_from.is_none()),
         "a timed step reused a result"
