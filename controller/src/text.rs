@@ -55,20 +55,19 @@ pub fn table(
 pub const UNSUPPORTED: &str = "unsupported";
 
 /// A figure with four significant digits and an SI prefix past a thousand:
-/// `1.023 M`, `12.35 k`, `0.9731`.
+/// `1.023 M`, `12.35 k`, `354.5`, `0.9731`; a whole count below a thousand as it is (`9`).
 pub fn format_value(v: f64) -> String {
     const PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
     if !v.is_finite() {
         return "-".into();
     }
-    match PREFIXES.iter().find(|(scale, _)| v.abs() >= *scale) {
-        Some((scale, prefix)) => {
-            let scaled = v / scale;
-            let decimals = 3usize.saturating_sub(scaled.abs().log10().floor() as usize);
-            format!("{scaled:.decimals$} {prefix}")
-        }
-        None => format!("{v:.4}"),
-    }
+    let (scaled, prefix) = match PREFIXES.iter().find(|(scale, _)| v.abs() >= *scale) {
+        Some((scale, prefix)) => (v / scale, format!(" {prefix}")),
+        None if v.fract() == 0.0 => return format!("{v:.0}"),
+        None => (v, String::new()),
+    };
+    let decimals = (3 - scaled.abs().log10().floor() as i32).max(0) as usize;
+    format!("{scaled:.decimals$}{prefix}")
 }
 
 /// A measured figure with its unit, scaled to read: nanoseconds as `12.41 ms`,
@@ -118,4 +117,22 @@ pub fn format_summary(s: &Summary) -> String {
         format_value(s.ci_low),
         format_value(s.ci_high)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_read_with_four_significant_digits() {
+        assert_eq!(format_value(1_023_456.0), "1.023 M");
+        assert_eq!(format_value(12_345.0), "12.35 k");
+        assert_eq!(format_value(354.5), "354.5");
+        assert_eq!(format_value(9.0), "9");
+        assert_eq!(format_value(0.97312), "0.9731");
+        assert_eq!(format_value(0.000_123_4), "0.0001234");
+        assert_eq!(format_value(f64::NAN), "-");
+        assert_eq!(format_measure(12_410_000.0, "ns"), "12.41 ms");
+        assert_eq!(format_measure(1_234_000.0, "bytes"), "1.234 MB");
+    }
 }
