@@ -223,6 +223,7 @@ fn experiment_info() -> ExperimentInfo {
         discovery: Discovery {
             points: points(),
             baseline: baseline(),
+            features: Default::default(),
         },
         bundle: ContentHash::of(b"noop"),
         baseline: Reference {

@@ -211,6 +211,7 @@ fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
         discovery: Discovery {
             points: points(),
             baseline: baseline.clone(),
+            features: Default::default(),
         },
         bundle: ContentHash::of(b"linear"),
         baseline: Reference {
@@ -307,6 +308,7 @@ fn add_manual_step(store: &Store) {
         discovery: Discovery {
             points: points(),
             baseline: baseline.clone(),
+            features: Default::default(),
         },
         bundle: ContentHash::of(b"linear"),
         baseline: Reference {

@@ -6,6 +6,7 @@ pub mod breakdown;
 pub mod config;
 pub mod decision;
 pub mod decode;
+pub mod features;
 pub mod frame;
 pub mod gpu_trace;
 pub mod message;
@@ -15,6 +16,7 @@ pub mod stats;
 
 pub use config::CampaignConfig;
 pub use decision::{ContentHash, DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
+pub use features::SiteFeatures;
 pub use message::{
     Request, Response, StepId, StepOutcome, StepRequest, StepResult, PROTOCOL_VERSION,
 };

@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::config::{BenchmarkSpec, Limits, RunPolicy};
-use crate::decision::{ContentHash, DecisionSet};
+use crate::decision::{ContentHash, DecisionSet, SiteId};
 use crate::metric::{Metric, Metrics};
 use crate::stats::Summary;
 
@@ -237,6 +237,10 @@ pub struct Discovery {
     pub points: Vec<crate::decision::DecisionPoint>,
     /// The stock decisions (llvm-inline) or each knob's first value.
     pub baseline: DecisionSet,
+    /// What is known about each point (llvm-inline); points without an entry
+    /// have no features (knobs, and stores written before features existed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub features: BTreeMap<SiteId, crate::features::SiteFeatures>,
 }
 
 impl Discovery {
@@ -250,6 +254,7 @@ impl Discovery {
                     .collect(),
             ),
             points: points.to_vec(),
+            features: BTreeMap::new(),
         }
     }
 }

@@ -188,6 +188,15 @@ fn responses() -> Vec<Response> {
             result: Ok(Discovery {
                 points: vec![DecisionPoint::inline_site(SiteId::from("f @ main:1:2"))],
                 baseline: decisions(),
+                features: [(
+                    SiteId::from("f @ main:1:2"),
+                    kiln_protocol::SiteFeatures {
+                        inline_cost: Some(-15),
+                        callee_recursive: Some(false),
+                        ..Default::default()
+                    },
+                )]
+                .into(),
             }),
         },
         Response::Discovered {

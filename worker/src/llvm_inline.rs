@@ -240,6 +240,7 @@ pub fn discovery_from_remarks(all_inlined: &[InlineRemark], stock: &[InlineRemar
     Discovery {
         points,
         baseline: DecisionSet(baseline),
+        features: BTreeMap::new(),
     }
 }
 

@@ -234,7 +234,9 @@ fn discovery_adds_stock_only_nested_sites() {
         "other @ main:2:61",
         "blend @ transform:2:36 @ other:0:34 @ main:2:61",
     ]);
-    let Discovery { points, baseline } = discovery_from_remarks(&all, &stock);
+    let Discovery {
+        points, baseline, ..
+    } = discovery_from_remarks(&all, &stock);
     let ids: Vec<&str> = points.iter().map(|p| p.id.as_str()).collect();
     assert_eq!(
         ids,

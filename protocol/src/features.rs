@@ -1,0 +1,53 @@
+//! What is known about a decision point besides its name: the features a
+//! policy decides from, recorded at discovery.
+//!
+//! A policy must decide for call sites it has never seen, so each site carries
+//! what the compiler knew about it (the inliner's cost and threshold, the sizes
+//! of caller and callee, loop depth, constant arguments) and what a profile of
+//! the stock build says (costs of caller and callee, calls through the site).
+//! A feature that cannot be had for a compiler or a benchmark is `None` (null
+//! in every export), never 0.
+
+use serde::{Deserialize, Serialize};
+
+/// The features of one decision point. Every field is `None` where it could
+/// not be had; knob benchmarks have none of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "kebab-case")]
+pub struct SiteFeatures {
+    /// Elements in the site's call-site chain: 1 for a call written in its
+    /// caller, 2 for a call that reached it through one inlining, and so on.
+    pub chain_length: Option<u32>,
+    /// The inliner's cost estimate for the site (stock build's remarks).
+    pub inline_cost: Option<i64>,
+    /// The inliner's threshold for the site: it inlines when the cost is below.
+    pub inline_threshold: Option<i64>,
+    /// IR instructions of the caller before inlining.
+    pub caller_instructions: Option<u64>,
+    /// Basic blocks of the caller before inlining.
+    pub caller_blocks: Option<u64>,
+    /// IR instructions of the callee before inlining.
+    pub callee_instructions: Option<u64>,
+    /// Basic blocks of the callee before inlining.
+    pub callee_blocks: Option<u64>,
+    /// Loops around the call in its caller (0: not in a loop).
+    pub loop_depth: Option<u32>,
+    /// Direct call sites of the callee in the whole program.
+    pub callee_call_sites: Option<u32>,
+    /// Whether the callee calls itself, directly.
+    pub callee_recursive: Option<bool>,
+    /// Arguments of the call that are constants.
+    pub constant_arguments: Option<u32>,
+    /// Instructions executed in the caller itself (callgrind Ir, stock build).
+    pub caller_self_cost: Option<u64>,
+    /// Instructions executed in the caller and everything it called.
+    pub caller_inclusive_cost: Option<u64>,
+    /// Instructions executed in the callee itself.
+    pub callee_self_cost: Option<u64>,
+    /// Instructions executed in the callee and everything it called.
+    pub callee_inclusive_cost: Option<u64>,
+    /// Times the callee was called from the caller in the stock build's
+    /// profile (callgrind; a site inlined in the stock build has no call of
+    /// its own, so its count is `None`).
+    pub site_calls: Option<u64>,
+}
