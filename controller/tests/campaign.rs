@@ -963,6 +963,11 @@ fn an_experiment_whose_first_steps_all_fail_alike_stops_with_the_reason() {
     let shown = String::from_utf8_lossy(&status.stdout).to_string();
     assert!(shown.contains("picky/chain 0 stopped at step "), "{shown}");
     assert!(shown.contains("picky/chain 1 stopped at step "), "{shown}");
+    // The campaign is over, and says its chains did not run their budget.
+    assert!(
+        shown.contains("finished, 2 of 2 chains stopped early"),
+        "{shown}"
+    );
     // Resuming does not spend more steps on it.
     let again = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));

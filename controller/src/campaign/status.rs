@@ -25,7 +25,7 @@ pub struct Report {
     pub campaign: String,
     /// When the report was made (Unix ms).
     pub at_ms: u64,
-    /// Whether every chain has finished.
+    /// Whether every chain has ended (used its budget or stopped early).
     pub finished: bool,
     /// What the controller was doing when it wrote the report (a snapshot's; a store
     /// read without its controller says `stopped` unless finished).
@@ -168,10 +168,22 @@ impl std::fmt::Display for Phase {
 }
 
 /// Whether every chain of the campaign has started (its experiment is
-/// prepared) and finished.
+/// prepared) and ended: used its budget or stopped early (on failures).
 fn all_done(config: &CampaignConfig, rows: &[ChainRow]) -> bool {
     let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
-    rows.len() as u32 == expected_chains && rows.iter().all(|r| r.done >= r.total)
+    rows.len() as u32 == expected_chains
+        && rows
+            .iter()
+            .all(|r| r.done >= r.total || r.stopped.is_some())
+}
+
+/// The phase of a campaign whose chains have all ended: `finished`, and how
+/// many stopped before their budget, so that no one reads those as complete.
+fn finished_phase(rows: &[ChainRow]) -> String {
+    match rows.iter().filter(|r| r.stopped.is_some()).count() {
+        0 => "finished".into(),
+        n => format!("finished, {n} of {} chains stopped early", rows.len()),
+    }
 }
 
 /// Writes the running campaign's report as `status.json` (atomically).
@@ -209,7 +221,7 @@ pub fn write_snapshot(
         finished,
         unit: config.objective.metric.unit().into(),
         phase: if finished {
-            "finished".into()
+            finished_phase(&rows)
         } else {
             phase.to_string()
         },
@@ -252,7 +264,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
     let finished = all_done(&config, &rows);
     // No controller holds the store: whatever it was doing, it is not doing it now.
     let phase = match last_phase(store.dir()) {
-        _ if finished => "finished".to_string(),
+        _ if finished => finished_phase(&rows),
         Some(phase) => format!("stopped while {phase}"),
         None => "stopped".to_string(),
     };
@@ -281,7 +293,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
 fn last_phase(store_dir: &Path) -> Option<String> {
     let bytes = std::fs::read(layout::status_snapshot(store_dir)).ok()?;
     let report: Report = serde_json::from_slice(&bytes).ok()?;
-    Some(report.phase).filter(|p| !p.is_empty() && p != "finished")
+    Some(report.phase).filter(|p| !p.is_empty() && !p.starts_with("finished"))
 }
 
 /// The report for `kiln status STORE`: from the store, or from the running controller's snapshot.
