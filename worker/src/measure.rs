@@ -2,8 +2,8 @@
 //!
 //! Warm-up runs first (recorded, not summarised), then timed runs until the
 //! objective's median CI is narrow enough, `max` runs are done or `max_time_s`
-//! has passed (adaptive repetition), or, for a candidate that races, its
-//! interval lies above the race's bound (cut short). Instruction counts come from separate
+//! has passed (adaptive repetition), or, for a candidate that races, the CI
+//! lies above the race's bound (cut short). Instruction counts come from separate
 //! callgrind runs, never from timed ones; GPU time and energy come from the
 //! timed runs themselves, traced and sampled by the `gpu` module when wanted.
 //! Every run's output is checked; the first failing run ends the measurement,
