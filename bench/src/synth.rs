@@ -133,6 +133,7 @@ fn result(g: &mut Gen) -> StepResult {
         }],
         summary,
         target_met: true,
+        cut_short: None,
         output_digest: None,
         checked_output: None,
         started_ms: 1_700_000_000_000,
@@ -164,6 +165,7 @@ fn chain_state(samples: &[f64]) -> ChainState {
         varied: Default::default(),
         sets: Default::default(),
         effects: Default::default(),
+        raced: Default::default(),
     }
 }
 

@@ -138,6 +138,7 @@ fn ok_result(objective: f64, g: &mut Gen) -> StepResult {
         runs,
         summary,
         target_met: true,
+        cut_short: None,
         output_digest: None,
         checked_output: None,
         started_ms: 1_000,
@@ -164,6 +165,7 @@ fn failed_result() -> StepResult {
         }],
         summary: BTreeMap::new(),
         target_met: false,
+        cut_short: None,
         output_digest: None,
         checked_output: None,
         started_ms: 1_000,
@@ -195,6 +197,7 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
         varied: Default::default(),
         sets: Default::default(),
         effects: Default::default(),
+        raced: Default::default(),
     }
 }
 

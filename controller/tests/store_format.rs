@@ -19,7 +19,7 @@ use kiln_controller::store::{
     manual_experiment, verify as verify_store, ChainState, Decision, ExperimentInfo, Incumbent,
     Reference, StepKey, StepKind, StepRecord, Store, SCHEMA_VERSION,
 };
-use kiln_protocol::message::{BuildRecord, Discovery, RunRecord, StepResult};
+use kiln_protocol::message::{BuildRecord, CutShort, Discovery, Race, RunRecord, StepResult};
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
     StepOutcome, Summary,
@@ -127,6 +127,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         runs: Vec::new(),
         summary: BTreeMap::new(),
         target_met: false,
+        cut_short: None,
         output_digest: None,
         checked_output: None,
         started_ms: 1_000,
@@ -202,6 +203,18 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         runs,
         summary,
         target_met: step % 3 != 0,
+        // Racing cut every ninth step short after three of at most ten runs.
+        cut_short: (step % 9 == 0 && step > 0).then_some(CutShort {
+            race: Race {
+                incumbent: 900_000.0,
+                bound: 950_000.0,
+                p: 0.01,
+            },
+            runs: 3,
+            max_runs: 10,
+            ci_low: 1_000_000.0,
+            ci_high: 1_010_000.0,
+        }),
         output_digest: None,
         checked_output: None,
         started_ms: 1_000,
@@ -241,6 +254,7 @@ fn campaign(steps: u32) -> Campaign {
             varied: Default::default(),
             sets: Default::default(),
             effects: Default::default(),
+            raced: Default::default(),
         };
         for step in 0..steps {
             let record = step_record(&mut g, "walk", chain, step, &state, steps);

@@ -116,6 +116,15 @@ pub struct Experiment {
     pub parallel: u32,
     /// How proposals pick the decisions they change.
     pub proposals: Proposals,
+    /// Racing: a proposal of an annealing chain under a noisy objective stops
+    /// being repeated once Metropolis would accept it with probability below
+    /// this, even at the lower end of its interval; `None`: never (`(race off)`).
+    pub race: Option<f64>,
+}
+
+impl Experiment {
+    /// The acceptance probability below which a candidate is raced out, unless configured.
+    pub const DEFAULT_RACE: f64 = 0.01;
 }
 
 /// How a chain's proposals pick the decision points they change.
@@ -990,6 +999,7 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
             "remeasure-every",
             "parallel",
             "proposals",
+            "race",
         ],
     )?;
     let benchmark = rec.req_value("benchmark", decode::name)?;
@@ -1016,7 +1026,32 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
             },
             None => Proposals::Uniform,
         },
+        race: match rec.opt("race") {
+            Some(f) => race(src, f.one()?)?,
+            None => Some(Experiment::DEFAULT_RACE),
+        },
     })
+}
+
+/// `(race off)` or `(race P)` with `P` strictly between 0 and 1.
+fn race(src: Src<'_>, node: &Sexp) -> Result<Option<f64>, SexpError> {
+    if node.as_symbol() == Some("off") {
+        return Ok(None);
+    }
+    let bad = || {
+        src.error(
+            node.pos,
+            "'race' must be off or an acceptance probability between 0 and 1 (exclusive), \
+             like 0.01"
+                .to_string(),
+        )
+    };
+    let p = decode::number(src, node, "race").map_err(|_| bad())?;
+    if p > 0.0 && p < 1.0 {
+        Ok(Some(p))
+    } else {
+        Err(bad())
+    }
 }
 
 impl Experiment {
@@ -1037,6 +1072,12 @@ impl Experiment {
         if self.proposals == Proposals::Guided {
             // Written only when not the default, so stored configs of earlier versions compare equal.
             fields.push(f("proposals", vec![Sexp::symbol("guided")]));
+        }
+        // Likewise written only when not the default.
+        match self.race {
+            Some(p) if p == Experiment::DEFAULT_RACE => {}
+            Some(p) => fields.push(f("race", vec![float(p)])),
+            None => fields.push(f("race", vec![Sexp::symbol("off")])),
         }
         Sexp::list(fields)
     }

@@ -14,8 +14,9 @@ use crate::decision::{ContentHash, DecisionSet, SiteId};
 use crate::metric::{Metric, Metrics};
 use crate::stats::Summary;
 
-/// Version of the wire protocol; both sides must agree at hello.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// Version of the wire protocol; both sides must agree at hello. 3: steps
+/// carry a [`Race`] bound and results a [`CutShort`] record.
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Identifies one dispatch of a step, unique within a controller's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -286,6 +287,51 @@ pub struct StepRequest {
     pub expected_output: Option<ContentHash>,
     /// Skip the build and reuse this build's binary (for re-measurements).
     pub reuse_build: bool,
+    /// Stop repeating runs once the candidate is clearly worse than this
+    /// bound allows; `None`: repeat as the run policy says.
+    #[serde(default)]
+    pub race: Option<Race>,
+}
+
+/// The race a candidate of an annealing chain runs under a noisy objective
+/// (values in the objective metric's unit): the worker stops repeating its
+/// runs once the lower end of its median's 95 % interval lies above `bound`,
+/// where Metropolis acceptance would take it with probability below `p` even
+/// at that lower end.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Race {
+    /// The incumbent's objective the candidate will be compared with (the
+    /// median of its measurements, as the acceptance compares it).
+    pub incumbent: f64,
+    /// The incumbent plus the largest increase the chain's temperature
+    /// accepts with probability `p` or more.
+    pub bound: f64,
+    /// The acceptance probability below which a candidate is not worth more runs.
+    pub p: f64,
+}
+
+/// Why a step's runs stopped before the run policy's end: its interval
+/// already lay above its race's bound after `runs` measured runs.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CutShort {
+    /// The race the step lost.
+    pub race: Race,
+    /// Measured runs done (at least the policy's minimum).
+    pub runs: u32,
+    /// The most measured runs the policy allowed.
+    pub max_runs: u32,
+    /// Lower end of the objective median's 95 % interval at the cut.
+    pub ci_low: f64,
+    /// Upper end of that interval.
+    pub ci_high: f64,
+}
+
+impl CutShort {
+    /// Measured runs the step did not do: an upper bound on the runs racing
+    /// saved (a full measurement might have met its interval target sooner).
+    pub fn runs_saved(&self) -> u32 {
+        self.max_runs.saturating_sub(self.runs)
+    }
 }
 
 /// What happened to a step.
@@ -495,6 +541,11 @@ pub struct StepResult {
     pub summary: BTreeMap<Metric, Summary>,
     /// Whether the adaptive repetition met its CI target.
     pub target_met: bool,
+    /// Set when the runs stopped early because the candidate lost its race:
+    /// a measurement from fewer runs, never a full one. (Absent from results
+    /// stored before racing.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<CutShort>,
     /// Digest of the checked output of the first measured run.
     pub output_digest: Option<ContentHash>,
     /// The start of the checked output (lines filtered as the check says),
@@ -520,6 +571,7 @@ impl StepResult {
             runs: Vec::new(),
             summary: Default::default(),
             target_met: false,
+            cut_short: None,
             output_digest: None,
             checked_output: None,
             started_ms: now,

@@ -528,3 +528,33 @@ fn proposals_default_to_uniform_and_guided_round_trips() {
     let wrong = CampaignConfig::parse(&text("(proposals smart)"), "wrong").unwrap_err();
     assert!(wrong.to_string().contains("proposals"), "{wrong}");
 }
+
+#[test]
+fn racing_defaults_to_one_percent_and_off_or_another_level_round_trips() {
+    use kiln_protocol::config::Experiment;
+    let text = |race: &str| {
+        format!(
+            "(campaign (name p) (store \"s\") (objective (metric wall-time) (statistic median))
+               (experiments ((benchmark b) (search (simulated-annealing (steps 5))) {race}))
+               (benchmarks ((name b) (kind knobs) (knobs (x 0 1)) (sources \".\")
+                 (build (\"true\")) (run (\"true\"))))
+               (workers (local (slots 1))))"
+        )
+    };
+    let plain = CampaignConfig::parse(&text(""), "plain").unwrap();
+    assert_eq!(plain.experiments[0].race, Some(Experiment::DEFAULT_RACE));
+    assert!(!plain.to_text().contains("race"));
+    for (field, race) in [("(race off)", None), ("(race 0.05)", Some(0.05))] {
+        let config = CampaignConfig::parse(&text(field), "race").unwrap();
+        assert_eq!(config.experiments[0].race, race, "{field}");
+        let again = CampaignConfig::parse(&config.to_text(), "again").unwrap();
+        assert_eq!(again.experiments[0].race, race, "{field}");
+    }
+    for bad in ["(race 1)", "(race 0)", "(race on)", "(race \"0.1\")"] {
+        let e = error_of(&text(bad));
+        assert!(
+            e.contains("'race' must be off or an acceptance probability between 0 and 1"),
+            "{bad}: {e}"
+        );
+    }
+}

@@ -8,7 +8,7 @@ use kiln_protocol::config::{
 };
 use kiln_protocol::frame::{self, FrameError, MAX_FRAME};
 use kiln_protocol::message::{
-    BuildRecord, Bundle, BundleFile, Capabilities, Discovery, GpuInfo, RunRecord,
+    BuildRecord, Bundle, BundleFile, Capabilities, CutShort, Discovery, GpuInfo, Race, RunRecord,
 };
 use kiln_protocol::{
     DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, Request, Response, SiteId,
@@ -75,11 +75,20 @@ fn requests() -> Vec<Request> {
             objective: Metric::Instructions,
             expected_output: Some(bundle.hash),
             reuse_build: false,
+            race: Some(race()),
         })),
         Request::Cancel { step: StepId(7) },
         Request::Ping { nonce: 9 },
         Request::Shutdown,
     ]
+}
+
+fn race() -> Race {
+    Race {
+        incumbent: 1e6,
+        bound: 1.2e6,
+        p: 0.01,
+    }
 }
 
 fn responses() -> Vec<Response> {
@@ -123,6 +132,13 @@ fn responses() -> Vec<Response> {
     let mut out: Vec<Response> = outcomes
         .into_iter()
         .map(|outcome| {
+            let cut_short = (outcome == StepOutcome::Ok).then_some(CutShort {
+                race: race(),
+                runs: 3,
+                max_runs: 10,
+                ci_low: 1.3e6,
+                ci_high: 1.6e6,
+            });
             Response::StepDone(Box::new(StepResult {
                 id: StepId(3),
                 outcome,
@@ -143,6 +159,7 @@ fn responses() -> Vec<Response> {
                 }],
                 summary: summary.clone(),
                 target_met: true,
+                cut_short,
                 output_digest: Some(hash),
                 checked_output: None,
                 started_ms: 1,

@@ -245,6 +245,7 @@ fn main() -> ExitCode {
                     max_time_s: max_time,
                 },
                 objective,
+                race: None,
                 extra: metrics,
                 output: OutputSpec::Stdout(LineFilter::All),
                 expected_output: expect_output,

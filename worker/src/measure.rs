@@ -2,7 +2,8 @@
 //!
 //! Warm-up runs first (recorded, not summarised), then timed runs until the
 //! objective's median CI is narrow enough, `max` runs are done or `max_time_s`
-//! has passed (adaptive repetition). Instruction counts come from separate
+//! has passed (adaptive repetition), or, for a candidate that races, the CI
+//! lies above the race's bound (cut short). Instruction counts come from separate
 //! callgrind runs, never from timed ones; GPU time and energy come from the
 //! timed runs themselves, traced and sampled by the `gpu` module when wanted.
 //! Every run's output is checked; the first failing run ends the measurement,
@@ -15,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use kiln_protocol::config::{Container, Limits, RunPolicy};
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::{RunRecord, StepOutcome};
+use kiln_protocol::message::{CutShort, Race, RunRecord, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 use kiln_protocol::stats::Summary;
 use serde::{Deserialize, Serialize};
@@ -63,6 +64,8 @@ pub struct Plan {
     pub policy: RunPolicy,
     /// The metric adaptive repetition watches.
     pub objective: Metric,
+    /// The bound past which repeating stops, if the candidate races.
+    pub race: Option<Race>,
     /// Metrics wanted besides the always-measured ones: `instructions` adds
     /// callgrind runs, the sampled metrics turn sampling on.
     pub extra: Vec<Metric>,
@@ -91,6 +94,9 @@ pub struct Measurement {
     pub summary: BTreeMap<Metric, Summary>,
     /// Whether the objective's relative CI half-width reached the target.
     pub target_met: bool,
+    /// Set when the candidate lost its race and its runs stopped early.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<CutShort>,
     /// Digest of the checked output of the first measured run.
     pub output_digest: Option<ContentHash>,
     /// The start of the checked output: the first measured run's when no
@@ -119,6 +125,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
                     runs: Vec::new(),
                     summary: BTreeMap::new(),
                     target_met: false,
+                    cut_short: None,
                     output_digest: None,
                     checked_output: None,
                 }
@@ -136,6 +143,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         runs: Vec::new(),
         output_digest: None,
         checked_output: None,
+        cut_short: None,
         cgroup,
         counters: None,
     };
@@ -149,6 +157,8 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         .get(&plan.objective)
         .is_some_and(|s| s.rel_ci_half_width() <= plan.policy.target_rel_ci);
     Measurement {
+        // Only a successful measurement counts as one cut short.
+        cut_short: m.cut_short.filter(|_| outcome == StepOutcome::Ok),
         outcome,
         runs: m.runs,
         summary,
@@ -184,6 +194,8 @@ struct Engine<'a> {
     runs: Vec<RunRecord>,
     output_digest: Option<ContentHash>,
     checked_output: Option<String>,
+    /// Why the objective's runs stopped early, if they did.
+    cut_short: Option<CutShort>,
     /// GPU time and energy of timed runs, where wanted.
     gpu: GpuSide,
     /// Where timed runs are limited, if the plan has limits.
@@ -225,7 +237,7 @@ impl Engine<'_> {
     }
 
     /// Measured runs of one kind: at least `min`, then until the objective's
-    /// CI target, `max` runs or the time budget.
+    /// CI target, `max` runs, the time budget, or a lost race.
     fn repeat(&mut self, kind: Kind, min: u32, max: u32) -> Result<(), StepOutcome> {
         let started = Instant::now();
         let first = self.runs.len();
@@ -237,6 +249,18 @@ impl Engine<'_> {
             let summary = summarise(&self.runs[first..]);
             match summary.get(&self.plan.objective) {
                 Some(s) if s.rel_ci_half_width() <= self.plan.policy.target_rel_ci => break,
+                // Even the interval's lower end is worse than the chain could accept:
+                // more runs would only say by how much.
+                Some(s) if n < max && self.plan.race.is_some_and(|r| s.ci_low > r.bound) => {
+                    self.cut_short = self.plan.race.map(|race| CutShort {
+                        race,
+                        runs: n,
+                        max_runs: max,
+                        ci_low: s.ci_low,
+                        ci_high: s.ci_high,
+                    });
+                    break;
+                }
                 Some(_) => {}
                 // The objective is not measured by these runs (or is
                 // unsupported here): more runs cannot tighten it.

@@ -159,6 +159,7 @@ mod tests {
             summary: crate::measure::summarise(&runs),
             runs,
             target_met: true,
+            cut_short: None,
             output_digest: None,
             checked_output: None,
         };

@@ -100,6 +100,7 @@ pub fn run_step(
         runs: Vec::new(),
         summary: Default::default(),
         target_met: false,
+        cut_short: None,
         output_digest: None,
         checked_output: None,
         started_ms,
@@ -225,6 +226,7 @@ fn step_inner(
         timeout: run_timeout,
         policy: req.runs,
         objective: req.objective,
+        race: req.race,
         extra: Vec::new(),
         output,
         expected_output: req.expected_output,
@@ -237,6 +239,7 @@ fn step_inner(
     result.runs = m.runs;
     result.summary = m.summary;
     result.target_met = m.target_met;
+    result.cut_short = m.cut_short;
     result.output_digest = m.output_digest;
     result.checked_output = m.checked_output;
     match m.outcome {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use kiln_protocol::config::RunPolicy;
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::StepOutcome;
+use kiln_protocol::message::{Race, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::counters;
 use kiln_worker::measure::{measure, Measurement, OutputSpec};
@@ -311,6 +311,39 @@ fn adaptive_repetition_stops_at_the_time_budget() {
     assert_eq!(m.outcome, StepOutcome::Ok);
     assert!((2..=20).contains(&m.runs.len()), "{} runs", m.runs.len());
     assert!(!m.target_met);
+}
+
+#[test]
+fn a_candidate_past_its_race_bound_stops_after_its_minimum_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let race = |bound_ms: f64| Race {
+        incumbent: bound_ms * 0.9e6,
+        bound: bound_ms * 1e6,
+        p: 0.01,
+    };
+    let mut p = plan(&["sleep", "0.05"], dir.path(), 3);
+    p.policy = RunPolicy {
+        warmup: 1,
+        max: 8,
+        target_rel_ci: 0.0,
+        ..p.policy
+    };
+    // 50 ms runs against a bound of 10 ms: lost after the minimum.
+    p.race = Some(race(10.0));
+    let m = measure(&p, None);
+    assert_eq!(m.outcome, StepOutcome::Ok);
+    assert_eq!(measured(&m, Metric::WallTime).len(), 3);
+    let cut = m.cut_short.expect("cut short");
+    assert_eq!((cut.runs, cut.max_runs, cut.runs_saved()), (3, 8, 5));
+    assert_eq!(cut.race, race(10.0));
+    let s = m.summary[&Metric::WallTime];
+    assert_eq!((cut.ci_low, cut.ci_high), (s.ci_low, s.ci_high));
+    assert!(cut.ci_low > 10e6, "{cut:?}");
+    // Against a bound of 10 s the runs go on to the policy's end.
+    p.race = Some(race(10_000.0));
+    let m = measure(&p, None);
+    assert_eq!(measured(&m, Metric::WallTime).len(), 8);
+    assert_eq!(m.cut_short, None);
 }
 
 #[test]

@@ -75,6 +75,7 @@ fn request(f: &Fixture, spec: BenchmarkSpec) -> StepRequest {
         objective: Metric::WallTime,
         expected_output: None,
         reuse_build: false,
+        race: None,
     }
 }
 
@@ -380,6 +381,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         objective: Metric::WallTime,
         expected_output: None,
         reuse_build: false,
+        race: None,
     };
     let mut slot = SlotState::default();
     let stock = run_step(&req, &ws, &mut slot, &cancel);

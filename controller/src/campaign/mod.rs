@@ -346,13 +346,15 @@ struct Running<'a> {
 
 /// What a chain of the prepared experiment `p` needs besides its state.
 fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
+    let repeatability = step::repeatability(config, p.info.runs);
     ChainContext {
         experiment: &p.experiment,
         points: &p.info.discovery.points,
         baseline_objective: p.info.baseline.objective().expect("baseline checked"),
         flips: p.flips,
-        repeatability: step::repeatability(config, p.info.runs),
+        repeatability,
         metric: config.objective.metric,
+        race: step::race_probability(config, &p.experiment, repeatability),
     }
 }
 
@@ -475,6 +477,7 @@ impl Running<'_> {
             &p.bundle,
             &proposal.decisions,
             p.info.runs.unwrap_or(self.config.runs),
+            proposal.race,
             p.info.baseline.output_digest,
         );
         self.dispatched_ms.insert(key.clone(), now_ms());

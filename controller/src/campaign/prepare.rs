@@ -202,7 +202,9 @@ impl Preparation {
         // Measurements kept from an earlier start count; only the rest is measured.
         let requests: Vec<StepRequest> = references
             .iter()
-            .map(|(_, set, _)| step::request(config, benchmark, bundle, set, config.runs, None))
+            .map(|(_, set, _)| {
+                step::request(config, benchmark, bundle, set, config.runs, None, None)
+            })
             .collect();
         let mut results: Vec<Vec<StepResult>> = requests
             .iter()

@@ -16,7 +16,7 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::calibration::SlotCalibration;
 use crate::dispatch::pool::StatusBoard;
 use crate::dispatch::slurm::SlurmJob;
-use crate::store::{layout, now_ms, ChainState, Coverage, ExperimentInfo, Store};
+use crate::store::{layout, now_ms, ChainState, Coverage, ExperimentInfo, Raced, Store};
 
 /// A campaign's status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -74,6 +74,9 @@ pub struct ChainRow {
     /// How much of the decision space it has explored (zero before the experiment is prepared).
     #[serde(default)]
     pub coverage: Coverage,
+    /// Steps racing cut short and the runs it spared.
+    #[serde(default)]
+    pub raced: Raced,
 }
 
 impl ChainRow {
@@ -136,6 +139,7 @@ fn chain_rows(
                 .get(experiment)
                 .map(|i| s.coverage(&i.discovery.points))
                 .unwrap_or_default(),
+            raced: s.raced,
         })
         .collect()
 }

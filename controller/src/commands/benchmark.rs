@@ -313,7 +313,7 @@ async fn measure(
     // campaign is refused before minutes are spent.
     let store = store.map(|dir| open_store(dir, config)).transpose()?;
     let request = |set: &DecisionSet, expected_output| {
-        step::request(config, spec, bundle, set, runs, expected_output)
+        step::request(config, spec, bundle, set, runs, None, expected_output)
     };
     let baseline = step(&mut session, bundle, request(&discovery.baseline, None)).await?;
     if baseline.result.outcome != StepOutcome::Ok {
@@ -631,6 +631,7 @@ mod tests {
             runs,
             summary,
             target_met: true,
+            cut_short: None,
             output_digest: None,
             checked_output: None,
             started_ms: 0,

@@ -111,6 +111,21 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
     for (kind, hash) in &record.artifacts {
         writeln!(out, "{kind}: {}", store.artifact_path(hash).display())?;
     }
+    if let Some(cut) = &record.result.cut_short {
+        writeln!(
+            out,
+            "cut short after {} of at most {} runs: the median's 95% CI [{}, {}] lies above {}, \
+             the incumbent's {} plus the most temperature {} accepts with probability {} or more",
+            cut.runs,
+            cut.max_runs,
+            format_value(cut.ci_low),
+            format_value(cut.ci_high),
+            format_value(cut.race.bound),
+            format_value(cut.race.incumbent),
+            record.temperature,
+            cut.race.p
+        )?;
+    }
     let measured = record.result.runs.iter().filter(|r| !r.warmup).count();
     if !record.result.summary.is_empty() {
         writeln!(out, "metrics (median [95% CI] over {measured} runs):")?;

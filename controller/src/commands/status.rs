@@ -120,6 +120,13 @@ fn render(report: &Report, live: bool) -> String {
             r.stopped.as_deref().unwrap_or_default()
         );
     }
+    for r in report.chains.iter().filter(|r| r.raced.cut_short > 0) {
+        let _ = writeln!(
+            out,
+            "{}/chain {}: {} steps cut short by racing, at most {} runs saved",
+            r.experiment, r.chain, r.raced.cut_short, r.raced.runs_saved
+        );
+    }
     if !report.workers.is_empty() {
         // Throughput over the campaign's span so far (first chain start to last decision).
         let start = report

@@ -30,6 +30,7 @@ pub const STEP_COLUMNS: &[&str] = &[
     "time_ratio",
     "measured_runs",
     "target_met",
+    "cut_short",
     "build_ns",
     "build_reused",
     "text_bytes",

@@ -82,6 +82,7 @@ fn step_row(
     out.opt(baseline.zip(r.objective).map(|(b, o)| time_ratio(o, b)));
     out.cell(r.measured_runs);
     out.cell(r.target_met);
+    out.cell(r.cut_short);
     out.opt(r.build.map(|b| b.wall_ns));
     out.opt(r.build.map(|_| r.build_reused));
     out.opt(r.build.and_then(|b| b.text_bytes));

@@ -31,6 +31,9 @@ pub struct ChainContext<'a> {
     pub repeatability: Repeatability,
     /// The objective's metric (for a screened flip's interval).
     pub metric: Metric,
+    /// The acceptance probability below which proposals are raced out
+    /// ([`super::step::race_probability`]); `None`: they are not.
+    pub race: Option<f64>,
 }
 
 impl ChainContext<'_> {
@@ -92,6 +95,7 @@ pub fn start(
         varied: Default::default(),
         sets: [(baseline.hash(), samples)].into(),
         effects: Default::default(),
+        raced: Default::default(),
     };
     refill(ctx, &mut state);
     state
@@ -147,12 +151,26 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
             );
             (StepKind::Proposal, decisions)
         };
+        // Only a proposal faces Metropolis; screened flips and re-measurements are measured in full.
+        let race = ctx
+            .race
+            .filter(|_| kind == StepKind::Proposal)
+            .and_then(|p| {
+                search::race(
+                    ctx.search(),
+                    state.current.objective(),
+                    ctx.baseline_objective,
+                    temperature,
+                    p,
+                )
+            });
         let proposal = Proposal {
             kind,
             diff: decisions.diff_from(&state.current.decisions),
             decisions,
             parent: state.current.step,
             temperature,
+            race,
         };
         state.pending.insert(step, proposal);
         state.generated += 1;
@@ -161,7 +179,7 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
 
 /// Notes a measured step in the chain's coverage, and the objective the chain
 /// judges it by: its own measurement, or with a noisy objective the median of
-/// every measurement the chain has of the same decisions.
+/// every full measurement the chain has of the same decisions.
 fn note_measured(
     ctx: &ChainContext<'_>,
     state: &mut ChainState,
@@ -170,6 +188,10 @@ fn note_measured(
     state.varied.extend(record.diff.0.keys().cloned());
     let samples = state.sets.entry(record.decision_hash).or_default();
     let objective = record.objective?;
+    if record.result.cut_short.is_some() {
+        // Its few runs judge its own step only: pooled, they would pass for a full measurement.
+        return Some(objective);
+    }
     match ctx.repeatability {
         // A repeat reuses the earlier result: one sample stands for the set.
         Repeatability::Exact if !samples.is_empty() => {}
@@ -228,14 +250,24 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             }
             false
         }
-        StepKind::Proposal => search::accept(
-            ctx.search(),
-            compared_with,
-            judged,
-            ctx.baseline_objective,
-            record.temperature,
-            &mut state.rng,
-        ),
+        StepKind::Proposal => {
+            let accepted = search::accept(
+                ctx.search(),
+                compared_with,
+                judged,
+                ctx.baseline_objective,
+                record.temperature,
+                &mut state.rng,
+            );
+            // A candidate cut short lost its race: clearly worse than the incumbent it was
+            // proposed from, and measured by fewer runs than a full measurement. It is never
+            // taken (the draw above still keeps the RNG stream that of a full measurement).
+            if let Some(cut) = &record.result.cut_short {
+                state.raced.cut_short += 1;
+                state.raced.runs_saved += u64::from(cut.runs_saved());
+            }
+            accepted && record.result.cut_short.is_none()
+        }
     };
     if accepted {
         state.current = Incumbent {

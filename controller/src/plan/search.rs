@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use rand::{Rng, RngExt};
 
 use kiln_protocol::config::Search;
+use kiln_protocol::message::Race;
 use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
 
 use crate::store::Effect;
@@ -146,6 +147,32 @@ pub fn accept(
     }
 }
 
+/// The race of a candidate compared with an incumbent of objective
+/// `incumbent` at `temperature`. Metropolis accepts a relative increase
+/// Δ = (candidate − incumbent) / baseline with probability exp(−Δ/T), below
+/// `p` once Δ > T·ln(1/p): the bound is the incumbent plus that many
+/// baselines. It is the incumbent's estimate, not its interval, that the
+/// bound starts from, because the verdict compares with that estimate; the
+/// candidate's uncertainty is the worker's to weigh (the lower end of its
+/// interval must pass the bound). `None` for a random walk, which accepts
+/// every candidate, and where the incumbent has no estimate.
+pub fn race(
+    search: &Search,
+    incumbent: f64,
+    baseline: f64,
+    temperature: f64,
+    p: f64,
+) -> Option<Race> {
+    match search {
+        Search::RandomWalk { .. } => None,
+        Search::SimulatedAnnealing { .. } => incumbent.is_finite().then(|| Race {
+            incumbent,
+            bound: incumbent + temperature * (1.0 / p).ln() * baseline,
+            p,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,15 +287,50 @@ mod tests {
         assert!((temperature(&s, 150) - mid).abs() < 1e-12);
     }
 
-    #[test]
-    fn metropolis_accepts_improvements_and_rejects_failures() {
-        let s = Search::SimulatedAnnealing {
+    /// Ten steps of annealing from T = 0.04 down to 0.001.
+    fn annealing() -> Search {
+        Search::SimulatedAnnealing {
             steps: 10,
             t_max: 0.04,
             t_min: 0.001,
             flips: 1,
             schedule: Schedule::Exponential,
+        }
+    }
+
+    #[test]
+    fn a_candidate_at_the_race_bound_is_accepted_with_probability_p() {
+        let s = annealing();
+        // Incumbent 110 ms, baseline 100 ms, T = 0.04, p = 0.01: the bound is
+        // 110 + 0.04 · ln 100 · 100 = 128.42 ms.
+        let warm = race(&s, 110.0, 100.0, 0.04, 0.01).unwrap();
+        assert_eq!(warm.incumbent, 110.0);
+        assert!(
+            (warm.bound - (110.0 + 4.0 * 100f64.ln())).abs() < 1e-9,
+            "{warm:?}"
+        );
+        let delta = (warm.bound - 110.0) / 100.0;
+        assert!(((-delta / 0.04).exp() - 0.01).abs() < 1e-12);
+        // Metropolis itself agrees: at the bound it accepts about 1 % (200 ± 14 of 20 000).
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let accepted = (0..20_000)
+            .filter(|_| accept(&s, 110.0, Some(warm.bound), 100.0, 0.04, &mut rng))
+            .count();
+        assert!((140..260).contains(&accepted), "{accepted}");
+        // A colder chain races closer to the incumbent.
+        assert!(race(&s, 110.0, 100.0, 0.001, 0.01).unwrap().bound < warm.bound);
+        // A random walk accepts everything, and an incumbent without an estimate bounds nothing.
+        let walk = Search::RandomWalk {
+            steps: 10,
+            flips: 1,
         };
+        assert_eq!(race(&walk, 110.0, 100.0, 0.04, 0.01), None);
+        assert_eq!(race(&s, f64::NAN, 100.0, 0.04, 0.01), None);
+    }
+
+    #[test]
+    fn metropolis_accepts_improvements_and_rejects_failures() {
+        let s = annealing();
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         assert!(accept(&s, 100.0, Some(90.0), 100.0, 0.01, &mut rng));
         assert!(!accept(&s, 100.0, None, 100.0, 0.01, &mut rng));

@@ -1,17 +1,21 @@
 //! A step as the search sees it: the request for one decision set, and the
 //! objective of its result.
 
-use kiln_protocol::config::{BenchmarkSpec, RunPolicy};
-use kiln_protocol::message::{Bundle, StepResult};
-use kiln_protocol::{CampaignConfig, ContentHash, DecisionSet, StepId, StepOutcome, StepRequest};
+use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy};
+use kiln_protocol::message::{Bundle, Race, StepResult};
+use kiln_protocol::{
+    CampaignConfig, ContentHash, DecisionSet, Statistic, StepId, StepOutcome, StepRequest,
+};
 
-/// A step request for `decisions` measured under `runs` (id, slot and CPUs are set at dispatch).
+/// A step request for `decisions` measured under `runs`, racing `race` if
+/// given (id, slot and CPUs are set at dispatch).
 pub fn request(
     config: &CampaignConfig,
     benchmark: &BenchmarkSpec,
     bundle: &Bundle,
     decisions: &DecisionSet,
     runs: RunPolicy,
+    race: Option<Race>,
     expected_output: Option<ContentHash>,
 ) -> StepRequest {
     StepRequest {
@@ -26,6 +30,7 @@ pub fn request(
         objective: config.objective.metric,
         expected_output,
         reuse_build: false,
+        race,
     }
 }
 
@@ -58,4 +63,20 @@ pub fn repeatability(config: &CampaignConfig, uneven_runs: Option<RunPolicy>) ->
     } else {
         Repeatability::Noisy
     }
+}
+
+/// The acceptance probability below which `experiment`'s proposals are raced
+/// out, where they race at all: under a noisy objective summarised by its
+/// median, the statistic whose interval the worker knows. An exact count has
+/// nothing to race (one run is the measurement), and the minimum of more runs
+/// can only fall, so its first runs bound nothing.
+pub fn race_probability(
+    config: &CampaignConfig,
+    experiment: &Experiment,
+    repeatability: Repeatability,
+) -> Option<f64> {
+    let median = config.objective.statistic == Statistic::Median;
+    experiment
+        .race
+        .filter(|_| median && repeatability == Repeatability::Noisy)
 }

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use kiln_protocol::config::RunPolicy;
-use kiln_protocol::message::{Discovery, StepResult};
+use kiln_protocol::message::{Discovery, Race, StepResult};
 use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, SiteId, StepOutcome};
 
 /// Identifies a step of a chain.
@@ -128,6 +128,10 @@ pub struct Proposal {
     pub diff: DecisionSet,
     /// Temperature at this step.
     pub temperature: f64,
+    /// The race it runs, fixed when proposed so that a step dispatched
+    /// again (a lost worker, a resumed campaign) runs the same one.
+    #[serde(default)]
+    pub race: Option<Race>,
 }
 
 /// A chain's whole search state: enough to resume exactly.
@@ -175,6 +179,19 @@ pub struct ChainState {
     /// Guided proposals: each screened point's effect.
     #[serde(default)]
     pub effects: BTreeMap<SiteId, Effect>,
+    /// What racing spared the chain.
+    #[serde(default)]
+    pub raced: Raced,
+}
+
+/// The steps of a chain that racing cut short, and the runs it spared.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Raced {
+    /// Steps cut short.
+    pub cut_short: u32,
+    /// Measured runs those steps did not do, up to the run policy's `max`:
+    /// an upper bound on the runs saved.
+    pub runs_saved: u64,
 }
 
 /// How much of its decision space a chain has explored.

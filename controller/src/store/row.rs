@@ -28,8 +28,9 @@ use super::{StepKind, StepRecord};
 /// The first byte of a stored row: its format. Format 2 is format 1's row
 /// followed by the failure reason (a length-prefixed string, empty for `ok`)
 /// and whether the build was reused (a byte); rows of format 1 read with no
-/// reason, their builds as not reused.
-const FORMAT: u8 = 2;
+/// reason, their builds as not reused. Format 3 adds whether racing cut the
+/// step short (a byte); rows of formats 1 and 2 read as not cut short.
+const FORMAT: u8 = 3;
 
 /// What the `steps` table shows of a decided step (README, "Export schema").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,6 +87,9 @@ pub struct StepRow<'a> {
     /// Whether the step's build was reused, not run (format 2).
     #[serde(skip)]
     pub build_reused: bool,
+    /// Whether racing cut the step's runs short (format 3).
+    #[serde(skip)]
+    pub cut_short: bool,
 }
 
 /// The chain's verdict on a step, as its row keeps it.
@@ -172,6 +176,7 @@ impl<'a> StepRow<'a> {
             unsupported: unsupported.into_iter().map(MetricKey::from).collect(),
             failure: result.outcome.reason().map(Cow::Owned).unwrap_or_default(),
             build_reused: result.build.as_ref().is_some_and(|b| b.reused),
+            cut_short: result.cut_short.is_some(),
         }
         .canonical()
     }
@@ -200,6 +205,7 @@ impl<'a> StepRow<'a> {
                 .map(Cow::Owned)
                 .unwrap_or_default(),
             build_reused: r.result.build.as_ref().is_some_and(|b| b.reused),
+            cut_short: r.result.cut_short.is_some(),
             decision: r.decision,
             temperature: r.temperature,
             objective: r.objective,
@@ -233,25 +239,34 @@ impl<'a> StepRow<'a> {
 
     /// The stored form.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        let tail = (&*self.failure, self.build_reused);
+        let tail = (&*self.failure, self.build_reused, self.cut_short);
         Ok(postcard::to_extend(&(self, tail), vec![FORMAT])?)
     }
 
     /// Reads a stored row.
     pub fn decode(bytes: &'a [u8]) -> Result<StepRow<'a>> {
         let (mut row, left): (StepRow<'a>, &[u8]) = match bytes.split_first() {
-            Some((&(1 | FORMAT), rest)) => postcard::take_from_bytes(rest)?,
+            Some((&(1..=FORMAT), rest)) => postcard::take_from_bytes(rest)?,
             Some((format, _)) => bail!("row format {format} is unknown to this kiln"),
             None => bail!("the row is empty"),
         };
-        let left = if bytes[0] == FORMAT {
-            let ((failure, reused), left): ((&'a str, bool), &[u8]) =
-                postcard::take_from_bytes(left)?;
-            row.failure = Cow::Borrowed(failure);
-            row.build_reused = reused;
-            left
-        } else {
-            left
+        let left = match bytes[0] {
+            1 => left,
+            2 => {
+                let ((failure, reused), left): ((&'a str, bool), &[u8]) =
+                    postcard::take_from_bytes(left)?;
+                row.failure = Cow::Borrowed(failure);
+                row.build_reused = reused;
+                left
+            }
+            _ => {
+                let ((failure, reused, cut), left): ((&'a str, bool, bool), &[u8]) =
+                    postcard::take_from_bytes(left)?;
+                row.failure = Cow::Borrowed(failure);
+                row.build_reused = reused;
+                row.cut_short = cut;
+                left
+            }
         };
         if !left.is_empty() {
             bail!("{} bytes after the end of the row", left.len());
@@ -365,6 +380,8 @@ struct ResultView {
     runs: RunsView,
     summary: SummariesView,
     target_met: bool,
+    #[serde(default)]
+    cut_short: Option<IgnoredAny>,
 }
 
 /// A step's build, as its row reads it.
@@ -570,6 +587,7 @@ mod tests {
             unsupported: vec![MetricKey::from(Metric::Cycles)],
             failure: Cow::Borrowed(""),
             build_reused: false,
+            cut_short: false,
         }
     }
 
@@ -579,7 +597,7 @@ mod tests {
         // FORMAT and keep reading rows of this one.
         let hash = "ab".repeat(32);
         let fields = [
-            ("format", "02"),
+            ("format", "03"),
             ("experiment", concat!("04", "77616c6b")),
             ("chain, step", concat!("01", "ac02")),
             ("kind", "01"),
@@ -612,10 +630,12 @@ mod tests {
             ("unsupported", concat!("01", "a6854a75")),
             ("failure", concat!("03", "626164")),
             ("build_reused", "01"),
+            ("cut_short", "01"),
         ];
         let failed = StepRow {
             failure: Cow::Borrowed("bad"),
             build_reused: true,
+            cut_short: true,
             ..sample()
         };
         let bytes = failed.encode().unwrap();
@@ -627,8 +647,16 @@ mod tests {
         }
         assert_eq!(hex, "", "bytes after the row");
         assert_eq!(StepRow::decode(&bytes).unwrap(), failed);
+        // Format 2: the same row without whether it was cut short.
+        let mut second = bytes[..bytes.len() - 1].to_vec();
+        second[0] = 2;
+        let not_cut = StepRow {
+            cut_short: false,
+            ..failed.clone()
+        };
+        assert_eq!(StepRow::decode(&second).unwrap(), not_cut);
         // Format 1: the same row without the reason.
-        let mut first = bytes[..bytes.len() - 5].to_vec();
+        let mut first = bytes[..bytes.len() - 6].to_vec();
         first[0] = 1;
         assert_eq!(StepRow::decode(&first).unwrap(), sample());
     }
@@ -637,9 +665,9 @@ mod tests {
     fn rows_of_another_format_or_cut_short_are_refused() {
         let bytes = sample().encode().unwrap();
         let mut other = bytes.clone();
-        other[0] = 3;
+        other[0] = 4;
         let e = StepRow::decode(&other).unwrap_err().to_string();
-        assert!(e.contains("row format 3 is unknown"), "{e}");
+        assert!(e.contains("row format 4 is unknown"), "{e}");
         assert!(StepRow::decode(&bytes[..bytes.len() - 1]).is_err());
         let mut longer = bytes.clone();
         longer.push(0);

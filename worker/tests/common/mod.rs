@@ -24,6 +24,7 @@ pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
             max_time_s: 600.0,
         },
         objective: Metric::WallTime,
+        race: None,
         extra: Vec::new(),
         output: OutputSpec::Stdout(kiln_worker::checked_output::LineFilter::All),
         expected_output: None,

@@ -1,0 +1,127 @@
+//! Racing on a real timed objective: an annealing chain's clearly worse
+//! candidate stops after its minimum runs, a comparable one runs on.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+use kiln_controller::store::{StepRecord, Store};
+use kiln_protocol::{DecisionValue, SiteId};
+
+/// The run script: 0.4 s with `slow` at 1, else 0.1 s (`other` changes nothing).
+const RUN_SH: &str = "if [ \"$1\" = 1 ]; then sleep 0.4; else sleep 0.1; fi\n";
+
+/// At least 3 and at most 12 runs a step, towards a target no sleep meets;
+/// at temperatures of 0.1 to 0.05 a candidate is raced out once even its
+/// interval's lower end lies 46 % of the baseline (T · ln 100, at T = 0.1)
+/// or less above the incumbent: the slow value is 300 % above it.
+fn config(race: &str) -> String {
+    format!(
+        r#"(campaign
+  (name racing)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 3) (max 12) (target-rel-ci 0.00001))
+  (experiments
+    ((benchmark sleepy)
+     (search (simulated-annealing (steps 6) (t-max 0.1) (t-min 0.05) (flips 1)))
+     (seed 3) {race}))
+  (benchmarks
+    ((name sleepy) (kind knobs) (knobs (slow 0 1) (other 0 1))
+     (sources "benchmarks/sleepy")
+     (run ("sh" "run.sh" "{{slow}}" "{{other}}")) (check-output none) (timeout-s 30)))
+  (workers (local (slots 1))))
+"#
+    )
+}
+
+fn campaign(race: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/sleepy");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(bench.join("run.sh"), RUN_SH).unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), config(race)).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    dir
+}
+
+fn steps(dir: &Path) -> Vec<StepRecord> {
+    let store = Store::open_existing(&dir.join("store")).unwrap();
+    store.steps(None).map(Result::unwrap).collect()
+}
+
+fn slow(record: &StepRecord) -> bool {
+    record.decisions.get(&SiteId("slow".into())) == Some(&DecisionValue::Int(1))
+}
+
+fn measured_runs(record: &StepRecord) -> u32 {
+    record.result.runs.iter().filter(|r| !r.warmup).count() as u32
+}
+
+#[test]
+fn a_clearly_worse_candidate_under_a_timed_objective_is_cut_short_after_its_minimum_runs() {
+    let dir = campaign("");
+    let steps = steps(dir.path());
+    assert_eq!(steps.len(), 6);
+    // The seed proposes both kinds: flips of `slow` (4x slower) and of `other` (no change).
+    let (worse, comparable): (Vec<&StepRecord>, Vec<&StepRecord>) =
+        steps.iter().partition(|r| slow(r));
+    assert!(
+        !worse.is_empty() && !comparable.is_empty(),
+        "seed 3 proposes {} slow and {} comparable candidates",
+        worse.len(),
+        comparable.len()
+    );
+    for r in &worse {
+        let cut = r
+            .result
+            .cut_short
+            .unwrap_or_else(|| panic!("step {} was not cut short: {r:?}", r.key));
+        assert_eq!(measured_runs(r), 3, "step {}", r.key);
+        assert_eq!((cut.runs, cut.max_runs, cut.runs_saved()), (3, 12, 9));
+        assert!(cut.ci_low > cut.race.bound, "{cut:?}");
+        let race = r.result.cut_short.map(|c| c.race);
+        assert_eq!(race.map(|r| r.p), Some(0.01));
+        // A measured, rejected candidate: ok, with an objective, never taken.
+        assert_eq!(r.result.outcome.name(), "ok");
+        assert!(r.objective.is_some());
+        assert!(!r.decision.as_ref().unwrap().accepted, "step {}", r.key);
+    }
+    for r in &comparable {
+        assert_eq!(r.result.cut_short, None, "step {}", r.key);
+        let runs = measured_runs(r);
+        assert!(
+            r.result.target_met || runs == 12,
+            "step {} stopped after {runs} runs without meeting its target",
+            r.key
+        );
+    }
+    let store = Store::open_existing(&dir.path().join("store")).unwrap();
+    let state = store.chain("sleepy", 0).unwrap().unwrap();
+    assert_eq!(state.raced.cut_short, worse.len() as u32);
+    assert_eq!(state.raced.runs_saved, 9 * worse.len() as u64);
+    let not_slow = |d: &kiln_protocol::DecisionSet| {
+        d.get(&SiteId("slow".into())) == Some(&DecisionValue::Int(0))
+    };
+    assert!(not_slow(&state.best.decisions) && not_slow(&state.current.decisions));
+    drop(store);
+
+    let status = run_kiln(dir.path(), &["status", "store", "--json"]);
+    assert!(status.status.success(), "{}", text(&status));
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let raced = &report["chains"][0]["raced"];
+    assert_eq!(raced["cut_short"], worse.len() as u64, "{report}");
+    assert_eq!(raced["runs_saved"], 9 * worse.len() as u64, "{report}");
+    let export = run_kiln(dir.path(), &["export", "store", "--table", "steps"]);
+    assert!(export.status.success(), "{}", text(&export));
+    let table = String::from_utf8(export.stdout).unwrap();
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = header.iter().position(|c| *c == "cut_short").unwrap();
+    let cut_rows = lines
+        .filter(|l| l.split(',').nth(column) == Some("true"))
+        .count();
+    assert_eq!(cut_rows, worse.len(), "{table}");
+}
