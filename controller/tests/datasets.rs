@@ -14,8 +14,8 @@ use kiln_controller::export::{
     self, ExportOptions, Table, DECISION_COLUMNS, REWARD_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
     STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
 };
-use kiln_controller::rewards::{self, RewardOptions, Target};
-use kiln_controller::store::layout::rewards_best_file;
+use kiln_controller::rewards::{self, Distrust, RewardOptions, Target, Verdict};
+use kiln_controller::store::layout::{rewards_best_file, rewards_proposal_file};
 use kiln_controller::store::{
     manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey,
     StepKind, StepRecord, Store,
@@ -545,15 +545,17 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
     for target in [Target::LogSpeedup, Target::Speedup, Target::Tanh] {
         let options = RewardOptions {
             target,
-            lambda: 1.0,
+            ..RewardOptions::default()
         };
         let a = rewards::assign(&store, "linear", &options).unwrap();
-        assert_eq!(a.train_rows + a.test_rows, 300);
-        assert_eq!(a.test_rows, 60);
-        let gain = |i: usize| {
-            a.reward(&site(i), &DecisionValue::inline()).unwrap()
-                - a.reward(&site(i), &DecisionValue::no_inline()).unwrap()
-        };
+        assert_eq!(a.rows, 300);
+        assert_eq!(a.fitted(), EFFECTS.len());
+        // Rewards are relative to stock (no-inline), whose reward is 0.
+        assert!(EFFECTS
+            .iter()
+            .enumerate()
+            .all(|(i, _)| a.reward(&site(i), &DecisionValue::no_inline()) == Some(0.0)));
+        let gain = |i: usize| a.reward(&site(i), &DecisionValue::inline()).unwrap();
         for (i, effect) in EFFECTS.iter().enumerate() {
             // A cost added by inlining is a loss of benefit, and the other way round.
             assert_eq!(
@@ -562,7 +564,7 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
                 "{target:?}: site {i} effect {effect} got gain {}",
                 gain(i)
             );
-            let best = a.best.get(&site(i)).unwrap();
+            let best = a.proposal.get(&site(i)).unwrap();
             assert_eq!(
                 best.is_inline(),
                 *effect < 0.0,
@@ -573,23 +575,47 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
         let mut by_size: Vec<usize> = (0..EFFECTS.len()).collect();
         by_size.sort_by(|x, y| gain(*y).abs().total_cmp(&gain(*x).abs()));
         assert_eq!(&by_size[..4], &[0, 1, 2, 3], "{target:?}");
-        if target == Target::LogSpeedup {
-            let r2 = a.r2.unwrap();
-            assert!(r2 > 0.9, "held-out R² {r2}");
+        let r2 = a.cv_r2.unwrap();
+        assert!(r2 > 0.9, "{target:?}: cross-validated R² {r2}");
+        assert_eq!(a.distrust, None, "{target:?}");
+        // Every reward has a standard error, smaller than the largest effect.
+        for i in 0..EFFECTS.len() {
+            let r = a
+                .rewards
+                .iter()
+                .find(|r| r.site == site(i) && r.value.is_inline())
+                .unwrap();
+            let se = r.estimate.std_error().unwrap();
+            assert!(
+                se > 0.0 && se < gain(0).abs(),
+                "{target:?}: site {i} ± {se}"
+            );
         }
     }
 
-    // The command's files: the table and a best decision file that parses against the sites.
+    // The files of an unverified run: the table and the proposal, labelled, never a best file.
     let out = dir.path().join("rewards");
-    let written = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
-    assert_eq!(written.assignments.len(), 1, "{written:?}");
-    assert_eq!(written.assignments[0].1, rewards_best_file(&out, "linear"));
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(rewards_best_file(&out, "linear"), "stale").unwrap();
+    let written = write_unverified(&store, &out);
+    assert_eq!(written.experiments.len(), 1, "{written:?}");
+    let checked = &written.experiments[0];
+    assert_eq!(checked.verdict, Verdict::Unverified);
+    assert_eq!(checked.best_file, None);
+    assert!(
+        !rewards_best_file(&out, "linear").exists(),
+        "a stale best file survived"
+    );
+    assert_eq!(checked.proposal_file, rewards_proposal_file(&out, "linear"));
     assert_eq!(written.table, out.join("rewards.csv"));
     let (header, rows) = read_csv(&std::fs::read(out.join("rewards.csv")).unwrap());
     assert_eq!(header, REWARD_COLUMNS);
     assert_eq!(rows.len(), 2 * EFFECTS.len());
-    let best = rewards_best_file(&out, "linear");
-    let text = std::fs::read_to_string(&best).unwrap();
+    let text = std::fs::read_to_string(&checked.proposal_file).unwrap();
+    assert!(
+        text.starts_with("; the model's proposal for linear: unverified"),
+        "{text}"
+    );
     let file = kiln_protocol::DecisionFile::parse_checked(&text, "best", &points()).unwrap();
     assert_eq!(file.benchmark.as_deref(), Some("linear"));
     for (i, effect) in EFFECTS.iter().enumerate() {
@@ -611,9 +637,30 @@ fn rewards_refuse_an_experiment_without_successful_steps_and_skip_it_over_the_st
     // Over the whole store, such an experiment is skipped with a note.
     add_manual_step(&store);
     let out = dir.path().join("rewards");
-    let written = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
+    let written = write_unverified(&store, &out);
     assert_eq!(written.skipped, ["linear"], "{written:?}");
-    assert!(rewards_best_file(&out, "manual:linear").exists());
+    assert!(rewards_proposal_file(&out, "manual:linear").exists());
+    // One step is no model: it says so.
+    let manual = &written.experiments[0].assignment;
+    assert!(
+        matches!(manual.distrust, Some(Distrust::TooFewRows { rows: 1, .. })),
+        "{:?}",
+        manual.distrust
+    );
+}
+
+/// Rewards of every experiment, written as `kiln rewards --no-verify` does.
+fn write_unverified(store: &Store, out: &Path) -> rewards::Written {
+    let (assignments, skipped) =
+        rewards::assign_all(store, None, &RewardOptions::default()).unwrap();
+    let judged = assignments
+        .into_iter()
+        .map(|a| {
+            let verdict = rewards::prejudge(&a, false).unwrap();
+            (a, None, verdict)
+        })
+        .collect();
+    rewards::write(store, out, judged, skipped).unwrap()
 }
 
 /// Checks the report's files; `panels` is how many plots it should draw.
