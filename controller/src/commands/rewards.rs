@@ -131,7 +131,12 @@ async fn measure(
         .best_step
         .as_ref()
         .context("no best step to verify against")?;
-    let bundle = Arc::new(bundle::pack(&spec.sources)?);
+    let bundle = Arc::new(bundle::pack(&spec.sources).with_context(|| {
+        format!(
+            "cannot read the sources of benchmark {name} to measure the proposal; where the \
+             campaign's config named them relative to another folder, pass it with --config"
+        )
+    })?);
     if bundle.hash != info.bundle {
         bail!(
             "benchmark {name} ({}) changed since experiment {} measured its steps, so its \
