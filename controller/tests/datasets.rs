@@ -202,6 +202,16 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
 /// `steps` random decision sets whose cost is [`cost`] plus noise; every
 /// `fail_every`-th step fails (0: none). Returns the store, open.
 fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
+    synthetic_store_pinning(dir, steps, fail_every, &|_, _| None)
+}
+
+/// [`synthetic_store`] where `pin(site, step)` may fix a site's value instead of drawing it.
+fn synthetic_store_pinning(
+    dir: &Path,
+    steps: u32,
+    fail_every: u32,
+    pin: &dyn Fn(usize, u32) -> Option<DecisionValue>,
+) -> Store {
     let store = Store::open(dir).unwrap();
     store.put_config(CONFIG, 1).unwrap();
     let mut g = Gen(42);
@@ -238,7 +248,7 @@ fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
                         } else {
                             DecisionValue::no_inline()
                         };
-                        (site(i), v)
+                        (site(i), pin(i, step).unwrap_or(v))
                     })
                     .collect(),
             );
@@ -621,6 +631,41 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
     for (i, effect) in EFFECTS.iter().enumerate() {
         assert_eq!(file.set.get(&site(i)).unwrap().is_inline(), *effect < 0.0);
     }
+}
+
+#[test]
+fn rewards_leave_out_and_list_sites_never_varied_and_values_seen_too_rarely() {
+    let dir = tempfile::tempdir().unwrap();
+    // Site 7 never leaves stock; site 6 is inlined only in the first step of each chain.
+    let store = synthetic_store_pinning(&dir.path().join("store"), 100, 0, &|i, step| match i {
+        7 => Some(DecisionValue::no_inline()),
+        6 => Some(if step == 0 {
+            DecisionValue::inline()
+        } else {
+            DecisionValue::no_inline()
+        }),
+        _ => None,
+    });
+    let a = rewards::assign(&store, "linear", &RewardOptions::default()).unwrap();
+    assert_eq!(a.never_varied(), [&site(7)]);
+    let rare: Vec<(&SiteId, &DecisionValue, u64)> =
+        a.too_rare().map(|r| (&r.site, &r.value, r.count)).collect();
+    assert_eq!(rare, [(&site(6), &DecisionValue::inline(), 2)]);
+    assert_eq!(a.reward(&site(7), &DecisionValue::inline()), None);
+    assert_eq!(a.reward(&site(7), &DecisionValue::no_inline()), None);
+    assert_eq!(a.reward(&site(6), &DecisionValue::inline()), None);
+    assert_eq!(a.fitted(), EFFECTS.len() - 2);
+    // Without a reward, the proposal keeps the stock decision.
+    assert!(!a.proposal.get(&site(7)).unwrap().is_inline());
+    assert!(!a.proposal.get(&site(6)).unwrap().is_inline());
+    // With --min-count 2, site 6's two steps are enough.
+    let options = RewardOptions {
+        min_count: 2,
+        ..RewardOptions::default()
+    };
+    let a = rewards::assign(&store, "linear", &options).unwrap();
+    assert!(a.reward(&site(6), &DecisionValue::inline()).is_some());
+    assert_eq!(a.too_rare().count(), 0);
 }
 
 #[test]

@@ -25,52 +25,76 @@ const KNOBS: [(&str, f64); 8] = [
     ("x9", 8.0),
 ];
 
-/// A random walk over the knobs of the synthetic benchmark under callgrind;
-/// `passed` is whether the knobs reach the program (if not, its cost does not
-/// depend on them).
-fn synthetic_walk(steps: u32, passed: bool) -> String {
-    let knobs: String = KNOBS.iter().map(|(k, _)| format!(" ({k} 0 1)")).collect();
-    let args: String = KNOBS
-        .iter()
-        .map(|(k, _)| {
-            if passed {
-                format!(" \"{{{k}}}\"")
-            } else {
-                " \"0\"".to_string()
-            }
-        })
-        .collect();
+/// A campaign of two chains of random walks (one flip a step, `steps` steps, seed `seed`) over
+/// the binary `knobs` of benchmark `name`, built by `build` in `sources` and run as `run`, with
+/// callgrind's exact instruction count as the objective.
+fn walk_config(
+    name: &str,
+    knobs: &[&str],
+    (sources, build, run): (&str, &str, &str),
+    steps: u32,
+    seed: u64,
+) -> String {
+    let knobs: String = knobs.iter().map(|k| format!(" ({k} 0 1)")).collect();
     format!(
         r#"(campaign
-  (name additive)
+  (name {name})
   (store "store")
   (objective (metric instructions) (statistic median))
   (runs (warmup 0) (min 1) (max 1))
   (experiments
-    ((benchmark synthetic) (search (random-walk (steps {steps}) (flips 1))) (chains 2) (seed 3)
+    ((benchmark {name}) (search (random-walk (steps {steps}) (flips 1))) (chains 2) (seed {seed})
      (parallel 2)))
   (benchmarks
-    ((name synthetic) (kind knobs) (knobs{knobs})
-     (sources "benchmarks/synthetic")
-     (build ("cc" "-O1" "main.c" "-o" "bench"))
-     (run ("./bench" "0" "0"{args} "300"))
-     (check-output none)
-     (timeout-s 30)))
+    ((name {name}) (kind knobs) (knobs{knobs})
+     (sources "{sources}") (build {build}) (run {run})
+     (check-output none) (timeout-s 30)))
   (workers (local (slots 2))))
 "#
     )
 }
 
-/// A scratch folder where `config` has run to its end.
-fn campaign(config: &str, benchmark: Option<&str>) -> tempfile::TempDir {
+/// [`walk_config`] over the synthetic benchmark's knobs [`KNOBS`]; `passed` is whether the
+/// knobs reach the program (if not, its cost does not depend on them).
+fn synthetic_walk(steps: u32, passed: bool) -> String {
+    let names: Vec<&str> = KNOBS.iter().map(|(k, _)| *k).collect();
+    let args: String = names
+        .iter()
+        .map(|k| {
+            if passed {
+                format!(" \"{{{k}}}\"")
+            } else {
+                " \"0\"".into()
+            }
+        })
+        .collect();
+    let run = format!(r#"("./bench" "0" "0"{args} "300")"#);
+    let build = r#"("cc" "-O1" "main.c" "-o" "bench")"#;
+    walk_config(
+        "synthetic",
+        &names,
+        ("benchmarks/synthetic", build, &run),
+        steps,
+        3,
+    )
+}
+
+/// A scratch folder where `config` has run to its end, after `setup` laid out its sources.
+fn campaign(config: &str, setup: impl FnOnce(&Path)) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    if let Some(name) = benchmark {
-        copy_benchmark(name, dir.path());
-    }
+    setup(dir.path());
     std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
     let out = run_kiln(dir.path(), &["-q", "run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
     dir
+}
+
+/// Lays out a benchmark folder `name` holding one file.
+fn source(name: &'static str, file: &'static str, text: &'static str) -> impl FnOnce(&Path) {
+    move |dir| {
+        std::fs::create_dir_all(dir.join(name)).unwrap();
+        std::fs::write(dir.join(name).join(file), text).unwrap();
+    }
 }
 
 /// `kiln rewards store ARGS --json`, which must succeed.
@@ -88,7 +112,9 @@ fn rewards_recover_known_effects_and_the_verified_best_file_is_no_worse_than_the
         eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
         return;
     }
-    let dir = campaign(&synthetic_walk(40, true), Some("synthetic"));
+    let dir = campaign(&synthetic_walk(40, true), |d| {
+        copy_benchmark("synthetic", d)
+    });
     let json = rewards_json(dir.path(), &[]);
     let e = &json["experiments"][0];
     assert_eq!(e["experiment"], "synthetic", "{e}");
@@ -160,7 +186,9 @@ fn rewards_of_knobs_that_do_not_change_the_cost_are_not_trusted_and_write_no_bes
         eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
         return;
     }
-    let dir = campaign(&synthetic_walk(15, false), Some("synthetic"));
+    let dir = campaign(&synthetic_walk(15, false), |d| {
+        copy_benchmark("synthetic", d)
+    });
     let json = rewards_json(dir.path(), &[]);
     let e = &json["experiments"][0];
     assert_eq!(e["trusted"], false, "{e}");
@@ -206,12 +234,7 @@ const NOISE: &str = r#"(campaign
 
 #[test]
 fn rewards_of_noise_say_the_model_does_not_predict_and_write_no_best_file() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("noise")).unwrap();
-    std::fs::write(dir.path().join("noise/README"), "nothing to build\n").unwrap();
-    std::fs::write(dir.path().join("campaign.sexp"), NOISE).unwrap();
-    let out = run_kiln(dir.path(), &["-q", "run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let dir = campaign(NOISE, source("noise", "README", "nothing to build\n"));
     let json = rewards_json(dir.path(), &[]);
     let e = &json["experiments"][0];
     eprintln!("noise: cv_r2 {} over {} steps", e["cv_r2"], e["rows"]);
@@ -251,36 +274,17 @@ int main(int argc, char **argv) {
 }
 "#;
 
-const TRAP_CONFIG: &str = r#"(campaign
-  (name trap)
-  (store "store")
-  (objective (metric instructions) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments
-    ((benchmark trap) (search (random-walk (steps 30) (flips 1))) (chains 2) (seed 4)
-     (parallel 2)))
-  (benchmarks
-    ((name trap) (kind knobs)
-     (knobs (k0 0 1) (k1 0 1) (k2 0 1) (k3 0 1) (k4 0 1) (k5 0 1) (k6 0 1) (k7 0 1))
-     (sources "trap")
-     (build ("cc" "-O1" "trap.c" "-o" "trap"))
-     (run ("./trap" "{k0}" "{k1}" "{k2}" "{k3}" "{k4}" "{k5}" "{k6}" "{k7}"))
-     (check-output none) (timeout-s 30)))
-  (workers (local (slots 2))))
-"#;
-
 #[test]
 fn a_proposal_that_measures_worse_is_refused_and_the_best_step_is_pointed_at() {
     if !have_valgrind() {
         eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("trap")).unwrap();
-    std::fs::write(dir.path().join("trap/trap.c"), TRAP).unwrap();
-    std::fs::write(dir.path().join("campaign.sexp"), TRAP_CONFIG).unwrap();
-    let out = run_kiln(dir.path(), &["-q", "run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
+    let knobs = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
+    let build = r#"("cc" "-O1" "trap.c" "-o" "trap")"#;
+    let run = r#"("./trap" "{k0}" "{k1}" "{k2}" "{k3}" "{k4}" "{k5}" "{k6}" "{k7}")"#;
+    let config = walk_config("trap", &knobs, ("trap", build, run), 30, 4);
+    let dir = campaign(&config, source("trap", "trap.c", TRAP));
     let store = kiln_controller::store::Store::open(&dir.path().join("store")).unwrap();
     let all_on = store
         .steps(Some("trap"))

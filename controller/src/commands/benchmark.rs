@@ -2,7 +2,9 @@
 //!
 //! The baseline (the stock decisions, or the knobs' defaults) and the decision
 //! file are measured one after the other on the same worker slot, so that the
-//! comparison never mixes machines. With `--store` the candidate is recorded
+//! comparison never mixes machines. [`compare`] does that for any number of
+//! decision sets, interleaved in rounds; `kiln rewards` measures its proposal
+//! with it. With `--store` the candidate is recorded
 //! like any step, in experiment `manual:<benchmark>` chain 0, appended; the
 //! baseline's samples are added to that experiment's baseline reference, and
 //! the step's `compared_with` holds the baseline objective measured alongside

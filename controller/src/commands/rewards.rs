@@ -300,23 +300,14 @@ fn summary(w: &Written) -> String {
                 v.worker, v.rounds
             );
             let proposal = v.proposal.as_ref().ok().copied();
-            let ratio =
-                |x: Option<f64>, y: f64| format_ratio(x.map_or(f64::NAN, |x| time_ratio(x, y)));
-            let _ = writeln!(
-                out,
-                "    proposal / stock      {}",
-                ratio(proposal, v.stock)
-            );
-            let _ = writeln!(
-                out,
-                "    best step / stock     {}",
-                ratio(Some(v.best_step), v.stock)
-            );
-            let _ = writeln!(
-                out,
-                "    proposal / best step  {}",
-                ratio(proposal, v.best_step)
-            );
+            for (label, x, y) in [
+                ("proposal / stock", proposal, v.stock),
+                ("best step / stock", Some(v.best_step), v.stock),
+                ("proposal / best step", proposal, v.best_step),
+            ] {
+                let ratio = format_ratio(x.map_or(f64::NAN, |x| time_ratio(x, y)));
+                let _ = writeln!(out, "    {label:<21} {ratio}");
+            }
         }
         let _ = writeln!(
             out,
