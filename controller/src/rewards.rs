@@ -194,7 +194,8 @@ pub enum Distrust {
     TooFewRows { rows: u64, needed: u64 },
     /// Every row has the same target: nothing to explain.
     NoVariance,
-    /// Cross-validated R² below the minimum (`None`: too few rows to cross-validate).
+    /// Cross-validated R² below the minimum (−∞ where it could not be computed: fewer rows
+    /// than folds, or a fold's fit singular).
     LowR2 { r2: f64, min: f64 },
 }
 
@@ -212,6 +213,11 @@ impl fmt::Display for Distrust {
             Distrust::NoVariance => {
                 f.write_str("every step measured the same benefit: the decisions explain nothing")
             }
+            Distrust::LowR2 { r2, min } if r2.is_infinite() => write!(
+                f,
+                "the cross-validated R² could not be computed (fewer steps than folds, or a \
+                 fold's fit is singular), and the model must reach {min}"
+            ),
             Distrust::LowR2 { r2, min } => write!(
                 f,
                 "the cross-validated R² is {r2:.3}, below {min}: the model does not predict \
@@ -514,6 +520,7 @@ pub fn assign(store: &Store, experiment: &str, options: &RewardOptions) -> Resul
             } else if counts[i] >= options.min_count && stock_count >= options.min_count {
                 features += 1;
                 feature_of[i] = Some(features);
+                // Filled in once the fit is solved.
                 Estimate::Fitted {
                     reward: 0.0,
                     std_error: None,

@@ -658,6 +658,33 @@ fn rewards_leave_out_and_list_sites_never_varied_and_values_seen_too_rarely() {
     // Without a reward, the proposal keeps the stock decision.
     assert!(!a.proposal.get(&site(7)).unwrap().is_inline());
     assert!(!a.proposal.get(&site(6)).unwrap().is_inline());
+    // Options that cannot make a model are refused, naming the flag.
+    for (options, flag) in [
+        (
+            RewardOptions {
+                folds: 1,
+                ..RewardOptions::default()
+            },
+            "--folds",
+        ),
+        (
+            RewardOptions {
+                min_count: 0,
+                ..RewardOptions::default()
+            },
+            "--min-count",
+        ),
+        (
+            RewardOptions {
+                lambda: -1.0,
+                ..RewardOptions::default()
+            },
+            "--lambda",
+        ),
+    ] {
+        let err = rewards::assign(&store, "linear", &options).unwrap_err();
+        assert!(err.to_string().contains(flag), "{err}");
+    }
     // With --min-count 2, site 6's two steps are enough.
     let options = RewardOptions {
         min_count: 2,
