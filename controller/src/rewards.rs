@@ -259,7 +259,8 @@ pub struct Assignment {
     pub cv_r2: Option<f64>,
     /// Why the model is not to be trusted, if it is not.
     pub distrust: Option<Distrust>,
-    /// Per site the value with the highest reward; the stock value where none has one.
+    /// Per site the value with the highest reward of those that exceed their standard error;
+    /// the stock value where none does.
     pub proposal: DecisionSet,
     /// The stock decisions, which rewards are relative to.
     pub stock: DecisionSet,
@@ -626,11 +627,19 @@ pub fn assign(store: &Store, experiment: &str, options: &RewardOptions) -> Resul
             count,
         })
         .collect();
-    // Per site the value with the highest reward; stock on a tie or where none has one.
+    // Per site the value with the highest reward among those that exceed their standard
+    // error (a gain within its own noise is no reason to leave stock); else stock.
     let mut proposal = stock.clone();
     let mut chosen: HashMap<&SiteId, f64> = HashMap::new();
     for r in &rewards {
-        if let Estimate::Fitted { reward, .. } = r.estimate {
+        if let Estimate::Fitted {
+            reward,
+            std_error: Some(se),
+        } = r.estimate
+        {
+            if reward <= se {
+                continue;
+            }
             let best = chosen.entry(&r.site).or_insert(0.0);
             if reward > *best {
                 *best = reward;
