@@ -754,4 +754,48 @@ mod tests {
         assert!(row("gpu busy").ends_with(UNSUPPORTED), "{text}");
         assert!(row("cpu-side").contains("500.0 ms"), "{text}");
     }
+
+    #[test]
+    fn rounds_pool_their_measured_runs_and_a_failed_round_fails_the_set() {
+        let config = CampaignConfig::parse(
+            r#"(campaign (name pooled) (store "s")
+                 (objective (metric instructions) (statistic median))
+                 (experiments ((benchmark b) (search (random-walk (steps 1)))))
+                 (benchmarks ((name b) (kind knobs) (knobs (k 0)) (sources "b") (run ("true"))))
+                 (workers (local)))"#,
+            "test",
+        )
+        .unwrap();
+        let round = |samples: &[f64]| {
+            let mut result = result(&[]);
+            // A warm-up that must not count, then the measured runs.
+            result.runs = std::iter::once((true, 1e9))
+                .chain(samples.iter().map(|s| (false, *s)))
+                .enumerate()
+                .map(|(i, (warmup, v))| RunRecord {
+                    index: i as u32,
+                    warmup,
+                    exit_code: Some(0),
+                    signal: None,
+                    metrics: [(Metric::Instructions, MetricValue::Measured(v))].into(),
+                })
+                .collect();
+            Measurement {
+                result,
+                dispatched_ms: 0,
+                recorded_ms: 0,
+            }
+        };
+        let rounds = [round(&[1.0, 2.0, 3.0]), round(&[10.0, 11.0, 12.0])];
+        // The median of all six measured runs, not of either round.
+        assert_eq!(pooled_objective(&config, &rounds), Ok(6.5));
+        let mut failed = round(&[1.0]);
+        failed.result.outcome = StepOutcome::Timeout {
+            phase: "run".into(),
+            limit_s: 5.0,
+        };
+        let [first, _] = rounds;
+        let err = pooled_objective(&config, &[first, failed]).unwrap_err();
+        assert_eq!(err, "run timed out after 5 s");
+    }
 }
