@@ -60,7 +60,8 @@ pub enum Command {
     Benchmark(BenchmarkArgs),
     /// Export a store's table as CSV (schemas: README.md, "Export schema").
     Export(ExportArgs),
-    /// Assign each decision a reward (ridge regression) and write the best decision set.
+    /// Assign each decision a reward relative to stock (ridge regression), measure the proposal
+    /// against stock and the best step, and write it as best only if it is no worse.
     Rewards(RewardsArgs),
     /// Plot a campaign (PNG and SVG) with an index.html.
     Report(ReportArgs),
@@ -198,13 +199,36 @@ pub struct RewardsArgs {
     /// The benefit regressed on the decisions.
     #[arg(long, value_enum, default_value = "log-speedup")]
     pub target: Target,
-    /// The ridge penalty.
+    /// The ridge penalty (the intercept is not penalised).
     #[arg(long, default_value_t = 1.0)]
     pub lambda: f64,
+    /// Steps a value, and its site's stock value, must each be seen in to get a reward.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub min_count: u64,
+    /// Folds of the cross-validation.
+    #[arg(long, value_name = "K", default_value_t = 5)]
+    pub folds: u32,
+    /// The cross-validated R² below which the model is not trusted (and not verified).
+    #[arg(
+        long,
+        value_name = "R2",
+        default_value_t = 0.5,
+        allow_negative_numbers = true
+    )]
+    pub min_r2: f64,
+    /// Do not measure the proposal: it is written as unverified, never as the best decisions.
+    #[arg(long)]
+    pub no_verify: bool,
+    /// The campaign config to measure with (default: the one the store keeps).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The config's worker to measure on (default: the one that measured the best step).
+    #[arg(long)]
+    pub worker: Option<String>,
     /// Output folder (default: STORE/rewards).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-    /// Print the rewards as JSON.
+    /// Print the rewards and the verdict as JSON.
     #[arg(long)]
     pub json: bool,
 }

@@ -14,8 +14,8 @@ use kiln_controller::export::{
     self, ExportOptions, Table, DECISION_COLUMNS, REWARD_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
     STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
 };
-use kiln_controller::rewards::{self, RewardOptions, Target};
-use kiln_controller::store::layout::rewards_best_file;
+use kiln_controller::rewards::{self, Distrust, RewardOptions, Target, Verdict};
+use kiln_controller::store::layout::{rewards_best_file, rewards_proposal_file};
 use kiln_controller::store::{
     manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey,
     StepKind, StepRecord, Store,
@@ -205,6 +205,16 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
 /// `steps` random decision sets whose cost is [`cost`] plus noise; every
 /// `fail_every`-th step fails (0: none). Returns the store, open.
 fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
+    synthetic_store_pinning(dir, steps, fail_every, &|_, _| None)
+}
+
+/// [`synthetic_store`] where `pin(site, step)` may fix a site's value instead of drawing it.
+fn synthetic_store_pinning(
+    dir: &Path,
+    steps: u32,
+    fail_every: u32,
+    pin: &dyn Fn(usize, u32) -> Option<DecisionValue>,
+) -> Store {
     let store = Store::open(dir).unwrap();
     store.put_config(CONFIG, 1).unwrap();
     let mut g = Gen(42);
@@ -241,7 +251,7 @@ fn synthetic_store(dir: &Path, steps: u32, fail_every: u32) -> Store {
                         } else {
                             DecisionValue::no_inline()
                         };
-                        (site(i), v)
+                        (site(i), pin(i, step).unwrap_or(v))
                     })
                     .collect(),
             );
@@ -548,15 +558,17 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
     for target in [Target::LogSpeedup, Target::Speedup, Target::Tanh] {
         let options = RewardOptions {
             target,
-            lambda: 1.0,
+            ..RewardOptions::default()
         };
         let a = rewards::assign(&store, "linear", &options).unwrap();
-        assert_eq!(a.train_rows + a.test_rows, 300);
-        assert_eq!(a.test_rows, 60);
-        let gain = |i: usize| {
-            a.reward(&site(i), &DecisionValue::inline()).unwrap()
-                - a.reward(&site(i), &DecisionValue::no_inline()).unwrap()
-        };
+        assert_eq!(a.rows, 300);
+        assert_eq!(a.fitted(), EFFECTS.len());
+        // Rewards are relative to stock (no-inline), whose reward is 0.
+        assert!(EFFECTS
+            .iter()
+            .enumerate()
+            .all(|(i, _)| a.reward(&site(i), &DecisionValue::no_inline()) == Some(0.0)));
+        let gain = |i: usize| a.reward(&site(i), &DecisionValue::inline()).unwrap();
         for (i, effect) in EFFECTS.iter().enumerate() {
             // A cost added by inlining is a loss of benefit, and the other way round.
             assert_eq!(
@@ -565,7 +577,7 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
                 "{target:?}: site {i} effect {effect} got gain {}",
                 gain(i)
             );
-            let best = a.best.get(&site(i)).unwrap();
+            let best = a.proposal.get(&site(i)).unwrap();
             assert_eq!(
                 best.is_inline(),
                 *effect < 0.0,
@@ -576,28 +588,114 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
         let mut by_size: Vec<usize> = (0..EFFECTS.len()).collect();
         by_size.sort_by(|x, y| gain(*y).abs().total_cmp(&gain(*x).abs()));
         assert_eq!(&by_size[..4], &[0, 1, 2, 3], "{target:?}");
-        if target == Target::LogSpeedup {
-            let r2 = a.r2.unwrap();
-            assert!(r2 > 0.9, "held-out R² {r2}");
+        let r2 = a.cv_r2.unwrap();
+        assert!(r2 > 0.9, "{target:?}: cross-validated R² {r2}");
+        assert_eq!(a.distrust, None, "{target:?}");
+        // Every reward has a standard error, smaller than the largest effect.
+        for i in 0..EFFECTS.len() {
+            let r = a
+                .rewards
+                .iter()
+                .find(|r| r.site == site(i) && r.value.is_inline())
+                .unwrap();
+            let se = r.estimate.std_error().unwrap();
+            assert!(
+                se > 0.0 && se < gain(0).abs(),
+                "{target:?}: site {i} ± {se}"
+            );
         }
     }
 
-    // The command's files: the table and a best decision file that parses against the sites.
+    // The files of an unverified run: the table and the proposal, labelled, never a best file.
     let out = dir.path().join("rewards");
-    let written = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
-    assert_eq!(written.assignments.len(), 1, "{written:?}");
-    assert_eq!(written.assignments[0].1, rewards_best_file(&out, "linear"));
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(rewards_best_file(&out, "linear"), "stale").unwrap();
+    let written = write_unverified(&store, &out);
+    assert_eq!(written.experiments.len(), 1, "{written:?}");
+    let checked = &written.experiments[0];
+    assert_eq!(checked.verdict, Verdict::Unverified);
+    assert_eq!(checked.best_file, None);
+    assert!(
+        !rewards_best_file(&out, "linear").exists(),
+        "a stale best file survived"
+    );
+    assert_eq!(checked.proposal_file, rewards_proposal_file(&out, "linear"));
     assert_eq!(written.table, out.join("rewards.csv"));
     let (header, rows) = read_csv(&std::fs::read(out.join("rewards.csv")).unwrap());
     assert_eq!(header, REWARD_COLUMNS);
     assert_eq!(rows.len(), 2 * EFFECTS.len());
-    let best = rewards_best_file(&out, "linear");
-    let text = std::fs::read_to_string(&best).unwrap();
+    let text = std::fs::read_to_string(&checked.proposal_file).unwrap();
+    assert!(
+        text.starts_with("; the model's proposal for linear: unverified"),
+        "{text}"
+    );
     let file = kiln_protocol::DecisionFile::parse_checked(&text, "best", &points()).unwrap();
     assert_eq!(file.benchmark.as_deref(), Some("linear"));
     for (i, effect) in EFFECTS.iter().enumerate() {
         assert_eq!(file.set.get(&site(i)).unwrap().is_inline(), *effect < 0.0);
     }
+}
+
+#[test]
+fn rewards_leave_out_and_list_sites_never_varied_and_values_seen_too_rarely() {
+    let dir = tempfile::tempdir().unwrap();
+    // Site 7 never leaves stock; site 6 is inlined only in the first step of each chain.
+    let store = synthetic_store_pinning(&dir.path().join("store"), 100, 0, &|i, step| match i {
+        7 => Some(DecisionValue::no_inline()),
+        6 => Some(if step == 0 {
+            DecisionValue::inline()
+        } else {
+            DecisionValue::no_inline()
+        }),
+        _ => None,
+    });
+    let a = rewards::assign(&store, "linear", &RewardOptions::default()).unwrap();
+    assert_eq!(a.never_varied(), [&site(7)]);
+    let rare: Vec<(&SiteId, &DecisionValue, u64)> =
+        a.too_rare().map(|r| (&r.site, &r.value, r.count)).collect();
+    assert_eq!(rare, [(&site(6), &DecisionValue::inline(), 2)]);
+    assert_eq!(a.reward(&site(7), &DecisionValue::inline()), None);
+    assert_eq!(a.reward(&site(7), &DecisionValue::no_inline()), None);
+    assert_eq!(a.reward(&site(6), &DecisionValue::inline()), None);
+    assert_eq!(a.fitted(), EFFECTS.len() - 2);
+    // Without a reward, the proposal keeps the stock decision.
+    assert!(!a.proposal.get(&site(7)).unwrap().is_inline());
+    assert!(!a.proposal.get(&site(6)).unwrap().is_inline());
+    // Options that cannot make a model are refused, naming the flag.
+    for (options, flag) in [
+        (
+            RewardOptions {
+                folds: 1,
+                ..RewardOptions::default()
+            },
+            "--folds",
+        ),
+        (
+            RewardOptions {
+                min_count: 0,
+                ..RewardOptions::default()
+            },
+            "--min-count",
+        ),
+        (
+            RewardOptions {
+                lambda: -1.0,
+                ..RewardOptions::default()
+            },
+            "--lambda",
+        ),
+    ] {
+        let err = rewards::assign(&store, "linear", &options).unwrap_err();
+        assert!(err.to_string().contains(flag), "{err}");
+    }
+    // With --min-count 2, site 6's two steps are enough.
+    let options = RewardOptions {
+        min_count: 2,
+        ..RewardOptions::default()
+    };
+    let a = rewards::assign(&store, "linear", &options).unwrap();
+    assert!(a.reward(&site(6), &DecisionValue::inline()).is_some());
+    assert_eq!(a.too_rare().count(), 0);
 }
 
 #[test]
@@ -614,9 +712,30 @@ fn rewards_refuse_an_experiment_without_successful_steps_and_skip_it_over_the_st
     // Over the whole store, such an experiment is skipped with a note.
     add_manual_step(&store);
     let out = dir.path().join("rewards");
-    let written = rewards::run(&store, None, &RewardOptions::default(), &out).unwrap();
+    let written = write_unverified(&store, &out);
     assert_eq!(written.skipped, ["linear"], "{written:?}");
-    assert!(rewards_best_file(&out, "manual:linear").exists());
+    assert!(rewards_proposal_file(&out, "manual:linear").exists());
+    // One step is no model: it says so.
+    let manual = &written.experiments[0].assignment;
+    assert!(
+        matches!(manual.distrust, Some(Distrust::TooFewRows { rows: 1, .. })),
+        "{:?}",
+        manual.distrust
+    );
+}
+
+/// Rewards of every experiment, written as `kiln rewards --no-verify` does.
+fn write_unverified(store: &Store, out: &Path) -> rewards::Written {
+    let (assignments, skipped) =
+        rewards::assign_all(store, None, &RewardOptions::default()).unwrap();
+    let judged = assignments
+        .into_iter()
+        .map(|a| {
+            let verdict = rewards::prejudge(&a, false).unwrap();
+            (a, None, verdict)
+        })
+        .collect();
+    rewards::write(store, out, judged, skipped).unwrap()
 }
 
 /// Checks the report's files; `panels` is how many plots it should draw.

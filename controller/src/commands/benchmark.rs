@@ -2,7 +2,9 @@
 //!
 //! The baseline (the stock decisions, or the knobs' defaults) and the decision
 //! file are measured one after the other on the same worker slot, so that the
-//! comparison never mixes machines. With `--store` the candidate is recorded
+//! comparison never mixes machines. [`compare`] does that for any number of
+//! decision sets, interleaved in rounds; `kiln rewards` measures its proposal
+//! with it. With `--store` the candidate is recorded
 //! like any step, in experiment `manual:<benchmark>` chain 0, appended; the
 //! baseline's samples are added to that experiment's baseline reference, and
 //! the step's `compared_with` holds the baseline objective measured alongside
@@ -18,7 +20,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::breakdown::TimeBreakdown;
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, RunPolicy, WorkerSpec};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Limits, RunPolicy, WorkerSpec};
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
 use kiln_protocol::{
     CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome, StepRequest,
@@ -73,26 +75,19 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
     let runs = run_policy(config.runs, args.runs)?;
 
     let bundle = Arc::new(bundle::pack(&spec.sources)?);
-    // The scratch folder goes once the pool (and with it a local worker process) is gone.
-    let (_scratch, settings) = super::scratch_pool(config, None, spec.limits)?;
-    let measured = {
-        let mut pool: Pool<()> = Pool::start(std::slice::from_ref(&worker), settings);
-        let session = Session {
-            pool: &mut pool,
-            worker: worker.name(),
-        };
-        let file = (text.as_str(), decisions);
-        measure(
-            session,
-            config,
-            spec,
-            &bundle,
-            file,
-            runs,
-            args.store.as_deref(),
-        )
-        .await
-    };
+    let mut slot = Slot::start(config, &worker, spec.limits)?;
+    let file = (text.as_str(), decisions);
+    let measured = measure(
+        slot.session(),
+        config,
+        spec,
+        &bundle,
+        file,
+        runs,
+        args.store.as_deref(),
+    )
+    .await;
+    drop(slot);
     let (measured, store) = measured?;
 
     let mut out = summary_table(config, spec, worker.name(), decisions, &measured);
@@ -132,7 +127,7 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
 
 /// The worker to measure on: the named one of the config, else its first
 /// local worker, else a plain local worker.
-fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<WorkerSpec> {
+pub(super) fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<WorkerSpec> {
     match name {
         Some(name) => config
             .workers
@@ -163,7 +158,7 @@ fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<WorkerSpec
 
 /// The worker with one slot (its first slot's CPUs and GPUs): baseline and
 /// candidate run one after the other, never beside each other.
-fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
+pub(super) fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
     let first = SlotPlace::of(worker, 0);
     match worker.clone() {
         WorkerSpec::Local { name, .. } => WorkerSpec::Local {
@@ -216,8 +211,40 @@ fn open_store(dir: &Path, config: &CampaignConfig) -> Result<Store> {
     Ok(store)
 }
 
+/// One slot of one worker, started for a one-off command, and the scratch
+/// folder its local worker runs in (removed after the pool, in field order).
+pub(super) struct Slot {
+    pool: Pool<()>,
+    worker: String,
+    _scratch: tempfile::TempDir,
+}
+
+impl Slot {
+    /// Starts `worker` (see [`single_slot`]) for a benchmark with these limits.
+    pub(super) fn start(
+        config: &CampaignConfig,
+        worker: &WorkerSpec,
+        limits: Limits,
+    ) -> Result<Slot> {
+        let (scratch, settings) = super::scratch_pool(config, None, limits)?;
+        Ok(Slot {
+            pool: Pool::start(std::slice::from_ref(worker), settings),
+            worker: worker.name().to_string(),
+            _scratch: scratch,
+        })
+    }
+
+    /// A session on the slot.
+    pub(super) fn session(&mut self) -> Session<'_> {
+        Session {
+            pool: &mut self.pool,
+            worker: &self.worker,
+        }
+    }
+}
+
 /// The pool of one worker and that worker's name, for error messages.
-struct Session<'a> {
+pub(super) struct Session<'a> {
     pool: &'a mut Pool<()>,
     worker: &'a str,
 }
@@ -252,8 +279,8 @@ impl Session<'_> {
 }
 
 /// One measurement and when it was handed to the worker.
-struct Measurement {
-    result: StepResult,
+pub(super) struct Measurement {
+    pub(super) result: StepResult,
     dispatched_ms: u64,
     recorded_ms: u64,
 }
@@ -312,28 +339,28 @@ async fn measure(
     // behind), and before measuring, so that a store held by a running
     // campaign is refused before minutes are spent.
     let store = store.map(|dir| open_store(dir, config)).transpose()?;
-    let request = |set: &DecisionSet, expected_output| {
-        step::request(config, spec, bundle, set, runs, None, expected_output)
-    };
-    let baseline = step(&mut session, bundle, request(&discovery.baseline, None)).await?;
-    if baseline.result.outcome != StepOutcome::Ok {
-        bail!(
-            "the baseline of benchmark {} failed on worker {}: {}",
-            spec.name,
-            session.worker,
-            baseline.result.outcome
-        );
-    }
-    let Some(baseline_objective) = objective_of(config, &baseline.result) else {
-        bail!(
+    let mut measured = compare(
+        &mut session,
+        config,
+        spec,
+        bundle,
+        &[&discovery.baseline, &decisions],
+        runs,
+        1,
+    )
+    .await?
+    .into_iter()
+    .map(|mut rounds| rounds.remove(0));
+    let (baseline, candidate) = (
+        measured.next().expect("two sets"),
+        measured.next().expect("two sets"),
+    );
+    let baseline_objective = objective_of(config, &baseline.result).with_context(|| {
+        format!(
             "worker {} measured no {} for the baseline of benchmark {}",
-            session.worker,
-            config.objective.metric,
-            spec.name
-        );
-    };
-    let expected = baseline.result.output_digest;
-    let candidate = step(&mut session, bundle, request(&decisions, expected)).await?;
+            session.worker, config.objective.metric, spec.name
+        )
+    })?;
     let measured = Measured {
         baseline_objective,
         worker: session.worker.to_string(),
@@ -345,6 +372,67 @@ async fn measure(
         candidate,
     };
     Ok((measured, store))
+}
+
+/// Decision sets measured against each other on one slot: round after round,
+/// each set once per round, so that a drift of the machine falls on all of
+/// them alike (builds are kept by the worker, so a later round only runs).
+/// The first set is the reference: it must succeed, and the others' output
+/// must match its. Returns each set's measurements, one per round.
+pub(super) async fn compare(
+    session: &mut Session<'_>,
+    config: &CampaignConfig,
+    spec: &BenchmarkSpec,
+    bundle: &Arc<Bundle>,
+    sets: &[&DecisionSet],
+    runs: RunPolicy,
+    rounds: u32,
+) -> Result<Vec<Vec<Measurement>>> {
+    let mut measured: Vec<Vec<Measurement>> = sets.iter().map(|_| Vec::new()).collect();
+    let mut expected = None;
+    for _ in 0..rounds {
+        for (i, set) in sets.iter().enumerate() {
+            let request = step::request(config, spec, bundle, set, runs, None, expected);
+            let m = step(session, bundle, request).await?;
+            if i == 0 {
+                if m.result.outcome != StepOutcome::Ok {
+                    bail!(
+                        "the baseline of benchmark {} failed on worker {}: {}",
+                        spec.name,
+                        session.worker,
+                        m.result.outcome
+                    );
+                }
+                expected = expected.or(m.result.output_digest);
+            }
+            measured[i].push(m);
+        }
+    }
+    Ok(measured)
+}
+
+/// The objective of one set's measurements, its runs of every round pooled;
+/// the outcome of the first that failed, if one did.
+pub(super) fn pooled_objective(
+    config: &CampaignConfig,
+    measured: &[Measurement],
+) -> std::result::Result<f64, String> {
+    let metric = config.objective.metric;
+    if let Some(failed) = measured
+        .iter()
+        .find(|m| m.result.outcome != StepOutcome::Ok)
+    {
+        return Err(failed.result.outcome.to_string());
+    }
+    let samples: Vec<f64> = measured
+        .iter()
+        .flat_map(|m| &m.result.runs)
+        .filter(|r| !r.warmup)
+        .filter_map(|r| r.metrics.get(&metric)?.measured())
+        .collect();
+    kiln_protocol::Summary::of(&samples)
+        .map(|s| config.objective.statistic.of(&s))
+        .ok_or_else(|| format!("no {metric} was measured"))
 }
 
 async fn step(
@@ -666,5 +754,49 @@ mod tests {
         assert!(row("gpu busy").contains("75.0 %"), "{text}");
         assert!(row("gpu busy").ends_with(UNSUPPORTED), "{text}");
         assert!(row("cpu-side").contains("500.0 ms"), "{text}");
+    }
+
+    #[test]
+    fn rounds_pool_their_measured_runs_and_a_failed_round_fails_the_set() {
+        let config = CampaignConfig::parse(
+            r#"(campaign (name pooled) (store "s")
+                 (objective (metric instructions) (statistic median))
+                 (experiments ((benchmark b) (search (random-walk (steps 1)))))
+                 (benchmarks ((name b) (kind knobs) (knobs (k 0)) (sources "b") (run ("true"))))
+                 (workers (local)))"#,
+            "test",
+        )
+        .unwrap();
+        let round = |samples: &[f64]| {
+            let mut result = result(&[]);
+            // A warm-up that must not count, then the measured runs.
+            result.runs = std::iter::once((true, 1e9))
+                .chain(samples.iter().map(|s| (false, *s)))
+                .enumerate()
+                .map(|(i, (warmup, v))| RunRecord {
+                    index: i as u32,
+                    warmup,
+                    exit_code: Some(0),
+                    signal: None,
+                    metrics: [(Metric::Instructions, MetricValue::Measured(v))].into(),
+                })
+                .collect();
+            Measurement {
+                result,
+                dispatched_ms: 0,
+                recorded_ms: 0,
+            }
+        };
+        let rounds = [round(&[1.0, 2.0, 3.0]), round(&[10.0, 11.0, 12.0])];
+        // The median of all six measured runs, not of either round.
+        assert_eq!(pooled_objective(&config, &rounds), Ok(6.5));
+        let mut failed = round(&[1.0]);
+        failed.result.outcome = StepOutcome::Timeout {
+            phase: "run".into(),
+            limit_s: 5.0,
+        };
+        let [first, _] = rounds;
+        let err = pooled_objective(&config, &[first, failed]).unwrap_err();
+        assert_eq!(err, "run timed out after 5 s");
     }
 }

@@ -1,18 +1,36 @@
-//! `kiln rewards`: rewards assigned and written beside the store, summarized
-//! as text or JSON.
+//! `kiln rewards`: rewards assigned, the model's proposal measured against
+//! the stock decisions and the campaign's best step, and the verdict written
+//! beside the store, summarized as text or JSON.
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{anyhow, bail, Context, Result};
 
+use kiln_protocol::{CampaignConfig, DecisionSet};
+
+use super::benchmark::{compare, pick_worker, pooled_objective, single_slot, Slot};
 use crate::cli::RewardsArgs;
-use crate::error::Outcome;
-use crate::rewards::{self, largest_effects, RewardOptions, Written};
+use crate::dispatch::bundle;
+use crate::error::{BadInput, Outcome};
+use crate::logging;
+use crate::plan::step::{self, Repeatability};
+use crate::rewards::{
+    self, judge, largest_effects, prejudge, Assignment, Checked, RewardOptions, Verification,
+    Written,
+};
 use crate::store::{layout, Store};
+use crate::text::{format_ratio, time_ratio, TIME_RATIO};
 
-/// Sites listed with the largest effects per experiment.
+/// Rewards listed per experiment, largest first.
 const LARGEST: usize = 5;
+
+/// Sites or values listed by name before "and N more".
+const LISTED: usize = 8;
+
+/// Rounds of a verification whose objective is noisy (one suffices for exact counts).
+const NOISY_ROUNDS: u32 = 3;
 
 pub(super) fn run(args: &RewardsArgs, out: &mut dyn Write) -> Result<Outcome> {
     let store = Store::open_existing(&args.store)?;
@@ -23,8 +41,34 @@ pub(super) fn run(args: &RewardsArgs, out: &mut dyn Write) -> Result<Outcome> {
     let options = RewardOptions {
         target: args.target,
         lambda: args.lambda,
+        min_count: args.min_count,
+        folds: args.folds,
+        min_r2: args.min_r2,
     };
-    let written = rewards::run(&store, args.experiment.as_deref(), &options, &dir)?;
+    let (assignments, skipped) = rewards::assign_all(&store, args.experiment.as_deref(), &options)?;
+    if assignments.is_empty() {
+        bail!(
+            "store {} holds no successfully measured steps to assign rewards from",
+            store.dir().display()
+        );
+    }
+    let verify = !args.no_verify;
+    let mut judged = Vec::new();
+    let mut config = None;
+    for a in assignments {
+        if let Some(verdict) = prejudge(&a, verify) {
+            judged.push((a, None, verdict));
+            continue;
+        }
+        if config.is_none() {
+            config = Some(campaign_config(args, &store)?);
+        }
+        let config = config.as_ref().expect("read above");
+        let verification = super::runtime()?.block_on(measure(config, &store, &a, args))?;
+        let verdict = judge(&verification);
+        judged.push((a, Some(verification), verdict));
+    }
+    let written = rewards::write(&store, &dir, judged, skipped)?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &json(&written))?;
         writeln!(out)?;
@@ -34,43 +78,260 @@ pub(super) fn run(args: &RewardsArgs, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Per experiment: the fit, its held-out R², the largest effects and the best decisions.
+/// The config to measure with: `--config`, else the one the store keeps; its
+/// objective must be the campaign's.
+fn campaign_config(args: &RewardsArgs, store: &Store) -> Result<CampaignConfig> {
+    let stored = store.config()?;
+    let Some(path) = &args.config else {
+        return stored.ok_or_else(|| {
+            BadInput(format!(
+                "store {} keeps no campaign config to verify with: pass --config, or --no-verify",
+                store.dir().display()
+            ))
+            .into()
+        });
+    };
+    let config = super::read_config(path)?;
+    if let Some(stored) = stored.filter(|s| s.objective != config.objective) {
+        return Err(BadInput(format!(
+            "{} measures the {} of {}, the campaign of store {} the {} of {}: \
+             a verification must use the campaign's objective",
+            path.display(),
+            config.objective.statistic.name(),
+            config.objective.metric,
+            store.dir().display(),
+            stored.objective.statistic.name(),
+            stored.objective.metric
+        ))
+        .into());
+    }
+    Ok(config)
+}
+
+/// Measures the stock decisions, the best step's and the proposal against
+/// each other on one slot of a campaign worker: by default the one that
+/// measured the best step.
+async fn measure(
+    config: &CampaignConfig,
+    store: &Store,
+    a: &Assignment,
+    args: &RewardsArgs,
+) -> Result<Verification> {
+    let name = a.benchmark.as_deref().with_context(|| {
+        format!(
+            "the config does not say which benchmark experiment {} measures",
+            a.experiment
+        )
+    })?;
+    let spec = super::benchmark_spec(config, name)?;
+    let info = store
+        .experiment(&a.experiment)?
+        .with_context(|| format!("experiment {} left the store", a.experiment))?;
+    let best = a
+        .best_step
+        .as_ref()
+        .context("no best step to verify against")?;
+    let bundle = Arc::new(bundle::pack(&spec.sources).with_context(|| {
+        format!(
+            "cannot read the sources of benchmark {name} to measure the proposal; where the \
+             campaign's config named them relative to another folder, pass it with --config"
+        )
+    })?);
+    if bundle.hash != info.bundle {
+        bail!(
+            "benchmark {name} ({}) changed since experiment {} measured its steps, so its \
+             proposal cannot be compared with them; pass the campaign's config with --config, \
+             or --no-verify",
+            spec.sources.display(),
+            a.experiment
+        );
+    }
+    let worker = match &args.worker {
+        Some(name) => pick_worker(config, Some(name))?,
+        None => match config.workers.iter().find(|w| w.name() == best.worker) {
+            Some(w) => w.clone(),
+            None => pick_worker(config, None)?,
+        },
+    };
+    let worker = single_slot(&worker);
+    let rounds = match step::repeatability(config, info.runs) {
+        Repeatability::Exact => 1,
+        Repeatability::Noisy => NOISY_ROUNDS,
+    };
+    // Each distinct set once: stock (the reference) first.
+    let mut sets: Vec<&DecisionSet> = vec![&a.stock];
+    let mut place = |set| match sets.iter().position(|s| *s == set) {
+        Some(i) => i,
+        None => {
+            sets.push(set);
+            sets.len() - 1
+        }
+    };
+    let (best_at, proposal_at) = (place(&best.decisions), place(&a.proposal));
+    logging::note(format_args!(
+        "{}: measuring the proposal against the stock decisions and {} on worker {} \
+         ({} set(s), {rounds} round(s))",
+        a.experiment,
+        best.key,
+        worker.name(),
+        sets.len()
+    ));
+    let runs = info.runs.unwrap_or(config.runs);
+    let mut slot = Slot::start(config, &worker, spec.limits)?;
+    let measured = compare(
+        &mut slot.session(),
+        config,
+        spec,
+        &bundle,
+        &sets,
+        runs,
+        rounds,
+    )
+    .await;
+    drop(slot);
+    let measured = measured?;
+    let objective = |i: usize| pooled_objective(config, &measured[i]);
+    let failed = |what: &str, e: String| {
+        anyhow!(
+            "{what} of experiment {} failed on worker {}: {e}",
+            a.experiment,
+            worker.name()
+        )
+    };
+    Ok(Verification {
+        worker: worker.name().to_string(),
+        rounds,
+        stock: objective(0).map_err(|e| failed("the stock decisions", e))?,
+        best_step: objective(best_at).map_err(|e| failed(&format!("best step {}", best.key), e))?,
+        proposal: objective(proposal_at),
+    })
+}
+
+/// Names, the first few of them, and how many more there are.
+fn listed<T: std::fmt::Display>(items: impl ExactSizeIterator<Item = T>) -> String {
+    let n = items.len();
+    let mut text: Vec<String> = items.take(LISTED).map(|i| i.to_string()).collect();
+    if n > LISTED {
+        text.push(format!("and {} more", n - LISTED));
+    }
+    text.join(", ")
+}
+
+/// Per experiment: the model and how far to trust it, the measured ratios,
+/// the verdict and where its files are.
 fn summary(w: &Written) -> String {
     let mut out = String::new();
-    for (a, path) in &w.assignments {
+    for c in &w.experiments {
+        let a = &c.assignment;
+        let o = &a.options;
         let _ = writeln!(
             out,
-            "experiment {}: {} rows fitted, {} held out; target {}, lambda {}",
+            "experiment {}: {} steps fitted; target {}, lambda {}; {} rewards fitted, relative \
+             to the stock decisions",
             a.experiment,
-            a.train_rows,
-            a.test_rows,
-            a.options.target.name(),
-            a.options.lambda
+            a.rows,
+            o.target.name(),
+            o.lambda,
+            a.fitted()
         );
         let _ = writeln!(
             out,
-            "  held-out R²: {}",
-            a.r2.map_or("- (too few held-out rows)".to_string(), |r| format!(
-                "{r:.3}"
-            ))
+            "  cross-validated R² ({} folds): {}",
+            o.folds,
+            a.cv_r2
+                .map_or("- (too few steps, or none differ)".into(), |r| format!(
+                    "{r:.3}"
+                ))
         );
-        for (site, spread) in largest_effects(a).into_iter().take(LARGEST) {
+        let never = a.never_varied();
+        if !never.is_empty() {
             let _ = writeln!(
                 out,
-                "  effect {spread:+.4}  {site} = {}",
-                a.best
-                    .get(&site)
-                    .map(ToString::to_string)
-                    .unwrap_or_default()
+                "  no reward, never varied ({}): {}",
+                never.len(),
+                listed(never.iter())
             );
+        }
+        let rare: Vec<String> = a
+            .too_rare()
+            .map(|r| format!("{} = {} ({} steps)", r.site, r.value, r.count))
+            .collect();
+        if !rare.is_empty() {
+            let _ = writeln!(
+                out,
+                "  no reward, seen in fewer than {} steps, or its stock value was ({}): {}",
+                o.min_count,
+                rare.len(),
+                listed(rare.iter())
+            );
+        }
+        let largest = largest_effects(a);
+        if !largest.is_empty() {
+            let _ = writeln!(
+                out,
+                "  largest rewards (benefit against stock; ± standard error):"
+            );
+        }
+        for r in largest.into_iter().take(LARGEST) {
+            let se = r
+                .estimate
+                .std_error()
+                .map_or("-".into(), |s| format!("{s:.4}"));
+            let _ = writeln!(
+                out,
+                "    {:+.4} ± {se}  {} = {}",
+                r.estimate.reward().unwrap_or(0.0),
+                r.site,
+                r.value
+            );
+        }
+        if let Some(best) = &a.best_step {
+            let _ = writeln!(
+                out,
+                "  best step measured: {}, {TIME_RATIO} {}",
+                best.key,
+                format_ratio(time_ratio(best.objective, a.baseline_objective))
+            );
+        }
+        if let Some(v) = &c.verification {
+            let _ = writeln!(
+                out,
+                "  measured on worker {} ({} round(s)), {TIME_RATIO}s (below 1 is faster):",
+                v.worker, v.rounds
+            );
+            let proposal = v.proposal.as_ref().ok().copied();
+            for (label, x, y) in [
+                ("proposal / stock", proposal, v.stock),
+                ("best step / stock", Some(v.best_step), v.stock),
+                ("proposal / best step", proposal, v.best_step),
+            ] {
+                let ratio = format_ratio(x.map_or(f64::NAN, |x| time_ratio(x, y)));
+                let _ = writeln!(out, "    {label:<21} {ratio}");
+            }
         }
         let _ = writeln!(
             out,
-            "  best decisions: {} ({} of {} differ from the baseline)",
-            path.display(),
-            a.best.diff_from(&a.baseline).len(),
-            a.best.len()
+            "  proposal ({} of {} decisions differ from stock): {}",
+            a.proposal.diff_from(&a.stock).len(),
+            a.proposal.len(),
+            c.verdict.says()
         );
+        match (&c.best_file, &c.best_step_file) {
+            (Some(best), _) => {
+                let _ = writeln!(out, "  best decisions: {}", best.display());
+            }
+            (None, Some(step)) => {
+                let _ = writeln!(
+                    out,
+                    "  no best decision file written; the best measured step's decisions: {}",
+                    step.display()
+                );
+            }
+            (None, None) => {
+                let _ = writeln!(out, "  no best decision file written");
+            }
+        }
+        let _ = writeln!(out, "  proposal file: {}", c.proposal_file.display());
     }
     for name in &w.skipped {
         let _ = writeln!(
@@ -84,39 +345,81 @@ fn summary(w: &Written) -> String {
 
 /// The same as JSON, every reward included.
 fn json(w: &Written) -> serde_json::Value {
-    let experiments: Vec<serde_json::Value> = w
-        .assignments
-        .iter()
-        .map(|(a, path)| {
-            let rewards: Vec<serde_json::Value> = a
-                .rewards
-                .iter()
-                .map(|r| {
-                    serde_json::json!({
-                        "site": r.site.to_string(),
-                        "value": r.value.to_string(),
-                        "reward": r.reward,
-                        "count": r.count,
-                    })
-                })
-                .collect();
-            serde_json::json!({
-                "experiment": a.experiment,
-                "benchmark": a.benchmark,
-                "target": a.options.target.name(),
-                "lambda": a.options.lambda,
-                "train_rows": a.train_rows,
-                "test_rows": a.test_rows,
-                "held_out_r2": a.r2,
-                "best_file": path,
-                "differ_from_baseline": a.best.diff_from(&a.baseline).len(),
-                "rewards": rewards,
-            })
-        })
-        .collect();
+    let experiments: Vec<serde_json::Value> = w.experiments.iter().map(experiment_json).collect();
     serde_json::json!({
         "experiments": experiments,
         "skipped": w.skipped,
         "table": w.table,
+    })
+}
+
+fn experiment_json(c: &Checked) -> serde_json::Value {
+    let a = &c.assignment;
+    let rewards: Vec<serde_json::Value> = a
+        .rewards
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "site": r.site.to_string(),
+                "value": r.value.to_string(),
+                "status": r.estimate.name(),
+                "reward": r.estimate.reward(),
+                "std_error": r.estimate.std_error(),
+                "count": r.count,
+            })
+        })
+        .collect();
+    let too_rare: Vec<serde_json::Value> = a
+        .too_rare()
+        .map(|r| serde_json::json!({"site": r.site.to_string(), "value": r.value.to_string(), "count": r.count}))
+        .collect();
+    let best_step = a.best_step.as_ref().map(|b| {
+        serde_json::json!({
+            "step": b.key.to_string(),
+            "chain": b.key.chain,
+            "index": b.key.step,
+            "objective": b.objective,
+            "time_ratio": time_ratio(b.objective, a.baseline_objective),
+            "worker": b.worker,
+            "file": c.best_step_file,
+        })
+    });
+    let verification = c.verification.as_ref().map(|v| {
+        let proposal = v.proposal.as_ref().ok().copied();
+        serde_json::json!({
+            "worker": v.worker,
+            "rounds": v.rounds,
+            "stock": v.stock,
+            "best_step": v.best_step,
+            "proposal": proposal,
+            "proposal_failed": v.proposal.as_ref().err(),
+            "proposal_to_stock": proposal.map(|p| time_ratio(p, v.stock)),
+            "best_step_to_stock": time_ratio(v.best_step, v.stock),
+            "proposal_to_best_step": proposal.map(|p| time_ratio(p, v.best_step)),
+        })
+    });
+    serde_json::json!({
+        "experiment": a.experiment,
+        "benchmark": a.benchmark,
+        "target": a.options.target.name(),
+        "lambda": a.options.lambda,
+        "rows": a.rows,
+        "intercept": a.intercept,
+        "folds": a.options.folds,
+        "cv_r2": a.cv_r2,
+        "min_r2": a.options.min_r2,
+        "min_count": a.options.min_count,
+        "trusted": a.distrust.is_none(),
+        "distrust": a.distrust.map(|d| d.to_string()),
+        "never_varied": a.never_varied().iter().map(ToString::to_string).collect::<Vec<_>>(),
+        "too_rare": too_rare,
+        "best_step": best_step,
+        "verification": verification,
+        "verdict": c.verdict.name(),
+        "verdict_says": c.verdict.says(),
+        "proposal_file": c.proposal_file,
+        "best_file": c.best_file,
+        "differ_from_stock": a.proposal.diff_from(&a.stock).len(),
+        "rewards": rewards,
     })
 }

@@ -263,9 +263,20 @@ pub fn rewards_table(dir: &Path) -> PathBuf {
     dir.join("rewards.csv")
 }
 
-/// The decision file `kiln rewards` writes for an experiment.
+/// The best decision file `kiln rewards` writes for an experiment, only where
+/// its proposal measured no worse than stock and the best step.
 pub fn rewards_best_file(dir: &Path, experiment: &str) -> PathBuf {
     dir.join(format!("{}.best.sexp", file_stem(experiment)))
+}
+
+/// The model's proposal for an experiment, labelled with what became of it.
+pub fn rewards_proposal_file(dir: &Path, experiment: &str) -> PathBuf {
+    dir.join(format!("{}.proposal.sexp", file_stem(experiment)))
+}
+
+/// The best measured step's decisions, where the store's best file of its chain holds others.
+pub fn rewards_best_step_file(dir: &Path, experiment: &str) -> PathBuf {
+    dir.join(format!("{}.best-step.sexp", file_stem(experiment)))
 }
 
 /// Where `kiln report` writes by default.
