@@ -161,6 +161,24 @@ fn every_table_of_a_real_campaign_loads_typed_in_every_format() {
     assert!(piped.status.success(), "{}", text(&piped));
     let file = std::fs::read(tables.join("parquet/sites.parquet")).unwrap();
     assert!(piped.stdout.starts_with(b"PAR1") && piped.stdout == file);
+    // Parquet to a terminal is refused, saying what to do instead.
+    let kiln = kiln();
+    let line = format!(
+        "{} export store --table sites --format parquet",
+        kiln.display()
+    );
+    let tty = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&tty.stdout);
+    assert!(!tty.status.success(), "{said}");
+    assert!(
+        said.contains("standard output is a terminal") && said.contains("-o FILE"),
+        "{said}"
+    );
+    assert!(!said.contains("PAR1"), "{said}");
     // --all needs a folder.
     let out = run_kiln(dir.path(), &["export", "store", "--all"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));

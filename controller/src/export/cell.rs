@@ -106,12 +106,17 @@ impl Row {
 
     /// Lower-case hex digits, as [`kiln_protocol::ContentHash`] prints.
     pub(super) fn hex(&mut self, bytes: &[u8]) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         self.separate();
-        for b in bytes {
-            self.bytes.push(DIGITS[usize::from(b >> 4)]);
-            self.bytes.push(DIGITS[usize::from(b & 15)]);
-        }
+        hex_digits(bytes, &mut self.bytes);
+    }
+}
+
+/// Appends the lower-case hex digits of `bytes` to `out`.
+pub(super) fn hex_digits(bytes: &[u8], out: &mut Vec<u8>) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 15)]);
     }
 }
 

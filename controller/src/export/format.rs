@@ -13,7 +13,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use super::cell::{Cell, Row};
+use super::cell::{hex_digits, Cell, Row};
 
 /// What a column holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -120,11 +120,9 @@ pub(super) trait Sink: Send {
     }
     /// Lower-case hex digits of bytes, a text cell.
     fn hex(&mut self, bytes: &[u8]) {
-        let mut s = String::with_capacity(bytes.len() * 2);
-        for b in bytes {
-            s.push_str(&format!("{b:02x}"));
-        }
-        self.text(&s);
+        let mut digits = Vec::with_capacity(2 * bytes.len());
+        hex_digits(bytes, &mut digits);
+        self.text(std::str::from_utf8(&digits).expect("hex digits are ASCII"));
     }
 }
 
