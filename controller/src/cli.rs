@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::export::Table;
+use crate::export::{Format, Table};
 use crate::logging::Verbosity;
 use crate::rewards::Target;
 
@@ -58,7 +58,7 @@ pub enum Command {
     Workers(WorkersArgs),
     /// Measure one decision file against the benchmark's baseline on one worker.
     Benchmark(BenchmarkArgs),
-    /// Export a store's table as CSV (schemas: README.md, "Export schema").
+    /// Export a store's table as CSV, JSON lines or Parquet (schema: `kiln export --schema`).
     Export(ExportArgs),
     /// Assign each decision a reward relative to stock (ridge regression), measure the proposal
     /// against stock and the best step, and write it as best only if it is no worse.
@@ -173,17 +173,33 @@ pub struct BenchmarkArgs {
 #[derive(Args)]
 pub struct ExportArgs {
     /// The campaign's store folder.
-    pub store: PathBuf,
+    #[arg(required_unless_present = "schema")]
+    pub store: Option<PathBuf>,
     /// The table.
-    #[arg(long, value_enum)]
-    pub table: Table,
+    #[arg(long, value_enum, required_unless_present_any = ["all", "schema"])]
+    pub table: Option<Table>,
+    /// Every table, each to FOLDER/TABLE.EXT in the folder `--output` names.
+    #[arg(long, conflicts_with_all = ["table", "wide"], requires = "output")]
+    pub all: bool,
     /// Only this experiment.
     #[arg(long)]
     pub experiment: Option<String>,
     /// The decisions table with one column per site.
     #[arg(long)]
     pub wide: bool,
-    /// Write to this file instead of standard output.
+    /// The format: csv, jsonl (one JSON object per line) or parquet (binary: to a file, or a pipe).
+    #[arg(long, value_enum, default_value = "csv")]
+    pub format: Format,
+    /// Leave out the columns whose every cell is the same.
+    #[arg(long)]
+    pub drop_constant: bool,
+    /// Print every table's columns (type and meaning) and the schema version, not a table.
+    #[arg(long, conflicts_with_all = ["store", "table", "all"])]
+    pub schema: bool,
+    /// With `--schema`: as JSON.
+    #[arg(long, requires = "schema")]
+    pub json: bool,
+    /// Write to this file (with `--all`: this folder) instead of standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
 }

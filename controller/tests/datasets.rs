@@ -11,8 +11,8 @@ use rand_chacha::ChaCha8Rng;
 
 use common::{kiln_cmd, reopen, run_kiln, run_kiln_when_free, text};
 use kiln_controller::export::{
-    self, ExportOptions, Table, DECISION_COLUMNS, REWARD_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
-    STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
+    self, names, ExportOptions, Table, DECISION_COLUMNS, REWARD_TABLE_COLUMNS, RUN_COLUMNS,
+    SITE_COLUMNS, STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,
 };
 use kiln_controller::rewards::{self, Distrust, RewardOptions, Target, Verdict};
 use kiln_controller::store::layout::{rewards_best_file, rewards_proposal_file};
@@ -371,9 +371,9 @@ fn add_manual_step(store: &Store) {
 fn export_table(store: &Store, table: Table, experiment: Option<&str>, wide: bool) -> Vec<u8> {
     let mut out = Vec::new();
     let options = ExportOptions {
-        table,
         experiment,
         wide,
+        ..ExportOptions::new(table)
     };
     export::export(store, options, &mut out).unwrap();
     out
@@ -420,7 +420,7 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
 
     // steps
     let (header, rows) = read_csv(&export_table(&store, Table::Steps, None, false));
-    assert_documented(&doc, STEP_COLUMNS);
+    assert_documented(&doc, &names(STEP_COLUMNS));
     let statistics: Vec<String> = STEP_STATISTICS
         .iter()
         .map(|s| format!("METRIC.{s}"))
@@ -429,7 +429,7 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
         &doc,
         &statistics.iter().map(String::as_str).collect::<Vec<_>>(),
     );
-    let mut expected: Vec<String> = STEP_COLUMNS.iter().map(|c| c.to_string()).collect();
+    let mut expected: Vec<String> = STEP_COLUMNS.iter().map(|c| c.name.to_string()).collect();
     // Metrics in Metric::ALL order: wall, user, system, cycles, instructions.
     for m in [
         "wall-time",
@@ -448,11 +448,8 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
         assert_eq!(&row[col("step")], record.key.step.to_string());
         assert_eq!(
             &row[col("cycles.median")],
-            if record.result.runs.len() > 1 {
-                "unsupported"
-            } else {
-                ""
-            }
+            // Null whether unsupported or not measured (the `support` table tells).
+            ""
         );
         match record.objective {
             Some(o) => {
@@ -480,8 +477,8 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
 
     // runs
     let (header, rows) = read_csv(&export_table(&store, Table::Runs, None, false));
-    assert_documented(&doc, RUN_COLUMNS);
-    let mut expected: Vec<String> = RUN_COLUMNS.iter().map(|c| c.to_string()).collect();
+    assert_documented(&doc, &names(RUN_COLUMNS));
+    let mut expected: Vec<String> = RUN_COLUMNS.iter().map(|c| c.name.to_string()).collect();
     expected.extend(
         [
             "wall-time",
@@ -498,8 +495,8 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
 
     // decisions, long and wide
     let (header, rows) = read_csv(&export_table(&store, Table::Decisions, None, false));
-    assert_documented(&doc, DECISION_COLUMNS);
-    assert_eq!(header, DECISION_COLUMNS);
+    assert_documented(&doc, &names(DECISION_COLUMNS));
+    assert_eq!(header, names(DECISION_COLUMNS));
     let decisions: usize = records.iter().map(|r| r.decisions.len()).sum();
     assert_eq!(rows.len(), decisions);
     assert_eq!(&rows[0][3], site(0).as_str());
@@ -509,7 +506,7 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
         Some("linear"),
         true,
     ));
-    assert_documented(&doc, WIDE_DECISION_COLUMNS);
+    assert_documented(&doc, &names(WIDE_DECISION_COLUMNS));
     assert_eq!(header.len(), WIDE_DECISION_COLUMNS.len() + EFFECTS.len());
     assert_eq!(header[3], site(0).as_str());
     assert_eq!(rows.len(), 60);
@@ -522,24 +519,34 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
 
     // sites
     let (header, rows) = read_csv(&export_table(&store, Table::Sites, None, false));
-    assert_documented(&doc, SITE_COLUMNS);
-    assert_eq!(header, SITE_COLUMNS);
+    assert_documented(&doc, &names(SITE_COLUMNS));
+    let features: Vec<String> = export::features()
+        .into_iter()
+        .map(|f| f.column.name)
+        .collect();
+    assert!(!features.is_empty());
+    assert_documented(
+        &doc,
+        &features.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let mut expected: Vec<String> = names(SITE_COLUMNS).iter().map(|c| c.to_string()).collect();
+    expected.extend(features);
+    assert_eq!(header, expected);
     assert_eq!(rows.len(), 2 * EFFECTS.len());
     assert_eq!(&rows[0][4], "no-inline");
     assert_eq!(&rows[0][5], "inline no-inline");
 
     // rewards
     let (header, rows) = read_csv(&export_table(&store, Table::Rewards, Some("linear"), false));
-    assert_documented(&doc, REWARD_COLUMNS);
-    assert_eq!(header, REWARD_COLUMNS);
+    assert_documented(&doc, &names(REWARD_TABLE_COLUMNS));
+    assert_eq!(header, names(REWARD_TABLE_COLUMNS));
     assert_eq!(rows.len(), 2 * EFFECTS.len());
 
     // An unknown experiment is refused, naming the ones there are.
     let mut sink = Vec::new();
     let options = ExportOptions {
-        table: Table::Steps,
         experiment: Some("nope"),
-        wide: false,
+        ..ExportOptions::new(Table::Steps)
     };
     let err = export::export(&store, options, &mut sink)
         .unwrap_err()
@@ -622,7 +629,7 @@ fn rewards_recover_the_sign_of_every_effect_and_the_ranking_of_the_largest() {
     assert_eq!(checked.proposal_file, rewards_proposal_file(&out, "linear"));
     assert_eq!(written.table, out.join("rewards.csv"));
     let (header, rows) = read_csv(&std::fs::read(out.join("rewards.csv")).unwrap());
-    assert_eq!(header, REWARD_COLUMNS);
+    assert_eq!(header, names(REWARD_TABLE_COLUMNS));
     assert_eq!(rows.len(), 2 * EFFECTS.len());
     let text = std::fs::read_to_string(&checked.proposal_file).unwrap();
     assert!(

@@ -1,33 +1,69 @@
-//! `kiln export`: one table of a store as CSV, to a file or standard output.
+//! `kiln export`: one table of a store (or every table) as CSV, JSON lines
+//! or Parquet, to a file, a folder or standard output; or the schema.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use crate::cli::ExportArgs;
 use crate::error::Outcome;
-use crate::export::{self, ExportOptions};
+use crate::export::{self, schema, ExportOptions, Table};
 use crate::logging;
 use crate::store::Store;
 
 pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
-    let store = Store::open_existing(&args.store)?;
-    let options = ExportOptions {
-        table: args.table,
+    if args.schema {
+        let schema = schema::schema();
+        if args.json {
+            serde_json::to_writer_pretty(&mut *out, &schema)?;
+            writeln!(out)?;
+        } else {
+            write!(out, "{}", schema.markdown())?;
+        }
+        return Ok(Outcome::Success);
+    }
+    let store = Store::open_existing(args.store.as_deref().context("no store given")?)?;
+    let options = |table| ExportOptions {
+        table,
         experiment: args.experiment.as_deref(),
         wide: args.wide,
+        format: args.format,
+        drop_constant: args.drop_constant,
     };
-    match &args.output {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            let rows = export::export(&store, options, std::io::BufWriter::new(file))
-                .with_context(|| format!("cannot export to {}", path.display()))?;
-            logging::note(format_args!("{rows} rows written to {}", path.display()));
+    if args.all {
+        let dir = args
+            .output
+            .as_deref()
+            .context("--all needs --output FOLDER")?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the folder {}", dir.display()))?;
+        for table in Table::ALL {
+            let path = dir.join(format!("{}.{}", table.name(), args.format.extension()));
+            to_file(&store, options(*table), &path)?;
         }
+        return Ok(Outcome::Success);
+    }
+    let table = args.table.context("no table given")?;
+    match &args.output {
+        Some(path) => to_file(&store, options(table), path)?,
+        None if args.format.is_binary() && std::io::stdout().is_terminal() => bail!(
+            "{} is binary and standard output is a terminal: write it to a file with \
+             `-o FILE` or pipe it to a program",
+            args.format.extension()
+        ),
         None => {
-            export::export(&store, options, out)?;
+            export::export(&store, options(table), out)?;
         }
     }
     Ok(Outcome::Success)
+}
+
+fn to_file(store: &Store, options: ExportOptions<'_>, path: &Path) -> Result<()> {
+    let file =
+        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
+    let rows = export::export(store, options, std::io::BufWriter::new(file))
+        .with_context(|| format!("cannot export to {}", path.display()))?;
+    logging::note(format_args!("{rows} rows written to {}", path.display()));
+    Ok(())
 }

@@ -42,13 +42,12 @@ fn write_steps_csv(store: &Store) -> Result<()> {
     let tmp = layout::steps_csv_tmp(store.dir());
     let file =
         std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    let options = ExportOptions {
-        table: Table::Steps,
-        experiment: None,
-        wide: false,
-    };
-    export::export(store, options, std::io::BufWriter::new(file))
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    export::export(
+        store,
+        ExportOptions::new(Table::Steps),
+        std::io::BufWriter::new(file),
+    )
+    .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
 }

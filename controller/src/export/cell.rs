@@ -11,6 +11,8 @@ pub(super) struct Row {
     pub(super) bytes: Vec<u8>,
     /// Whether the current record has a field yet.
     started: bool,
+    /// Records ended.
+    rows: u64,
 }
 
 impl Row {
@@ -19,7 +21,13 @@ impl Row {
         Row {
             bytes,
             started: false,
+            rows: 0,
         }
+    }
+
+    /// Records ended so far.
+    pub(super) fn rows(&self) -> u64 {
+        self.rows
     }
 
     /// Starts a field.
@@ -34,6 +42,24 @@ impl Row {
     pub(super) fn end(&mut self) {
         self.bytes.push(b'\n');
         self.started = false;
+        self.rows += 1;
+    }
+
+    /// An empty field.
+    pub(super) fn empty(&mut self) {
+        self.separate();
+    }
+
+    /// `n` empty fields.
+    pub(super) fn empties(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if self.started {
+            self.bytes.push(b',');
+        }
+        self.bytes.extend(std::iter::repeat(b',').take(n - 1));
+        self.started = true;
     }
 
     pub(super) fn str(&mut self, s: &str) {
@@ -59,11 +85,14 @@ impl Row {
     }
 
     /// Numbers, each printed once where it repeats the one before (the
-    /// statistics of one run are one number five times).
+    /// statistics of one run are one number five times); NaN is empty.
     pub(super) fn floats(&mut self, values: &[f64]) {
         let mut before: Option<(u64, std::ops::Range<usize>)> = None;
         for v in values {
             self.separate();
+            if v.is_nan() {
+                continue;
+            }
             let start = self.bytes.len();
             match before {
                 Some((bits, ref text)) if bits == v.to_bits() => {
@@ -75,22 +104,19 @@ impl Row {
         }
     }
 
-    /// Empty for `None`.
-    pub(super) fn opt(&mut self, v: Option<impl Cell>) {
-        match v {
-            Some(v) => self.cell(v),
-            None => self.separate(),
-        }
-    }
-
     /// Lower-case hex digits, as [`kiln_protocol::ContentHash`] prints.
     pub(super) fn hex(&mut self, bytes: &[u8]) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         self.separate();
-        for b in bytes {
-            self.bytes.push(DIGITS[usize::from(b >> 4)]);
-            self.bytes.push(DIGITS[usize::from(b & 15)]);
-        }
+        hex_digits(bytes, &mut self.bytes);
+    }
+}
+
+/// Appends the lower-case hex digits of `bytes` to `out`.
+pub(super) fn hex_digits(bytes: &[u8], out: &mut Vec<u8>) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 15)]);
     }
 }
 

@@ -1,12 +1,15 @@
-//! `kiln export`: a store's steps, runs, decisions, sites and rewards as CSV.
+//! `kiln export`: a store's steps, runs, decisions, sites, metric support,
+//! training dataset and rewards as CSV, JSON lines or Parquet.
 //!
-//! Every table is written row by row while the store is iterated, so memory
-//! does not grow with the number of steps. The `steps` and `runs` tables have
-//! one column group per metric present in the store, found by a first pass
-//! over the steps and ordered as [`Metric::ALL`]; a metric a worker could not
-//! measure reads `unsupported`, one not measured at all (a failed step) is
-//! empty. The schemas are in [`schema`] and documented in README.md, section
-//! "Export schema".
+//! Every table is a list of typed columns ([`schema`], printed by
+//! `kiln export --schema` and reproduced in README.md's "Export schema")
+//! whose rows are pushed cell by cell into a [`format`] writer, so the
+//! three formats write the same cells. Rows are written while the store is
+//! iterated, so memory does not grow with the number of steps. The `steps`
+//! and `runs` tables have one column group per metric present in the store,
+//! found by a first pass over the steps and ordered as [`Metric::ALL`]; a
+//! metric a worker could not measure is null, and the `support` table says
+//! which metrics each worker measures.
 //!
 //! Export reads the store through its API (never its keys or JSON layout)
 //! and the rewards it assigns; it knows nothing of campaigns or workers.
@@ -14,18 +17,25 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
 use kiln_protocol::{CampaignConfig, Metric};
 
-use crate::rewards::{self, RewardOptions};
 use crate::store::{benchmark_of, ExperimentInfo, StepRecord, Store};
 
 mod cell;
+pub mod format;
 mod parallel;
+mod parquet_file;
 pub mod schema;
 mod steps;
 mod tables;
+
+pub use format::{Column, Format, Type};
+pub use schema::*;
+
+use format::{ConstantsWriter, CsvWriter, JsonlWriter, MaskedWriter, Writer};
+use parquet_file::ParquetWriter;
 
 /// The tables `kiln export` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -36,10 +46,40 @@ pub enum Table {
     Runs,
     /// One row per decision of a step (one row per step with `--wide`).
     Decisions,
-    /// One row per decision point of an experiment.
+    /// One row per decision point of an experiment, with its features.
     Sites,
+    /// One row per worker and metric: whether the worker measures it.
+    Support,
+    /// One row per step and decision point, ready for training.
+    Dataset,
     /// One row per decision value with its reward (ridge regression, default options).
     Rewards,
+}
+
+impl Table {
+    /// Every table, in the schema's order.
+    pub const ALL: &'static [Table] = &[
+        Table::Steps,
+        Table::Runs,
+        Table::Decisions,
+        Table::Sites,
+        Table::Support,
+        Table::Dataset,
+        Table::Rewards,
+    ];
+
+    /// The table's name on the command line and in file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Steps => "steps",
+            Table::Runs => "runs",
+            Table::Decisions => "decisions",
+            Table::Sites => "sites",
+            Table::Support => "support",
+            Table::Dataset => "dataset",
+            Table::Rewards => "rewards",
+        }
+    }
 }
 
 /// What to export.
@@ -51,33 +91,67 @@ pub struct ExportOptions<'a> {
     pub experiment: Option<&'a str>,
     /// The decisions table with one column per site.
     pub wide: bool,
+    /// The format written.
+    pub format: Format,
+    /// Leave out the columns whose every cell is the same (nulls included).
+    pub drop_constant: bool,
 }
 
-pub use schema::*;
-
-/// Writes a table as CSV to `out`; returns the number of data rows.
-pub fn export(store: &Store, options: ExportOptions<'_>, mut out: impl Write) -> Result<u64> {
-    let ctx = Tables::load(store, options.experiment)?;
-    if options.table == Table::Steps {
-        let rows = steps::write(store, &ctx, &mut out)?;
-        out.flush().context("cannot write the CSV")?;
-        return Ok(rows);
-    }
-    let mut csv = csv::Writer::from_writer(out);
-    let rows = match options.table {
-        Table::Steps => unreachable!("written above"),
-        Table::Runs => tables::runs(store, &ctx, &mut csv)?,
-        Table::Decisions if options.wide => tables::decisions_wide(store, &ctx, &mut csv)?,
-        Table::Decisions => tables::decisions_long(store, &ctx, &mut csv)?,
-        Table::Sites => tables::sites(&ctx, &mut csv)?,
-        Table::Rewards => {
-            let (all, _) =
-                rewards::assign_all(store, options.experiment, &RewardOptions::default())?;
-            rewards::write_table(&all, &mut csv)?
+impl<'a> ExportOptions<'a> {
+    /// A table of every experiment, as CSV, every column.
+    pub fn new(table: Table) -> ExportOptions<'a> {
+        ExportOptions {
+            table,
+            experiment: None,
+            wide: false,
+            format: Format::Csv,
+            drop_constant: false,
         }
+    }
+}
+
+/// Writes a table to `out`; returns the number of data rows.
+pub fn export(store: &Store, options: ExportOptions<'_>, out: impl Write) -> Result<u64> {
+    let ctx = Tables::load(store, options.experiment)?;
+    let source = tables::Source::new(store, &ctx, &options)?;
+    let columns = source.columns();
+    let keep = if options.drop_constant {
+        let mut finder = ConstantsWriter::new(columns.len());
+        source.rows(&mut finder)?;
+        Some(finder.varying())
+    } else {
+        None
     };
-    csv.flush().context("cannot write the CSV")?;
-    Ok(rows)
+    let kept: Vec<Column> = match &keep {
+        Some(keep) => columns
+            .iter()
+            .zip(keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| c.clone())
+            .collect(),
+        None => columns,
+    };
+    match options.format {
+        Format::Csv => write(&source, CsvWriter::new(&kept, out)?, keep),
+        Format::Jsonl => write(&source, JsonlWriter::new(&kept, out), keep),
+        Format::Parquet => write(&source, ParquetWriter::new(&kept, out)?, keep),
+    }
+}
+
+/// Writes the source's rows with `writer`, only the kept columns if `keep` says.
+fn write<W: Writer>(source: &tables::Source<'_>, writer: W, keep: Option<Vec<bool>>) -> Result<u64>
+where
+    W::Rows: 'static,
+{
+    fn all<W: Writer>(source: &tables::Source<'_>, mut w: W) -> Result<u64> {
+        let rows = source.rows(&mut w)?;
+        w.finish()?;
+        Ok(rows)
+    }
+    match keep {
+        Some(keep) => all(source, MaskedWriter::new(writer, keep)),
+        None => all(source, writer),
+    }
 }
 
 /// What every table needs besides the steps: the campaign and its experiments.

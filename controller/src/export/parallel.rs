@@ -1,18 +1,18 @@
-//! An ordered writer fed by every core: rows made in parallel, written in order.
+//! An ordered writer fed by every core: batches of rows made in parallel,
+//! written in order.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use anyhow::Result;
 
-use super::cell::Row;
+use super::format::Writer;
 
 /// Stored steps per chunk of [`parallel_rows`].
 const CHUNK: usize = 256;
 
-/// Writes one row per stored value with `row`, in the values' order: chunks
-/// of values are turned into CSV on every core while this thread writes
-/// them out in order. Chunks in flight are bounded, so memory does not grow
+/// Writes one row per stored value with `row` (which ends it), in the
+/// values' order: chunks of values are turned into batches of rows on every
+/// core while this thread writes them out in order. Chunks in flight are bounded, so memory does not grow
 /// with the number of steps.
 pub(super) fn parallel_rows<T, W, F>(
     values: impl Iterator<Item = Result<T>> + Send,
@@ -21,8 +21,8 @@ pub(super) fn parallel_rows<T, W, F>(
 ) -> Result<u64>
 where
     T: Send,
-    W: Write,
-    F: Fn(&T, &mut Row) -> Result<()> + Sync,
+    W: Writer,
+    F: Fn(&T, &mut W::Rows) -> Result<()> + Sync,
 {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc::{channel, sync_channel};
@@ -32,7 +32,8 @@ where
     let in_flight = 3 * threads;
     let (chunks_tx, chunks_rx) = sync_channel::<(u64, Result<Vec<T>>)>(in_flight);
     let chunks_rx = Mutex::new(chunks_rx);
-    let (done_tx, done_rx) = channel::<(u64, Result<(Vec<u8>, u64)>)>();
+    let (done_tx, done_rx) = channel::<(u64, Result<W::Rows>)>();
+    let make = out.maker();
     let (tokens_tx, tokens_rx) = sync_channel::<()>(in_flight);
     for _ in 0..in_flight {
         tokens_tx.send(()).expect("room for every token");
@@ -74,19 +75,18 @@ where
         });
         for _ in 0..threads {
             let done_tx = done_tx.clone();
-            let (chunks_rx, stop) = (&chunks_rx, &stop);
+            let (chunks_rx, stop, make) = (&chunks_rx, &stop, &make);
             scope.spawn(move || loop {
                 let next = chunks_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
                 let Ok((seq, chunk)) = next else { return };
                 let made = chunk.and_then(|chunk| {
-                    let mut out = Row::new(Vec::with_capacity(chunk.len() * 1024));
+                    let mut out = make();
                     if !stop.load(Ordering::Relaxed) {
                         for value in &chunk {
                             row(value, &mut out)?;
-                            out.end();
                         }
                     }
-                    Ok((out.bytes, chunk.len() as u64))
+                    Ok(out)
                 });
                 if done_tx.send((seq, made)).is_err() {
                     return;
@@ -106,10 +106,7 @@ where
                 if error.is_some() {
                     continue;
                 }
-                let written = made.and_then(|(bytes, n)| {
-                    out.write_all(&bytes)?;
-                    Ok(n)
-                });
+                let written = made.and_then(|rows| out.write(rows));
                 match written {
                     Ok(n) => rows += n,
                     Err(e) => {

@@ -1,7 +1,5 @@
 //! The `steps` table: one row per decided step, from the export rows the
-//! store keeps beside the steps, turned into CSV on every core.
-
-use std::io::Write;
+//! store keeps beside the steps, made on every core.
 
 use anyhow::{Context, Result};
 
@@ -11,28 +9,31 @@ use crate::store::row::MetricKey;
 use crate::store::{manual_benchmark, StepKind, StepRow, Store, StoredRow};
 use crate::text::time_ratio;
 
-use super::cell::{Cell, Row};
+use super::format::{Column, Sink, SinkExt, Writer};
 use super::parallel::parallel_rows;
-use super::schema::{STEP_COLUMNS, STEP_STATISTICS};
+use super::schema::{columns, step_metric_columns, STEP_COLUMNS, STEP_STATISTICS};
 use super::Tables;
 
-/// Writes the `steps` table; returns the number of rows.
-pub(super) fn write<W: Write>(store: &Store, ctx: &Tables, out: &mut W) -> Result<u64> {
-    let metrics: Vec<Metric> = ctx.metrics(store)?.into_iter().collect();
-    let mut header: Vec<String> = STEP_COLUMNS.iter().map(|c| c.to_string()).collect();
-    for m in &metrics {
-        header.extend(STEP_STATISTICS.iter().map(|s| format!("{}.{s}", m.name())));
-    }
-    let mut csv = csv::Writer::from_writer(&mut *out);
-    csv.write_record(&header)?;
-    csv.flush()?;
-    drop(csv);
+/// The columns of the `steps` table with these metrics.
+pub(super) fn header(metrics: &[Metric]) -> Vec<Column> {
+    let mut header = columns(STEP_COLUMNS);
+    header.extend(metrics.iter().flat_map(|m| step_metric_columns(*m)));
+    header
+}
+
+/// Writes the `steps` table's rows; returns their number.
+pub(super) fn write<W: Writer>(
+    store: &Store,
+    ctx: &Tables,
+    metrics: &[Metric],
+    out: &mut W,
+) -> Result<u64> {
     let keys: Vec<MetricKey> = metrics.iter().map(|m| MetricKey::from(*m)).collect();
     let mut rows = 0;
     for (name, info) in &ctx.experiments {
         let benchmark = ctx.benchmark(name);
         let baseline = info.baseline.objective();
-        let row = |stored: &StoredRow, out: &mut Row| -> Result<()> {
+        let row = |stored: &StoredRow, out: &mut W::Rows| -> Result<()> {
             let r = stored
                 .row()
                 .with_context(|| format!("a stored step of experiment {name} is unreadable"))?;
@@ -46,60 +47,53 @@ pub(super) fn write<W: Write>(store: &Store, ctx: &Tables, out: &mut W) -> Resul
 
 /// Writes one row of the `steps` table.
 fn step_row(
-    out: &mut Row,
+    out: &mut impl Sink,
     campaign: &str,
     benchmark: &str,
     baseline: Option<f64>,
     r: &StepRow<'_>,
     metrics: &[MetricKey],
 ) {
-    out.str(campaign);
-    out.str(&r.experiment);
-    out.str(benchmark);
-    out.cell(r.chain);
-    out.cell(r.step);
-    out.str(kind_of(r.kind, &r.experiment));
-    out.opt(r.parent);
-    out.cell(r.changed);
-    out.str(&r.worker);
-    out.cell(r.slot);
+    out.text(campaign);
+    out.text(&r.experiment);
+    out.text(benchmark);
+    out.uint(r.chain.into());
+    out.uint(r.step.into());
+    out.text(kind_of(r.kind, &r.experiment));
+    out.opt_int(r.parent);
+    out.uint(r.changed);
+    out.text(&r.worker);
+    out.uint(r.slot.into());
     out.hex(&r.decision_hash);
     match r.cached_from {
-        Some((chain, step)) => {
-            out.cell(chain);
-            out.bytes.push(b'/');
-            step.write(&mut out.bytes);
-        }
-        None => out.str(""),
+        Some((chain, step)) => out.text(&format!("{chain}/{step}")),
+        None => out.null(),
     }
-    out.str(&r.outcome);
-    out.str(&r.failure);
-    out.opt(r.decision.map(|d| d.accepted));
-    out.opt(r.decision.map(|d| d.compared_with));
-    out.cell(r.temperature);
-    out.opt(r.objective);
-    out.opt(baseline);
-    out.opt(baseline.zip(r.objective).map(|(b, o)| time_ratio(o, b)));
-    out.cell(r.measured_runs);
-    out.cell(r.target_met);
-    out.cell(r.cut_short);
-    out.opt(r.build.map(|b| b.wall_ns));
-    out.opt(r.build.map(|_| r.build_reused));
-    out.opt(r.build.and_then(|b| b.text_bytes));
-    out.cell(r.dispatched_ms);
-    out.cell(r.recorded_ms);
-    out.opt(r.decision.map(|d| d.decided_ms));
-    // A metric without statistics: five cells alike, written at once.
-    const UNSUPPORTED: &[u8] = b",unsupported,unsupported,unsupported,unsupported,unsupported";
-    const EMPTY: &[u8] = b",,,,,";
-    const _: () = assert!(STEP_STATISTICS.len() == 5);
+    out.text(&r.outcome);
+    out.text(&r.failure);
+    out.opt_bool(r.decision.map(|d| d.accepted));
+    out.opt_float(r.decision.map(|d| d.compared_with));
+    out.float(r.temperature);
+    out.opt_float(r.objective);
+    out.opt_float(baseline);
+    out.opt_float(baseline.zip(r.objective).map(|(b, o)| time_ratio(o, b)));
+    out.uint(r.measured_runs);
+    out.bool(r.target_met);
+    out.bool(r.cut_short);
+    out.opt_uint(r.build.map(|b| b.wall_ns));
+    out.opt_bool(r.build.map(|_| r.build_reused));
+    out.opt_uint(r.build.and_then(|b| b.text_bytes));
+    out.uint(r.dispatched_ms);
+    out.uint(r.recorded_ms);
+    out.opt_uint(r.decision.map(|d| d.decided_ms));
     for m in metrics {
         match r.summary.iter().find(|(k, _)| k == m) {
             Some((_, stats)) => out.floats(&stats.0),
-            None if r.unsupported.contains(m) => out.bytes.extend_from_slice(UNSUPPORTED),
-            None => out.bytes.extend_from_slice(EMPTY),
+            // Unsupported or not measured at all: null (the `support` table says which).
+            None => out.nulls(STEP_STATISTICS.len()),
         }
     }
+    out.end();
 }
 
 /// The step's kind; steps of `kiln benchmark --store` are stored as proposals

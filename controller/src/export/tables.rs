@@ -1,111 +1,203 @@
-//! The tables written through the `csv` crate: runs, decisions, sites.
+//! Every table as a source of typed rows: its columns, then its rows pushed
+//! into any [`Writer`].
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use kiln_protocol::{MetricValue, SiteId};
+use kiln_protocol::message::RunRecord;
+use kiln_protocol::{Metric, MetricValue, SiteId};
 
-use crate::store::Store;
-use crate::text::UNSUPPORTED;
+use crate::rewards::{self, Assignment, RewardOptions};
+use crate::store::row::MetricKey;
+use crate::store::{StepKind, Store};
+use crate::text::time_ratio;
 
-use super::schema::{DECISION_COLUMNS, RUN_COLUMNS, SITE_COLUMNS, WIDE_DECISION_COLUMNS};
-use super::Tables;
+use super::format::{Batched, Column, Sink, SinkExt, Type, Writer};
+use super::schema::{
+    columns, feature_values, features, run_metric_column, Feature, DATASET_COLUMNS,
+    DECISION_COLUMNS, REWARD_TABLE_COLUMNS, RUN_COLUMNS, SITE_COLUMNS, SUPPORT_COLUMNS,
+    WIDE_DECISION_COLUMNS,
+};
+use super::{steps, ExportOptions, Table, Tables};
 
-type Csv<W> = csv::Writer<W>;
-
-fn num(v: f64) -> String {
-    v.to_string()
+/// A table, ready to write: what its columns depend on is found.
+pub(super) struct Source<'a> {
+    store: &'a Store,
+    ctx: &'a Tables,
+    kind: Kind,
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map_or_else(String::new, |v| v.to_string())
+enum Kind {
+    Steps(Vec<Metric>),
+    Runs(Vec<Metric>),
+    Decisions,
+    /// One column per site, in discovery order.
+    Wide(Vec<SiteId>),
+    Sites(Vec<Feature>),
+    Support(Vec<Metric>),
+    Dataset(Vec<Feature>),
+    Rewards(Vec<Assignment>),
 }
 
-pub(super) fn runs<W: Write>(store: &Store, ctx: &Tables, csv: &mut Csv<W>) -> Result<u64> {
-    let metrics = ctx.metrics(store)?;
-    let mut header: Vec<String> = RUN_COLUMNS.iter().map(|c| c.to_string()).collect();
-    header.extend(metrics.iter().map(|m| m.name().to_string()));
-    csv.write_record(&header)?;
-    let mut rows = 0;
+impl<'a> Source<'a> {
+    pub(super) fn new(
+        store: &'a Store,
+        ctx: &'a Tables,
+        options: &ExportOptions<'_>,
+    ) -> Result<Source<'a>> {
+        let metrics = || -> Result<Vec<Metric>> { Ok(ctx.metrics(store)?.into_iter().collect()) };
+        let kind = match options.table {
+            Table::Steps => Kind::Steps(metrics()?),
+            Table::Runs => Kind::Runs(metrics()?),
+            Table::Decisions if options.wide => Kind::Wide(wide_columns(ctx)),
+            Table::Decisions => Kind::Decisions,
+            Table::Sites => Kind::Sites(features()),
+            Table::Support => Kind::Support(metrics()?),
+            Table::Dataset => Kind::Dataset(features()),
+            Table::Rewards => Kind::Rewards(
+                rewards::assign_all(store, options.experiment, &RewardOptions::default())?.0,
+            ),
+        };
+        Ok(Source { store, ctx, kind })
+    }
+
+    /// The table's columns.
+    pub(super) fn columns(&self) -> Vec<Column> {
+        let with_features = |fixed, features: &[Feature]| {
+            let mut all = columns(fixed);
+            all.extend(features.iter().map(|f| f.column.clone()));
+            all
+        };
+        match &self.kind {
+            Kind::Steps(metrics) => steps::header(metrics),
+            Kind::Runs(metrics) => {
+                let mut all = columns(RUN_COLUMNS);
+                all.extend(metrics.iter().map(|m| run_metric_column(*m)));
+                all
+            }
+            Kind::Decisions => columns(DECISION_COLUMNS),
+            Kind::Wide(sites) => {
+                let mut all = columns(WIDE_DECISION_COLUMNS);
+                all.extend(
+                    sites.iter().map(|s| {
+                        Column::new(s.as_str(), Type::Text, "the step's value at this site")
+                    }),
+                );
+                all
+            }
+            Kind::Sites(features) => with_features(SITE_COLUMNS, features),
+            Kind::Support(_) => columns(SUPPORT_COLUMNS),
+            Kind::Dataset(features) => with_features(DATASET_COLUMNS, features),
+            Kind::Rewards(_) => columns(REWARD_TABLE_COLUMNS),
+        }
+    }
+
+    /// Writes the rows; returns their number.
+    pub(super) fn rows<W: Writer>(&self, out: &mut W) -> Result<u64> {
+        let (store, ctx) = (self.store, self.ctx);
+        match &self.kind {
+            Kind::Steps(metrics) => steps::write(store, ctx, metrics, out),
+            Kind::Runs(metrics) => runs(store, ctx, metrics, &mut Batched::new(out)),
+            Kind::Decisions => decisions_long(store, ctx, &mut Batched::new(out)),
+            Kind::Wide(sites) => decisions_wide(store, ctx, sites, &mut Batched::new(out)),
+            Kind::Sites(features) => sites(ctx, features, &mut Batched::new(out)),
+            Kind::Support(metrics) => support(store, ctx, metrics, &mut Batched::new(out)),
+            Kind::Dataset(features) => dataset(store, ctx, features, &mut Batched::new(out)),
+            Kind::Rewards(all) => rewards_rows(all, &mut Batched::new(out)),
+        }
+    }
+}
+
+/// What a run was for. Calibration runs are not stored with the steps.
+fn run_kind(run: &RunRecord, step: StepKind) -> &'static str {
+    if run.warmup {
+        "warm-up"
+    } else if run.metrics.contains_key(&Metric::Instructions) {
+        // Only callgrind counts instructions; its runs measure nothing else.
+        "callgrind"
+    } else if step == StepKind::Remeasure {
+        "re-measure"
+    } else {
+        "timed"
+    }
+}
+
+fn runs<W: Writer>(
+    store: &Store,
+    ctx: &Tables,
+    metrics: &[Metric],
+    out: &mut Batched<'_, W>,
+) -> Result<u64> {
     for record in ctx.steps(store) {
         let r = record?;
         for run in &r.result.runs {
-            let mut row = vec![
-                r.key.experiment.clone(),
-                r.key.chain.to_string(),
-                r.key.step.to_string(),
-                r.worker.clone(),
-                r.slot.to_string(),
-                r.result.outcome.name().to_string(),
-                r.cached_from.is_some().to_string(),
-                run.index.to_string(),
-                run.warmup.to_string(),
-                opt(run.exit_code),
-                opt(run.signal),
-            ];
-            row.extend(metrics.iter().map(|m| match run.metrics.get(m) {
-                Some(MetricValue::Measured(v)) => num(*v),
-                Some(MetricValue::Unsupported) => UNSUPPORTED.to_string(),
-                None => String::new(),
-            }));
-            csv.write_record(&row)?;
-            rows += 1;
+            let row = out.row();
+            row.text(&r.key.experiment);
+            row.uint(r.key.chain.into());
+            row.uint(r.key.step.into());
+            row.text(&r.worker);
+            row.uint(r.slot.into());
+            row.text(r.result.outcome.name());
+            row.bool(r.cached_from.is_some());
+            row.uint(run.index.into());
+            row.text(run_kind(run, r.kind));
+            row.bool(run.warmup);
+            row.opt_int(run.exit_code);
+            row.opt_int(run.signal);
+            for m in metrics {
+                match run.metrics.get(m) {
+                    Some(MetricValue::Measured(v)) => row.float(*v),
+                    Some(MetricValue::Unsupported) | None => row.null(),
+                }
+            }
+            out.end()?;
         }
     }
-    Ok(rows)
+    out.done()
 }
 
-pub(super) fn decisions_long<W: Write>(
-    store: &Store,
-    ctx: &Tables,
-    csv: &mut Csv<W>,
-) -> Result<u64> {
-    csv.write_record(DECISION_COLUMNS)?;
-    let mut rows = 0;
+fn decisions_long<W: Writer>(store: &Store, ctx: &Tables, out: &mut Batched<'_, W>) -> Result<u64> {
     for record in ctx.steps(store) {
         let r = record?;
-        let (chain, step) = (r.key.chain.to_string(), r.key.step.to_string());
         for (site, value) in &r.decisions.0 {
-            csv.write_record([
-                r.key.experiment.as_str(),
-                &chain,
-                &step,
-                site.as_str(),
-                &value.to_string(),
-            ])?;
-            rows += 1;
+            let row = out.row();
+            row.text(&r.key.experiment);
+            row.uint(r.key.chain.into());
+            row.uint(r.key.step.into());
+            row.text(site.as_str());
+            row.text(&value.to_string());
+            out.end()?;
         }
     }
-    Ok(rows)
+    out.done()
 }
 
-pub(super) fn decisions_wide<W: Write>(
-    store: &Store,
-    ctx: &Tables,
-    csv: &mut Csv<W>,
-) -> Result<u64> {
-    // One column per decision point of the selected experiments, in their
-    // discovery order; a site of another experiment stays empty.
-    let mut columns: Vec<&SiteId> = Vec::new();
+/// Every decision point of the selected experiments, in their discovery order.
+fn wide_columns(ctx: &Tables) -> Vec<SiteId> {
+    let mut columns = Vec::new();
     let mut seen = BTreeSet::new();
     for info in ctx.experiments.values() {
         for p in &info.discovery.points {
             if seen.insert(&p.id) {
-                columns.push(&p.id);
+                columns.push(p.id.clone());
             }
         }
     }
-    let index: BTreeMap<&SiteId, usize> =
-        columns.iter().enumerate().map(|(i, s)| (*s, i)).collect();
-    let mut header: Vec<&str> = WIDE_DECISION_COLUMNS.to_vec();
-    header.extend(columns.iter().map(|s| s.as_str()));
-    csv.write_record(&header)?;
-    let mut rows = 0;
+    columns
+}
+
+fn decisions_wide<W: Writer>(
+    store: &Store,
+    ctx: &Tables,
+    columns: &[SiteId],
+    out: &mut Batched<'_, W>,
+) -> Result<u64> {
+    // A site of another experiment stays null.
+    let index: BTreeMap<&SiteId, usize> = columns.iter().enumerate().map(|(i, s)| (s, i)).collect();
     for record in ctx.steps(store) {
         let r = record?;
-        let mut row = vec![String::new(); columns.len()];
+        let mut values = vec![None; columns.len()];
         for (site, value) in &r.decisions.0 {
             let i = index.get(site).with_context(|| {
                 format!(
@@ -113,38 +205,161 @@ pub(super) fn decisions_wide<W: Write>(
                     r.key, r.key.experiment
                 )
             })?;
-            row[*i] = value.to_string();
+            values[*i] = Some(value.to_string());
         }
-        let mut full = vec![
-            r.key.experiment.clone(),
-            r.key.chain.to_string(),
-            r.key.step.to_string(),
-        ];
-        full.extend(row);
-        csv.write_record(&full)?;
-        rows += 1;
+        let row = out.row();
+        row.text(&r.key.experiment);
+        row.uint(r.key.chain.into());
+        row.uint(r.key.step.into());
+        for v in &values {
+            row.opt_text(v.as_deref());
+        }
+        out.end()?;
     }
-    Ok(rows)
+    out.done()
 }
 
-pub(super) fn sites<W: Write>(ctx: &Tables, csv: &mut Csv<W>) -> Result<u64> {
-    csv.write_record(SITE_COLUMNS)?;
-    let mut rows = 0;
-    for (name, info) in &ctx.experiments {
-        let benchmark = ctx.benchmark(name);
-        for (i, p) in info.discovery.points.iter().enumerate() {
-            let stock = opt(info.discovery.baseline.get(&p.id));
-            let domain: Vec<String> = p.domain.iter().map(ToString::to_string).collect();
-            csv.write_record([
-                name.as_str(),
-                &benchmark,
-                &i.to_string(),
-                p.id.as_str(),
-                &stock,
-                &domain.join(" "),
-            ])?;
-            rows += 1;
+/// Writes feature cells, typed as their columns.
+fn feature_cells(row: &mut impl Sink, features: &[Feature], values: &[serde_json::Value]) {
+    use serde_json::Value;
+    for (f, v) in features.iter().zip(values) {
+        match (f.column.ty, v) {
+            (_, Value::Null) => row.null(),
+            (Type::Int, Value::Number(n)) => row.opt_int(n.as_i64()),
+            (Type::Float, Value::Number(n)) => row.opt_float(n.as_f64()),
+            (Type::Bool, Value::Bool(b)) => row.bool(*b),
+            (Type::Text, Value::String(s)) => row.text(s),
+            (Type::Text, other) => row.text(&other.to_string()),
+            // A value its probed type does not hold: a feature of a kind the
+            // probe does not know, written as missing rather than mistyped.
+            _ => row.null(),
         }
     }
-    Ok(rows)
+}
+
+fn sites<W: Writer>(ctx: &Tables, features: &[Feature], out: &mut Batched<'_, W>) -> Result<u64> {
+    for (name, info) in &ctx.experiments {
+        let benchmark = ctx.benchmark(name);
+        let d = &info.discovery;
+        for (i, p) in d.points.iter().enumerate() {
+            let domain: Vec<String> = p.domain.iter().map(ToString::to_string).collect();
+            let row = out.row();
+            row.text(name);
+            row.text(&benchmark);
+            row.uint(i as u64);
+            row.text(p.id.as_str());
+            row.opt_text(d.baseline.get(&p.id).map(ToString::to_string).as_deref());
+            row.text(&domain.join(" "));
+            feature_cells(
+                row,
+                features,
+                &feature_values(features, d.features.get(&p.id)),
+            );
+            out.end()?;
+        }
+    }
+    out.done()
+}
+
+fn support<W: Writer>(
+    store: &Store,
+    ctx: &Tables,
+    metrics: &[Metric],
+    out: &mut Batched<'_, W>,
+) -> Result<u64> {
+    let keys: Vec<MetricKey> = metrics.iter().map(|m| MetricKey::from(*m)).collect();
+    // Per worker, per metric: steps measured, steps unsupported.
+    let mut counts: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    for name in ctx.experiments.keys() {
+        for stored in store.step_rows(name) {
+            let stored = stored?;
+            let r = stored
+                .row()
+                .with_context(|| format!("a stored step of experiment {name} is unreadable"))?;
+            let worker = counts
+                .entry(r.worker.to_string())
+                .or_insert_with(|| vec![(0, 0); keys.len()]);
+            for (k, (measured, unsupported)) in keys.iter().zip(worker.iter_mut()) {
+                *measured += u64::from(r.summary.iter().any(|(s, _)| s == k));
+                *unsupported += u64::from(r.unsupported.contains(k));
+            }
+        }
+    }
+    for (worker, per_metric) in &counts {
+        for (m, (measured, unsupported)) in metrics.iter().zip(per_metric) {
+            let row = out.row();
+            row.text(worker);
+            row.text(m.name());
+            row.text(m.unit());
+            row.bool(*measured > 0);
+            row.uint(*measured);
+            row.uint(*unsupported);
+            out.end()?;
+        }
+    }
+    out.done()
+}
+
+fn dataset<W: Writer>(
+    store: &Store,
+    ctx: &Tables,
+    features: &[Feature],
+    out: &mut Batched<'_, W>,
+) -> Result<u64> {
+    for (name, info) in &ctx.experiments {
+        let benchmark = ctx.benchmark(name);
+        let d = &info.discovery;
+        let baseline = info.baseline.objective();
+        // Each site's stock decision and features, found once.
+        let sites: Vec<(&SiteId, Option<String>, Vec<serde_json::Value>)> = d
+            .points
+            .iter()
+            .map(|p| {
+                (
+                    &p.id,
+                    d.baseline.get(&p.id).map(ToString::to_string),
+                    feature_values(features, d.features.get(&p.id)),
+                )
+            })
+            .collect();
+        for record in store.steps(Some(name)) {
+            let r = record?;
+            let ratio = baseline.zip(r.objective).map(|(b, o)| time_ratio(o, b));
+            for (site, stock, values) in &sites {
+                let value = r.decisions.get(site).map(ToString::to_string);
+                let row = out.row();
+                row.text(name);
+                row.text(&benchmark);
+                row.uint(r.key.chain.into());
+                row.uint(r.key.step.into());
+                row.text(site.as_str());
+                row.opt_text(value.as_deref());
+                row.opt_text(stock.as_deref());
+                row.opt_bool(value.as_ref().zip(stock.as_ref()).map(|(v, s)| v != s));
+                row.text(r.result.outcome.name());
+                row.opt_float(r.objective);
+                row.opt_float(ratio);
+                feature_cells(row, features, values);
+                out.end()?;
+            }
+        }
+    }
+    out.done()
+}
+
+fn rewards_rows<W: Writer>(all: &[Assignment], out: &mut Batched<'_, W>) -> Result<u64> {
+    for a in all {
+        for r in &a.rewards {
+            let row = out.row();
+            row.text(&a.experiment);
+            row.text(r.site.as_str());
+            row.text(&r.value.to_string());
+            row.text(r.estimate.name());
+            row.opt_float(r.estimate.reward());
+            row.opt_float(r.estimate.std_error());
+            row.uint(r.count);
+            out.end()?;
+        }
+    }
+    out.done()
 }
