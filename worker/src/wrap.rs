@@ -44,6 +44,10 @@ const LOCK_ENV: &str = "KILN_WRAP_LOCK";
 /// progress and a limit's message name.
 const ACTIVE_ENV: &str = "KILN_WRAP_ACTIVE";
 
+/// A folder where each clang compile also writes its units' IR before
+/// inlining (see [`crate::features::ir`]), for discovery's site features.
+const IR_ENV: &str = "KILN_WRAP_IR";
+
 /// The address space one bounded compile may use.
 pub const LIMIT_BYTES: u64 = 4 << 30;
 
@@ -134,6 +138,27 @@ pub fn prepare(
         }
     }
     Ok(env)
+}
+
+/// The variable that makes the wrapped clang compiles of a build write
+/// their units' IR into `dir` too.
+pub fn ir_env(dir: &Path) -> (String, String) {
+    (IR_ENV.into(), dir.display().to_string())
+}
+
+/// The command lines (after the compiler) that write the IR of the sources
+/// a clang invocation `args` compiles into `out_dir`, named by `tag`.
+pub fn ir_commands(
+    args: &[OsString],
+    flags: &[String],
+    out_dir: &Path,
+    tag: &str,
+) -> Vec<Vec<OsString>> {
+    let sources: Vec<&OsString> = args
+        .iter()
+        .filter(|a| compiles(std::slice::from_ref(a)))
+        .collect();
+    crate::features::ir::clang_commands(args, &sources, flags, out_dir, tag)
 }
 
 fn active_dir(wrap_dir: &Path) -> PathBuf {
@@ -297,6 +322,30 @@ pub fn run_if_wrapped() {
             }
         }
     };
+    if let Some(dir) = std::env::var_os(IR_ENV).filter(|_| !is_rustc_wrapper) {
+        if output.status.success() {
+            let tag = std::process::id().to_string();
+            for ir_args in ir_commands(&args, &flags, Path::new(&dir), &tag) {
+                let mut ir = std::process::Command::new(&program);
+                ir.arg0(&arg0).args(&ir_args);
+                match ir.output() {
+                    Ok(o) if o.status.success() => {}
+                    failed => {
+                        let why = match failed {
+                            Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+                            Err(e) => e.to_string(),
+                        };
+                        let note = format!(
+                            "kiln: no IR of {} for site features: {}\n",
+                            sources(&args),
+                            why.trim()
+                        );
+                        output.stderr.extend(note.into_bytes());
+                    }
+                }
+            }
+        }
+    }
     if let Some(file) = active {
         let _ = std::fs::remove_file(file);
     }
