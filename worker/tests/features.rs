@@ -210,6 +210,10 @@ fn rustc_benchmark_has_costs_and_profile_features() {
         &["rustc", "-O", "main.rs", "-o", "bench"],
         &["./bench", "1"],
     );
+    eprintln!(
+        "rust-sort: {}",
+        serde_json::to_string_pretty(&discovery.features).unwrap()
+    );
     assert_eq!(discovery.features.len(), discovery.points.len());
     let mut constant = constant_columns(&discovery);
     constant.retain(|c| !IR_COLUMNS.contains(&c.as_str()));
