@@ -135,6 +135,22 @@ fn sites_show_the_features_of_each_site() {
     // Id (three words), stock, domain (two), cost, threshold.
     let stock_to_threshold = ["no-inline", "inline", "no-inline", "260", "225"];
     assert_eq!(&cells[3..8], stock_to_threshold, "{row}");
+
+    // Built by a script that compiles and links in two steps (make's way),
+    // the compiles go through kiln's compiler wrapper, which also writes the
+    // IR: the same features.
+    let wrapped = tempfile::tempdir().unwrap();
+    copy_benchmark("graph-walk", wrapped.path());
+    let script = r#"("sh" "-c" "cc -O2 -MD -c main.c -o main.o && cc main.o -o bench")"#;
+    let direct = r#"("clang" "-O2" "main.c" "-o" "bench")"#;
+    let config = config("graph-walk", "1", 1)
+        .replace(direct, script)
+        .replace("(kind llvm-inline)", "(kind llvm-inline) (compiler clang)");
+    std::fs::write(wrapped.path().join("c.sexp"), config).unwrap();
+    let out = run_kiln(wrapped.path(), &["sites", "--json", "c.sexp", "graph-walk"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let through_make: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(through_make["features"], json["features"]);
 }
 
 #[test]
