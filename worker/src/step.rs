@@ -322,11 +322,10 @@ fn discover_in(
             build.compile(all, Some(stock), None, what, progress)?
         } else {
             // The stock build also leaves what site features come from: the
-            // costs of the calls it keeps, the IR before inlining (clang) and,
+            // costs of the calls it keeps, the IR before inlining and,
             // run once under callgrind, a profile.
             let flags = llvm_inline::stock_discovery_args(compiler, &incremental);
-            let ir = (compiler == Compiler::Clang).then_some(ir_dir.as_path());
-            let log = build.compile(flags, None, ir, what, progress)?;
+            let log = build.compile(flags, None, Some(&ir_dir), what, progress)?;
             profile = profile_stock(spec, &work, dir, cancel, progress);
             log
         };
@@ -653,8 +652,11 @@ impl Build<'_> {
     /// costs the sites their IR features, so it is logged, not returned.
     fn write_ir(&self, flags: &[String], dir: &Path) {
         let argv = expand_all(&self.spec.build, None, &self.work.join(DECISIONS_FILE));
+        let BenchmarkKind::LlvmInline { compiler, .. } = self.spec.kind else {
+            return;
+        };
         let args: Vec<OsString> = argv[1..].iter().map(OsString::from).collect();
-        for ir_args in wrap::ir_commands(&args, flags, dir, "unit") {
+        for ir_args in wrap::ir_commands(compiler, &args, flags, dir, "unit") {
             let mut ir_argv = vec![argv[0].clone()];
             ir_argv.extend(ir_args.iter().map(|a| a.to_string_lossy().into_owned()));
             let launch = Launch {

@@ -146,19 +146,27 @@ pub fn ir_env(dir: &Path) -> (String, String) {
     (IR_ENV.into(), dir.display().to_string())
 }
 
-/// The command lines (after the compiler) that write the IR of the sources
-/// a clang invocation `args` compiles into `out_dir`, named by `tag`.
+/// The command lines (after the compiler) that write the IR of what a
+/// compiler invocation `args` compiles into `out_dir`, named by `tag`: one
+/// per source for clang, one per crate for rustc.
 pub fn ir_commands(
+    compiler: Compiler,
     args: &[OsString],
     flags: &[String],
     out_dir: &Path,
     tag: &str,
 ) -> Vec<Vec<OsString>> {
-    let sources: Vec<&OsString> = args
-        .iter()
-        .filter(|a| compiles(std::slice::from_ref(a)))
-        .collect();
-    crate::features::ir::clang_commands(args, &sources, flags, out_dir, tag)
+    use crate::features::ir;
+    match compiler {
+        Compiler::Clang => {
+            let sources: Vec<&OsString> = args
+                .iter()
+                .filter(|a| compiles(std::slice::from_ref(a)))
+                .collect();
+            ir::clang_commands(args, &sources, flags, out_dir, tag)
+        }
+        Compiler::Rustc => vec![ir::rustc_command(args, flags, out_dir, tag)],
+    }
 }
 
 fn active_dir(wrap_dir: &Path) -> PathBuf {
@@ -322,10 +330,14 @@ pub fn run_if_wrapped() {
             }
         }
     };
-    if let Some(dir) = std::env::var_os(IR_ENV).filter(|_| !is_rustc_wrapper) {
+    if let Some(dir) = std::env::var_os(IR_ENV) {
         if output.status.success() {
             let tag = std::process::id().to_string();
-            for ir_args in ir_commands(&args, &flags, Path::new(&dir), &tag) {
+            let compiler = match is_rustc_wrapper {
+                true => Compiler::Rustc,
+                false => Compiler::Clang,
+            };
+            for ir_args in ir_commands(compiler, &args, &flags, Path::new(&dir), &tag) {
                 let mut ir = std::process::Command::new(&program);
                 ir.arg0(&arg0).args(&ir_args);
                 match ir.output() {

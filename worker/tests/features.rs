@@ -64,19 +64,6 @@ fn discover_bundled(name: &str, compiler: Compiler, build: &[&str], run: &[&str]
     discover(StepId(1), &spec, &bundle.hash, &ws, &cancel, &|_| {}).unwrap()
 }
 
-/// The features that come from the IR, which kiln writes for clang only:
-/// null for every rustc site.
-const IR_COLUMNS: &[&str] = &[
-    "caller-instructions",
-    "caller-blocks",
-    "callee-instructions",
-    "callee-blocks",
-    "loop-depth",
-    "callee-call-sites",
-    "callee-recursive",
-    "constant-arguments",
-];
-
 /// The names of the feature columns that take one value (null included)
 /// across all sites.
 fn constant_columns(discovery: &Discovery) -> Vec<String> {
@@ -215,12 +202,10 @@ fn rustc_benchmark_has_costs_and_profile_features() {
         serde_json::to_string_pretty(&discovery.features).unwrap()
     );
     assert_eq!(discovery.features.len(), discovery.points.len());
-    let mut constant = constant_columns(&discovery);
-    constant.retain(|c| !IR_COLUMNS.contains(&c.as_str()));
     assert_eq!(
-        constant,
+        constant_columns(&discovery),
         Vec::<String>::new(),
-        "rust-sort: constant columns"
+        "rust-sort"
     );
     let costed = discovery
         .features
@@ -230,4 +215,33 @@ fn rustc_benchmark_has_costs_and_profile_features() {
         costed.count() * 2 > discovery.points.len(),
         "most sites have a cost"
     );
+    // `merge_sort` (main.rs:202, generic: one copy per element type) calls
+    // itself at lines 212 and 213, outside any loop, with no constant argument.
+    let recursive: Vec<_> = discovery
+        .features
+        .iter()
+        .filter(|(id, _)| {
+            let (callee, site) = id.as_str().split_once(" @ ").unwrap();
+            callee.starts_with("_ZN4main10merge_sort") && site.starts_with(callee)
+        })
+        .collect();
+    assert_eq!(recursive.len(), 4, "{:#?}", discovery.features.keys());
+    for (id, f) in recursive {
+        assert!(
+            id.as_str().ends_with(":10:9") || id.as_str().ends_with(":11:9"),
+            "{id}"
+        );
+        assert_eq!(f.callee_recursive, Some(true), "{id}");
+        assert_eq!(
+            f.callee_call_sites,
+            Some(3),
+            "{id}: two in itself, one in sort_by"
+        );
+        assert_eq!(
+            (f.loop_depth, f.constant_arguments),
+            (Some(0), Some(0)),
+            "{id}"
+        );
+        assert_eq!(f.caller_instructions, f.callee_instructions, "{id}");
+    }
 }

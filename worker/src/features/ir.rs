@@ -1,7 +1,8 @@
 //! What the LLVM IR of a program says about its calls before any inlining:
 //! the size of each function, the loop depth and constant arguments of each
-//! call, read from the IR clang's front end writes (`-S -emit-llvm -Xclang
-//! -disable-llvm-optzns`: no LLVM pass has run, so no call is inlined yet).
+//! call, read from the IR the compiler's front end writes (clang's `-S
+//! -emit-llvm -Xclang -disable-llvm-optzns`, rustc's `--emit=llvm-ir -C
+//! no-prepopulate-passes`: no LLVM pass has run, so no call is inlined yet).
 //!
 //! The IR is read as text, the little of it that is needed: function bodies
 //! (blocks, instructions, direct calls and their successors), and the debug
@@ -14,7 +15,8 @@
 //!
 //! Counts are of the front end's IR, before SROA and the other simplifications
 //! that run ahead of the inliner: larger than what the inliner weighs, in
-//! proportion.
+//! proportion. rustc's IR may already hold calls its MIR inliner inlined:
+//! their locations carry an inlined-at chain, as do the sites.
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
@@ -71,6 +73,62 @@ pub fn clang_commands(
             command
         })
         .collect()
+}
+
+/// Options of a rustc invocation that do not carry over to its IR compile
+/// (what to emit and where), with their value in the next argument.
+const RUSTC_DROPPED_WITH_VALUE: &[&str] = &["-o", "--emit", "--out-dir"];
+
+/// The command line (after rustc) that writes the IR of the crate a rustc
+/// invocation `args` compiles to `out_dir/<tag>-0.ll`: before any LLVM pass
+/// (`-C no-prepopulate-passes`), with `flags` (kiln's: one codegen unit,
+/// line tables) and a fresh incremental folder of its own (incremental
+/// compilation keeps the MIR inliner off, as in the builds whose sites these
+/// are).
+pub fn rustc_command(
+    args: &[OsString],
+    flags: &[String],
+    out_dir: &Path,
+    tag: &str,
+) -> Vec<OsString> {
+    let all: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(flags.iter().cloned())
+        .collect();
+    let mut command: Vec<OsString> = Vec::new();
+    let mut i = 0;
+    while i < all.len() {
+        let arg = all[i].as_str();
+        let next = all.get(i + 1).map(String::as_str).unwrap_or("");
+        let codegen_value = arg.strip_prefix("-C").filter(|v| !v.is_empty());
+        if RUSTC_DROPPED_WITH_VALUE.contains(&arg)
+            || (arg == "-C" && next.starts_with("incremental="))
+        {
+            i += 2;
+            continue;
+        }
+        let dropped = ["--emit=", "--out-dir="].iter().any(|p| arg.starts_with(p))
+            || codegen_value.is_some_and(|v| v.starts_with("incremental="));
+        if !dropped {
+            command.push(arg.into());
+        }
+        i += 1;
+    }
+    let incremental = out_dir.join(format!("{tag}-incremental"));
+    command.extend(
+        [
+            "-C".to_string(),
+            format!("incremental={}", incremental.display()),
+            "-C".into(),
+            "no-prepopulate-passes".into(),
+            "--emit=llvm-ir".into(),
+            "-o".into(),
+            out_dir.join(format!("{tag}-0.ll")).display().to_string(),
+        ]
+        .map(OsString::from),
+    );
+    command
 }
 
 /// A direct call in the IR.
@@ -563,5 +621,46 @@ define internal i32 @sum(i32* noundef %0, i32 noundef %1) #0 !dbg !10 {
         .map(OsString::from)
         .collect();
         assert_eq!(commands, [expected]);
+    }
+
+    #[test]
+    fn rustc_ir_command_writes_only_the_ir() {
+        let args: Vec<OsString> = [
+            "--crate-name",
+            "app",
+            "--emit=dep-info,link",
+            "-C",
+            "opt-level=3",
+            "--out-dir",
+            "t",
+            "src/main.rs",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        let flags: Vec<String> = ["-C", "incremental=/w/inc", "-C", "codegen-units=1"]
+            .map(String::from)
+            .to_vec();
+        let command = rustc_command(&args, &flags, Path::new("/ir"), "9");
+        let expected: Vec<OsString> = [
+            "--crate-name",
+            "app",
+            "-C",
+            "opt-level=3",
+            "src/main.rs",
+            "-C",
+            "codegen-units=1",
+            "-C",
+            "incremental=/ir/9-incremental",
+            "-C",
+            "no-prepopulate-passes",
+            "--emit=llvm-ir",
+            "-o",
+            "/ir/9-0.ll",
+        ]
+        .iter()
+        .map(OsString::from)
+        .collect();
+        assert_eq!(command, expected);
     }
 }
