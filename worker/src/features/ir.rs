@@ -134,8 +134,6 @@ pub fn rustc_command(
 /// A direct call in the IR.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {
-    /// The called function.
-    pub callee: String,
     /// Loops around the call in its function.
     pub loop_depth: u32,
     /// Arguments that are constants (literals, globals, constant expressions).
@@ -227,7 +225,6 @@ impl Program {
                 self.calls
                     .entry(format!("{} @ {chain}", call.callee))
                     .or_insert(Call {
-                        callee: call.callee.clone(),
                         loop_depth: depths[call.block],
                         constant_arguments: call.constant_arguments,
                     });
