@@ -6,7 +6,8 @@
 //! (cleared for every step unless its build is reused), `slots/<slot>/` is
 //! the runs' `HOME` and holds the callgrind profile, `gpu-trace/` (the CUPTI
 //! traces of the last timed run) and `.lock` (see `slot_lock`),
-//! `discover/<id>/` is a discovery's scratch folder. Every path taken from a
+//! `discover/<id>/` is a discovery's scratch folder (its work folder, the
+//! stock build's IR under `ir/`, its callgrind profile). Every path taken from a
 //! request is confined.
 
 use std::collections::{BTreeSet, HashMap};

@@ -12,6 +12,9 @@
 //!   `RUSTC_WRAPPER` is kiln-worker as `kiln-rustc-deps` too, which gives the
 //!   flags to the crates named there (cargo runs it around the workspace
 //!   wrapper for the workspace's crates, and passes those on unchanged).
+//!
+//! In discovery's stock build each compile that gets the flags also writes
+//! its IR before inlining, for the sites' features ([`ir_commands`]).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
