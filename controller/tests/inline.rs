@@ -78,6 +78,81 @@ fn config(benchmark: &str, size: &str, steps: u32) -> String {
     )
 }
 
+/// Discovery records each site's features and `kiln sites` shows them: all
+/// in `--json`, the main ones in its table. graph-walk's `heap_push` call in
+/// `dijkstra` (main.c:166:17), which stock clang keeps, has the cost and
+/// threshold of clang's remark `'heap_push' not inlined into 'dijkstra'
+/// because too costly to inline (cost=260, threshold=225)`, sits in two loops
+/// and ran in the profile of the stock build.
+#[test]
+fn sites_show_the_features_of_each_site() {
+    if !have("clang") || !have("valgrind") {
+        eprintln!("skipped: clang or valgrind is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy_benchmark("graph-walk", dir.path());
+    std::fs::write(dir.path().join("c.sexp"), config("graph-walk", "1", 1)).unwrap();
+    let out = run_kiln(dir.path(), &["sites", "--json", "c.sexp", "graph-walk"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let points = json["points"].as_array().unwrap();
+    let features = json["features"].as_object().unwrap();
+    assert_eq!(features.len(), points.len(), "every site has features");
+    let site = &features["heap_push @ dijkstra:14:17"];
+    assert_eq!(site["inline-cost"], 260, "{site}");
+    assert_eq!(site["inline-threshold"], 225, "{site}");
+    assert_eq!(site["loop-depth"], 2, "{site}");
+    assert_eq!(site["chain-length"], 1, "{site}");
+    assert!(site["site-calls"].as_u64().unwrap() > 0, "{site}");
+    assert!(site["callee-instructions"].as_u64().unwrap() > 0, "{site}");
+    // A feature that cannot be had is null, never 0: a site stock clang
+    // inlined has no call of its own in the profile.
+    let inlined = &features["sift_up @ heap_push:10:5"];
+    assert!(inlined["site-calls"].is_null(), "{inlined}");
+    assert!(inlined["inline-cost"].is_i64(), "{inlined}");
+
+    // The table, from the discovery kept beside the store.
+    let out = run_kiln(dir.path(), &["sites", "c.sexp", "graph-walk"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let header = shown.lines().next().unwrap();
+    for column in [
+        "cost",
+        "threshold",
+        "caller IR",
+        "callee IR",
+        "loops",
+        "calls",
+    ] {
+        assert!(header.contains(column), "{header}");
+    }
+    let row = shown
+        .lines()
+        .find(|l| l.starts_with("heap_push @ dijkstra:14:17 "))
+        .unwrap();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // Id (three words), stock, domain (two), cost, threshold.
+    let stock_to_threshold = ["no-inline", "inline", "no-inline", "260", "225"];
+    assert_eq!(&cells[3..8], stock_to_threshold, "{row}");
+
+    // Built by a script that compiles and links in two steps (make's way),
+    // the compiles go through kiln's compiler wrapper, which also writes the
+    // IR: the same features.
+    let wrapped = tempfile::tempdir().unwrap();
+    copy_benchmark("graph-walk", wrapped.path());
+    let script = r#"("sh" "-c" "cc -O2 -MD -c main.c -o main.o && cc main.o -o bench")"#;
+    let direct = r#"("clang" "-O2" "main.c" "-o" "bench")"#;
+    let config = config("graph-walk", "1", 1)
+        .replace(direct, script)
+        .replace("(kind llvm-inline)", "(kind llvm-inline) (compiler clang)");
+    std::fs::write(wrapped.path().join("c.sexp"), config).unwrap();
+    let out = run_kiln(wrapped.path(), &["sites", "--json", "c.sexp", "graph-walk"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let through_make: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(through_make["features"], json["features"]);
+}
+
 #[test]
 fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
     if !have("clang") {

@@ -46,8 +46,9 @@ pub struct SiteFeatures {
     pub callee_self_cost: Option<u64>,
     /// Instructions executed in the callee and everything it called.
     pub callee_inclusive_cost: Option<u64>,
-    /// Times the callee was called from the caller in the stock build's
-    /// profile (callgrind; a site inlined in the stock build has no call of
-    /// its own, so its count is `None`).
+    /// Times the call ran in the stock build's profile (callgrind: calls of
+    /// the callee from the site's source line, in whatever function holds a
+    /// copy of the call; a site inlined in the stock build has no call of its
+    /// own, so its count is `None`).
     pub site_calls: Option<u64>,
 }

@@ -5,6 +5,7 @@
 //! program runs from the same path with the same environment, which the
 //! launcher guarantees.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -16,6 +17,117 @@ pub fn wrap(argv: &[String], out_file: &Path) -> Vec<String> {
         format!("--callgrind-out-file={}", out_file.display()),
     ];
     wrapped.extend(argv.iter().cloned());
+    wrapped
+}
+
+/// What a callgrind profile says per function and per call: read with the
+/// names as compiled (`--demangle=no`, see [`PROFILE_OPTIONS`]), so that they
+/// are the names of inline remarks.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Profile {
+    /// Instructions by function: its own and those of what it called.
+    pub functions: HashMap<String, FunctionCost>,
+    /// Calls by caller, callee and the source line of the call.
+    pub calls: HashMap<CallKey, u64>,
+}
+
+/// The instructions a function executed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct FunctionCost {
+    /// In the function itself (`Ir`).
+    pub self_ir: u64,
+    /// In the function and everything it called.
+    pub inclusive_ir: u64,
+}
+
+/// A call position in a profile: caller, callee, line of the call.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CallKey {
+    /// The function holding the call.
+    pub caller: String,
+    /// The called function.
+    pub callee: String,
+    /// The call's source line (of the innermost inlined code, if any).
+    pub line: u32,
+}
+
+/// The options of a profiling run, besides [`wrap`]'s: mangled names, and
+/// names and positions written out in full.
+pub const PROFILE_OPTIONS: &[&str] = &[
+    "--demangle=no",
+    "--compress-strings=no",
+    "--compress-pos=no",
+];
+
+impl Profile {
+    /// Reads a profile in callgrind's format (`fn=`, `cfn=`, `calls=` and
+    /// cost lines whose first number is the line and the second `Ir`);
+    /// compressed names (`(id) name`) and relative positions are read too.
+    pub fn parse(text: &str) -> Profile {
+        let mut profile = Profile::default();
+        let mut names: HashMap<String, String> = HashMap::new();
+        let mut name = |value: &str| -> String {
+            let value = value.trim();
+            let plain = match value.strip_prefix('(').and_then(|v| v.split_once(')')) {
+                Some((id, rest)) if !rest.trim().is_empty() => {
+                    let rest = rest.trim().to_string();
+                    names.insert(id.to_string(), rest.clone());
+                    rest
+                }
+                Some((id, _)) => names.get(id).cloned().unwrap_or_default(),
+                None => value.to_string(),
+            };
+            // A recursion level callgrind tells apart (`fib'2`) is the function.
+            match plain.rsplit_once('\'') {
+                Some((f, level)) if level.chars().all(|c| c.is_ascii_digit()) => f.to_string(),
+                _ => plain,
+            }
+        };
+        let mut function = String::new();
+        let mut callee = String::new();
+        let mut pending_calls: Option<u64> = None;
+        let mut line = 0u32;
+        for raw in text.lines() {
+            if let Some(v) = raw.strip_prefix("fn=") {
+                function = name(v);
+            } else if let Some(v) = raw.strip_prefix("cfn=") {
+                callee = name(v);
+            } else if let Some(v) = raw.strip_prefix("calls=") {
+                pending_calls = v.split_whitespace().next().and_then(|n| n.parse().ok());
+            } else if raw.starts_with(|c: char| c.is_ascii_digit() || matches!(c, '+' | '-' | '*'))
+            {
+                let mut fields = raw.split_whitespace();
+                let position = fields.next().unwrap_or("*");
+                line = match position.as_bytes()[0] {
+                    b'+' => line.saturating_add(position[1..].parse().unwrap_or(0)),
+                    b'-' => line.saturating_sub(position[1..].parse().unwrap_or(0)),
+                    b'*' => line,
+                    _ => position.parse().unwrap_or(line),
+                };
+                let ir: u64 = fields.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                let cost = profile.functions.entry(function.clone()).or_default();
+                cost.inclusive_ir += ir;
+                match pending_calls.take() {
+                    Some(count) => {
+                        let key = CallKey {
+                            caller: function.clone(),
+                            callee: callee.clone(),
+                            line,
+                        };
+                        *profile.calls.entry(key).or_default() += count;
+                    }
+                    None => cost.self_ir += ir,
+                }
+            }
+        }
+        profile
+    }
+}
+
+/// [`wrap`] with [`PROFILE_OPTIONS`], for a run whose [`Profile`] is read.
+pub fn wrap_profile(argv: &[String], out_file: &Path) -> Vec<String> {
+    let mut wrapped = wrap(argv, out_file);
+    wrapped.splice(2..2, PROFILE_OPTIONS.iter().map(|o| o.to_string()));
     wrapped
 }
 
@@ -68,6 +180,28 @@ mod tests {
         assert_eq!(parse_total(profile), Some(123456));
         assert_eq!(parse_total("events: Ir\ntotals: 77\n"), Some(77));
         assert_eq!(parse_total("events: Ir\n"), None);
+    }
+
+    #[test]
+    fn reads_costs_per_function_and_call() {
+        let profile = "events: Ir\nfl=(1) a.c\nfn=(1) main\n10 5\n+2 3\ncfl=(1)\ncfn=(2) heap_push\ncalls=4 30\n* 400\n\
+                       fn=(2)\n30 100\nfn=(3) fib'2\n1 7\nfn=(4) fib\n1 8\ntotals: 515\n";
+        let p = Profile::parse(profile);
+        assert_eq!(
+            p.functions["main"],
+            FunctionCost {
+                self_ir: 8,
+                inclusive_ir: 408
+            }
+        );
+        assert_eq!(p.functions["heap_push"].self_ir, 100);
+        assert_eq!(p.functions["fib"].self_ir, 15);
+        let key = CallKey {
+            caller: "main".into(),
+            callee: "heap_push".into(),
+            line: 12,
+        };
+        assert_eq!(p.calls[&key], 4);
     }
 
     #[test]

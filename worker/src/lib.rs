@@ -9,6 +9,7 @@ pub mod checked_output;
 pub mod container;
 pub mod counters;
 pub mod cupti;
+pub mod features;
 mod gpu;
 pub mod llvm_inline;
 pub mod measure;

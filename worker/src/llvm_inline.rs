@@ -166,6 +166,17 @@ pub fn stock_build_args(compiler: Compiler, incremental_dir: &Path) -> Vec<Strin
     }
 }
 
+/// Arguments for discovery's stock build: [`stock_build_args`] and, for
+/// clang, the remarks of the calls it leaves in place (rustc's
+/// `-C remark=inline` prints those already), whose costs are site features.
+pub fn stock_discovery_args(compiler: Compiler, incremental_dir: &Path) -> Vec<String> {
+    let mut args = stock_build_args(compiler, incremental_dir);
+    if compiler == Compiler::Clang {
+        args.push("-Rpass-missed=inline".into());
+    }
+    args
+}
+
 /// One inline remark.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InlineRemark {
@@ -180,6 +191,100 @@ pub struct InlineRemark {
     /// Whether the site was inlined (`false` only for "will not be inlined"
     /// lines, as in replay files: compilers print no site for missed calls).
     pub inlined: bool,
+    /// The inliner's cost and threshold, where the remark gives them
+    /// (`with (cost=-30, threshold=337)`; not for forced inlining).
+    pub cost: Option<InlineCost>,
+    /// The source line the remark names: the call's, in the innermost
+    /// function of the chain (absolute, where the site's offset is relative).
+    pub line: Option<u32>,
+}
+
+/// The inliner's cost estimate for a call and the threshold it compared it
+/// with, as a remark prints them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InlineCost {
+    /// The cost estimate.
+    pub cost: i64,
+    /// The threshold: the call is inlined when the cost is below it.
+    pub threshold: i64,
+}
+
+impl InlineCost {
+    /// The first `(cost=C, threshold=T)` of a remark; `None` for
+    /// `cost=always`, `cost=never` and remarks without one.
+    fn find(text: &str) -> Option<Self> {
+        let rest = &text[text.find("(cost=")? + "(cost=".len()..];
+        let (cost, rest) = rest.split_once(", threshold=")?;
+        let threshold = rest.split(')').next()?;
+        Some(InlineCost {
+            cost: cost.parse().ok()?,
+            threshold: threshold.parse().ok()?,
+        })
+    }
+}
+
+/// A call a stock build left in place, from a missed-inlining remark (clang's
+/// `-Rpass-missed=inline`, rustc's `inline (missed)`): it names no call-site chain, only the call's own source position
+/// (the innermost one when the call came with inlined code).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissedRemark {
+    /// The callee's (mangled) name.
+    pub callee: String,
+    /// The function that holds the call.
+    pub caller: String,
+    /// The call's source line (absolute, not an offset).
+    pub line: u32,
+    /// The call's source column.
+    pub column: u32,
+    /// The cost and threshold, when the inliner weighed the call (not for a
+    /// `noinline` callee or one whose body is elsewhere).
+    pub cost: Option<InlineCost>,
+}
+
+/// The missed-inlining remarks of compiler output: clang's
+/// `FILE:L:C: remark: 'f' not inlined into 'g' because too costly to inline
+/// (cost=260, threshold=225) [-Rpass-missed=inline]` and rustc's
+/// `note: FILE:L:C inline (missed): 'f' not inlined into 'g' because ...`.
+pub fn parse_missed_remarks(compiler_output: &str) -> Vec<MissedRemark> {
+    compiler_output
+        .lines()
+        .filter_map(|line| parse_missed_line(&strip_ansi(line)))
+        .collect()
+}
+
+fn parse_missed_line(line: &str) -> Option<MissedRemark> {
+    const MARKER: &str = "' not inlined into '";
+    let clang = line
+        .trim_end()
+        .strip_suffix("[-Rpass-missed=inline]")
+        .is_some();
+    if !(clang || line.contains(" inline (missed): '")) {
+        return None;
+    }
+    let (line_number, column) = remark_position(line)?;
+    let at = line.find(MARKER)?;
+    let callee = line[..at].rsplit_once('\'')?.1;
+    let (caller, reason) = line[at + MARKER.len()..].split_once('\'')?;
+    Some(MissedRemark {
+        callee: callee.to_string(),
+        caller: caller.to_string(),
+        line: line_number,
+        column,
+        cost: InlineCost::find(reason),
+    })
+}
+
+/// The source line and column a remark is printed at: clang's
+/// `FILE:L:C: remark: ...`, rustc's `note: FILE:L:C inline (...): ...`.
+fn remark_position(line: &str) -> Option<(u32, u32)> {
+    let position = match line.strip_prefix("note: ") {
+        Some(rest) => rest.split_once(" inline (")?.0,
+        None => line.split_once(": remark: ")?.0,
+    };
+    let mut numbers = position.rsplitn(3, ':');
+    let column = numbers.next()?.parse().ok()?;
+    let line = numbers.next()?.parse().ok()?;
+    Some((line, column))
 }
 
 /// Parses compiler output (stderr+stdout) into remarks; lines that are not inline remarks are ignored.
@@ -459,6 +564,7 @@ fn parse_remark_line(line: &str) -> Option<InlineRemark> {
         return None;
     }
     let (callsite, _) = site_part.split_once(';')?;
+    let cost = InlineCost::find(reason);
     let site = ParsedSite {
         callee: callee.to_string(),
         callsite: callsite.trim().to_string(),
@@ -472,6 +578,8 @@ fn parse_remark_line(line: &str) -> Option<InlineRemark> {
         caller: caller.to_string(),
         callsite: site.callsite,
         inlined,
+        cost,
+        line: remark_position(line).map(|(l, _)| l),
     })
 }
 
@@ -554,6 +662,45 @@ fn is_recursive_copy(remark: &InlineRemark) -> bool {
     }
     let mut functions = BTreeSet::from([remark.callee.as_str()]);
     chain.iter().any(|e| !functions.insert(function_of(e)))
+}
+
+/// A site id's callee and chain elements (innermost first), each element as
+/// function, line offset and column (discriminator dropped); `None` for an
+/// id that is not a call site.
+pub fn site_parts(id: &SiteId) -> Option<(&str, Vec<SiteElement<'_>>)> {
+    let (callee, chain) = id.as_str().split_once(AT)?;
+    let elements = chain
+        .split(AT)
+        .map(|element| {
+            let mut parts = element.rsplitn(3, ':');
+            let column = parts.next()?.split('.').next()?.parse().ok()?;
+            let offset = parts.next()?.parse().ok()?;
+            Some(SiteElement {
+                function: parts.next()?,
+                offset,
+                column,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some((callee, elements))
+}
+
+/// One element of a call-site chain: a call's position in its function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteElement<'a> {
+    /// The function that holds the call.
+    pub function: &'a str,
+    /// The call's line minus the function's first line.
+    pub offset: i64,
+    /// The call's column.
+    pub column: u32,
+}
+
+impl std::fmt::Display for SiteElement<'_> {
+    /// `function:offset:column`, as LLVM prints an element (no discriminator).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}:{}", self.function, self.offset, self.column)
+    }
 }
 
 /// The function of a chain element `function:line:column[.discriminator]`.

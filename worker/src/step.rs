@@ -6,10 +6,12 @@
 //! (cleared for every step unless its build is reused), `slots/<slot>/` is
 //! the runs' `HOME` and holds the callgrind profile, `gpu-trace/` (the CUPTI
 //! traces of the last timed run) and `.lock` (see `slot_lock`),
-//! `discover/<id>/` is a discovery's scratch folder. Every path taken from a
+//! `discover/<id>/` is a discovery's scratch folder (its work folder, the
+//! stock build's IR under `ir/`, its callgrind profile). Every path taken from a
 //! request is confined.
 
 use std::collections::{BTreeSet, HashMap};
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, OnceLock};
@@ -23,7 +25,9 @@ use kiln_protocol::message::{
 
 use crate::build_cache::BuildCache;
 use crate::bundle_cache::{copy_tree, fresh_dir, BundleCache};
+use crate::callgrind;
 use crate::checked_output::LineFilter;
+use crate::features;
 use crate::llvm_inline;
 use crate::measure::{self, OutputSpec, Plan};
 use crate::process::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
@@ -298,7 +302,11 @@ fn discover_in(
         cancel,
         objects: None,
     };
+    let ir_dir = dir.join("ir");
+    fresh_dir(&ws.rundir, &ir_dir)?;
     let mut remarks = Vec::new();
+    let mut stock_log = String::new();
+    let mut profile = None;
     for what in ["discovery", "stock"] {
         // Each build from a fresh copy of the sources: make would otherwise
         // find the first build's objects up to date, compile nothing and
@@ -306,7 +314,7 @@ fn discover_in(
         fresh_work(&ws.rundir, bundle_dir, &work, spec, &no_decisions)?;
         let incremental = fresh_subdir(&ws.rundir, &work, INCREMENTAL_DIR)?;
         let stock = llvm_inline::stock_build_args(compiler, &incremental);
-        let (flags, fallback) = if what == "discovery" {
+        let log = if what == "discovery" {
             let empty_replay = work.join("replay-empty.txt");
             check_llvm_args_path(compiler, &empty_replay)?;
             std::fs::write(&empty_replay, "")
@@ -315,15 +323,29 @@ fn discover_in(
             // Inlining everything can take a compile past any memory or time
             // (an interpreter's dispatch loop): such a unit is compiled again
             // with the stock flags, and its sites are the stock compiler's.
-            (all, Some(stock))
+            build.compile(all, Some(stock), None, what, progress)?
         } else {
-            (stock, None)
+            // The stock build also leaves what site features come from: the
+            // costs of the calls it keeps, the IR before inlining and,
+            // run once under callgrind, a profile.
+            let flags = llvm_inline::stock_discovery_args(compiler, &incremental);
+            let log = build.compile(flags, None, Some(&ir_dir), what, progress)?;
+            profile = profile_stock(spec, &work, dir, cancel, progress);
+            log
         };
-        remarks.push(llvm_inline::parse_remarks(
-            &build.compile(flags, fallback, what, progress)?,
-        ));
+        remarks.push(llvm_inline::parse_remarks(&log));
+        stock_log = log;
     }
     let mut discovery = llvm_inline::discovery_from_remarks(&remarks[0], &remarks[1]);
+    let program = features::ir::Program::read_dir(&ir_dir)?;
+    let missed = llvm_inline::parse_missed_remarks(&stock_log);
+    let evidence = features::Evidence {
+        discovery: &remarks[0],
+        stock: &remarks[1],
+        missed: &missed,
+        ir: (!program.is_empty()).then_some(&program),
+        profile: profile.as_ref(),
+    };
 
     // The stock decisions replayed: a site the compiler cannot replay as it
     // decided it (a real program has a few) would fail every step as a
@@ -340,7 +362,7 @@ fn discover_in(
         &incremental,
     );
     let replayed =
-        llvm_inline::parse_remarks(&build.compile(flags, None, "replay check", progress)?);
+        llvm_inline::parse_remarks(&build.compile(flags, None, None, "replay check", progress)?);
     let unreplayable: BTreeSet<SiteId> = llvm_inline::verify(&discovery.baseline, &replayed)
         .iter()
         // Each problem names its site first, quoted.
@@ -360,7 +382,56 @@ fn discover_in(
             .0
             .retain(|id, _| !unreplayable.contains(id));
     }
+    discovery.features = features::site_features(&discovery.points, &discovery.baseline, &evidence);
     Ok(discovery)
+}
+
+/// One callgrind run of the stock build in `work`, for the sites' profile
+/// features; `None` (and a word to `progress`) where valgrind is missing or
+/// the run fails: those features are then null.
+fn profile_stock(
+    spec: &BenchmarkSpec,
+    work: &Path,
+    home: &Path,
+    cancel: &CancelToken,
+    progress: &(dyn Fn(String) + Sync),
+) -> Option<callgrind::Profile> {
+    callgrind::version()?;
+    let no_decisions = DecisionSet::default();
+    let out = home.join("profile.callgrind");
+    let argv = expand_all(&spec.run, None, &work.join(DECISIONS_FILE));
+    let timeout = seconds(spec.timeout_s, "timeout-s")
+        .ok()?
+        .checked_mul(measure::CALLGRIND_TIMEOUT_FACTOR)
+        .unwrap_or(Duration::MAX);
+    let launch = Launch {
+        argv: callgrind::wrap_profile(&argv, &out),
+        cwd: work.to_path_buf(),
+        env: step_env(spec, &no_decisions, home),
+        cpus: Vec::new(),
+        output: Output::Discard,
+        timeout,
+        sample_every: None,
+        cgroups: Vec::new(),
+        memory_limit: None,
+    };
+    progress(format!(
+        "profile run of '{}' under callgrind started",
+        spec.name
+    ));
+    let failed = match process::run(&launch, None, Some(cancel)) {
+        Ok(f) if f.end == End::Exited(0) => match std::fs::read_to_string(&out) {
+            Ok(text) => return Some(callgrind::Profile::parse(&text)),
+            Err(e) => format!("cannot read {}: {e}", out.display()),
+        },
+        Ok(f) => format!("{:?}: {}", f.end, f.stderr_tail.trim()),
+        Err(e) => e,
+    };
+    progress(format!(
+        "profile run of '{}' failed, its sites get no profile features: {failed}",
+        spec.name
+    ));
+    None
 }
 
 /// Makes `work` a fresh copy of the bundle with the decision file written.
@@ -514,6 +585,7 @@ impl Build<'_> {
         &self,
         flags: Vec<String>,
         fallback: Option<Vec<String>>,
+        ir: Option<&Path>,
         what: &str,
         progress: &(dyn Fn(String) + Sync),
     ) -> Result<String, String> {
@@ -521,7 +593,11 @@ impl Build<'_> {
             flags,
             cpu_s: self.spec.discovery_cpu_s.ceil() as u64,
         });
-        let launch = self.launch(flags, fallback)?;
+        let mut launch = self.launch(flags.clone(), fallback)?;
+        let wrapped = self.wrapped();
+        if let Some(dir) = ir.filter(|_| wrapped) {
+            launch.env.push(wrap::ir_env(dir));
+        }
         let wrap_dir = self.work.join(WRAP_DIR);
         let compiling = || match wrap::active_units(&wrap_dir) {
             units if units.is_empty() => String::new(),
@@ -545,7 +621,12 @@ impl Build<'_> {
         })?;
         let log = String::from_utf8_lossy(&finished.kept).into_owned();
         let failure = match finished.end {
-            End::Exited(0) => return Ok(log),
+            End::Exited(0) => {
+                if let Some(dir) = ir.filter(|_| !wrapped) {
+                    self.write_ir(&flags, dir);
+                }
+                return Ok(log);
+            }
             End::Exited(c) => format!("exited with {c}"),
             End::Signaled(s) => format!("was killed by {}", process::signal_name(s)),
             End::TimedOut => format!("timed out after {} s", self.spec.build_timeout_s),
@@ -557,6 +638,54 @@ impl Build<'_> {
             compiling(),
             tail(&llvm_inline::strip_remarks(&log))
         ))
+    }
+
+    /// Whether kiln's flags reach the compiles through the compiler wrapper:
+    /// the build command is no compiler (make, cargo).
+    fn wrapped(&self) -> bool {
+        matches!(self.spec.kind, BenchmarkKind::LlvmInline { .. })
+            && self
+                .spec
+                .build
+                .first()
+                .is_some_and(|program| !runs_compiler_itself(program))
+    }
+
+    /// Writes the IR of a build that runs clang itself into `dir`, one
+    /// front-end compile per source (see [`features::ir`]); a failure only
+    /// costs the sites their IR features, so it is logged, not returned.
+    fn write_ir(&self, flags: &[String], dir: &Path) {
+        let argv = expand_all(&self.spec.build, None, &self.work.join(DECISIONS_FILE));
+        let BenchmarkKind::LlvmInline { compiler, .. } = self.spec.kind else {
+            return;
+        };
+        let args: Vec<OsString> = argv[1..].iter().map(OsString::from).collect();
+        for ir_args in wrap::ir_commands(compiler, &args, flags, dir, "unit") {
+            let mut ir_argv = vec![argv[0].clone()];
+            ir_argv.extend(ir_args.iter().map(|a| a.to_string_lossy().into_owned()));
+            let launch = Launch {
+                argv: ir_argv,
+                cwd: self.work.to_path_buf(),
+                env: build_env(self.spec, self.decisions, self.home),
+                cpus: self.cpus.to_vec(),
+                output: Output::KeepMerged { cap: TAIL_BYTES },
+                timeout: seconds(self.spec.build_timeout_s, "build-timeout-s")
+                    .unwrap_or(Duration::ZERO),
+                sample_every: None,
+                cgroups: Vec::new(),
+                memory_limit: Some(self.spec.build_memory_bytes),
+            };
+            match process::run(&launch, None, Some(self.cancel)) {
+                Ok(f) if f.end == End::Exited(0) => {}
+                Ok(f) => tracing::warn!(
+                    "no IR for site features of '{}': {:?}: {}",
+                    self.spec.name,
+                    f.end,
+                    String::from_utf8_lossy(&f.kept).trim()
+                ),
+                Err(e) => tracing::warn!("no IR for site features of '{}': {e}", self.spec.name),
+            }
+        }
     }
 
     /// The build's launch with kiln's compiler flags: appended to the command
@@ -574,9 +703,7 @@ impl Build<'_> {
         );
         let mut env = build_env(self.spec, self.decisions, self.home);
         let wrapper = match &self.spec.kind {
-            BenchmarkKind::LlvmInline { compiler, .. }
-                if !flags.is_empty() && !runs_compiler_itself(&argv[0]) =>
-            {
+            BenchmarkKind::LlvmInline { compiler, .. } if !flags.is_empty() && self.wrapped() => {
                 Some(*compiler)
             }
             _ => None,

@@ -12,6 +12,9 @@
 //!   `RUSTC_WRAPPER` is kiln-worker as `kiln-rustc-deps` too, which gives the
 //!   flags to the crates named there (cargo runs it around the workspace
 //!   wrapper for the workspace's crates, and passes those on unchanged).
+//!
+//! In discovery's stock build each compile that gets the flags also writes
+//! its IR before inlining, for the sites' features ([`ir_commands`]).
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
@@ -43,6 +46,10 @@ const LOCK_ENV: &str = "KILN_WRAP_LOCK";
 /// its pid and holding the units it compiles, while it runs: what discovery's
 /// progress and a limit's message name.
 const ACTIVE_ENV: &str = "KILN_WRAP_ACTIVE";
+
+/// A folder where each clang compile also writes its units' IR before
+/// inlining (see [`crate::features::ir`]), for discovery's site features.
+const IR_ENV: &str = "KILN_WRAP_IR";
 
 /// The address space one bounded compile may use.
 pub const LIMIT_BYTES: u64 = 4 << 30;
@@ -134,6 +141,35 @@ pub fn prepare(
         }
     }
     Ok(env)
+}
+
+/// The variable that makes the wrapped clang compiles of a build write
+/// their units' IR into `dir` too.
+pub fn ir_env(dir: &Path) -> (String, String) {
+    (IR_ENV.into(), dir.display().to_string())
+}
+
+/// The command lines (after the compiler) that write the IR of what a
+/// compiler invocation `args` compiles into `out_dir`, named by `tag`: one
+/// per source for clang, one per crate for rustc.
+pub fn ir_commands(
+    compiler: Compiler,
+    args: &[OsString],
+    flags: &[String],
+    out_dir: &Path,
+    tag: &str,
+) -> Vec<Vec<OsString>> {
+    use crate::features::ir;
+    match compiler {
+        Compiler::Clang => {
+            let sources: Vec<&OsString> = args
+                .iter()
+                .filter(|a| compiles(std::slice::from_ref(a)))
+                .collect();
+            ir::clang_commands(args, &sources, flags, out_dir, tag)
+        }
+        Compiler::Rustc => vec![ir::rustc_command(args, flags, out_dir, tag)],
+    }
 }
 
 fn active_dir(wrap_dir: &Path) -> PathBuf {
@@ -297,6 +333,34 @@ pub fn run_if_wrapped() {
             }
         }
     };
+    if let Some(dir) = std::env::var_os(IR_ENV) {
+        if output.status.success() {
+            let tag = std::process::id().to_string();
+            let compiler = match is_rustc_wrapper {
+                true => Compiler::Rustc,
+                false => Compiler::Clang,
+            };
+            for ir_args in ir_commands(compiler, &args, &flags, Path::new(&dir), &tag) {
+                let mut ir = std::process::Command::new(&program);
+                ir.arg0(&arg0).args(&ir_args);
+                match ir.output() {
+                    Ok(o) if o.status.success() => {}
+                    failed => {
+                        let why = match failed {
+                            Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+                            Err(e) => e.to_string(),
+                        };
+                        let note = format!(
+                            "kiln: no IR of {} for site features: {}\n",
+                            sources(&args),
+                            why.trim()
+                        );
+                        output.stderr.extend(note.into_bytes());
+                    }
+                }
+            }
+        }
+    }
     if let Some(file) = active {
         let _ = std::fs::remove_file(file);
     }

@@ -15,6 +15,7 @@ use kiln_worker::llvm_inline::{
     discovery_build_args, discovery_from_remarks, parse_remarks, replay_build_args,
     replay_file_text, stock_build_args, strip_remarks, text_size, verify, InlineRemark,
 };
+use kiln_worker::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
 
 // ---------------------------------------------------------------------------
 // Literal remark lines
@@ -76,7 +77,26 @@ fn parses_clang_remarks() {
             caller: "main".into(),
             callsite: "top_k_far:4:13 @ main:19:15".into(),
             inlined: true,
+            cost: Some(InlineCost {
+                cost: 210,
+                threshold: 225
+            }),
+            line: Some(198),
         }
+    );
+    // The missed call: its position, callee, caller and cost; no site.
+    assert_eq!(
+        parse_missed_remarks(CLANG_OUTPUT),
+        [MissedRemark {
+            callee: "other".into(),
+            caller: "main".into(),
+            line: 12,
+            column: 5,
+            cost: Some(InlineCost {
+                cost: 300,
+                threshold: 225
+            }),
+        }]
     );
     let cxx = parse_remarks(CLANGXX_LINE);
     assert_eq!(cxx.len(), 1);
@@ -107,6 +127,25 @@ fn parses_rustc_remarks() {
     );
     assert!(nested.callsite.contains(" @ "));
     assert!(nested.inlined);
+    let costs = (remarks[0].cost, remarks[0].line, nested.cost);
+    let cost = |cost, threshold| Some(InlineCost { cost, threshold });
+    assert_eq!(costs, (cost(15, 325), Some(6), cost(5, 250)));
+    let missed = parse_missed_remarks(RUSTC_OUTPUT);
+    assert_eq!(missed.len(), 1, "{missed:#?}");
+    assert_eq!(
+        (
+            missed[0].callee.as_str(),
+            missed[0].line,
+            missed[0].column,
+            missed[0].cost
+        ),
+        (
+            "_ZN5alloc7raw_vec11finish_grow17h1da5c3929bbd3b48E",
+            527,
+            33,
+            cost(140, 45)
+        )
+    );
 }
 
 #[test]
@@ -930,6 +969,8 @@ fn remarks(ids: &[&str]) -> Vec<InlineRemark> {
                 caller: outer.split(':').next().unwrap().into(),
                 callsite: callsite.into(),
                 inlined: true,
+                cost: None,
+                line: None,
             }
         })
         .collect()

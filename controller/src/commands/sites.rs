@@ -41,8 +41,11 @@ pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The decision points with the stock value and domain of each.
+/// The decision points with the stock value and domain of each and, where
+/// discovery recorded them, the main site features (`--json` has them all);
+/// a feature that could not be had reads `-`.
 fn sites_table(discovery: &Discovery) -> String {
+    let with_features = !discovery.features.is_empty();
     let rows = discovery.points.iter().map(|p| {
         let stock = discovery
             .baseline
@@ -50,12 +53,48 @@ fn sites_table(discovery: &Discovery) -> String {
             .map(ToString::to_string)
             .unwrap_or_default();
         let domain: Vec<_> = p.domain.iter().map(ToString::to_string).collect();
-        vec![p.id.to_string(), stock, domain.join(" ")]
+        let mut row = vec![p.id.to_string(), stock, domain.join(" ")];
+        if with_features {
+            let f = discovery.features.get(&p.id).cloned().unwrap_or_default();
+            let cell = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+            row.extend(
+                [
+                    f.inline_cost.map(|v| v.to_string()),
+                    f.inline_threshold.map(|v| v.to_string()),
+                    f.caller_instructions.map(|v| v.to_string()),
+                    f.callee_instructions.map(|v| v.to_string()),
+                    f.loop_depth.map(|v| v.to_string()),
+                    f.constant_arguments.map(|v| v.to_string()),
+                    f.site_calls.map(|v| v.to_string()),
+                ]
+                .map(cell),
+            );
+        }
+        row
     });
-    let mut out = table(&["decision point", "stock", "domain"], &[], rows);
+    let mut header = vec!["decision point", "stock", "domain"];
+    let mut right = Vec::new();
+    if with_features {
+        header.extend(FEATURE_HEADER);
+        right.extend(3..3 + FEATURE_HEADER.len());
+    }
+    let mut out = table(&header, &right, rows);
     out.push_str(&format!("{} decision points\n", discovery.points.len()));
     out
 }
+
+/// The feature columns of the table: the inliner's cost and threshold, IR
+/// instructions of caller and callee, loop depth, constant arguments, calls
+/// through the site in the stock build's profile.
+const FEATURE_HEADER: [&str; 7] = [
+    "cost",
+    "threshold",
+    "caller IR",
+    "callee IR",
+    "loops",
+    "const args",
+    "calls",
+];
 
 /// Discovers a benchmark's decision points on the first worker that answers.
 async fn discover(

@@ -1,0 +1,183 @@
+//! Per-site features at discovery: owns putting together each decision
+//! point's [`SiteFeatures`] from what discovery's builds left behind: the
+//! stock build's inline remarks (cost and threshold), the IR of the program
+//! before inlining ([`ir`]), and a callgrind profile of the stock build.
+//!
+//! For a nested site `C @ e1 @ ... @ en` (innermost element `e1` in function
+//! `F1`, outermost `en` in function `Fn`) the caller is `Fn`, the function the
+//! callee ends up in and the one its remark names; the loop depth adds up the
+//! depths of the chain's calls, each in its own function; the constant
+//! arguments are those of the innermost call, `C`'s call in `F1`, the call
+//! that is copied along. The cost is the stock remark's for the site, else
+//! the stock remark's for the innermost call, where the stock build never
+//! made the nested call (it did not inline `F1` there). A call's count in the
+//! profile is that of its source position (the innermost element's line),
+//! summed over the functions that hold a copy of it: a call the stock build
+//! kept inside a function it then inlined runs in the function's callers.
+
+pub mod ir;
+
+use std::collections::{BTreeMap, HashMap};
+
+use kiln_protocol::decision::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
+use kiln_protocol::SiteFeatures;
+
+use crate::callgrind::Profile;
+use crate::llvm_inline::{self, InlineCost, InlineRemark, MissedRemark, SiteElement};
+
+/// What discovery found out about a program, to take features from.
+pub struct Evidence<'a> {
+    /// The remarks of the all-inlined discovery build (function lines).
+    pub discovery: &'a [InlineRemark],
+    /// The remarks of the stock build: inlined sites with their costs.
+    pub stock: &'a [InlineRemark],
+    /// The stock build's missed-inlining remarks.
+    pub missed: &'a [MissedRemark],
+    /// The program's IR before inlining, where it could be had (clang).
+    pub ir: Option<&'a ir::Program>,
+    /// A callgrind profile of the stock build, where valgrind ran it.
+    pub profile: Option<&'a Profile>,
+}
+
+/// The features of each point (points that are no call site get none).
+pub fn site_features(
+    points: &[DecisionPoint],
+    baseline: &DecisionSet,
+    evidence: &Evidence<'_>,
+) -> BTreeMap<SiteId, SiteFeatures> {
+    let index = Index::new(evidence);
+    points
+        .iter()
+        .filter_map(|p| {
+            let stock_inline = baseline.get(&p.id) == Some(&DecisionValue::inline());
+            Some((p.id.clone(), index.features(&p.id, stock_inline)?))
+        })
+        .collect()
+}
+
+/// A missed remark's key: callee, caller, line and column of the call.
+type MissedKey<'a> = (&'a str, &'a str, u32, u32);
+
+/// The evidence, indexed for look-ups by site.
+struct Index<'a> {
+    evidence: &'a Evidence<'a>,
+    /// The cost of each site the stock build inlined (first remark).
+    inlined: HashMap<&'a SiteId, InlineCost>,
+    /// The cost of each call the stock build left in place (first remark).
+    missed: HashMap<MissedKey<'a>, Option<InlineCost>>,
+    /// The first line of each function, from remarks (the IR's wins).
+    lines: HashMap<&'a str, u32>,
+    /// Calls in the profile by callee and line, whatever function held them.
+    calls: HashMap<(&'a str, u32), u64>,
+}
+
+impl<'a> Index<'a> {
+    fn new(evidence: &'a Evidence<'a>) -> Self {
+        let mut inlined = HashMap::new();
+        for remark in evidence.stock.iter().filter(|r| r.inlined) {
+            if let Some(cost) = remark.cost {
+                inlined.entry(&remark.site).or_insert(cost);
+            }
+        }
+        let mut missed = HashMap::new();
+        for m in evidence.missed {
+            let key = (m.callee.as_str(), m.caller.as_str(), m.line, m.column);
+            missed.entry(key).or_insert(m.cost);
+        }
+        let mut lines = HashMap::new();
+        for remark in evidence.discovery.iter().chain(evidence.stock) {
+            let parts = llvm_inline::site_parts(&remark.site);
+            if let (Some(line), Some((_, elements))) = (remark.line, parts) {
+                let inner = elements[0];
+                if let Ok(first) = u32::try_from(i64::from(line) - inner.offset) {
+                    lines.entry(inner.function).or_insert(first);
+                }
+            }
+        }
+        let mut calls = HashMap::new();
+        for (key, count) in evidence.profile.iter().flat_map(|p| &p.calls) {
+            *calls.entry((key.callee.as_str(), key.line)).or_default() += count;
+        }
+        Index {
+            evidence,
+            inlined,
+            missed,
+            lines,
+            calls,
+        }
+    }
+
+    /// The absolute line of a chain element.
+    fn line_of(&self, element: SiteElement<'_>) -> Option<u32> {
+        let ir_line = self
+            .evidence
+            .ir
+            .and_then(|p| p.functions.get(element.function)?.line);
+        let first = ir_line.or_else(|| self.lines.get(element.function).copied())?;
+        u32::try_from(i64::from(first) + element.offset).ok()
+    }
+
+    fn features(&self, id: &SiteId, stock_inline: bool) -> Option<SiteFeatures> {
+        let (callee, elements) = llvm_inline::site_parts(id)?;
+        let inner = elements[0];
+        let caller = elements.last()?.function;
+        let line = self.line_of(inner);
+        let missed = |holder: &str| {
+            let line = line?;
+            *self.missed.get(&(callee, holder, line, inner.column))?
+        };
+        let innermost = SiteId(format!("{callee} @ {inner}"));
+        let cost = self
+            .inlined
+            .get(id)
+            .copied()
+            .or_else(|| missed(caller))
+            .or_else(|| self.inlined.get(&innermost).copied())
+            .or_else(|| missed(inner.function));
+        let mut f = SiteFeatures {
+            chain_length: Some(elements.len() as u32),
+            inline_cost: cost.map(|c| c.cost),
+            inline_threshold: cost.map(|c| c.threshold),
+            ..SiteFeatures::default()
+        };
+        if let Some(program) = self.evidence.ir {
+            let caller_ir = program.functions.get(caller);
+            let callee_ir = program.functions.get(callee);
+            f.caller_instructions = caller_ir.map(|c| c.instructions);
+            f.caller_blocks = caller_ir.map(|c| c.blocks);
+            f.callee_instructions = callee_ir.map(|c| c.instructions);
+            f.callee_blocks = callee_ir.map(|c| c.blocks);
+            f.callee_recursive = callee_ir.map(|c| c.recursive);
+            f.callee_call_sites = program.call_sites.get(callee).copied();
+            // Each element is a call of the next inner function (of the callee
+            // for the innermost), held by the element's function.
+            let callees = std::iter::once(callee).chain(elements.iter().map(|e| e.function));
+            let calls: Option<Vec<&ir::Call>> = elements
+                .iter()
+                .zip(callees)
+                .map(|(e, called)| program.calls.get(&format!("{called} @ {e}")))
+                .collect();
+            f.loop_depth = calls
+                .as_ref()
+                .map(|calls| calls.iter().map(|c| c.loop_depth).sum());
+            f.constant_arguments = program
+                .calls
+                .get(innermost.as_str())
+                .map(|c| c.constant_arguments);
+        }
+        if let Some(profile) = self.evidence.profile {
+            let caller_cost = profile.functions.get(caller);
+            let callee_cost = profile.functions.get(callee);
+            f.caller_self_cost = caller_cost.map(|c| c.self_ir);
+            f.caller_inclusive_cost = caller_cost.map(|c| c.inclusive_ir);
+            f.callee_self_cost = callee_cost.map(|c| c.self_ir);
+            f.callee_inclusive_cost = callee_cost.map(|c| c.inclusive_ir);
+            // The call keeps its line wherever its function was inlined.
+            f.site_calls = match (stock_inline, line) {
+                (false, Some(line)) => Some(self.calls.get(&(callee, line)).copied().unwrap_or(0)),
+                _ => None,
+            };
+        }
+        Some(f)
+    }
+}
