@@ -1,0 +1,52 @@
+"""The site features the policy reads, shared by train.py and apply.py.
+
+They are the fields of kiln's `SiteFeatures` (protocol/src/features.rs; `kiln
+export --schema` documents them), plus whether the stock compiler inlined the
+site, since flipping a site means opposite things for the two.
+"""
+
+import numpy as np
+import pandas as pd
+
+FEATURES = [
+    "chain_length",
+    "inline_cost",
+    "inline_threshold",
+    "caller_instructions",
+    "caller_blocks",
+    "callee_instructions",
+    "callee_blocks",
+    "loop_depth",
+    "callee_call_sites",
+    "callee_recursive",
+    "constant_arguments",
+    "caller_self_cost",
+    "caller_inclusive_cost",
+    "callee_self_cost",
+    "callee_inclusive_cost",
+    "site_calls",
+    "stock_inline",
+]
+
+
+def normalise(frame: pd.DataFrame) -> pd.DataFrame:
+    """Column names in snake case (kiln's JSON spells features in kebab case),
+    and whether the stock compiler inlined the site."""
+    frame = frame.rename(columns=lambda c: c.replace("-", "_"))
+    if "stock_inline" not in frame and "stock" in frame:
+        frame["stock_inline"] = frame["stock"] == "inline"
+    return frame
+
+
+def feature_matrix(frame: pd.DataFrame) -> np.ndarray:
+    """The features as floats; a feature kiln could not have is NaN, never 0."""
+    columns = []
+    for name in FEATURES:
+        if name in frame:
+            column = frame[name].astype("object").map(
+                lambda v: np.nan if v is None or v is pd.NA else float(v)
+            )
+            columns.append(column)
+        else:
+            columns.append(pd.Series(np.nan, index=frame.index))
+    return np.column_stack([c.to_numpy(dtype=float) for c in columns])
