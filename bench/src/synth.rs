@@ -164,6 +164,7 @@ fn chain_state(samples: &[f64]) -> ChainState {
         varied: Default::default(),
         sets: Default::default(),
         effects: Default::default(),
+        tried: Default::default(),
     }
 }
 

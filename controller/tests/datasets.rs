@@ -195,6 +195,7 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
         varied: Default::default(),
         sets: Default::default(),
         effects: Default::default(),
+        tried: Default::default(),
     }
 }
 

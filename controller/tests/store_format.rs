@@ -241,6 +241,7 @@ fn campaign(steps: u32) -> Campaign {
             varied: Default::default(),
             sets: Default::default(),
             effects: Default::default(),
+            tried: Default::default(),
         };
         for step in 0..steps {
             let record = step_record(&mut g, "walk", chain, step, &state, steps);

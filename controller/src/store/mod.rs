@@ -41,7 +41,7 @@ mod verify;
 
 pub use layout::{manual_benchmark, manual_experiment};
 pub use records::{
-    ChainState, Coverage, Decision, Effect, ExperimentInfo, Incumbent, Proposal, Reference,
+    ChainState, Coverage, Decision, Effect, ExperimentInfo, Flip, Incumbent, Proposal, Reference,
     StepKey, StepKind, StepRecord,
 };
 pub use row::StepRow;
