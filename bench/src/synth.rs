@@ -166,6 +166,7 @@ fn chain_state(samples: &[f64]) -> ChainState {
         sets: Default::default(),
         effects: Default::default(),
         raced: Default::default(),
+        tried: Default::default(),
     }
 }
 

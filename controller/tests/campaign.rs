@@ -12,7 +12,7 @@ use common::campaign::{
     decided, run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
 };
 use common::*;
-use kiln_controller::store::{now_ms, StepRecord, Store};
+use kiln_controller::store::{now_ms, StepKind, StepRecord, Store};
 
 /// The synthetic campaign on one local worker of two slots.
 fn synthetic_config(steps: u32, seed: u64, parallel: u32) -> String {
@@ -41,30 +41,58 @@ fn steps(dir: &Path) -> Vec<StepRecord> {
     store.steps(None).map(Result::unwrap).collect()
 }
 
+/// [`synthetic_config`] searching with `search` (a `(search ...)` field's content).
+fn synthetic_config_searching(steps: u32, seed: u64, parallel: u32, search: &str) -> String {
+    synthetic_config(steps, seed, parallel).replace(
+        &format!("(simulated-annealing (steps {steps}) (t-max 0.3) (t-min 0.005))"),
+        search,
+    )
+}
+
 #[test]
 fn killed_and_resumed_campaign_equals_an_uninterrupted_one() {
-    resumes_exactly("uniform");
+    resumes_exactly(&synthetic_config_proposing(24, 11, 2, "uniform"), 24);
 }
 
 #[test]
 fn killed_and_resumed_guided_campaign_equals_an_uninterrupted_one() {
-    // 24 steps: ten screening flips, then fourteen guided ones.
-    resumes_exactly("guided");
+    // 24 steps: six screening flips (a quarter of the budget), the combined
+    // improving flips, then guided proposals.
+    resumes_exactly(&synthetic_config_proposing(24, 11, 2, "guided"), 24);
 }
 
-fn resumes_exactly(proposals: &str) {
+#[test]
+fn killed_and_resumed_random_search_equals_an_uninterrupted_one() {
+    resumes_exactly(
+        &synthetic_config_searching(24, 11, 2, "(random-search (steps 24))"),
+        24,
+    );
+}
+
+#[test]
+fn killed_and_resumed_hill_climbing_equals_an_uninterrupted_one() {
+    // Ten knobs and 40 steps: the climb reaches a local optimum and restarts.
+    let steps = resumes_exactly(
+        &synthetic_config_searching(40, 11, 2, "(hill-climbing (steps 40))"),
+        40,
+    );
+    assert!(steps.iter().any(|s| s.kind == StepKind::Restart));
+}
+
+/// Runs `config` straight, and again killed (SIGKILL) at several points and
+/// resumed; the two trajectories must be equal. Returns the straight run's steps.
+fn resumes_exactly(config: &str, steps_in_all: usize) -> Vec<StepRecord> {
     if !have_valgrind() {
         eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
-        return;
+        return Vec::new();
     }
-    let config = synthetic_config_proposing(24, 11, 2, proposals);
-    let straight = setup(&config);
+    let straight = setup(config);
     let out = run_kiln(straight.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
     let expected = steps(straight.path());
-    assert_eq!(expected.len(), 24);
+    assert_eq!(expected.len(), steps_in_all);
 
-    let resumed = setup(&config);
+    let resumed = setup(config);
     // Kill at several points: while preparing, and after a few decided steps.
     for kill_after_steps in [0usize, 3, 9, 15] {
         let mut child = kiln_cmd(resumed.path())
@@ -100,6 +128,116 @@ fn resumes_exactly(proposals: &str) {
     let verify = run_kiln(resumed.path(), &["store", "verify", "store"]);
     assert!(verify.status.success(), "{}", text(&verify));
     assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
+    expected
+}
+
+#[test]
+fn hill_climbing_never_accepts_a_worse_step_and_restarts_only_at_a_local_optimum() {
+    if !have_valgrind() {
+        eprintln!("skipped: valgrind is not installed");
+        return;
+    }
+    let dir = setup(&synthetic_config_searching(
+        60,
+        4,
+        2,
+        "(hill-climbing (steps 60))",
+    ));
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = steps(dir.path());
+    assert_eq!(all.len(), 60);
+    let mut restarts = 0;
+    for s in &all {
+        let decision = s.decision.as_ref().unwrap();
+        match s.kind {
+            StepKind::Proposal => {
+                assert_eq!(s.diff.0.len(), 1, "step {} is not one flip", s.key.step);
+                if decision.accepted {
+                    assert!(
+                        s.objective.unwrap() < decision.compared_with,
+                        "step {} accepted {:?} against {}",
+                        s.key.step,
+                        s.objective,
+                        decision.compared_with
+                    );
+                } else if let Some(o) = s.objective {
+                    assert!(
+                        o >= decision.compared_with,
+                        "step {} rejected a better set",
+                        s.key.step
+                    );
+                }
+            }
+            StepKind::Restart => restarts += 1,
+            other => panic!("step {} is a {other:?}", s.key.step),
+        }
+    }
+    // Ten one-flip neighbours: 60 steps reach a local optimum and restart.
+    assert!(restarts > 0);
+    // Greedy one-flip moves from all zeros end at the separable optimum at least.
+    let best = all
+        .iter()
+        .filter_map(|s| s.objective)
+        .fold(f64::INFINITY, f64::min);
+    let local = all
+        .iter()
+        .find(|s| {
+            s.decisions
+                .0
+                .values()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(" ")
+                == "0 0 1 0 1 0 1 0 1 0"
+        })
+        .expect("the climb passes the separable optimum");
+    assert!(best <= local.objective.unwrap());
+}
+
+/// Random search's sets depend on its seed only: the same seed over a program
+/// that fails on half its sets and one that never fails draws the same sets.
+#[test]
+fn random_search_draws_the_same_sets_whatever_the_results() {
+    if !have_valgrind() {
+        eprintln!("skipped: valgrind is not installed");
+        return;
+    }
+    let config = synthetic_config_searching(30, 9, 2, "(random-search (steps 30))");
+    let plain = setup(&config);
+    // x3 = 1 makes the run fail (the program refuses a knob of "11"); other
+    // sets cost ten times less.
+    let failing = setup(
+        &config
+            .replace(r#""{x3}""#, r#""{x3}{x3}""#)
+            .replace(r#""{x9}" "300""#, r#""{x9}" "30""#),
+    );
+    let mut sets = Vec::new();
+    for dir in [&plain, &failing] {
+        let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let all = steps(dir.path());
+        assert_eq!(all.len(), 30);
+        assert!(all
+            .iter()
+            .all(|s| s.kind == StepKind::Proposal && s.parent.is_none()));
+        sets.push(all);
+    }
+    let (plain, failing) = (&sets[0], &sets[1]);
+    assert!(
+        failing.iter().any(|s| s.objective.is_none()),
+        "no run failed"
+    );
+    assert!(
+        failing.iter().any(|s| s.objective.is_some()),
+        "every run failed"
+    );
+    let hashes = |all: &[StepRecord]| -> Vec<String> {
+        all.iter().map(|s| s.decision_hash.to_string()).collect()
+    };
+    assert_eq!(hashes(plain), hashes(failing));
+    // Uniform over the space: sets differ from the start in several knobs, not one.
+    assert!(plain.iter().any(|s| s.diff.0.len() > 2));
 }
 
 /// A campaign over two knobs of the synthetic benchmark (four decision sets),

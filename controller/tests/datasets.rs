@@ -198,6 +198,7 @@ fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
         sets: Default::default(),
         effects: Default::default(),
         raced: Default::default(),
+        tried: Default::default(),
     }
 }
 

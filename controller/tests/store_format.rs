@@ -257,6 +257,7 @@ fn campaign(steps: u32) -> Campaign {
             sets: Default::default(),
             effects: Default::default(),
             raced: Default::default(),
+            tried: Default::default(),
         };
         for step in 0..steps {
             let record = step_record(&mut g, "walk", chain, step, &state, steps);

@@ -162,20 +162,54 @@ pub enum Search {
         /// Decisions changed per proposal.
         flips: u32,
     },
+    /// Independent random decision sets, drawn without regard to any result.
+    RandomSearch {
+        /// Steps of the chain.
+        steps: u32,
+        /// `None`: every point takes a uniformly drawn value of its domain
+        /// (uniform over the whole space). `Some(k)`: the starting set with `k`
+        /// distinct points moved, the annealers' move without its feedback.
+        flips: Option<u32>,
+    },
+    /// Greedy one-flip hill climbing: one flip of the incumbent at a time,
+    /// taken only when it is better; at a local optimum (every flip of the
+    /// incumbent tried, none better) it restarts from the best set with
+    /// `kick` points moved.
+    HillClimbing {
+        /// Steps of the chain.
+        steps: u32,
+        /// Points a restart moves away from the best set.
+        kick: u32,
+    },
 }
 
 impl Search {
     /// Steps of the chain.
     pub fn steps(&self) -> u32 {
         match self {
-            Search::SimulatedAnnealing { steps, .. } | Search::RandomWalk { steps, .. } => *steps,
+            Search::SimulatedAnnealing { steps, .. }
+            | Search::RandomWalk { steps, .. }
+            | Search::RandomSearch { steps, .. }
+            | Search::HillClimbing { steps, .. } => *steps,
         }
     }
 
-    /// Decisions changed per proposal.
+    /// Whether proposals move points drawn by `(proposals ...)` (annealing and
+    /// the random walk), rather than by a rule of the search's own.
+    pub fn draws_flips(&self) -> bool {
+        matches!(
+            self,
+            Search::SimulatedAnnealing { .. } | Search::RandomWalk { .. }
+        )
+    }
+
+    /// Decisions changed per proposal (random search over the whole space
+    /// draws every point and reads 0 here).
     pub fn flips(&self) -> u32 {
         match self {
             Search::SimulatedAnnealing { flips, .. } | Search::RandomWalk { flips, .. } => *flips,
+            Search::RandomSearch { flips, .. } => flips.unwrap_or(0),
+            Search::HillClimbing { .. } => 1,
         }
     }
 }
@@ -1004,12 +1038,33 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
     )?;
     let benchmark = rec.req_value("benchmark", decode::name)?;
     let search_field = rec.req("search")?;
+    let search = search(src, search_field.one()?)?;
+    let proposals = match rec.opt("proposals") {
+        Some(f) => {
+            let node = f.one()?;
+            match decode::choice(src, node, "proposals", &["uniform", "guided"])? {
+                "guided" => {
+                    if !search.draws_flips() {
+                        return Err(src.error(
+                            node.pos,
+                            "(proposals guided) applies to simulated-annealing and random-walk \
+                             only: random-search and hill-climbing draw their own moves"
+                                .to_string(),
+                        ));
+                    }
+                    Proposals::Guided
+                }
+                _ => Proposals::Uniform,
+            }
+        }
+        None => Proposals::Uniform,
+    };
     Ok(Experiment {
         name: rec
             .opt_value("name", decode::name)?
             .unwrap_or_else(|| benchmark.clone()),
         benchmark,
-        search: search(src, search_field.one()?)?,
+        search,
         chains: rec.opt_value("chains", decode::positive32)?.unwrap_or(1),
         seed: rec.opt_value("seed", decode::uint)?.unwrap_or(0),
         baseline: rec
@@ -1019,13 +1074,7 @@ fn experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
             .opt_value("remeasure-every", decode::uint32)?
             .unwrap_or(0),
         parallel: rec.opt_value("parallel", decode::positive32)?.unwrap_or(1),
-        proposals: match rec.opt("proposals") {
-            Some(f) => match decode::choice(src, f.one()?, "proposals", &["uniform", "guided"])? {
-                "guided" => Proposals::Guided,
-                _ => Proposals::Uniform,
-            },
-            None => Proposals::Uniform,
-        },
+        proposals,
         race: match rec.opt("race") {
             Some(f) => race(src, f.one()?)?,
             None => Some(Experiment::DEFAULT_RACE),
@@ -1139,10 +1188,37 @@ fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
                 flips: rec.opt_value("flips", decode::positive32)?.unwrap_or(3),
             })
         }
+        Some("random-search") => {
+            let rec = Record::open(
+                src,
+                node,
+                "random-search",
+                Some("random-search"),
+                &["steps", "flips"],
+            )?;
+            Ok(Search::RandomSearch {
+                steps: rec.req_value("steps", decode::positive32)?,
+                flips: rec.opt_value("flips", decode::positive32)?,
+            })
+        }
+        Some("hill-climbing") => {
+            let rec = Record::open(
+                src,
+                node,
+                "hill-climbing",
+                Some("hill-climbing"),
+                &["steps", "kick"],
+            )?;
+            Ok(Search::HillClimbing {
+                steps: rec.req_value("steps", decode::positive32)?,
+                kick: rec.opt_value("kick", decode::positive32)?.unwrap_or(3),
+            })
+        }
         _ => Err(src.error(
             node.pos,
             format!(
-                "expected a search: (simulated-annealing ...) or (random-walk ...), found `{}`",
+                "expected a search: (simulated-annealing ...), (random-walk ...), \
+                 (random-search ...) or (hill-climbing ...), found `{}`",
                 decode::short(node)
             ),
         )),
@@ -1178,6 +1254,16 @@ impl Search {
             Search::RandomWalk { steps, flips } => f(
                 "random-walk",
                 vec![f("steps", vec![int(*steps)]), f("flips", vec![int(*flips)])],
+            ),
+            Search::RandomSearch { steps, flips } => {
+                let mut fields = vec![f("steps", vec![int(*steps)])];
+                // No `flips`: uniform over the whole space.
+                fields.extend(flips.map(|k| f("flips", vec![int(k)])));
+                f("random-search", fields)
+            }
+            Search::HillClimbing { steps, kick } => f(
+                "hill-climbing",
+                vec![f("steps", vec![int(*steps)]), f("kick", vec![int(*kick)])],
             ),
         }
     }

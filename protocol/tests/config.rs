@@ -558,3 +558,58 @@ fn racing_defaults_to_one_percent_and_off_or_another_level_round_trips() {
         );
     }
 }
+
+#[test]
+fn random_search_and_hill_climbing_parse_round_trip_and_locate_errors() {
+    let with = |search: &str| {
+        SKETCH.replace(
+            "(search (simulated-annealing (steps 100) (t-max 0.04) (t-min 0.001)))",
+            search,
+        )
+    };
+    let search_of = |text: &str| {
+        let config = CampaignConfig::parse(text, "x").unwrap();
+        let again = CampaignConfig::parse(&config.to_text(), "again").unwrap();
+        assert_eq!(config, again, "does not round-trip");
+        again.experiments[0].search.clone()
+    };
+    assert_eq!(
+        search_of(&with("(search (random-search (steps 50)))")),
+        Search::RandomSearch {
+            steps: 50,
+            flips: None
+        }
+    );
+    assert_eq!(
+        search_of(&with("(search (random-search (steps 50) (flips 2)))")),
+        Search::RandomSearch {
+            steps: 50,
+            flips: Some(2)
+        }
+    );
+    assert_eq!(
+        search_of(&with("(search (hill-climbing (steps 80)))")),
+        Search::HillClimbing { steps: 80, kick: 3 }
+    );
+    assert_eq!(
+        search_of(&with("(search (hill-climbing (steps 80) (kick 5)))")),
+        Search::HillClimbing { steps: 80, kick: 5 }
+    );
+    assert_eq!(
+        error_of(&with("(search (hill-climbing (steps 80) (flips 2)))")),
+        "prod-configs/x.sexp:7:63: unknown field 'flips' in hill-climbing; expected one of: steps, kick"
+    );
+    assert_eq!(
+        error_of(&with("(search (random-search (flips 2)))")),
+        "prod-configs/x.sexp:7:37: missing required field 'steps' in random-search"
+    );
+    assert_eq!(
+        error_of(&with(
+            "(search (hill-climbing (steps 80))) (proposals guided)"
+        )),
+        "prod-configs/x.sexp:7:76: (proposals guided) applies to simulated-annealing and \
+         random-walk only: random-search and hill-climbing draw their own moves"
+    );
+    assert!(error_of(&with("(search (tabu (steps 3)))"))
+        .contains("(random-search ...) or (hill-climbing ...)"));
+}

@@ -29,6 +29,7 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
         StepKind::Proposal => "proposal",
         StepKind::Remeasure => "re-measurement of the incumbent",
         StepKind::Screen => "screening flip (guided proposals)",
+        StepKind::Restart => "restart of hill climbing from a local optimum",
     };
     let parent = record
         .parent

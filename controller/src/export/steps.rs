@@ -104,5 +104,6 @@ fn kind_of(kind: StepKind, experiment: &str) -> &'static str {
         StepKind::Proposal if manual_benchmark(experiment).is_some() => "manual",
         StepKind::Proposal => "proposal",
         StepKind::Screen => "screen",
+        StepKind::Restart => "restart",
     }
 }

@@ -5,7 +5,7 @@
 //! step order, so the sequence of RNG draws — hence every proposal and
 //! verdict — depends only on the measurements, never on when replies arrive.
 
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use kiln_protocol::config::{Experiment, Proposals, Search};
@@ -14,7 +14,7 @@ use kiln_protocol::{DecisionPoint, DecisionSet, Metric, Summary};
 use super::search;
 use super::step::Repeatability;
 use crate::store::{
-    now_ms, ChainState, Decision, Effect, Incumbent, Proposal, StepKind, StepRecord,
+    now_ms, ChainState, Decision, Effect, Flip, Incumbent, Proposal, StepKind, StepRecord,
 };
 
 /// Everything a chain needs besides its state.
@@ -51,12 +51,21 @@ impl ChainContext<'_> {
     }
 
     /// Steps of the screening phase that opens a chain with guided proposals:
-    /// one per movable point (as many as the budget allows).
+    /// one per movable point, at most a quarter of the budget (the rest is for
+    /// the search it guides).
     fn screen_steps(&self) -> u32 {
         match self.experiment.proposals {
             Proposals::Uniform => 0,
-            Proposals::Guided => (search::movable(self.points).len() as u32).min(self.steps()),
+            Proposals::Guided => (search::movable(self.points).len() as u32).min(self.steps() / 4),
         }
+    }
+
+    /// The point screening step `step` flips: every movable point when the
+    /// budget allows, else points evenly spaced over them.
+    fn screened_point(&self, step: u32) -> &DecisionPoint {
+        let movable = search::movable(self.points);
+        let at = step as usize * movable.len() / self.screen_steps() as usize;
+        movable[at]
     }
 }
 
@@ -96,6 +105,7 @@ pub fn start(
         sets: [(baseline.hash(), samples)].into(),
         effects: Default::default(),
         raced: Default::default(),
+        tried: Default::default(),
     };
     refill(ctx, &mut state);
     state
@@ -132,24 +142,69 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
         if step >= screen && state.next_decide < screen {
             break;
         }
-        let temperature = search::temperature(ctx.search(), step);
+        // A restart's set is where the climb goes on: nothing is proposed until it is measured.
+        if state.pending.values().any(|p| p.kind == StepKind::Restart) {
+            break;
+        }
+        let mut temperature = search::temperature(ctx.search(), step);
+        if ctx.experiment.proposals == Proposals::Guided && step >= screen {
+            temperature *= search::guided_scale(ctx.search(), &state.effects);
+        }
+        let improving = (step == screen && screen > 0)
+            .then(|| search::improving_flips(&state.current.decisions, &state.effects))
+            .filter(|set| *set != state.current.decisions);
         let (kind, decisions) = if step < screen {
-            let point = search::movable(ctx.points)[step as usize];
+            let point = ctx.screened_point(step);
             let decisions = search::flip_one(&state.current.decisions, point, &mut state.rng);
             (StepKind::Screen, decisions)
+        } else if let Some(decisions) = improving {
+            // The first guided proposal takes every screened flip that helped at once.
+            (StepKind::Proposal, decisions)
         } else if ctx.is_remeasure(step) {
             (StepKind::Remeasure, state.current.decisions.clone())
         } else {
-            let weights = (ctx.experiment.proposals == Proposals::Guided)
-                .then(|| search::weights(&search::movable(ctx.points), &state.effects));
-            let decisions = search::propose(
-                &state.current.decisions,
-                ctx.points,
-                ctx.flips,
-                weights.as_deref(),
-                &mut state.rng,
-            );
-            (StepKind::Proposal, decisions)
+            match ctx.search() {
+                Search::RandomSearch { flips: None, .. } => (
+                    StepKind::Proposal,
+                    search::uniform_set(&state.current.decisions, ctx.points, &mut state.rng),
+                ),
+                Search::HillClimbing { kick, .. } => {
+                    let untried =
+                        search::untried_flips(&state.current.decisions, ctx.points, &state.tried);
+                    if untried.is_empty() {
+                        // A flip still in flight may yet improve; else this is a local optimum.
+                        if !state.pending.is_empty() {
+                            break;
+                        }
+                        let decisions = search::propose(
+                            &state.best.decisions,
+                            ctx.points,
+                            *kick,
+                            None,
+                            &mut state.rng,
+                        );
+                        (StepKind::Restart, decisions)
+                    } else {
+                        let flip = untried[state.rng.random_range(0..untried.len())].clone();
+                        let decisions = flip.apply(&state.current.decisions);
+                        state.tried.insert(flip);
+                        (StepKind::Proposal, decisions)
+                    }
+                }
+                // Annealing, the walk and random search near the start (which never moves).
+                _ => {
+                    let weights = (ctx.experiment.proposals == Proposals::Guided)
+                        .then(|| search::weights(&search::movable(ctx.points), &state.effects));
+                    let decisions = search::propose(
+                        &state.current.decisions,
+                        ctx.points,
+                        ctx.flips,
+                        weights.as_deref(),
+                        &mut state.rng,
+                    );
+                    (StepKind::Proposal, decisions)
+                }
+            }
         };
         // Only a proposal faces Metropolis; screened flips and re-measurements are measured in full.
         let race = ctx
@@ -213,6 +268,17 @@ fn effect(ctx: &ChainContext<'_>, start: f64, judged: Option<f64>, record: &Step
     Effect {
         change: judged.map(|o| (o - start) / ctx.baseline_objective),
         uncertainty: half_width / ctx.baseline_objective,
+        value: record.diff.0.values().next().cloned(),
+    }
+}
+
+/// Hill climbing moves to `next`: no flip of it is tried yet, except the one
+/// back to where it came from when it is one flip away (measured, and worse).
+fn note_climb(state: &mut ChainState, next: &DecisionSet) {
+    let mut back = state.current.decisions.diff_from(next).0.into_iter();
+    state.tried.clear();
+    if let (Some((point, value)), None) = (back.next(), back.next()) {
+        state.tried.insert(Flip { point, value });
     }
 }
 
@@ -240,16 +306,11 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
                 let effect = effect(ctx, compared_with, judged, record);
                 state.effects.insert(site.clone(), effect);
             }
-            // Screening measures neighbours of the start and stays there; the best still counts.
-            if judged.is_some_and(|o| o < state.best.objective()) {
-                state.best = Incumbent {
-                    decisions: record.decisions.clone(),
-                    samples: state.sets[&record.decision_hash].clone(),
-                    step: Some(step),
-                };
-            }
+            // Screening measures neighbours of the start and stays there.
             false
         }
+        // The climb goes on from the restart's set whatever it measured.
+        StepKind::Restart => judged.is_some(),
         StepKind::Proposal => {
             let accepted = search::accept(
                 ctx.search(),
@@ -269,12 +330,21 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             accepted && record.result.cut_short.is_none()
         }
     };
+    let measured = Incumbent {
+        decisions: record.decisions.clone(),
+        samples: state.sets[&record.decision_hash].clone(),
+        step: Some(step),
+    };
+    // A set better than the best counts even where the chain does not move
+    // to it (screening, random search).
+    if record.kind != StepKind::Remeasure && judged.is_some_and(|o| o < state.best.objective()) {
+        state.best = measured.clone();
+    }
     if accepted {
-        state.current = Incumbent {
-            decisions: record.decisions.clone(),
-            samples: state.sets[&record.decision_hash].clone(),
-            step: Some(step),
-        };
+        if matches!(ctx.search(), Search::HillClimbing { .. }) {
+            note_climb(state, &measured.decisions);
+        }
+        state.current = measured;
         state.accepted += 1;
     }
     if state.current.objective() < state.best.objective() {

@@ -3,7 +3,7 @@
 //! Everything here is a pure function of its inputs and the chain's RNG, so a
 //! chain replays exactly from its stored state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{Rng, RngExt};
 
@@ -11,7 +11,7 @@ use kiln_protocol::config::Search;
 use kiln_protocol::message::Race;
 use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
 
-use crate::store::Effect;
+use crate::store::{Effect, Flip};
 
 /// The movable decision points: those with more than one value (as [`crate::store::Coverage`] counts them).
 pub fn movable(points: &[DecisionPoint]) -> Vec<&DecisionPoint> {
@@ -43,6 +43,45 @@ pub fn propose(
         );
     }
     next
+}
+
+/// A decision set drawn uniformly over the whole space: every movable point
+/// of `start` takes a uniformly drawn value of its domain (its own included).
+pub fn uniform_set(
+    start: &DecisionSet,
+    points: &[DecisionPoint],
+    rng: &mut impl Rng,
+) -> DecisionSet {
+    let mut next = start.clone();
+    for point in movable(points) {
+        let value = point.domain[rng.random_range(0..point.domain.len())].clone();
+        next.0.insert(point.id.clone(), value);
+    }
+    next
+}
+
+/// Every one-flip neighbour of `current` (each movable point to each other
+/// value, in the points' order) that is not in `tried`.
+pub fn untried_flips(
+    current: &DecisionSet,
+    points: &[DecisionPoint],
+    tried: &BTreeSet<Flip>,
+) -> Vec<Flip> {
+    movable(points)
+        .into_iter()
+        .flat_map(|point| {
+            let now = current.get(&point.id);
+            point
+                .domain
+                .iter()
+                .filter(move |v| Some(*v) != now)
+                .map(|value| Flip {
+                    point: point.id.clone(),
+                    value: value.clone(),
+                })
+        })
+        .filter(|flip| !tried.contains(flip))
+        .collect()
 }
 
 /// `current` with the one point `point` moved to another value of its domain.
@@ -108,7 +147,47 @@ pub fn weights(movable: &[&DecisionPoint], effects: &BTreeMap<SiteId, Effect>) -
         .collect()
 }
 
-/// The temperature of step `k` (zero for a random walk, which accepts everything anyway).
+/// `start` with every screened flip whose effect was an improvement.
+pub fn improving_flips(start: &DecisionSet, effects: &BTreeMap<SiteId, Effect>) -> DecisionSet {
+    let mut next = start.clone();
+    for (point, effect) in effects {
+        if let (Some(change), Some(value)) = (effect.change, &effect.value) {
+            if change < 0.0 {
+                next.0.insert(point.clone(), value.clone());
+            }
+        }
+    }
+    next
+}
+
+/// Acceptance of a typical uphill screened flip at guided annealing's first
+/// temperature (Kirkpatrick's rule for a starting temperature).
+const GUIDED_FIRST_ACCEPTANCE: f64 = 0.8;
+
+/// The factor on annealing's temperatures after a guided screening: the
+/// schedule scaled so that its first temperature accepts the mean uphill
+/// screened flip with probability [`GUIDED_FIRST_ACCEPTANCE`], never above
+/// the configured one (1 without uphill flips or for other searches). An
+/// objective whose flips move it by 0.1 % is then annealed on that scale,
+/// not on the t-max meant for any program.
+pub fn guided_scale(search: &Search, effects: &BTreeMap<SiteId, Effect>) -> f64 {
+    let Search::SimulatedAnnealing { t_max, .. } = search else {
+        return 1.0;
+    };
+    let uphill: Vec<f64> = effects
+        .values()
+        .filter_map(|e| e.change)
+        .filter(|c| *c > 0.0)
+        .collect();
+    if uphill.is_empty() {
+        return 1.0;
+    }
+    let mean = uphill.iter().sum::<f64>() / uphill.len() as f64;
+    let first = mean / (1.0 / GUIDED_FIRST_ACCEPTANCE).ln();
+    (first / t_max).min(1.0)
+}
+
+/// The temperature of step `k` (zero for the searches without one).
 pub fn temperature(search: &Search, k: u32) -> f64 {
     match search {
         Search::SimulatedAnnealing {
@@ -118,14 +197,19 @@ pub fn temperature(search: &Search, k: u32) -> f64 {
             schedule,
             ..
         } => schedule.temperature(*t_max, *t_min, k, *steps),
-        Search::RandomWalk { .. } => 0.0,
+        Search::RandomWalk { .. } | Search::RandomSearch { .. } | Search::HillClimbing { .. } => {
+            0.0
+        }
     }
 }
 
 /// Whether to move to a candidate: Metropolis on the objective relative to
-/// the baseline for simulated annealing; always for a random walk. A failed
-/// candidate (`None`) is never accepted. Draws one number from `rng` for
-/// every measured candidate, so the RNG stream does not depend on the outcome.
+/// the baseline for simulated annealing; always for a random walk; only when
+/// strictly better for hill climbing; never for random search, whose sets
+/// are all drawn from the start. A failed candidate (`None`) is never
+/// accepted. Annealing and the walk draw one number from `rng` for every
+/// measured candidate; the others draw none, so random search's stream does
+/// not depend on any outcome.
 pub fn accept(
     search: &Search,
     current: f64,
@@ -137,10 +221,15 @@ pub fn accept(
     let Some(candidate) = candidate else {
         return false;
     };
-    let u: f64 = rng.random();
     match search {
-        Search::RandomWalk { .. } => true,
+        Search::RandomSearch { .. } => false,
+        Search::HillClimbing { .. } => candidate < current,
+        Search::RandomWalk { .. } => {
+            let _: f64 = rng.random();
+            true
+        }
         Search::SimulatedAnnealing { .. } => {
+            let u: f64 = rng.random();
             let delta = (candidate - current) / baseline;
             delta <= 0.0 || u < (-delta / temperature).exp()
         }
@@ -155,7 +244,8 @@ pub fn accept(
 /// bound starts from, because the verdict compares with that estimate; the
 /// candidate's uncertainty is the worker's to weigh (the lower end of its
 /// interval must pass the bound). `None` for a random walk, which accepts
-/// every candidate, and where the incumbent has no estimate.
+/// every candidate, for random search, which never moves, for hill climbing
+/// (not raced yet), and where the incumbent has no estimate.
 pub fn race(
     search: &Search,
     incumbent: f64,
@@ -164,7 +254,9 @@ pub fn race(
     p: f64,
 ) -> Option<Race> {
     match search {
-        Search::RandomWalk { .. } => None,
+        Search::RandomWalk { .. } | Search::RandomSearch { .. } | Search::HillClimbing { .. } => {
+            None
+        }
         Search::SimulatedAnnealing { .. } => incumbent.is_finite().then(|| Race {
             incumbent,
             bound: incumbent + temperature * (1.0 / p).ln() * baseline,
@@ -177,7 +269,7 @@ pub fn race(
 mod tests {
     use super::*;
     use kiln_protocol::config::Schedule;
-    use kiln_protocol::{DecisionValue, SiteId};
+    use kiln_protocol::{ContentHash, DecisionValue, SiteId};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
 
@@ -225,6 +317,7 @@ mod tests {
                 Effect {
                     change: Some(0.0),
                     uncertainty: 0.0,
+                    value: None,
                 },
             );
         }
@@ -233,6 +326,7 @@ mod tests {
             Effect {
                 change: Some(-0.1),
                 uncertainty: 0.0,
+                value: None,
             },
         );
         effects.insert(
@@ -240,6 +334,7 @@ mod tests {
             Effect {
                 change: Some(0.0),
                 uncertainty: 0.1,
+                value: None,
             },
         );
         let w = weights(&movable, &effects);
@@ -273,14 +368,107 @@ mod tests {
     }
 
     #[test]
-    fn exponential_schedule_matches_the_formula() {
-        let s = Search::SimulatedAnnealing {
+    fn hill_climbing_takes_only_better_sets_and_random_search_never_moves() {
+        let climb = Search::HillClimbing { steps: 10, kick: 3 };
+        let random = Search::RandomSearch {
+            steps: 10,
+            flips: None,
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let before = rng.clone();
+        assert!(accept(&climb, 100.0, Some(99.0), 100.0, 0.0, &mut rng));
+        assert!(!accept(&climb, 100.0, Some(100.0), 100.0, 0.0, &mut rng));
+        assert!(!accept(&climb, 100.0, Some(100.5), 100.0, 0.0, &mut rng));
+        assert!(!accept(&climb, 100.0, None, 100.0, 0.0, &mut rng));
+        assert!(!accept(&random, 100.0, Some(1.0), 100.0, 0.0, &mut rng));
+        // Neither draws from the RNG: what they propose next does not depend on a result.
+        assert_eq!(rng, before);
+    }
+
+    #[test]
+    fn untried_flips_are_every_other_value_not_yet_tried() {
+        let mut pts = points(3);
+        pts.push(DecisionPoint {
+            id: SiteId("tile".into()),
+            domain: vec![
+                DecisionValue::Int(8),
+                DecisionValue::Int(16),
+                DecisionValue::Int(32),
+            ],
+        });
+        pts.push(DecisionPoint {
+            id: SiteId("fixed".into()),
+            domain: vec![DecisionValue::Int(1)],
+        });
+        let mut current = all(&pts[..3], DecisionValue::inline());
+        current
+            .0
+            .insert(SiteId("tile".into()), DecisionValue::Int(16));
+        current
+            .0
+            .insert(SiteId("fixed".into()), DecisionValue::Int(1));
+        let every = untried_flips(&current, &pts, &BTreeSet::new());
+        // One per binary point, two for the tile, none for the fixed point.
+        assert_eq!(every.len(), 5);
+        assert!(every
+            .iter()
+            .all(|f| current.get(&f.point) != Some(&f.value)));
+        let tried: BTreeSet<Flip> = every[..4].iter().cloned().collect();
+        assert_eq!(untried_flips(&current, &pts, &tried), every[4..].to_vec());
+    }
+
+    #[test]
+    fn uniform_sets_cover_the_space_from_the_seed_alone() {
+        let pts = points(4);
+        let start = all(&pts, DecisionValue::no_inline());
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let sets: BTreeSet<ContentHash> = (0..400)
+            .map(|_| uniform_set(&start, &pts, &mut rng).hash())
+            .collect();
+        assert_eq!(sets.len(), 16, "every one of the 16 sets is drawn");
+        let again = uniform_set(&start, &pts, &mut ChaCha8Rng::seed_from_u64(9));
+        assert_eq!(
+            again,
+            uniform_set(&start, &pts, &mut ChaCha8Rng::seed_from_u64(9))
+        );
+    }
+
+    /// Annealing over 300 steps from 0.04 to 0.001, exponentially.
+    fn annealing_300() -> Search {
+        Search::SimulatedAnnealing {
             steps: 300,
             t_max: 0.04,
             t_min: 0.001,
             flips: 3,
             schedule: Schedule::Exponential,
+        }
+    }
+
+    #[test]
+    fn guided_temperatures_scale_down_to_the_screened_uphill_flips() {
+        let s = annealing_300();
+        let effect = |change| Effect {
+            change: Some(change),
+            uncertainty: 0.0,
+            value: None,
         };
+        let effects: BTreeMap<SiteId, Effect> =
+            [(-0.01, "a"), (0.001, "b"), (0.003, "c"), (0.0, "d")]
+                .into_iter()
+                .map(|(c, id)| (SiteId(id.into()), effect(c)))
+                .collect();
+        // Mean uphill 0.002: the first temperature accepts it with probability 0.8.
+        let first = 0.04 * guided_scale(&s, &effects);
+        assert!(((-0.002 / first).exp() - 0.8).abs() < 1e-9, "{first}");
+        // Large effects keep the configured temperatures.
+        let large = [(SiteId("a".into()), effect(0.5))].into();
+        assert_eq!(guided_scale(&s, &large), 1.0);
+        assert_eq!(guided_scale(&s, &BTreeMap::new()), 1.0);
+    }
+
+    #[test]
+    fn exponential_schedule_matches_the_formula() {
+        let s = annealing_300();
         assert!((temperature(&s, 0) - 0.04).abs() < 1e-12);
         assert!((temperature(&s, 300) - 0.001).abs() < 1e-12);
         let mid = 0.04 * (-(40f64).ln() * 0.5).exp();

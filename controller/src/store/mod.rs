@@ -41,8 +41,8 @@ mod verify;
 
 pub use layout::{manual_benchmark, manual_experiment};
 pub use records::{
-    ChainState, Coverage, Decision, Effect, ExperimentInfo, Incumbent, Proposal, Raced, Reference,
-    StepKey, StepKind, StepRecord,
+    ChainState, Coverage, Decision, Effect, ExperimentInfo, Flip, Incumbent, Proposal, Raced,
+    Reference, StepKey, StepKind, StepRecord,
 };
 pub use row::StepRow;
 pub use verify::{verify, Verification};

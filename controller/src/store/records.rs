@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::{Discovery, Race, StepResult};
-use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, SiteId, StepOutcome};
+use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteId, StepOutcome};
 
 /// Identifies a step of a chain.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -44,6 +44,9 @@ pub enum StepKind {
     /// One flip away from the starting set, measured before guided annealing
     /// to learn which points matter.
     Screen,
+    /// Hill climbing at a local optimum: the best set with a few points
+    /// moved, where the climb starts again (taken whenever it succeeds).
+    Restart,
 }
 
 /// A measured step, as stored.
@@ -182,6 +185,11 @@ pub struct ChainState {
     /// What racing spared the chain.
     #[serde(default)]
     pub raced: Raced,
+    /// Hill climbing: the flips of the incumbent proposed (or known worse)
+    /// since it became the incumbent; when every flip is here and decided,
+    /// it is a local optimum.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub tried: BTreeSet<Flip>,
 }
 
 /// The steps of a chain that racing cut short, and the runs it spared.
@@ -192,6 +200,24 @@ pub struct Raced {
     /// Measured runs those steps did not do, up to the run policy's `max`:
     /// an upper bound on the runs saved.
     pub runs_saved: u64,
+}
+
+/// One decision point moved to one value.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Flip {
+    /// The point.
+    pub point: SiteId,
+    /// Its new value.
+    pub value: DecisionValue,
+}
+
+impl Flip {
+    /// `set` with this flip applied.
+    pub fn apply(&self, set: &DecisionSet) -> DecisionSet {
+        let mut next = set.clone();
+        next.0.insert(self.point.clone(), self.value.clone());
+        next
+    }
 }
 
 /// How much of its decision space a chain has explored.
@@ -224,12 +250,15 @@ impl ChainState {
 }
 
 /// A point's measured effect: one flip away from the starting set, relative to the baseline.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Effect {
     /// (flipped − start) / baseline; `None` if the flipped set failed.
     pub change: Option<f64>,
     /// Half the width of the flipped set's confidence interval / baseline (0 for exact counts).
     pub uncertainty: f64,
+    /// The value the point was flipped to (absent in chains stored before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<DecisionValue>,
 }
 
 /// A reference measurement of an experiment (the baseline, inlining nothing).
