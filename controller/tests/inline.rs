@@ -535,3 +535,41 @@ fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
         started.elapsed()
     );
 }
+
+/// A guided chain whose budget cannot screen every site screens the hottest
+/// by the stock build's profile: sample-dsp has 74 sites, and 20 steps leave
+/// 5 for screening (a quarter of the budget).
+#[test]
+fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short() {
+    if !have("clang") || !have("valgrind") {
+        eprintln!("skipped: clang or valgrind is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    copy_benchmark("sample-dsp", dir.path());
+    let guided = config("sample-dsp", "8", 20).replace("(seed 9)", "(seed 9) (proposals guided)");
+    let (store, info) = run_campaign(dir.path(), &guided, "sample-dsp");
+    let heat = |site: &kiln_protocol::SiteId| {
+        let f = &info.discovery.features[site];
+        f.callee_inclusive_cost.or(f.caller_self_cost)
+    };
+    let mut screened: Vec<_> = store
+        .steps(Some("sample-dsp"))
+        .map(Result::unwrap)
+        .filter(|s| s.kind == kiln_controller::store::StepKind::Screen)
+        .map(|s| {
+            assert_eq!(s.diff.0.len(), 1, "a screening step flips one site");
+            s.diff.0.keys().next().unwrap().clone()
+        })
+        .collect();
+    assert_eq!(screened.len(), 5);
+    let mut heats: Vec<_> = info.discovery.points.iter().map(|p| heat(&p.id)).collect();
+    heats.sort_unstable_by(|a, b| b.cmp(a));
+    let coldest_screened = screened.iter().map(heat).min().unwrap();
+    assert!(coldest_screened.is_some(), "screened sites have a profile");
+    // No site left out of screening is hotter than any screened one.
+    assert_eq!(coldest_screened, heats[4], "screened {screened:?}");
+    screened.sort();
+    screened.dedup();
+    assert_eq!(screened.len(), 5, "five distinct sites");
+}

@@ -350,6 +350,7 @@ fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
     ChainContext {
         experiment: &p.experiment,
         points: &p.info.discovery.points,
+        features: &p.info.discovery.features,
         baseline_objective: p.info.baseline.objective().expect("baseline checked"),
         flips: p.flips,
         repeatability,

@@ -5,11 +5,13 @@
 //! step order, so the sequence of RNG draws — hence every proposal and
 //! verdict — depends only on the measurements, never on when replies arrive.
 
+use std::collections::BTreeMap;
+
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use kiln_protocol::config::{Experiment, Proposals, Search};
-use kiln_protocol::{DecisionPoint, DecisionSet, Metric, Summary};
+use kiln_protocol::{DecisionPoint, DecisionSet, Metric, SiteFeatures, SiteId, Summary};
 
 use super::search;
 use super::step::Repeatability;
@@ -23,6 +25,8 @@ pub struct ChainContext<'a> {
     pub experiment: &'a Experiment,
     /// The benchmark's decision points.
     pub points: &'a [DecisionPoint],
+    /// What discovery recorded of each point (its profile ranks screening).
+    pub features: &'a BTreeMap<SiteId, SiteFeatures>,
     /// The baseline objective (for relative energy).
     pub baseline_objective: f64,
     /// Decisions changed per proposal.
@@ -61,11 +65,18 @@ impl ChainContext<'_> {
     }
 
     /// The point screening step `step` flips: every movable point when the
-    /// budget allows, else points evenly spaced over them.
+    /// budget allows, else the hottest by the stock build's profile, else
+    /// (no profile: knobs, no valgrind) points evenly spaced over them.
     fn screened_point(&self, step: u32) -> &DecisionPoint {
         let movable = search::movable(self.points);
-        let at = step as usize * movable.len() / self.screen_steps() as usize;
-        movable[at]
+        let screened = self.screen_steps() as usize;
+        if screened == movable.len() {
+            return movable[step as usize];
+        }
+        match search::hottest(&movable, self.features) {
+            Some(order) => movable[order[step as usize]],
+            None => movable[step as usize * movable.len() / screened],
+        }
     }
 }
 

@@ -9,7 +9,7 @@ use rand::{Rng, RngExt};
 
 use kiln_protocol::config::Search;
 use kiln_protocol::message::Race;
-use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
+use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteFeatures, SiteId};
 
 use crate::store::{Effect, Flip};
 
@@ -234,6 +234,32 @@ pub fn accept(
             delta <= 0.0 || u < (-delta / temperature).exp()
         }
     }
+}
+
+/// How hot a site is in the stock build's profile: the instructions its
+/// callee ran (all it called included), else, for a callee inlined
+/// everywhere, those its caller ran itself; `None` without a profile.
+fn heat(features: &SiteFeatures) -> Option<u64> {
+    features.callee_inclusive_cost.or(features.caller_self_cost)
+}
+
+/// The movable points, hottest first (positions in `movable`; ties and
+/// points without a profile keep discovery order, coldest last), or `None`
+/// where no point has a profile (knobs, no valgrind on the worker).
+pub fn hottest(
+    movable: &[&DecisionPoint],
+    features: &BTreeMap<SiteId, SiteFeatures>,
+) -> Option<Vec<usize>> {
+    let heats: Vec<Option<u64>> = movable
+        .iter()
+        .map(|p| features.get(&p.id).and_then(heat))
+        .collect();
+    if heats.iter().all(Option::is_none) {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..movable.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(heats[i]));
+    Some(order)
 }
 
 /// The race of a candidate compared with an incumbent of objective
@@ -464,6 +490,25 @@ mod tests {
         let large = [(SiteId("a".into()), effect(0.5))].into();
         assert_eq!(guided_scale(&s, &large), 1.0);
         assert_eq!(guided_scale(&s, &BTreeMap::new()), 1.0);
+    }
+
+    #[test]
+    fn screening_ranks_sites_by_their_profile_and_needs_one() {
+        let points = points(4);
+        let movable = movable(&points);
+        let profile = |callee: Option<u64>, caller: Option<u64>| SiteFeatures {
+            callee_inclusive_cost: callee,
+            caller_self_cost: caller,
+            ..Default::default()
+        };
+        let mut features = BTreeMap::new();
+        assert_eq!(hottest(&movable, &features), None, "no profile, no ranking");
+        features.insert(points[0].id.clone(), profile(Some(10), Some(1_000)));
+        features.insert(points[1].id.clone(), profile(None, Some(500)));
+        features.insert(points[3].id.clone(), profile(Some(900), None));
+        // s3's callee ran 900, s1's caller 500 (its callee inlined everywhere), s0's callee 10;
+        // s2 has no profile and comes last.
+        assert_eq!(hottest(&movable, &features), Some(vec![3, 1, 0, 2]));
     }
 
     #[test]
