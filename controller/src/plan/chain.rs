@@ -204,8 +204,18 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
                 }
                 // Annealing, the walk and random search near the start (which never moves).
                 _ => {
-                    let weights = (ctx.experiment.proposals == Proposals::Guided)
-                        .then(|| search::weights(&search::movable(ctx.points), &state.effects));
+                    let weights = (ctx.experiment.proposals == Proposals::Guided).then(|| {
+                        let movable = search::movable(ctx.points);
+                        let current = &state.current.decisions;
+                        let mut weights =
+                            search::weights(&movable, &state.effects, current, temperature);
+                        if ctx.repeatability == Repeatability::Exact {
+                            search::skip_measured(&mut weights, &movable, current, |hash| {
+                                state.sets.contains_key(hash)
+                            });
+                        }
+                        weights
+                    });
                     let decisions = search::propose(
                         &state.current.decisions,
                         ctx.points,
@@ -323,6 +333,15 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
         // The climb goes on from the restart's set whatever it measured.
         StepKind::Restart => judged.is_some(),
         StepKind::Proposal => {
+            // A guided chain's one-flip proposal from the set it is still at measures
+            // that point's effect afresh: where the chain is now, not where it screened.
+            if ctx.experiment.proposals == Proposals::Guided && record.parent == state.current.step
+            {
+                if let (Some((site, _)), 1) = (record.diff.0.first_key_value(), record.diff.len()) {
+                    let effect = effect(ctx, compared_with, judged, record);
+                    state.effects.insert(site.clone(), effect);
+                }
+            }
             let accepted = search::accept(
                 ctx.search(),
                 compared_with,

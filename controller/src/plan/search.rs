@@ -9,7 +9,7 @@ use rand::{Rng, RngExt};
 
 use kiln_protocol::config::Search;
 use kiln_protocol::message::Race;
-use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteFeatures, SiteId};
+use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteFeatures, SiteId};
 
 use crate::store::{Effect, Flip};
 
@@ -124,10 +124,21 @@ fn weighted_sample(weights: &[f64], k: usize, rng: &mut impl Rng) -> Vec<usize> 
 /// being drawn (about a fifth of the draws when most have none).
 const FLOOR: f64 = 0.25;
 
-/// Drawing weights of the movable points (in order) from their screened
-/// effects: size plus uncertainty, and a floor. A point not screened counts
-/// as the mean (unknown); a point whose flip failed gets the floor only.
-pub fn weights(movable: &[&DecisionPoint], effects: &BTreeMap<SiteId, Effect>) -> Vec<f64> {
+/// The least share of its weight a point keeps however harmful its measured
+/// flip: effects change as other points move, so none is ruled out for good.
+const ACCEPTANCE_FLOOR: f64 = 0.01;
+
+/// Drawing weights of the movable points (in order) for a proposal from
+/// `current` at `temperature`: how much a point matters (size of its measured
+/// effect plus uncertainty, and a floor) times the chance Metropolis takes its
+/// flip alone ([`acceptance`]). A point not measured counts as the mean
+/// (unknown); a point whose flip failed gets the floor only.
+pub fn weights(
+    movable: &[&DecisionPoint],
+    effects: &BTreeMap<SiteId, Effect>,
+    current: &DecisionSet,
+    temperature: f64,
+) -> Vec<f64> {
     let raw: Vec<Option<f64>> = movable
         .iter()
         .map(|p| {
@@ -143,8 +154,83 @@ pub fn weights(movable: &[&DecisionPoint], effects: &BTreeMap<SiteId, Effect>) -
         return vec![1.0; movable.len()];
     }
     raw.iter()
-        .map(|r| r.unwrap_or(mean) + FLOOR * mean)
+        .zip(movable)
+        .map(|(r, p)| {
+            let relevance = r.unwrap_or(mean) + FLOOR * mean;
+            relevance * acceptance(p, effects.get(&p.id), current, temperature)
+        })
         .collect()
+}
+
+/// The chance Metropolis at `temperature` takes flipping `point` alone from
+/// `current`, judged by its measured effect taken optimistically (less its
+/// uncertainty), never below [`ACCEPTANCE_FLOOR`]. The effect says what
+/// moving the point to its measured value did, so from a set that already
+/// holds that value the flip is the move back, with the opposite sign (a
+/// flip that helped and was taken is not proposed again and again). 1 where
+/// the direction is unknown: no measured value, more than two values, no
+/// temperature.
+fn acceptance(
+    point: &DecisionPoint,
+    effect: Option<&Effect>,
+    current: &DecisionSet,
+    temperature: f64,
+) -> f64 {
+    let Some(Effect {
+        change: Some(change),
+        uncertainty,
+        value: Some(value),
+    }) = effect
+    else {
+        return 1.0;
+    };
+    if point.domain.len() != 2 || temperature <= 0.0 {
+        return 1.0;
+    }
+    let expected = if current.get(&point.id) == Some(value) {
+        -change
+    } else {
+        *change
+    };
+    (-(expected - uncertainty) / temperature)
+        .exp()
+        .clamp(ACCEPTANCE_FLOOR, 1.0)
+}
+
+/// Zeroes the weight of every point whose flip from `current` leads to a set
+/// the chain has already `measured`, unless that would leave none: with an
+/// exact objective such a step only repeats a known count (the move back to
+/// where the chain just came from, above all). Points of more than two
+/// values keep theirs: which value their flip takes is drawn later.
+pub fn skip_measured(
+    weights: &mut [f64],
+    movable: &[&DecisionPoint],
+    current: &DecisionSet,
+    measured: impl Fn(&ContentHash) -> bool,
+) {
+    let known: Vec<bool> = movable
+        .iter()
+        .map(|point| {
+            let [a, b] = point.domain.as_slice() else {
+                return false;
+            };
+            let other = if current.get(&point.id) == Some(a) {
+                b
+            } else {
+                a
+            };
+            let mut next = current.clone();
+            next.0.insert(point.id.clone(), other.clone());
+            measured(&next.hash())
+        })
+        .collect();
+    if weights.iter().zip(&known).any(|(w, k)| *w > 0.0 && !k) {
+        for (w, k) in weights.iter_mut().zip(known) {
+            if k {
+                *w = 0.0;
+            }
+        }
+    }
 }
 
 /// `start` with every screened flip whose effect was an improvement.
@@ -165,11 +251,12 @@ pub fn improving_flips(start: &DecisionSet, effects: &BTreeMap<SiteId, Effect>) 
 const GUIDED_FIRST_ACCEPTANCE: f64 = 0.8;
 
 /// The factor on annealing's temperatures after a guided screening: the
-/// schedule scaled so that its first temperature accepts the mean uphill
+/// schedule scaled so that its first temperature accepts the median uphill
 /// screened flip with probability [`GUIDED_FIRST_ACCEPTANCE`], never above
 /// the configured one (1 without uphill flips or for other searches). An
 /// objective whose flips move it by 0.1 % is then annealed on that scale,
-/// not on the t-max meant for any program.
+/// not on the t-max meant for any program. The median, because a few flips
+/// that wreck a hot loop (+20 %) say nothing of a typical move's size.
 pub fn guided_scale(search: &Search, effects: &BTreeMap<SiteId, Effect>) -> f64 {
     let Search::SimulatedAnnealing { t_max, .. } = search else {
         return 1.0;
@@ -179,11 +266,10 @@ pub fn guided_scale(search: &Search, effects: &BTreeMap<SiteId, Effect>) -> f64 
         .filter_map(|e| e.change)
         .filter(|c| *c > 0.0)
         .collect();
-    if uphill.is_empty() {
+    let Some(typical) = kiln_protocol::Summary::of(&uphill).map(|s| s.median) else {
         return 1.0;
-    }
-    let mean = uphill.iter().sum::<f64>() / uphill.len() as f64;
-    let first = mean / (1.0 / GUIDED_FIRST_ACCEPTANCE).ln();
+    };
+    let first = typical / (1.0 / GUIDED_FIRST_ACCEPTANCE).ln();
     (first / t_max).min(1.0)
 }
 
@@ -363,7 +449,7 @@ mod tests {
                 value: None,
             },
         );
-        let w = weights(&movable, &effects);
+        let w = weights(&movable, &effects, &base, 0.01);
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let mut drawn = [0u32; 10];
         for _ in 0..1000 {
@@ -390,7 +476,73 @@ mod tests {
     #[test]
     fn no_measured_effect_weighs_every_point_alike() {
         let pts = points(4);
-        assert_eq!(weights(&movable(&pts), &BTreeMap::new()), vec![1.0; 4]);
+        let start = all(&pts, DecisionValue::inline());
+        assert_eq!(
+            weights(&movable(&pts), &BTreeMap::new(), &start, 0.01),
+            vec![1.0; 4]
+        );
+    }
+
+    #[test]
+    fn weights_favour_flips_metropolis_would_take_from_where_the_chain_is() {
+        let pts = points(3);
+        let movable = movable(&pts);
+        let start = all(&pts, DecisionValue::inline());
+        // Each point's flip to no-inline measured: s0 helped by 0.02, s1 hurt by 0.02,
+        // s2 hurt by 0.02 give or take 0.02.
+        let effect = |change, uncertainty| Effect {
+            change: Some(change),
+            uncertainty,
+            value: Some(DecisionValue::no_inline()),
+        };
+        let effects: BTreeMap<SiteId, Effect> = [
+            (pts[0].id.clone(), effect(-0.02, 0.0)),
+            (pts[1].id.clone(), effect(0.02, 0.0)),
+            (pts[2].id.clone(), effect(0.02, 0.02)),
+        ]
+        .into();
+        let t = 0.01;
+        let w = weights(&movable, &effects, &start, t);
+        // Same size: the helpful flip weighs fully, the harmful one by its Metropolis
+        // chance e^(-2), the uncertain one (optimistically no worse) fully, plus its uncertainty.
+        let relevance = |size: f64| size + FLOOR * (0.02 + 0.02 + 0.04) / 3.0;
+        assert!((w[0] - relevance(0.02)).abs() < 1e-12, "{w:?}");
+        assert!(
+            (w[1] - relevance(0.02) * (-2.0f64).exp()).abs() < 1e-12,
+            "{w:?}"
+        );
+        assert!((w[2] - relevance(0.04)).abs() < 1e-12, "{w:?}");
+        // Once the helpful flip is taken, flipping s0 is the move back: it weighs as harmful.
+        let mut moved = start.clone();
+        moved
+            .0
+            .insert(pts[0].id.clone(), DecisionValue::no_inline());
+        let back = weights(&movable, &effects, &moved, t);
+        assert!((back[0] - w[1]).abs() < 1e-12, "{back:?}");
+        // And a cold chain all but stops proposing it, never entirely.
+        let cold = weights(&movable, &effects, &moved, 1e-6);
+        assert_eq!(cold[0], relevance(0.02) * ACCEPTANCE_FLOOR);
+    }
+
+    #[test]
+    fn draws_skip_flips_to_sets_already_measured_while_others_remain() {
+        let pts = points(3);
+        let movable = movable(&pts);
+        let start = all(&pts, DecisionValue::inline());
+        let mut here = start.clone();
+        here.0.insert(pts[1].id.clone(), DecisionValue::no_inline());
+        // The chain came to `here` from `start`: flipping s1 again is the move back.
+        let measured: BTreeSet<ContentHash> = [start.hash(), here.hash()].into();
+        let mut w = vec![1.0, 2.0, 3.0];
+        skip_measured(&mut w, &movable, &here, |h| measured.contains(h));
+        assert_eq!(w, vec![1.0, 0.0, 3.0]);
+        // Every neighbour measured: the draws go on as they were rather than stall.
+        let mut everything = measured.clone();
+        let mut rng = ChaCha8Rng::seed_from_u64(0);
+        everything.extend(pts.iter().map(|p| flip_one(&here, p, &mut rng).hash()));
+        let mut w = vec![1.0, 2.0, 3.0];
+        skip_measured(&mut w, &movable, &here, |h| everything.contains(h));
+        assert_eq!(w, vec![1.0, 2.0, 3.0]);
     }
 
     #[test]
@@ -483,9 +635,18 @@ mod tests {
                 .into_iter()
                 .map(|(c, id)| (SiteId(id.into()), effect(c)))
                 .collect();
-        // Mean uphill 0.002: the first temperature accepts it with probability 0.8.
+        // Median uphill 0.002: the first temperature accepts it with probability 0.8.
         let first = 0.04 * guided_scale(&s, &effects);
         assert!(((-0.002 / first).exp() - 0.8).abs() < 1e-9, "{first}");
+        // A few disastrous flips do not set the scale of a typical move.
+        let mut with_disasters = effects.clone();
+        for (id, change) in [("x", 0.3), ("y", 0.0015), ("z", 0.002)] {
+            with_disasters.insert(SiteId(id.into()), effect(change));
+        }
+        assert_eq!(
+            guided_scale(&s, &with_disasters),
+            guided_scale(&s, &effects)
+        );
         // Large effects keep the configured temperatures.
         let large = [(SiteId("a".into()), effect(0.5))].into();
         assert_eq!(guided_scale(&s, &large), 1.0);
