@@ -1,12 +1,13 @@
-//! Racing on a real timed objective: an annealing chain's clearly worse
-//! candidate stops after its minimum runs, a comparable one runs on.
+//! Racing on a real timed objective: an annealing chain's (or a hill
+//! climber's) clearly worse candidate stops after its minimum runs, a
+//! comparable one runs on.
 
 mod common;
 
 use std::path::Path;
 
 use common::*;
-use kiln_controller::store::{StepRecord, Store};
+use kiln_controller::store::{StepKind, StepRecord, Store};
 use kiln_protocol::{DecisionValue, SiteId};
 
 /// The run script: 0.4 s with `slow` at 1, else 0.1 s (`other` changes nothing).
@@ -16,7 +17,7 @@ const RUN_SH: &str = "if [ \"$1\" = 1 ]; then sleep 0.4; else sleep 0.1; fi\n";
 /// at temperatures of 0.1 to 0.05 a candidate is raced out once even its
 /// interval's lower end lies 46 % of the baseline (T · ln 100, at T = 0.1)
 /// or less above the incumbent: the slow value is 300 % above it.
-fn config(race: &str) -> String {
+fn config(search: &str, race: &str) -> String {
     format!(
         r#"(campaign
   (name racing)
@@ -25,7 +26,7 @@ fn config(race: &str) -> String {
   (runs (warmup 0) (min 3) (max 12) (target-rel-ci 0.00001))
   (experiments
     ((benchmark sleepy)
-     (search (simulated-annealing (steps 6) (t-max 0.1) (t-min 0.05) (flips 1)))
+     (search {search})
      (seed 3) {race}))
   (benchmarks
     ((name sleepy) (kind knobs) (knobs (slow 0 1) (other 0 1))
@@ -36,12 +37,15 @@ fn config(race: &str) -> String {
     )
 }
 
-fn campaign(race: &str) -> tempfile::TempDir {
+/// Annealing at temperatures of 0.1 to 0.05, one flip per proposal.
+const ANNEALING: &str = "(simulated-annealing (steps 6) (t-max 0.1) (t-min 0.05) (flips 1))";
+
+fn campaign(search: &str, race: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let bench = dir.path().join("benchmarks/sleepy");
     std::fs::create_dir_all(&bench).unwrap();
     std::fs::write(bench.join("run.sh"), RUN_SH).unwrap();
-    std::fs::write(dir.path().join("campaign.sexp"), config(race)).unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), config(search, race)).unwrap();
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
     dir
@@ -62,7 +66,7 @@ fn measured_runs(record: &StepRecord) -> u32 {
 
 #[test]
 fn a_clearly_worse_candidate_under_a_timed_objective_is_cut_short_after_its_minimum_runs() {
-    let dir = campaign("");
+    let dir = campaign(ANNEALING, "");
     let steps = steps(dir.path());
     assert_eq!(steps.len(), 6);
     // The seed proposes both kinds: flips of `slow` (4x slower) and of `other` (no change).
@@ -124,4 +128,40 @@ fn a_clearly_worse_candidate_under_a_timed_objective_is_cut_short_after_its_mini
         .filter(|l| l.split(',').nth(column) == Some("true"))
         .count();
     assert_eq!(cut_rows, worse.len(), "{table}");
+}
+
+#[test]
+fn hill_climbing_races_its_candidates_against_the_incumbent_itself() {
+    let dir = campaign("(hill-climbing (steps 6))", "");
+    let steps = steps(dir.path());
+    assert_eq!(steps.len(), 6);
+    let to_slow = |r: &StepRecord| {
+        r.decisions.get(&SiteId("slow".into())) == Some(&DecisionValue::Int(1))
+            && r.diff.get(&SiteId("slow".into())).is_some()
+    };
+    // A one-flip proposal to the slow value from a fast incumbent: cut after 3 runs, the
+    // bound the incumbent itself, since a hill climber takes only a better candidate.
+    let proposals: Vec<&StepRecord> = steps
+        .iter()
+        .filter(|r| r.kind == StepKind::Proposal)
+        .collect();
+    let raced: Vec<&&StepRecord> = proposals.iter().filter(|r| to_slow(r)).collect();
+    assert!(!raced.is_empty(), "{proposals:?}");
+    for r in raced {
+        let cut = r
+            .result
+            .cut_short
+            .unwrap_or_else(|| panic!("step {} was not cut short: {r:?}", r.key));
+        assert_eq!(measured_runs(r), 3, "step {}", r.key);
+        assert_eq!(cut.race.bound, cut.race.incumbent, "{cut:?}");
+        assert!(!r.decision.as_ref().unwrap().accepted, "step {}", r.key);
+    }
+    // A restart goes on from whatever it measures: it is measured in full.
+    for r in steps.iter().filter(|r| r.kind == StepKind::Restart) {
+        assert_eq!(r.result.cut_short, None, "step {}", r.key);
+    }
+    let none = campaign("(hill-climbing (steps 6))", "(race off)");
+    assert!(crate::steps(none.path())
+        .iter()
+        .all(|r| r.result.cut_short.is_none()));
 }

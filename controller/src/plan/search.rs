@@ -352,12 +352,13 @@ pub fn hottest(
 /// `incumbent` at `temperature`. Metropolis accepts a relative increase
 /// Δ = (candidate − incumbent) / baseline with probability exp(−Δ/T), below
 /// `p` once Δ > T·ln(1/p): the bound is the incumbent plus that many
-/// baselines. It is the incumbent's estimate, not its interval, that the
-/// bound starts from, because the verdict compares with that estimate; the
-/// candidate's uncertainty is the worker's to weigh (the lower end of its
-/// interval must pass the bound). `None` for a random walk, which accepts
-/// every candidate, for random search, which never moves, for hill climbing
-/// (not raced yet), and where the incumbent has no estimate.
+/// baselines. Hill climbing takes only a better candidate, so its bound is
+/// the incumbent itself (its temperature is zero). It is the incumbent's
+/// estimate, not its interval, that the bound starts from, because the
+/// verdict compares with that estimate; the candidate's uncertainty is the
+/// worker's to weigh (the lower end of its interval must pass the bound).
+/// `None` for a random walk, which accepts every candidate, for random
+/// search, which never moves, and where the incumbent has no estimate.
 pub fn race(
     search: &Search,
     incumbent: f64,
@@ -366,14 +367,14 @@ pub fn race(
     p: f64,
 ) -> Option<Race> {
     match search {
-        Search::RandomWalk { .. } | Search::RandomSearch { .. } | Search::HillClimbing { .. } => {
-            None
+        Search::RandomWalk { .. } | Search::RandomSearch { .. } => None,
+        Search::SimulatedAnnealing { .. } | Search::HillClimbing { .. } => {
+            incumbent.is_finite().then(|| Race {
+                incumbent,
+                bound: incumbent + temperature * (1.0 / p).ln() * baseline,
+                p,
+            })
         }
-        Search::SimulatedAnnealing { .. } => incumbent.is_finite().then(|| Race {
-            incumbent,
-            bound: incumbent + temperature * (1.0 / p).ln() * baseline,
-            p,
-        }),
     }
 }
 
