@@ -11,7 +11,9 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use kiln_protocol::config::{Experiment, Proposals, Search};
-use kiln_protocol::{DecisionPoint, DecisionSet, Metric, SiteFeatures, SiteId, Summary};
+use kiln_protocol::{
+    ContentHash, DecisionPoint, DecisionSet, Metric, SiteFeatures, SiteId, Summary,
+};
 
 use super::search;
 use super::step::Repeatability;
@@ -204,25 +206,27 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
                 }
                 // Annealing, the walk and random search near the start (which never moves).
                 _ => {
-                    let weights = (ctx.experiment.proposals == Proposals::Guided).then(|| {
-                        let movable = search::movable(ctx.points);
+                    let decisions = if ctx.experiment.proposals == Proposals::Guided {
                         let current = &state.current.decisions;
-                        let mut weights =
-                            search::weights(&movable, &state.effects, current, temperature);
-                        if ctx.repeatability == Repeatability::Exact {
-                            search::skip_measured(&mut weights, &movable, current, |hash| {
-                                state.sets.contains_key(hash)
-                            });
-                        }
-                        weights
-                    });
-                    let decisions = search::propose(
-                        &state.current.decisions,
-                        ctx.points,
-                        ctx.flips,
-                        weights.as_deref(),
-                        &mut state.rng,
-                    );
+                        let weights = search::weights(
+                            &search::movable(ctx.points),
+                            &state.effects,
+                            current,
+                            temperature,
+                        );
+                        let exact = ctx.repeatability == Repeatability::Exact;
+                        let sets = &state.sets;
+                        let measured = |hash: &ContentHash| exact && sets.contains_key(hash);
+                        search::guided_flip(current, ctx.points, &weights, measured, &mut state.rng)
+                    } else {
+                        search::propose(
+                            &state.current.decisions,
+                            ctx.points,
+                            ctx.flips,
+                            None,
+                            &mut state.rng,
+                        )
+                    };
                     (StepKind::Proposal, decisions)
                 }
             }

@@ -105,8 +105,11 @@ fn weighted_sample(weights: &[f64], k: usize, rng: &mut impl Rng) -> Vec<usize> 
     for _ in 0..k.min(left.len()) {
         let total: f64 = left.iter().map(|(_, w)| w).sum();
         let mut r = rng.random::<f64>() * total;
-        // Rounding may leave `r` past the last weight: the last point takes it.
-        let mut at = left.len() - 1;
+        // Rounding may leave `r` past the last weight: the last point that can be drawn takes it.
+        let mut at = left
+            .iter()
+            .rposition(|(_, w)| *w > 0.0)
+            .unwrap_or(left.len() - 1);
         for (i, (_, w)) in left.iter().enumerate() {
             if r < *w {
                 at = i;
@@ -197,40 +200,31 @@ fn acceptance(
         .clamp(ACCEPTANCE_FLOOR, 1.0)
 }
 
-/// Zeroes the weight of every point whose flip from `current` leads to a set
-/// the chain has already `measured`, unless that would leave none: with an
-/// exact objective such a step only repeats a known count (the move back to
-/// where the chain just came from, above all). Points of more than two
-/// values keep theirs: which value their flip takes is drawn later.
-pub fn skip_measured(
-    weights: &mut [f64],
-    movable: &[&DecisionPoint],
+/// A guided proposal: `current` with one point moved, drawn in proportion to
+/// `weights` (one per movable point, in order), passing over a point whose
+/// drawn flip leads to a set the chain has already `measured`: with an exact
+/// objective such a step only repeats a known count (the move back to where
+/// the chain just came from, above all). Only drawn flips are checked, a
+/// hash or two per proposal even over thousands of points. Where every
+/// point is passed over, the draw is from `weights` as they are.
+pub fn guided_flip(
     current: &DecisionSet,
+    points: &[DecisionPoint],
+    weights: &[f64],
     measured: impl Fn(&ContentHash) -> bool,
-) {
-    let known: Vec<bool> = movable
-        .iter()
-        .map(|point| {
-            let [a, b] = point.domain.as_slice() else {
-                return false;
-            };
-            let other = if current.get(&point.id) == Some(a) {
-                b
-            } else {
-                a
-            };
-            let mut next = current.clone();
-            next.0.insert(point.id.clone(), other.clone());
-            measured(&next.hash())
-        })
-        .collect();
-    if weights.iter().zip(&known).any(|(w, k)| *w > 0.0 && !k) {
-        for (w, k) in weights.iter_mut().zip(known) {
-            if k {
-                *w = 0.0;
-            }
+    rng: &mut impl Rng,
+) -> DecisionSet {
+    let movable = movable(points);
+    let mut left = weights.to_vec();
+    while left.iter().any(|w| *w > 0.0) {
+        let at = weighted_sample(&left, 1, rng)[0];
+        let next = flip_one(current, movable[at], rng);
+        if !measured(&next.hash()) {
+            return next;
         }
+        left[at] = 0.0;
     }
+    propose(current, points, 1, Some(weights), rng)
 }
 
 /// `start` with every screened flip whose effect was an improvement.
@@ -526,24 +520,34 @@ mod tests {
     }
 
     #[test]
-    fn draws_skip_flips_to_sets_already_measured_while_others_remain() {
+    fn guided_flips_pass_over_sets_already_measured_while_others_remain() {
         let pts = points(3);
-        let movable = movable(&pts);
         let start = all(&pts, DecisionValue::inline());
         let mut here = start.clone();
         here.0.insert(pts[1].id.clone(), DecisionValue::no_inline());
-        // The chain came to `here` from `start`: flipping s1 again is the move back.
+        // The chain came to `here` from `start`: flipping s1 again is the move back,
+        // however heavily it weighs.
         let measured: BTreeSet<ContentHash> = [start.hash(), here.hash()].into();
-        let mut w = vec![1.0, 2.0, 3.0];
-        skip_measured(&mut w, &movable, &here, |h| measured.contains(h));
-        assert_eq!(w, vec![1.0, 0.0, 3.0]);
-        // Every neighbour measured: the draws go on as they were rather than stall.
+        let weights = [1.0, 100.0, 1.0];
+        let mut rng = ChaCha8Rng::seed_from_u64(4);
+        let mut moved = BTreeSet::new();
+        for _ in 0..200 {
+            let next = guided_flip(&here, &pts, &weights, |h| measured.contains(h), &mut rng);
+            let diff = next.diff_from(&here);
+            assert_eq!(diff.len(), 1);
+            moved.extend(diff.0.into_keys());
+        }
+        assert_eq!(moved, [pts[0].id.clone(), pts[2].id.clone()].into());
+        // Every neighbour measured: the draws go on by the weights rather than stall.
         let mut everything = measured.clone();
-        let mut rng = ChaCha8Rng::seed_from_u64(0);
         everything.extend(pts.iter().map(|p| flip_one(&here, p, &mut rng).hash()));
-        let mut w = vec![1.0, 2.0, 3.0];
-        skip_measured(&mut w, &movable, &here, |h| everything.contains(h));
-        assert_eq!(w, vec![1.0, 2.0, 3.0]);
+        let back = (0..50)
+            .filter(|_| {
+                let next = guided_flip(&here, &pts, &weights, |h| everything.contains(h), &mut rng);
+                next == start
+            })
+            .count();
+        assert!(back > 40, "{back}");
     }
 
     #[test]
