@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, Proposals};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
 use kiln_protocol::message::{Bundle, Discovery, StepRequest, StepResult};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue, StepOutcome};
 
@@ -62,13 +62,10 @@ impl Preparation {
             .expect("config checks benchmark references")
             .clone();
         let bundle = Arc::new(crate::dispatch::bundle::pack(&benchmark.sources)?);
-        let flips = match (&benchmark.kind, experiment.proposals) {
-            // Knob benchmarks move one knob at a time.
-            (BenchmarkKind::Knobs { .. }, _) => 1,
-            // So does guided annealing: each measured proposal is then the fresh
-            // effect of one point, which its next draws weigh.
-            (_, Proposals::Guided) => 1,
-            (BenchmarkKind::LlvmInline { .. }, Proposals::Uniform) => experiment.search.flips(),
+        let flips = match benchmark.kind {
+            // Knob benchmarks move one knob at a time (guided proposals always move one).
+            BenchmarkKind::Knobs { .. } => 1,
+            BenchmarkKind::LlvmInline { .. } => experiment.search.flips(),
         };
         let stored = store.experiment(&experiment.name)?;
         if let Some(info) = &stored {

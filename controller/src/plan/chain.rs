@@ -31,7 +31,7 @@ pub struct ChainContext<'a> {
     pub features: &'a BTreeMap<SiteId, SiteFeatures>,
     /// The baseline objective (for relative energy).
     pub baseline_objective: f64,
-    /// Decisions changed per proposal.
+    /// Decisions changed per uniform proposal (a guided one moves one).
     pub flips: u32,
     /// Whether a repeated decision set can measure differently.
     pub repeatability: Repeatability,
@@ -297,6 +297,22 @@ fn effect(ctx: &ChainContext<'_>, start: f64, judged: Option<f64>, record: &Step
     }
 }
 
+/// Keeps the effect of a step that moved one point (a screened flip, a guided
+/// proposal) as that point's, replacing what was known of it.
+fn note_effect(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    start: f64,
+    judged: Option<f64>,
+    record: &StepRecord,
+) {
+    if let (Some(site), 1) = (record.diff.0.keys().next(), record.diff.len()) {
+        state
+            .effects
+            .insert(site.clone(), effect(ctx, start, judged, record));
+    }
+}
+
 /// Hill climbing moves to `next`: no flip of it is tried yet, except the one
 /// back to where it came from when it is one flip away (measured, and worse).
 fn note_climb(state: &mut ChainState, next: &DecisionSet) {
@@ -327,10 +343,7 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             false
         }
         StepKind::Screen => {
-            if let Some(site) = record.diff.0.keys().next() {
-                let effect = effect(ctx, compared_with, judged, record);
-                state.effects.insert(site.clone(), effect);
-            }
+            note_effect(ctx, state, compared_with, judged, record);
             // Screening measures neighbours of the start and stays there.
             false
         }
@@ -341,10 +354,7 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             // that point's effect afresh: where the chain is now, not where it screened.
             if ctx.experiment.proposals == Proposals::Guided && record.parent == state.current.step
             {
-                if let (Some((site, _)), 1) = (record.diff.0.first_key_value(), record.diff.len()) {
-                    let effect = effect(ctx, compared_with, judged, record);
-                    state.effects.insert(site.clone(), effect);
-                }
+                note_effect(ctx, state, compared_with, judged, record);
             }
             let accepted = search::accept(
                 ctx.search(),
