@@ -254,10 +254,15 @@ impl Preparation {
             .collect();
         let baseline = measured.remove("baseline").expect("baseline measured");
         if baseline.objective().is_none() {
-            bail!(
-                "the baseline of experiment {name} failed ({}); a campaign needs a working baseline",
-                baseline.outcome.reason().unwrap_or_default()
-            );
+            // A baseline that ran fine but measured no objective says which metric is missing.
+            let why = baseline.outcome.reason().unwrap_or_else(|| {
+                format!(
+                    "it ran, but no run measured {}: the worker reports it unsupported for this \
+                     run command, or measured nothing",
+                    config.objective.metric
+                )
+            });
+            bail!("the baseline of experiment {name} failed: {why}. A campaign needs a working baseline");
         }
         let runs = uneven_counts(config, &baseline.samples).map(|note| {
             logging::note(format_args!("experiment {name}: {note}"));
