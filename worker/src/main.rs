@@ -266,7 +266,10 @@ fn main() -> ExitCode {
                     serde_json::to_string_pretty(&m).expect("measurements serialize")
                 );
             } else {
-                print!("{}", report::table(&command.join(" "), &m, target_rel_ci));
+                print!(
+                    "{}",
+                    report::table(&command.join(" "), &m, objective, target_rel_ci)
+                );
             }
             if m.outcome == StepOutcome::Ok {
                 ExitCode::SUCCESS

@@ -5,8 +5,12 @@
 //! and when it ends. The counter updates every 20–100 ms, so a run shorter than about a second
 //! gets a coarse figure (the worker warns). Power, clock, temperature and throttle reasons are
 //! sampled every [`SAMPLE_INTERVAL`] and once more at each end, so that every run has samples.
-//! NVML's power reading is itself a one-second average on recent GPUs: `power-avg` is therefore
-//! energy over the run's length where the counter works, the mean of the samples elsewhere.
+//! Power is the instantaneous reading (`NVML_FI_DEV_POWER_INSTANT`) where the driver has it:
+//! `nvmlDeviceGetPowerUsage`, the fallback, is a one-second average on Ampere and newer, whose
+//! peak lags and flattens the run's (on an H100 running a PyTorch conv2d it peaked at 427 W
+//! where the instantaneous reading, and nvidia-smi's `power.draw.instant`, reached 723 W).
+//! `power-avg` is energy over the run's length where the counter works, the mean of the samples
+//! elsewhere.
 //!
 //! The GPUs sampled are those the run can see: `CUDA_VISIBLE_DEVICES` of its environment (CUDA
 //! indices or `GPU-` UUIDs), every GPU when unset. CUDA numbers GPUs fastest first and NVML by
@@ -22,6 +26,9 @@ use kiln_protocol::message::GpuInfo;
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::enums::device::SampleValue;
+use nvml_wrapper::structs::device::FieldId;
+use nvml_wrapper::sys_exports::field_id::NVML_FI_DEV_POWER_INSTANT;
 use nvml_wrapper::{Device, Nvml};
 
 /// How often a run's GPUs are sampled.
@@ -183,13 +190,9 @@ impl Samples {
     /// One sample of every device (there is at least one); a reading a device refuses is left
     /// out.
     fn take(&mut self, devices: &[Device<'_>]) {
-        let power: Vec<u32> = devices
-            .iter()
-            .filter_map(|d| d.power_usage().ok())
-            .collect();
+        let power: Vec<f64> = devices.iter().filter_map(power_mw).collect();
         if power.len() == devices.len() {
-            self.power_mw
-                .push(power.iter().map(|&p| f64::from(p)).sum());
+            self.power_mw.push(power.iter().sum());
         }
         let clocks: Vec<f64> = devices
             .iter()
@@ -215,6 +218,30 @@ impl Samples {
                 .push(reasons.iter().any(|r| r.intersects(THROTTLING)));
         }
     }
+}
+
+/// A device's power draw, mW: the instantaneous reading where the driver gives one, else
+/// NVML's power usage (a one-second average on Ampere and newer).
+fn power_mw(device: &Device<'_>) -> Option<f64> {
+    let instant = device
+        .field_values_for(&[FieldId(NVML_FI_DEV_POWER_INSTANT)])
+        .ok()
+        .and_then(|values| values.into_iter().next())
+        .and_then(Result::ok)
+        .and_then(|sample| sample.value.ok());
+    instant_mw(instant).or_else(|| device.power_usage().ok().map(f64::from))
+}
+
+/// The instantaneous power field's value in mW; `None` where it is missing or reads 0 (a GPU
+/// never draws nothing: drivers without the reading fill the field with 0).
+fn instant_mw(value: Option<SampleValue>) -> Option<f64> {
+    let mw = match value? {
+        SampleValue::U32(v) => f64::from(v),
+        SampleValue::U64(v) => v as f64,
+        SampleValue::I64(v) => v as f64,
+        SampleValue::F64(v) => v,
+    };
+    (mw.is_finite() && mw > 0.0).then_some(mw)
 }
 
 /// Total energy counter of the devices together, mJ.
@@ -364,6 +391,19 @@ mod tests {
         );
         assert_eq!(m[&Metric::SmClock], MetricValue::Unsupported);
         assert_eq!(m[&Metric::GpuThrottled], MetricValue::Unsupported);
+    }
+
+    #[test]
+    fn instantaneous_power_reads_in_any_value_type_and_zero_means_none() {
+        assert_eq!(instant_mw(Some(SampleValue::U32(723_300))), Some(723_300.0));
+        assert_eq!(instant_mw(Some(SampleValue::U64(69_840))), Some(69_840.0));
+        assert_eq!(instant_mw(Some(SampleValue::I64(1))), Some(1.0));
+        assert_eq!(instant_mw(Some(SampleValue::F64(5.5))), Some(5.5));
+        // The average reading is used instead.
+        assert_eq!(instant_mw(None), None);
+        assert_eq!(instant_mw(Some(SampleValue::U32(0))), None);
+        assert_eq!(instant_mw(Some(SampleValue::I64(-3))), None);
+        assert_eq!(instant_mw(Some(SampleValue::F64(f64::NAN))), None);
     }
 
     #[test]

@@ -205,11 +205,13 @@ fn calibration_cpu_and_gpu_times_are_within_5_percent() {
         "calibration (known: cpu {CPU_MS} ms, gpu {GPU_MS} ms on {STREAMS} streams):\n  \
          cpu {cpu_ms:.1} ms (start-up {:.1} ms taken out), gpu busy {gpu_ms:.1} ms, \
          kernel sum {sum_ms:.1} ms, kernels {}, dropped records {}, wall {wall_ms:.1} ms more \
-         than an idle run, energy {:?} mJ",
+         than an idle run, energy {:?} mJ, power {:.1} W on average, {:.1} W at peak",
         cpu(&idle) / ms,
         median(&busy, Metric::GpuKernelCount),
         median(&busy, Metric::GpuDroppedRecords),
         busy.summary.get(&Metric::Energy).map(|s| s.median),
+        median(&busy, Metric::PowerAvg) / 1e3,
+        median(&busy, Metric::PowerPeak) / 1e3,
     );
     assert!(within(cpu_ms, CPU_MS, 0.05), "CPU time {cpu_ms:.1} ms");
     assert!(within(gpu_ms, GPU_MS, 0.05), "GPU busy time {gpu_ms:.1} ms");
@@ -219,4 +221,18 @@ fn calibration_cpu_and_gpu_times_are_within_5_percent() {
     );
     assert_eq!(median(&busy, Metric::GpuDroppedRecords), 0.0);
     assert!(median(&idle, Metric::GpuTime) < 0.01 * GPU_MS * ms);
+    // Power in the right unit and from the GPU the run used: the peak of the instantaneous
+    // samples is not far below the energy counter's mean. It can be a little below where the
+    // power hardly varies (this program draws about the same while its CPU and its GPU work:
+    // 131.4 W peak against 131.7 W mean in one H100 run); a lagging one-second average reads
+    // further below on a program whose power varies (427 W against an instantaneous 723 W).
+    for run in &busy.runs {
+        let get = |m: Metric| run.metrics.get(&m).and_then(|v| v.measured());
+        if let (Some(avg), Some(peak)) = (get(Metric::PowerAvg), get(Metric::PowerPeak)) {
+            assert!(
+                peak >= 0.95 * avg && peak < 5.0 * avg,
+                "power peak {peak} mW against an average of {avg} mW"
+            );
+        }
+    }
 }
