@@ -538,7 +538,9 @@ fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
 
 /// A guided chain whose budget cannot screen every site screens the hottest
 /// by the stock build's profile: sample-dsp has 74 sites, and 20 steps leave
-/// 5 for screening (a quarter of the budget).
+/// 5 for screening (a quarter of the budget). A site with no profile of its
+/// own (its function was inlined everywhere) is as hot as the hottest site
+/// calling that function.
 #[test]
 fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short() {
     if !have("clang") || !have("valgrind") {
@@ -549,10 +551,9 @@ fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short(
     copy_benchmark("sample-dsp", dir.path());
     let guided = config("sample-dsp", "8", 20).replace("(seed 9)", "(seed 9) (proposals guided)");
     let (store, info) = run_campaign(dir.path(), &guided, "sample-dsp");
-    let heat = |site: &kiln_protocol::SiteId| {
-        let f = &info.discovery.features[site];
-        f.callee_inclusive_cost.or(f.caller_self_cost)
-    };
+    let points = &info.discovery.points;
+    let heat =
+        |site: &kiln_protocol::SiteId| inherited_heat(site, points, &info.discovery.features, 8);
     let mut screened: Vec<_> = store
         .steps(Some("sample-dsp"))
         .map(Result::unwrap)
@@ -563,7 +564,7 @@ fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short(
         })
         .collect();
     assert_eq!(screened.len(), 5);
-    let mut heats: Vec<_> = info.discovery.points.iter().map(|p| heat(&p.id)).collect();
+    let mut heats: Vec<_> = points.iter().map(|p| heat(&p.id)).collect();
     heats.sort_unstable_by(|a, b| b.cmp(a));
     let coldest_screened = screened.iter().map(heat).min().unwrap();
     assert!(coldest_screened.is_some(), "screened sites have a profile");
@@ -572,4 +573,27 @@ fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short(
     screened.sort();
     screened.dedup();
     assert_eq!(screened.len(), 5, "five distinct sites");
+}
+
+/// A site's heat: its callee's inclusive cost, else its caller's own, else
+/// (up to `depth` levels) the hottest of the sites whose callee is the
+/// function the site's code runs in (`CALLEE @ F:LINE:COL`, outermost `F`).
+fn inherited_heat(
+    site: &kiln_protocol::SiteId,
+    points: &[kiln_protocol::DecisionPoint],
+    features: &std::collections::BTreeMap<kiln_protocol::SiteId, kiln_protocol::SiteFeatures>,
+    depth: u32,
+) -> Option<u64> {
+    let own = features
+        .get(site)
+        .and_then(|f| f.callee_inclusive_cost.or(f.caller_self_cost));
+    if own.is_some() || depth == 0 {
+        return own;
+    }
+    let runs_in = site.as_str().rsplit(" @ ").next()?.rsplitn(3, ':').nth(2)?;
+    points
+        .iter()
+        .filter(|p| p.id.as_str().split_once(" @ ").map(|(callee, _)| callee) == Some(runs_in))
+        .filter_map(|p| inherited_heat(&p.id, points, features, depth - 1))
+        .max()
 }
