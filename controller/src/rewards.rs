@@ -487,7 +487,7 @@ pub fn assign(store: &Store, experiment: &str, options: &RewardOptions) -> Resul
             counts[i] += 1;
         }
         rows += 1;
-        if best_step.as_ref().map_or(true, |b| objective < b.objective) {
+        if best_step.as_ref().is_none_or(|b| objective < b.objective) {
             best_step = Some(BestStep {
                 key: record.key.clone(),
                 objective,

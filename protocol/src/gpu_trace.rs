@@ -176,7 +176,7 @@ impl TraceFile {
         }
         let pid = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
         let body = &bytes[HEADER_LEN..];
-        if body.len() % RECORD_LEN != 0 {
+        if !body.len().is_multiple_of(RECORD_LEN) {
             return Err(TraceError::Truncated { len: bytes.len() });
         }
         let records = body

@@ -597,7 +597,7 @@ pub fn byte_size_text(bytes: u64) -> String {
     let unit = ["TiB", "GiB", "MiB", "KiB"]
         .into_iter()
         .zip([40, 30, 20, 10])
-        .find(|&(_, shift)| bytes >= 1 << shift && bytes % (1 << shift) == 0);
+        .find(|&(_, shift)| bytes >= 1 << shift && bytes.is_multiple_of(1 << shift));
     match unit {
         Some((name, shift)) => format!("{} {name}", bytes >> shift),
         None => format!("{bytes} bytes"),

@@ -724,5 +724,5 @@ fn is_site_element(element: &str) -> bool {
     !function.is_empty()
         && digits(line.strip_prefix('-').unwrap_or(line))
         && digits(column)
-        && discriminator.map_or(true, digits)
+        && discriminator.is_none_or(digits)
 }

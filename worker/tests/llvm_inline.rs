@@ -719,7 +719,7 @@ fn check_discovery_and_round_trip(bench: &Bench) -> Discovery {
             discovery
                 .points
                 .iter()
-                .map(|p| (p.id.clone(), value(rng.next() % 2 == 0)))
+                .map(|p| (p.id.clone(), value(rng.next().is_multiple_of(2))))
                 .collect(),
         );
         let (_, realised) = bench.replay(&set);

@@ -58,7 +58,7 @@ impl Row {
         if self.started {
             self.bytes.push(b',');
         }
-        self.bytes.extend(std::iter::repeat(b',').take(n - 1));
+        self.bytes.extend(std::iter::repeat_n(b',', n - 1));
         self.started = true;
     }
 

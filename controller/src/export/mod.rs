@@ -166,7 +166,7 @@ impl Tables {
         let mut experiments = BTreeMap::new();
         for item in store.experiments() {
             let (name, info) = item?;
-            if only.map_or(true, |o| o == name) {
+            if only.is_none_or(|o| o == name) {
                 experiments.insert(name, info);
             }
         }

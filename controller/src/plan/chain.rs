@@ -53,7 +53,7 @@ impl ChainContext<'_> {
 
     fn is_remeasure(&self, step: u32) -> bool {
         let every = self.experiment.remeasure_every;
-        every > 0 && (step + 1) % every == 0 && step >= self.screen_steps()
+        every > 0 && (step + 1).is_multiple_of(every) && step >= self.screen_steps()
     }
 
     /// Steps of the screening phase that opens a chain with guided proposals:
@@ -403,7 +403,7 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             .last_failure
             .as_deref()
             .and_then(|l| l.split_once(": "));
-        if nothing_succeeded(state) && previous.map_or(true, |(_, r)| r == reason) {
+        if nothing_succeeded(state) && previous.is_none_or(|(_, r)| r == reason) {
             state.failing_alike += 1;
         }
         state.last_failure = Some(format!("step {step}: {reason}"));
