@@ -138,6 +138,7 @@ fn result(g: &mut Gen) -> StepResult {
         checked_output: None,
         started_ms: 1_700_000_000_000,
         finished_ms: 1_700_000_000_001,
+        warnings: Vec::new(),
     }
 }
 
@@ -284,7 +285,7 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
                 store.import_steps(&batch)?;
                 batch.clear();
             }
-            if written % 50_000 == 0 {
+            if written.is_multiple_of(50_000) {
                 store.flush()?;
             }
         }
@@ -324,7 +325,7 @@ pub fn copy_as_layout_1(from: &Path, to: &Path) -> Result<u64> {
         }
         batch.insert(key, value);
         copied += 1;
-        if copied % 1000 == 0 {
+        if copied.is_multiple_of(1000) {
             to.apply_batch(std::mem::take(&mut batch))?;
         }
     }

@@ -13,6 +13,7 @@
 
 use std::process::ExitCode;
 
+use crate::dispatch::bundle::BadSources;
 use crate::store::OpenError;
 
 /// Bad usage or input, with a message that says where (file:line:col, field or flag).
@@ -114,7 +115,10 @@ pub fn status_of(e: &anyhow::Error) -> u8 {
         if let Some(Interrupted(_, signal)) = cause.downcast_ref() {
             return signal.status();
         }
-        if cause.is::<BadInput>() || matches!(cause.downcast_ref(), Some(OpenError::NotAStore(_))) {
+        if cause.is::<BadInput>()
+            || cause.is::<BadSources>()
+            || matches!(cause.downcast_ref(), Some(OpenError::NotAStore(_)))
+        {
             return 2;
         }
     }

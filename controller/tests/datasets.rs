@@ -143,6 +143,7 @@ fn ok_result(objective: f64, g: &mut Gen) -> StepResult {
         checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
+        warnings: Vec::new(),
     }
 }
 
@@ -170,6 +171,7 @@ fn failed_result() -> StepResult {
         checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
+        warnings: Vec::new(),
     }
 }
 

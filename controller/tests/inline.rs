@@ -7,14 +7,6 @@ mod common;
 use common::*;
 use kiln_protocol::DecisionFile;
 
-/// Whether `PROGRAM --version` runs here.
-fn have(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Writes each (relative path, text) under `dir`.
 fn write_files(dir: &std::path::Path, files: &[(&str, &str)]) {
     for (name, text) in files {
@@ -261,41 +253,9 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("benchmarks/twofile");
     std::fs::create_dir_all(&src).unwrap();
-    let files = [
-        (
-            "Makefile",
-            "CFLAGS = -O2 -g\nbench: main.o work.o\n\t$(CC) $(CFLAGS) main.o work.o -o bench\n\
-             %.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
-        ),
-        (
-            "main.c",
-            "#include <stdio.h>\n#include <stdlib.h>\nint work(int n);\n\
-             static int sq(int x) { return x * x; }\n\
-             static int add(int a, int b) { return a + b; }\n\
-             int main(int argc, char **argv) {\n  int n = atoi(argv[1]), s = 0;\n\
-             for (int i = 0; i < n; i++) s = add(s, sq(i) + work(i % 50));\n\
-             printf(\"%d\\n\", s);\n  return 0;\n}\n",
-        ),
-        (
-            "work.c",
-            "static int twice(int x) { return 2 * x; }\n\
-             static int inc(int x) { return x + 1; }\n\
-             int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += inc(twice(i)); return s; }\n",
-        ),
-    ];
-    write_files(&src, &files);
-    let config = r#"(campaign
-  (name twofile)
-  (store "store")
-  (objective (metric instructions) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark twofile) (search (random-walk (steps 6) (flips 1))) (seed 4)))
-  (benchmarks
-    ((name twofile) (kind llvm-inline) (compiler clang) (sources "benchmarks/twofile")
-     (build ("make")) (run ("./bench" "200")) (timeout-s 60)))
-  (workers (local (slots 1))))
-"#;
-    let (store, info) = run_campaign(dir.path(), config, "twofile");
+    write_files(&src, &TWO_FILE_MAKE);
+    let config = two_file_config(6);
+    let (store, info) = run_campaign(dir.path(), &config, "twofile");
     let sites: Vec<String> = info
         .discovery
         .points

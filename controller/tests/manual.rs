@@ -6,7 +6,6 @@
 mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use common::*;
 
@@ -31,13 +30,6 @@ const CONFIG: &str = r#"(campaign
   (workers
     (local (slots 2))))
 "#;
-
-fn have(program: &str) -> bool {
-    Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
 
 fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

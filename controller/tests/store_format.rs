@@ -134,6 +134,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
+        warnings: Vec::new(),
     };
     match step % 7 {
         3 => {
@@ -169,7 +170,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
                 (Metric::MaxRss, MetricValue::Measured(1_298_432.0)),
             ]);
             // Unsupported in every run, or (every fourth step) in one of them.
-            if step % 4 != 0 || index == 2 {
+            if !step.is_multiple_of(4) || index == 2 {
                 metrics.insert(Metric::Cycles, MetricValue::Unsupported);
             }
             RunRecord {
@@ -194,9 +195,9 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
     StepResult {
         id: StepId(u64::from(step)),
         outcome: StepOutcome::Ok,
-        build: (step % 2 == 0).then(|| BuildRecord {
+        build: step.is_multiple_of(2).then(|| BuildRecord {
             wall_ns: 10_000 + u64::from(step),
-            text_bytes: (step % 4 == 0).then_some(4096 + u64::from(step)),
+            text_bytes: step.is_multiple_of(4).then_some(4096 + u64::from(step)),
             binary_hash: None,
             log_tail: String::new(),
             replay_file: None,
@@ -204,9 +205,9 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         }),
         runs,
         summary,
-        target_met: step % 3 != 0,
+        target_met: !step.is_multiple_of(3),
         // Racing cut every ninth step short after three of at most ten runs.
-        cut_short: (step % 9 == 0 && step > 0).then_some(CutShort {
+        cut_short: (step.is_multiple_of(9) && step > 0).then_some(CutShort {
             race: Race {
                 incumbent: 900_000.0,
                 bound: 950_000.0,
@@ -221,6 +222,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
+        warnings: Vec::new(),
     }
 }
 

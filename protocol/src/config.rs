@@ -72,6 +72,14 @@ pub struct Timeouts {
     pub heartbeat_s: f64,
     /// A worker that answers nothing for this long is lost.
     pub lost_after_s: f64,
+    /// A step whose worker is lost this many times while running it is
+    /// recorded failed (the step ends its worker) instead of tried again.
+    #[serde(default = "default_step_losses")]
+    pub step_losses: u32,
+}
+
+fn default_step_losses() -> u32 {
+    Timeouts::default().step_losses
 }
 
 /// Slot calibration: a reference benchmark measured on every slot, at connect and every
@@ -592,6 +600,10 @@ fn lexically_normal(path: &Path) -> PathBuf {
             other => out.push(other),
         }
     }
+    // The current folder, never an empty path (which names no folder at all).
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
     out
 }
 
@@ -813,6 +825,7 @@ impl CampaignConfig {
                     f("connect-s", vec![float(t.connect_s)]),
                     f("heartbeat-s", vec![float(t.heartbeat_s)]),
                     f("lost-after-s", vec![float(t.lost_after_s)]),
+                    f("step-losses", vec![int(t.step_losses)]),
                 ],
             ),
         ];
@@ -856,6 +869,7 @@ impl Default for Timeouts {
             connect_s: 30.0,
             heartbeat_s: 5.0,
             lost_after_s: 30.0,
+            step_losses: 3,
         }
     }
 }
@@ -934,7 +948,11 @@ fn run_policy(src: Src<'_>, field: &Field<'_>) -> Result<RunPolicy, SexpError> {
 }
 
 fn timeouts(src: Src<'_>, field: &Field<'_>) -> Result<Timeouts, SexpError> {
-    let rec = field_record(src, field, &["connect-s", "heartbeat-s", "lost-after-s"])?;
+    let rec = field_record(
+        src,
+        field,
+        &["connect-s", "heartbeat-s", "lost-after-s", "step-losses"],
+    )?;
     let d = Timeouts::default();
     Ok(Timeouts {
         connect_s: rec
@@ -946,6 +964,9 @@ fn timeouts(src: Src<'_>, field: &Field<'_>) -> Result<Timeouts, SexpError> {
         lost_after_s: rec
             .opt_value("lost-after-s", decode::positive_number)?
             .unwrap_or(d.lost_after_s),
+        step_losses: rec
+            .opt_value("step-losses", decode::positive32)?
+            .unwrap_or(d.step_losses),
     })
 }
 

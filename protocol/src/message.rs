@@ -15,8 +15,9 @@ use crate::metric::{Metric, Metrics};
 use crate::stats::Summary;
 
 /// Version of the wire protocol; both sides must agree at hello. 3: steps
-/// carry a [`Race`] bound and results a [`CutShort`] record.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// carry a [`Race`] bound and results a [`CutShort`] record. 4: bundles go in
+/// resumable parts ([`BundlePart`]) and results carry warnings.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// Identifies one dispatch of a step, unique within a controller's life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -40,9 +41,12 @@ pub enum Request {
         /// The controller's own version, for logs.
         controller_version: String,
     },
-    /// Stores a benchmark bundle in the worker's content-addressed cache.
-    Prepare(Bundle),
-    /// Asks whether a bundle is already cached (to skip sending it).
+    /// One part of a benchmark bundle for the worker's content-addressed
+    /// cache: answered `PartStored`, the last one `Prepared` once the whole
+    /// bundle is checked against its hash and in place.
+    BundlePart(Box<BundlePart>),
+    /// Asks whether a bundle is already cached (to skip sending it), and how
+    /// many of its parts a transfer cut off earlier left (to skip those).
     HasBundle {
         /// The bundle's content hash.
         hash: ContentHash,
@@ -89,12 +93,27 @@ pub enum Response {
         /// The bundle's content hash.
         hash: ContentHash,
     },
+    /// A part of a bundle (not its last) is stored.
+    PartStored {
+        /// The bundle's content hash.
+        hash: ContentHash,
+        /// The part's index.
+        index: u32,
+    },
     /// Answer to `HasBundle`.
     BundleStatus {
         /// The bundle's content hash.
         hash: ContentHash,
         /// Whether the worker has it.
         present: bool,
+        /// Parts of it already stored by a transfer that did not finish: the
+        /// next one to send.
+        #[serde(default)]
+        parts_stored: u32,
+        /// Something the controller should log: a cached copy that no longer
+        /// matched its hash and was discarded.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        warning: Option<String>,
     },
     /// Answer to `Discover`.
     Discovered {
@@ -152,7 +171,7 @@ pub fn check_hello(hello: &Request) -> Result<(), String> {
 pub fn request_name(r: &Request) -> &'static str {
     match r {
         Request::Hello { .. } => "hello",
-        Request::Prepare(_) => "prepare",
+        Request::BundlePart(_) => "bundle-part",
         Request::HasBundle { .. } => "has-bundle",
         Request::Discover { .. } => "discover",
         Request::Step(_) => "step",
@@ -183,21 +202,87 @@ pub struct BundleFile {
     pub contents: Vec<u8>,
 }
 
+/// A part of a bundle: consecutive files in path order, small enough to be
+/// stored between two heartbeats. A transfer cut off resumes at the first
+/// part the worker lacks.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundlePart {
+    /// The whole bundle's hash.
+    pub hash: ContentHash,
+    /// This part's index, from 0.
+    pub index: u32,
+    /// How many parts the bundle has.
+    pub count: u32,
+    /// The part's files.
+    pub files: Vec<BundleFile>,
+}
+
+/// The hash of a bundle, fed its files in path order (the order of
+/// [`Bundle::new`] and of a bundle read back from disk).
+#[derive(Default)]
+pub struct BundleHasher(blake3::Hasher);
+
+impl BundleHasher {
+    /// Adds a file: its path, mode and contents.
+    pub fn add(&mut self, path: &str, executable: bool, contents: &[u8]) {
+        self.0.update(path.as_bytes());
+        self.0.update(&[0, u8::from(executable)]);
+        self.0.update(&(contents.len() as u64).to_le_bytes());
+        self.0.update(contents);
+    }
+
+    /// The hash of the files added.
+    pub fn finish(&self) -> ContentHash {
+        ContentHash(*self.0.finalize().as_bytes())
+    }
+}
+
+/// Most bytes of file contents in one bundle part (base64 makes them a third more on the wire).
+pub const PART_BYTES: usize = 4 << 20;
+/// Most files in one bundle part: a worker writes a few thousand small files a second.
+pub const PART_FILES: usize = 2048;
+
 impl Bundle {
     /// Builds a bundle from files, computing the hash.
     pub fn new(mut files: Vec<BundleFile>) -> Self {
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut hasher = blake3::Hasher::new();
+        let mut hasher = BundleHasher::default();
         for f in &files {
-            hasher.update(f.path.as_bytes());
-            hasher.update(&[0, u8::from(f.executable)]);
-            hasher.update(&(f.contents.len() as u64).to_le_bytes());
-            hasher.update(&f.contents);
+            hasher.add(&f.path, f.executable, &f.contents);
         }
         Bundle {
-            hash: ContentHash(*hasher.finalize().as_bytes()),
+            hash: hasher.finish(),
             files,
         }
+    }
+
+    /// The bundle cut into parts of at most [`PART_BYTES`] of contents and
+    /// [`PART_FILES`] files (a larger file is a part of its own; a bundle
+    /// without files is one empty part); always the same parts for the same
+    /// bundle, so a transfer can resume.
+    pub fn parts(&self) -> Vec<BundlePart> {
+        let mut groups: Vec<Vec<BundleFile>> = vec![Vec::new()];
+        let mut bytes = 0;
+        for f in &self.files {
+            let g = groups.last().expect("never empty");
+            if g.len() >= PART_FILES || (!g.is_empty() && bytes + f.contents.len() > PART_BYTES) {
+                groups.push(Vec::new());
+                bytes = 0;
+            }
+            bytes += f.contents.len();
+            groups.last_mut().expect("pushed").push(f.clone());
+        }
+        let count = groups.len() as u32;
+        groups
+            .into_iter()
+            .enumerate()
+            .map(|(index, files)| BundlePart {
+                hash: self.hash,
+                index: index as u32,
+                count,
+                files,
+            })
+            .collect()
     }
 
     /// Checks that the hash matches the files and that every path stays inside the bundle.
@@ -377,9 +462,14 @@ pub enum StepOutcome {
         /// Sites requested one way but built the other, or missing.
         mismatched: Vec<String>,
     },
-    /// The worker was lost while the step ran (set by the controller).
+    /// The step's worker was lost every time it ran the step, as many times
+    /// as the campaign allows (`step-losses`): the step is taken to end its
+    /// worker, and recorded failed (set by the controller).
     WorkerLost {
-        /// Why the worker is considered lost.
+        /// Times a worker was lost while running the step.
+        #[serde(default)]
+        times: u32,
+        /// Why the worker was taken for lost the last time.
         reason: String,
     },
     /// The controller cancelled the step.
@@ -420,7 +510,7 @@ impl StepOutcome {
                 expected.short()
             )),
             StepOutcome::DecisionMismatch { mismatched } => Some(mismatched.join("\n")),
-            StepOutcome::WorkerLost { reason } | StepOutcome::Rejected { reason } => {
+            StepOutcome::WorkerLost { reason, .. } | StepOutcome::Rejected { reason } => {
                 Some(reason.clone())
             }
         }
@@ -458,10 +548,7 @@ impl StepOutcome {
     /// Whether the failure belongs to the infrastructure, not the candidate:
     /// such steps are re-dispatched rather than recorded as the candidate's result.
     pub fn is_infrastructure(&self) -> bool {
-        matches!(
-            self,
-            StepOutcome::WorkerLost { .. } | StepOutcome::Cancelled | StepOutcome::Rejected { .. }
-        )
+        matches!(self, StepOutcome::Cancelled | StepOutcome::Rejected { .. })
     }
 }
 
@@ -487,7 +574,10 @@ impl fmt::Display for StepOutcome {
             StepOutcome::DecisionMismatch { mismatched } => {
                 write!(f, "decision mismatch at {} site(s)", mismatched.len())
             }
-            StepOutcome::WorkerLost { reason } => write!(f, "worker lost: {reason}"),
+            StepOutcome::WorkerLost { times, reason } => write!(
+                f,
+                "worker lost while running this step ({times} times; the last: {reason})"
+            ),
             StepOutcome::Cancelled => f.write_str("cancelled"),
             StepOutcome::Rejected { reason } => write!(f, "rejected: {reason}"),
         }
@@ -556,17 +646,27 @@ pub struct StepResult {
     pub started_ms: u64,
     /// When the worker finished the step (Unix ms).
     pub finished_ms: u64,
+    /// What the worker found wrong on its side and worked around, for the
+    /// log and the step's record: a cached build or object that no longer
+    /// matched its hash, discarded and built again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl StepResult {
     /// A step the worker could not run at all, stamped now.
     pub fn rejected(id: StepId, reason: String) -> StepResult {
+        StepResult::new(id, StepOutcome::Rejected { reason })
+    }
+
+    /// A result with `outcome` and nothing measured yet, started and finished now.
+    pub fn new(id: StepId, outcome: StepOutcome) -> StepResult {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         StepResult {
             id,
-            outcome: StepOutcome::Rejected { reason },
+            outcome,
             build: None,
             runs: Vec::new(),
             summary: Default::default(),
@@ -576,6 +676,7 @@ impl StepResult {
             checked_output: None,
             started_ms: now,
             finished_ms: now,
+            warnings: Vec::new(),
         }
     }
 }
@@ -716,6 +817,34 @@ mod tests {
         assert!(!is_confined_path("/etc/passwd"));
         assert!(!is_confined_path("a/../../b"));
         assert!(!is_confined_path(""));
+    }
+
+    #[test]
+    fn bundle_parts_cover_the_files_in_order_within_their_bounds() {
+        let file = |i: usize, len: usize| BundleFile {
+            path: format!("f{i:05}"),
+            executable: false,
+            contents: vec![1; len],
+        };
+        let mut files: Vec<BundleFile> = (0..PART_FILES + 10).map(|i| file(i, 10)).collect();
+        files.push(file(99_998, PART_BYTES + 1));
+        files.push(file(99_999, 1));
+        let bundle = Bundle::new(files);
+        let parts = bundle.parts();
+        assert_eq!(parts, bundle.parts(), "the same parts every time");
+        let sizes: Vec<usize> = parts.iter().map(|p| p.files.len()).collect();
+        assert_eq!(
+            sizes,
+            vec![PART_FILES, 10, 1, 1],
+            "a large file is a part of its own"
+        );
+        let again: Vec<BundleFile> = parts.into_iter().flat_map(|p| p.files).collect();
+        assert_eq!(again, bundle.files);
+        assert_eq!(
+            Bundle::new(Vec::new()).parts().len(),
+            1,
+            "an empty bundle is one part"
+        );
     }
 
     #[test]

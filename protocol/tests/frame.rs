@@ -57,7 +57,7 @@ fn requests() -> Vec<Request> {
             controller_version: "0.1.0".into(),
         },
         Request::HasBundle { hash: bundle.hash },
-        Request::Prepare(bundle.clone()),
+        Request::BundlePart(Box::new(bundle.parts().remove(0))),
         Request::Discover {
             id: StepId(1),
             benchmark: Box::new(spec()),
@@ -122,6 +122,7 @@ fn responses() -> Vec<Response> {
             mismatched: vec!["f @ main:1:2".into()],
         },
         StepOutcome::WorkerLost {
+            times: 3,
             reason: "link".into(),
         },
         StepOutcome::Cancelled,
@@ -164,6 +165,7 @@ fn responses() -> Vec<Response> {
                 checked_output: None,
                 started_ms: 1,
                 finished_ms: 2,
+                warnings: Vec::new(),
             }))
         })
         .collect();
@@ -196,9 +198,12 @@ fn responses() -> Vec<Response> {
             }),
         },
         Response::Prepared { hash },
+        Response::PartStored { hash, index: 2 },
         Response::BundleStatus {
             hash,
-            present: true,
+            present: false,
+            parts_stored: 3,
+            warning: Some("the cached bundle was discarded".into()),
         },
         Response::Discovered {
             id: StepId(1),

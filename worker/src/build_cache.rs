@@ -5,12 +5,18 @@
 //! bundle with those files laid over it instead of a build: the same binary,
 //! in milliseconds.
 //!
+//! The record lists every kept file's content hash and every link's target,
+//! and a restore checks each file as it copies it: an entry that a disk
+//! error, a stray edit or a truncation changed is discarded, never measured
+//! ([`Restored::Damaged`]), and the step builds afresh.
+//!
 //! Entries are written into a temporary folder and renamed into place, as the
 //! bundle cache does; the least recently used go once the cache holds more
 //! than [`MAX_ENTRIES`] or [`MAX_BYTES`]. Files are copied, never linked: a run
 //! that writes into its work folder cannot change a cached build. Symbolic
 //! links a build made are kept as links, never followed.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::os::unix::fs::{symlink, PermissionsExt};
@@ -20,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::BuildRecord;
 
-use crate::bundle_cache::{clear_leftovers, temp_name};
+use crate::bundle_cache::{clear_leftovers, copy_hashed, temp_name};
 
 /// Most builds kept.
 pub const MAX_ENTRIES: usize = 256;
@@ -37,11 +43,27 @@ pub struct BuildCache {
     next_temp: AtomicU64,
 }
 
-/// A cached build's record and the size of its files.
+/// A cached build's record, the size of its files, and what each kept file
+/// and link must hold (by path relative to `files/`).
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Entry {
     record: BuildRecord,
     bytes: u64,
+    files: BTreeMap<String, ContentHash>,
+    links: BTreeMap<String, PathBuf>,
+}
+
+/// What the cache gave for a build key.
+#[derive(Debug)]
+pub enum Restored {
+    /// The build's outputs lie over the work folder, each as it was kept.
+    Hit(BuildRecord),
+    /// The build is not cached.
+    Miss,
+    /// The build was cached, but its files no longer hold what was kept (the
+    /// reason names the entry and the file): the entry is gone, and the work
+    /// folder, partly overlaid, must be made afresh.
+    Damaged(String),
 }
 
 impl BuildCache {
@@ -57,17 +79,33 @@ impl BuildCache {
     }
 
     /// Lays the outputs of the build `key` over `work` (a fresh copy of the
-    /// bundle) and returns its record; `None` when the build is not cached.
-    pub fn restore(&self, key: &ContentHash, work: &Path) -> Option<BuildRecord> {
+    /// bundle), checking each against its recorded hash.
+    pub fn restore(&self, key: &ContentHash, work: &Path) -> Restored {
         let dir = self.root.join(key.to_string());
-        let entry: Entry = serde_json::from_slice(&fs::read(dir.join(RECORD)).ok()?).ok()?;
-        if let Err(e) = copy_outputs(&dir.join(FILES), work) {
-            tracing::warn!("cannot restore cached build {}: {e}", key.short());
-            return None;
+        let Ok(bytes) = fs::read(dir.join(RECORD)) else {
+            return Restored::Miss;
+        };
+        let Ok(entry) = serde_json::from_slice::<Entry>(&bytes) else {
+            // Kept by an older worker, without hashes: it cannot be checked.
+            let _ = fs::remove_dir_all(&dir);
+            return Restored::Miss;
+        };
+        match copy_outputs(&dir.join(FILES), work, &entry) {
+            Ok(()) => {
+                // Recently used: the last to be evicted.
+                let _ =
+                    fs::File::open(&dir).and_then(|f| f.set_modified(std::time::SystemTime::now()));
+                Restored::Hit(entry.record)
+            }
+            Err(why) => {
+                let _ = fs::remove_dir_all(&dir);
+                Restored::Damaged(format!(
+                    "the cached build {} ({}) was discarded: {why}",
+                    key.short(),
+                    dir.display()
+                ))
+            }
         }
-        // Recently used: the last to be evicted.
-        let _ = fs::File::open(&dir).and_then(|f| f.set_modified(std::time::SystemTime::now()));
-        Some(entry.record)
     }
 
     /// Keeps what the build in `work` made or changed, compared with the
@@ -87,11 +125,13 @@ impl BuildCache {
         let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
         let temp = self.root.join(temp_name(&key.short(), n));
         let written = (|| {
-            let bytes = collect_outputs(bundle_dir, work, &temp.join(FILES), skip)?;
-            let entry = Entry {
+            let mut entry = Entry {
                 record: record.clone(),
-                bytes,
+                bytes: 0,
+                files: BTreeMap::new(),
+                links: BTreeMap::new(),
             };
+            collect_outputs(bundle_dir, work, &temp.join(FILES), skip, &mut entry)?;
             let json = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
             fs::write(temp.join(RECORD), json).map_err(|e| e.to_string())?;
             match fs::rename(&temp, &dest) {
@@ -135,23 +175,30 @@ impl BuildCache {
     }
 }
 
+/// A path relative to a build's folder as the record keys it.
+fn key_of(rel: &Path) -> Result<String, String> {
+    rel.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| format!("{} is not a UTF-8 name", rel.display()))
+}
+
 /// Copies into `dest` every file and link of `work` that `bundle_dir` lacks
-/// or holds with other contents; returns the bytes copied.
+/// or holds with other contents, recording each in `entry`.
 fn collect_outputs(
     bundle_dir: &Path,
     work: &Path,
     dest: &Path,
     skip: &[&str],
-) -> Result<u64, String> {
-    let mut bytes = 0;
+    entry: &mut Entry,
+) -> Result<(), String> {
     let mut stack = vec![PathBuf::new()];
     fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
     while let Some(rel) = stack.pop() {
         let dir = work.join(&rel);
         let entries =
             fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
+        for item in entries.flatten() {
+            let name = item.file_name();
             if rel.as_os_str().is_empty() && skip.iter().any(|s| name == *s) {
                 continue;
             }
@@ -168,16 +215,18 @@ fn collect_outputs(
                 if fs::read_link(bundle_dir.join(&rel)).ok().as_ref() != Some(&target) {
                     fs::create_dir_all(to.parent().unwrap_or(dest)).map_err(made)?;
                     symlink(&target, &to).map_err(made)?;
+                    entry.links.insert(key_of(&rel)?, target);
                 }
             } else if meta.is_file() && !same_contents(&bundle_dir.join(&rel), &from, &meta) {
                 fs::create_dir_all(to.parent().unwrap_or(dest)).map_err(made)?;
-                bytes += fs::copy(&from, &to).map_err(made)?;
-                fs::set_permissions(&to, fs::Permissions::from_mode(meta.permissions().mode()))
-                    .map_err(made)?;
+                let mode = meta.permissions().mode();
+                let hash = copy_hashed(&from, &to, mode).map_err(made)?;
+                entry.bytes += meta.len();
+                entry.files.insert(key_of(&rel)?, hash);
             }
         }
     }
-    Ok(bytes)
+    Ok(())
 }
 
 /// Whether `original` (in the bundle) holds what `file` (in the work folder) holds.
@@ -190,15 +239,17 @@ fn same_contents(original: &Path, file: &Path, meta: &fs::Metadata) -> bool {
     }
 }
 
-/// Lays the kept files of `src` over `work`, replacing what is there.
-fn copy_outputs(src: &Path, work: &Path) -> Result<(), String> {
+/// Lays the kept files of `src` over `work`, replacing what is there, each
+/// checked against what `entry` recorded; `Err` names the first that differs.
+fn copy_outputs(src: &Path, work: &Path, entry: &Entry) -> Result<(), String> {
     let mut stack = vec![PathBuf::new()];
+    let (mut files, mut links) = (0, 0);
     while let Some(rel) = stack.pop() {
         let dir = src.join(&rel);
         let entries =
             fs::read_dir(&dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-        for entry in entries.flatten() {
-            let rel = rel.join(entry.file_name());
+        for item in entries.flatten() {
+            let rel = rel.join(item.file_name());
             let (from, to) = (src.join(&rel), work.join(&rel));
             let failed = |e: io::Error| format!("cannot restore {}: {e}", to.display());
             let meta = fs::symlink_metadata(&from).map_err(failed)?;
@@ -212,12 +263,35 @@ fn copy_outputs(src: &Path, work: &Path) -> Result<(), String> {
                 Ok(_) => fs::remove_file(&to).map_err(failed)?,
                 Err(_) => {}
             }
+            let key = key_of(&rel)?;
             if meta.is_symlink() {
-                symlink(fs::read_link(&from).map_err(failed)?, &to).map_err(failed)?;
+                let target = fs::read_link(&from).map_err(failed)?;
+                if entry.links.get(&key) != Some(&target) {
+                    return Err(format!("the link {key} is not the one kept"));
+                }
+                symlink(target, &to).map_err(failed)?;
+                links += 1;
             } else {
-                fs::copy(&from, &to).map_err(failed)?;
+                let Some(kept) = entry.files.get(&key) else {
+                    return Err(format!("{key} was not kept with the build"));
+                };
+                let found = copy_hashed(&from, &to, meta.permissions().mode()).map_err(failed)?;
+                if found != *kept {
+                    return Err(format!(
+                        "{key} holds other bytes than were kept ({} bytes now, content hash {} \
+                         where {} was kept)",
+                        meta.len(),
+                        found.short(),
+                        kept.short()
+                    ));
+                }
+                files += 1;
             }
         }
+    }
+    if files != entry.files.len() || links != entry.links.len() {
+        let missing = entry.files.len() + entry.links.len() - files - links;
+        return Err(format!("{missing} kept file(s) missing"));
     }
     Ok(())
 }
@@ -254,7 +328,7 @@ mod tests {
 
         let cache = BuildCache::open(tmp.path()).unwrap();
         let key = ContentHash::of(b"build");
-        assert!(cache.restore(&key, &work).is_none());
+        assert!(matches!(cache.restore(&key, &work), Restored::Miss));
         cache
             .keep(&key, &bundle, &work, &[".kiln-wrap"], &record(7))
             .unwrap();
@@ -269,7 +343,7 @@ mod tests {
         fs::create_dir_all(fresh.join("src")).unwrap();
         fs::write(fresh.join("src/a.c"), "int a;").unwrap();
         fs::write(fresh.join("Makefile"), "all:").unwrap();
-        assert_eq!(cache.restore(&key, &fresh).unwrap().wall_ns, 7);
+        assert_eq!(hit(cache.restore(&key, &fresh)).wall_ns, 7);
         assert_eq!(fs::read_to_string(fresh.join("src/a.o")).unwrap(), "object");
         assert_eq!(
             fs::read_to_string(fresh.join("Makefile")).unwrap(),
@@ -300,11 +374,63 @@ mod tests {
         }
         let count = fs::read_dir(tmp.path().join("builds")).unwrap().count();
         assert_eq!(count, MAX_ENTRIES);
-        assert!(cache.restore(&ContentHash::of(b"1"), &work).is_none());
-        assert!(cache.restore(&ContentHash::of(b"0"), &work).is_none());
+        let gone =
+            |key: &[u8]| matches!(cache.restore(&ContentHash::of(key), &work), Restored::Miss);
+        assert!(gone(b"1") && gone(b"0"));
         let last = (MAX_ENTRIES + 1).to_string();
-        assert!(cache
-            .restore(&ContentHash::of(last.as_bytes()), &work)
-            .is_some());
+        hit(cache.restore(&ContentHash::of(last.as_bytes()), &work));
+    }
+
+    fn hit(restored: Restored) -> BuildRecord {
+        match restored {
+            Restored::Hit(record) => record,
+            other => panic!("expected a cached build, got {other:?}"),
+        }
+    }
+
+    /// A kept binary replaced by a script, truncated, or joined by a file the
+    /// build never made: each is found on restore and the entry discarded.
+    #[test]
+    fn a_changed_entry_is_discarded_not_restored() {
+        type Tamper = fn(&Path);
+        let tampers: [(&str, Tamper); 4] = [
+            ("replaced", |f| {
+                fs::write(f.join("bench"), "#!/bin/sh\nsleep 0.05\n").unwrap()
+            }),
+            ("truncated", |f| {
+                let len = fs::metadata(f.join("bench")).unwrap().len();
+                fs::OpenOptions::new()
+                    .write(true)
+                    .open(f.join("bench"))
+                    .unwrap()
+                    .set_len(len / 2)
+                    .unwrap()
+            }),
+            ("removed", |f| fs::remove_file(f.join("bench")).unwrap()),
+            ("added", |f| fs::write(f.join("extra"), "x").unwrap()),
+        ];
+        for (what, tamper) in tampers {
+            let tmp = tempfile::tempdir().unwrap();
+            let (bundle, work) = (tmp.path().join("bundle"), tmp.path().join("work"));
+            fs::create_dir_all(&bundle).unwrap();
+            fs::create_dir_all(&work).unwrap();
+            fs::write(work.join("bench"), vec![0x7f; 4096]).unwrap();
+            let cache = BuildCache::open(tmp.path()).unwrap();
+            let key = ContentHash::of(what.as_bytes());
+            cache.keep(&key, &bundle, &work, &[], &record(1)).unwrap();
+            let entry = tmp.path().join("builds").join(key.to_string());
+            tamper(&entry.join(FILES));
+            let fresh = tmp.path().join("fresh");
+            fs::create_dir_all(&fresh).unwrap();
+            match cache.restore(&key, &fresh) {
+                Restored::Damaged(why) => assert!(why.contains(&key.short()), "{what}: {why}"),
+                other => panic!("{what}: expected a damaged entry, got {other:?}"),
+            }
+            assert!(!entry.exists(), "{what}: the entry is discarded");
+            assert!(
+                matches!(cache.restore(&key, &fresh), Restored::Miss),
+                "{what}"
+            );
+        }
     }
 }

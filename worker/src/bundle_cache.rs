@@ -1,28 +1,59 @@
 //! The content-addressed cache of benchmark bundles: `<rundir>/bundles/<hash>/`.
 //!
-//! A bundle is written into a temporary folder and renamed into place, so a
-//! crash never leaves a half bundle under its hash; leftovers of interrupted
-//! writes are removed when the cache opens, unless the process that wrote them
-//! still lives (another session on the same rundir, such as one orphaned by a
-//! cut link, may be writing a bundle right now). Every path is checked to stay
-//! inside its folder, and copies never follow symbolic links.
+//! A bundle arrives in parts ([`BundlePart`]), stored one by one into
+//! `.part-<hash>/` with the count of parts stored beside it, so a transfer
+//! cut off (a lost link, a worker restarted) resumes at the first part the
+//! worker lacks. Files are not synced one by one: once the last part is in,
+//! the whole folder is checked against the bundle's hash, synced once and
+//! renamed into place, so a crash never leaves a half bundle under its hash.
+//! A cached bundle is checked against its hash again the first time a
+//! session asks for it: one that changed on disk is discarded and sent anew.
+//!
+//! Leftovers of interrupted writes (`.tmp-…`) are removed when the cache
+//! opens, unless the process that wrote them still lives (another session on
+//! the same rundir, such as one orphaned by a cut link, may be writing right
+//! now); parts of a transfer that never finished go after [`STALE_PARTS`].
+//! Every path is checked to stay inside its folder, and copies never follow
+//! symbolic links.
 
+use std::collections::HashSet;
 use std::fs;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
 
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::{is_confined_path, Bundle};
+use kiln_protocol::message::{is_confined_path, Bundle, BundleHasher, BundlePart};
+
+use crate::process;
 
 const TEMP_PREFIX: &str = ".tmp-";
+const PARTS_PREFIX: &str = ".part-";
+
+/// How long the parts of a transfer that never finished are kept for it to resume.
+const STALE_PARTS: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// The bundle cache of one rundir.
 #[derive(Debug)]
 pub struct BundleCache {
     root: PathBuf,
     next_temp: AtomicU64,
+    /// Bundles checked against their hash in this session.
+    checked: Mutex<HashSet<ContentHash>>,
+}
+
+/// What the cache holds of a bundle.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Holding {
+    /// Whether the whole bundle is in place (and checked).
+    pub present: bool,
+    /// Parts stored by a transfer that has not finished.
+    pub parts_stored: u32,
+    /// Why a cached copy was discarded, if it was.
+    pub discarded: Option<String>,
 }
 
 impl BundleCache {
@@ -32,9 +63,11 @@ impl BundleCache {
         let root = rundir.join("bundles");
         fs::create_dir_all(&root).map_err(|e| format!("cannot create {}: {e}", root.display()))?;
         clear_leftovers(&root)?;
+        clear_stale_parts(&root);
         Ok(BundleCache {
             root,
             next_temp: AtomicU64::new(0),
+            checked: Mutex::default(),
         })
     }
 
@@ -44,31 +77,160 @@ impl BundleCache {
         dir.is_dir().then_some(dir)
     }
 
-    /// Validates a bundle and stores it (a no-op if already cached).
-    pub fn store(&self, bundle: &Bundle) -> Result<PathBuf, String> {
-        bundle.validate()?;
-        if let Some(dir) = self.get(&bundle.hash) {
-            return Ok(dir);
+    /// What the cache holds of a bundle; a cached copy is checked against its
+    /// hash once per session, and discarded if it no longer matches.
+    pub fn holding(&self, hash: &ContentHash) -> Holding {
+        let discarded = match self.get(hash) {
+            None => None,
+            Some(dir) => match self.check(hash, &dir) {
+                Ok(()) => {
+                    return Holding {
+                        present: true,
+                        parts_stored: 0,
+                        discarded: None,
+                    }
+                }
+                Err(why) => Some(why),
+            },
+        };
+        Holding {
+            present: false,
+            parts_stored: self.parts_stored(hash),
+            discarded,
         }
-        let n = self.next_temp.fetch_add(1, Ordering::Relaxed);
-        let temp = self.root.join(temp_name(&bundle.hash.short(), n));
-        let result = write_files(&temp, bundle).and_then(|()| {
-            let dest = self.root.join(bundle.hash.to_string());
-            match fs::rename(&temp, &dest) {
-                Ok(()) => Ok(dest),
-                // Stored meanwhile by another request: the same contents.
-                Err(_) if dest.is_dir() => Ok(dest),
-                Err(e) => Err(format!(
-                    "cannot move {} to {}: {e}",
-                    temp.display(),
-                    dest.display()
-                )),
+    }
+
+    /// Checks the cached bundle in `dir` against its hash (once per session);
+    /// one that no longer matches is removed, and `Err` says why.
+    fn check(&self, hash: &ContentHash, dir: &Path) -> Result<(), String> {
+        let mut checked = self.checked.lock().unwrap_or_else(|p| p.into_inner());
+        if checked.contains(hash) {
+            return Ok(());
+        }
+        let why = match hash_dir(dir) {
+            Ok(found) if found == *hash => {
+                checked.insert(*hash);
+                return Ok(());
             }
-        });
-        if temp.exists() {
-            let _ = fs::remove_dir_all(&temp);
+            Ok(other) => format!("its files hash to {}", other.short()),
+            Err(e) => e,
+        };
+        let aside = self.root.join(temp_name(&hash.short(), self.next()));
+        // Renamed first: a step starting meanwhile finds no bundle rather than half of one.
+        let _ = fs::rename(dir, &aside).and_then(|()| fs::remove_dir_all(&aside));
+        Err(format!(
+            "the cached bundle {} ({}) was discarded: {why}",
+            hash.short(),
+            dir.display()
+        ))
+    }
+
+    fn next(&self) -> u64 {
+        self.next_temp.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn parts_dir(&self, hash: &ContentHash) -> PathBuf {
+        self.root.join(format!("{PARTS_PREFIX}{hash}"))
+    }
+
+    fn parts_count_file(&self, hash: &ContentHash) -> PathBuf {
+        self.root.join(format!("{PARTS_PREFIX}{hash}.stored"))
+    }
+
+    fn parts_stored(&self, hash: &ContentHash) -> u32 {
+        fs::read_to_string(self.parts_count_file(hash))
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Stores a whole bundle at once (in-process callers: a worker's own tests
+    /// and tools; a session gets it in parts).
+    pub fn store(&self, bundle: &Bundle) -> Result<PathBuf, String> {
+        let mut stored = None;
+        for part in bundle.parts() {
+            stored = self.store_part(&part)?;
         }
-        result
+        stored.ok_or_else(|| format!("bundle {} holds no files", bundle.hash.short()))
+    }
+
+    /// Stores one part of a bundle; once its last part is in, checks the whole
+    /// bundle against its hash and puts it in place: `Some(folder)` then.
+    /// A part stored before is taken again as a no-op (a resumed transfer).
+    pub fn store_part(&self, part: &BundlePart) -> Result<Option<PathBuf>, String> {
+        let hash = part.hash;
+        if part.index >= part.count {
+            return Err(format!(
+                "bundle {} part {} of {}: no such part",
+                hash.short(),
+                part.index,
+                part.count
+            ));
+        }
+        if let Some(dir) = self.get(&hash) {
+            return Ok(Some(dir));
+        }
+        // One session at a time stores parts of a bundle (an orphaned one may still be at it).
+        let count_file = self.parts_count_file(&hash);
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&count_file)
+            .map_err(|e| format!("cannot open {}: {e}", count_file.display()))?;
+        lock.lock()
+            .map_err(|e| format!("cannot lock {}: {e}", count_file.display()))?;
+        let stored = self.parts_stored(&hash);
+        if part.index > stored {
+            return Err(format!(
+                "bundle {} part {} arrived while only {stored} are stored; send part {stored} first",
+                hash.short(),
+                part.index
+            ));
+        }
+        let parts = self.parts_dir(&hash);
+        if part.index == stored {
+            write_files(&parts, part)?;
+            fs::write(&count_file, (stored + 1).to_string())
+                .map_err(|e| format!("cannot write {}: {e}", count_file.display()))?;
+        }
+        if part.index + 1 < part.count {
+            return Ok(None);
+        }
+        let found = hash_dir(&parts)?;
+        if found != hash {
+            let _ = fs::remove_dir_all(&parts);
+            let _ = fs::remove_file(&count_file);
+            return Err(format!(
+                "bundle hash mismatch: announced {}, the {} parts hash to {}",
+                hash.short(),
+                part.count,
+                found.short()
+            ));
+        }
+        sync_filesystem(&parts)?;
+        let dest = self.root.join(hash.to_string());
+        match fs::rename(&parts, &dest) {
+            Ok(()) => {}
+            // Stored meanwhile by another session: the same contents.
+            Err(_) if dest.is_dir() => {
+                let _ = fs::remove_dir_all(&parts);
+            }
+            Err(e) => {
+                return Err(format!(
+                    "cannot move {} to {}: {e}",
+                    parts.display(),
+                    dest.display()
+                ))
+            }
+        }
+        let _ = fs::remove_file(&count_file);
+        self.checked
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(hash);
+        Ok(Some(dest))
     }
 }
 
@@ -93,6 +255,28 @@ pub(crate) fn clear_leftovers(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Removes the parts of transfers untouched for [`STALE_PARTS`].
+fn clear_stale_parts(root: &Path) {
+    let Ok(entries) = fs::read_dir(root) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t.elapsed().is_ok_and(|age| age > STALE_PARTS));
+        if stale
+            && entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(PARTS_PREFIX)
+        {
+            let path = entry.path();
+            let _ = fs::remove_dir_all(&path).or_else(|_| fs::remove_file(&path));
+        }
+    }
+}
+
 /// The pid of the process writing a temporary folder `.tmp-<hash>-<pid>-<n>`.
 fn temp_writer(name: &str) -> Option<u32> {
     let mut parts = name.strip_prefix(TEMP_PREFIX)?.rsplit('-');
@@ -100,10 +284,12 @@ fn temp_writer(name: &str) -> Option<u32> {
     parts.next()?.parse().ok()
 }
 
-fn write_files(dir: &Path, bundle: &Bundle) -> Result<(), String> {
+/// Writes a part's files under `dir`, replacing any left by a part cut off
+/// while being written.
+fn write_files(dir: &Path, part: &BundlePart) -> Result<(), String> {
     fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    for file in &bundle.files {
-        // Bundle::validate checked this; checked again since the write depends on it.
+    for file in &part.files {
+        // Checked again since the write depends on it: a part is not checked as a whole.
         if !is_confined_path(&file.path) {
             return Err(format!(
                 "bundle path '{}' escapes the bundle folder",
@@ -116,17 +302,102 @@ fn write_files(dir: &Path, bundle: &Bundle) -> Result<(), String> {
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         let mode = if file.executable { 0o755 } else { 0o644 };
-        let mut f = fs::OpenOptions::new()
+        process::writing(|| {
+            let _ = fs::remove_file(&path);
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(mode)
+                .open(&path)?;
+            f.write_all(&file.contents)
+        })
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// One sync for a whole folder's files (their file system's), instead of one per file.
+fn sync_filesystem(dir: &Path) -> Result<(), String> {
+    let folder = fs::File::open(dir).map_err(|e| format!("cannot open {}: {e}", dir.display()))?;
+    // SAFETY: syncfs takes a descriptor we own for the call's duration.
+    if unsafe { libc::syncfs(std::os::fd::AsRawFd::as_raw_fd(&folder)) } != 0 {
+        let e = io::Error::last_os_error();
+        return Err(format!("cannot sync {}: {e}", dir.display()));
+    }
+    Ok(())
+}
+
+/// The bundle hash of the files under `dir`, as [`Bundle::new`] hashes them:
+/// every regular file by its `/`-separated path, in path order, executable
+/// where any execute bit is set.
+///
+/// [`Bundle::new`]: kiln_protocol::message::Bundle::new
+pub(crate) fn hash_dir(dir: &Path) -> Result<ContentHash, String> {
+    let mut files = Vec::new();
+    let mut stack = vec![PathBuf::new()];
+    while let Some(rel) = stack.pop() {
+        let here = dir.join(&rel);
+        let entries =
+            fs::read_dir(&here).map_err(|e| format!("cannot list {}: {e}", here.display()))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("cannot list {}: {e}", here.display()))?;
+            let rel = rel.join(entry.file_name());
+            let meta = entry
+                .metadata()
+                .map_err(|e| format!("cannot stat {}: {e}", dir.join(&rel).display()))?;
+            if meta.is_dir() {
+                stack.push(rel);
+            } else if !meta.is_file() {
+                return Err(format!("{} is neither a file nor a folder", rel.display()));
+            } else {
+                let name = rel
+                    .to_str()
+                    .ok_or_else(|| format!("{} is not a UTF-8 name", rel.display()))?
+                    .to_string();
+                files.push((name, meta.permissions().mode() & 0o111 != 0));
+            }
+        }
+    }
+    files.sort();
+    let mut hasher = BundleHasher::default();
+    let mut contents = Vec::new();
+    for (name, executable) in files {
+        let path = dir.join(&name);
+        contents.clear();
+        fs::File::open(&path)
+            .and_then(|mut f| f.read_to_end(&mut contents))
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        hasher.add(&name, executable, &contents);
+    }
+    Ok(hasher.finish())
+}
+
+/// Copies `from` to `to` (replacing it, with `mode`), returning the content
+/// hash of the bytes copied; written under [`process::writing`], as the copy
+/// may be executed.
+pub(crate) fn copy_hashed(from: &Path, to: &Path, mode: u32) -> io::Result<ContentHash> {
+    let mut source = fs::File::open(from)?;
+    let mut hasher = blake3::Hasher::new();
+    process::writing(|| {
+        let _ = fs::remove_file(to);
+        let mut dest = fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(mode)
-            .open(&path)
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        f.write_all(&file.contents)
-            .and_then(|()| f.sync_all())
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    }
-    Ok(())
+            .open(to)?;
+        let mut buffer = vec![0u8; 256 << 10];
+        loop {
+            let n = source.read(&mut buffer)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buffer[..n]);
+            dest.write_all(&buffer[..n])?;
+        }
+        // The mode asked for, whatever the umask took away.
+        dest.set_permissions(fs::Permissions::from_mode(mode))
+    })?;
+    Ok(ContentHash(*hasher.finalize().as_bytes()))
 }
 
 /// Copies a folder tree (regular files and folders only, modes kept) into `dest`.
@@ -142,11 +413,11 @@ pub fn copy_tree(src: &Path, dest: &Path) -> Result<(), String> {
         if meta.is_dir() {
             copy_tree(&from, &to)?;
         } else if meta.is_file() {
-            fs::copy(&from, &to)
-                .and_then(|_| {
-                    fs::set_permissions(&to, fs::Permissions::from_mode(meta.permissions().mode()))
-                })
-                .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
+            process::writing(|| {
+                fs::copy(&from, &to)?;
+                fs::set_permissions(&to, fs::Permissions::from_mode(meta.permissions().mode()))
+            })
+            .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
         } else {
             return Err(format!(
                 "{} is neither a file nor a folder; bundles hold only those",
@@ -182,28 +453,29 @@ mod tests {
     use super::*;
     use kiln_protocol::message::BundleFile;
 
+    fn file(path: &str, executable: bool, contents: &[u8]) -> BundleFile {
+        BundleFile {
+            path: path.into(),
+            executable,
+            contents: contents.to_vec(),
+        }
+    }
+
     #[test]
     fn stores_atomically_and_copies() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = BundleCache::open(tmp.path()).unwrap();
         let bundle = Bundle::new(vec![
-            BundleFile {
-                path: "src/a.c".into(),
-                executable: false,
-                contents: b"int a;".to_vec(),
-            },
-            BundleFile {
-                path: "run.sh".into(),
-                executable: true,
-                contents: b"#!/bin/sh\n".to_vec(),
-            },
+            file("src/a.c", false, b"int a;"),
+            file("run.sh", true, b"#!/bin/sh\n"),
         ]);
-        assert!(cache.get(&bundle.hash).is_none());
+        assert!(!cache.holding(&bundle.hash).present);
         let dir = cache.store(&bundle).unwrap();
         assert_eq!(cache.store(&bundle).unwrap(), dir);
         assert_eq!(fs::read(dir.join("src/a.c")).unwrap(), b"int a;");
         let leftovers: Vec<_> = fs::read_dir(tmp.path().join("bundles")).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temporary folder is left");
+        assert_eq!(hash_dir(&dir).unwrap(), bundle.hash);
 
         let work = tmp.path().join("work");
         copy_tree(&dir, &work).unwrap();
@@ -212,6 +484,60 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o111, 0o111);
+    }
+
+    /// A transfer cut off after some parts resumes where it stopped, in a new
+    /// session: the parts stored are not asked for again.
+    #[test]
+    fn a_transfer_cut_off_resumes_at_the_first_missing_part() {
+        let tmp = tempfile::tempdir().unwrap();
+        let files = (0..3 * kiln_protocol::message::PART_FILES)
+            .map(|i| {
+                file(
+                    &format!("d{}/f{i}.c", i % 7),
+                    i % 5 == 0,
+                    i.to_string().as_bytes(),
+                )
+            })
+            .collect();
+        let bundle = Bundle::new(files);
+        let parts = bundle.parts();
+        assert_eq!(parts.len(), 3);
+        {
+            let cache = BundleCache::open(tmp.path()).unwrap();
+            assert_eq!(cache.store_part(&parts[0]).unwrap(), None);
+            let early = cache.store_part(&parts[2]).unwrap_err();
+            assert!(early.contains("send part 1 first"), "{early}");
+        }
+        let cache = BundleCache::open(tmp.path()).unwrap();
+        let holding = cache.holding(&bundle.hash);
+        assert_eq!((holding.present, holding.parts_stored), (false, 1));
+        // Part 0 again (an answer lost with the link) changes nothing.
+        assert_eq!(cache.store_part(&parts[0]).unwrap(), None);
+        assert_eq!(cache.store_part(&parts[1]).unwrap(), None);
+        let dir = cache.store_part(&parts[2]).unwrap().unwrap();
+        assert_eq!(hash_dir(&dir).unwrap(), bundle.hash);
+        assert!(cache.holding(&bundle.hash).present);
+    }
+
+    /// A cached bundle whose files changed on disk is discarded the first time
+    /// a session asks for it, and reported.
+    #[test]
+    fn a_changed_bundle_is_discarded_when_a_session_asks_for_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bundle = Bundle::new(vec![file("main.c", false, b"int main(){}")]);
+        let dir = BundleCache::open(tmp.path())
+            .unwrap()
+            .store(&bundle)
+            .unwrap();
+        fs::write(dir.join("main.c"), "int main(){return 1;}").unwrap();
+        let cache = BundleCache::open(tmp.path()).unwrap();
+        let holding = cache.holding(&bundle.hash);
+        assert!(!holding.present);
+        assert!(holding.discarded.unwrap().contains(&bundle.hash.short()));
+        assert!(cache.get(&bundle.hash).is_none());
+        cache.store(&bundle).unwrap();
+        assert_eq!(cache.holding(&bundle.hash).discarded, None);
     }
 
     #[test]
@@ -236,13 +562,13 @@ mod tests {
     fn rejects_tampered_and_escaping_bundles() {
         let tmp = tempfile::tempdir().unwrap();
         let cache = BundleCache::open(tmp.path()).unwrap();
-        let mut bundle = Bundle::new(vec![BundleFile {
-            path: "a".into(),
-            executable: false,
-            contents: b"x".to_vec(),
-        }]);
+        let mut bundle = Bundle::new(vec![file("a", false, b"x")]);
         bundle.files[0].path = "../a".into();
         assert!(cache.store(&bundle).unwrap_err().contains("escapes"));
+        let mut bundle = Bundle::new(vec![file("a", false, b"x")]);
+        bundle.files[0].contents = b"y".to_vec();
+        assert!(cache.store(&bundle).unwrap_err().contains("mismatch"));
+        assert!(cache.get(&bundle.hash).is_none());
         assert!(fresh_dir(tmp.path(), Path::new("/etc")).is_err());
     }
 }

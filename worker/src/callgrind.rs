@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 /// The valgrind command line that runs `argv` under callgrind, writing its profile to `out_file`.
 pub fn wrap(argv: &[String], out_file: &Path) -> Vec<String> {
@@ -159,13 +159,12 @@ pub fn read_total(out_file: &Path) -> Result<u64, String> {
 
 /// valgrind's version (`valgrind-3.19.0`), if it is installed on the build `PATH`.
 pub fn version() -> Option<String> {
-    let out = Command::new("valgrind")
-        .arg("--version")
-        .env("PATH", crate::process::CLEAN_PATH)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let out = crate::process::output_std(
+        Command::new("valgrind")
+            .arg("--version")
+            .env("PATH", crate::process::CLEAN_PATH),
+    )
+    .ok()?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
     (out.status.success() && !text.is_empty()).then_some(text)
 }

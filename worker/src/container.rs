@@ -11,10 +11,12 @@
 //! the kernel's log is what tells there.)
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use kiln_protocol::config::Container;
+
+use crate::process;
 
 /// The exit status of an engine whose container was killed by SIGKILL.
 pub const KILLED_STATUS: i32 = 128 + libc::SIGKILL;
@@ -23,11 +25,10 @@ pub const KILLED_STATUS: i32 = 128 + libc::SIGKILL;
 /// (checked before a build is spent; the image is never pulled).
 pub fn check(c: &Container) -> Result<(), String> {
     let engine = c.engine.program();
-    let out = Command::new(engine)
-        .args(["image", "inspect", "--format", "{{.Id}}", &c.image])
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run container engine '{engine}': {e}"))?;
+    let out = process::output_std(
+        Command::new(engine).args(["image", "inspect", "--format", "{{.Id}}", &c.image]),
+    )
+    .map_err(|e| format!("cannot run container engine '{engine}': {e}"))?;
     if out.status.success() {
         Ok(())
     } else {
@@ -106,13 +107,12 @@ impl ContainerRun {
     /// Whether the kernel's OOM killer ended the container.
     pub fn oom_killed(&self, c: &Container) -> bool {
         let Some(id) = self.id() else { return false };
-        let events = Command::new(c.engine.program())
-            .args(["events", "--stream=false", "--since", "1h"])
-            .args(["--filter", &format!("container={id}")])
-            .args(["--filter", "event=oom", "--format", "{{.ID}}"])
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output();
+        let events = process::output_std(
+            Command::new(c.engine.program())
+                .args(["events", "--stream=false", "--since", "1h"])
+                .args(["--filter", &format!("container={id}")])
+                .args(["--filter", "event=oom", "--format", "{{.ID}}"]),
+        );
         if events.is_ok_and(|o| o.status.success() && !o.stdout.trim_ascii().is_empty()) {
             return true;
         }
@@ -123,12 +123,8 @@ impl ContainerRun {
     /// killed the engine's client, not the container).
     pub fn remove(&self, c: &Container) {
         if let Some(id) = self.id() {
-            let _ = Command::new(c.engine.program())
-                .args(["rm", "--force", &id])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status();
+            let _ =
+                process::output_std(Command::new(c.engine.program()).args(["rm", "--force", &id]));
         }
     }
 }

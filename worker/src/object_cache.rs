@@ -11,8 +11,11 @@
 //! do not depend on the decisions (a function's own calls are always
 //! remarked), kept the first time the unit is compiled. The cache lives under
 //! `<rundir>/objects/`: `<unit>.callers`, and per key `<key>.o` with the
-//! compile's output `<key>.log`; files are written whole and renamed into
-//! place, and the oldest go past [`MAX_FILES`].
+//! compile's output `<key>.log` and their content hash `<key>.sum`, written
+//! last; files are written whole and renamed into place, and the oldest go
+//! past [`MAX_FILES`]. A restore checks the object and output against the
+//! hash: an entry that changed on disk is removed, the unit compiled again,
+//! and the build log says so ([`DAMAGED`]).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -25,6 +28,9 @@ use crate::llvm_inline;
 
 /// The folder of the cache, given to the wrapper by the worker.
 pub const OBJECTS_ENV: &str = "KILN_WRAP_OBJECTS";
+
+/// What the build log says of an entry found changed, for the worker to find.
+pub const DAMAGED: &str = "cached object damaged";
 
 /// Most files kept; past it the older half goes.
 const MAX_FILES: usize = 8192;
@@ -129,12 +135,34 @@ impl Unit {
     }
 
     /// Puts the object of an earlier compile with the same inputs and
-    /// decisions in place; returns that compile's output (its remarks).
-    pub fn restore(&self) -> Option<Vec<u8>> {
-        let key = self.key()?;
-        let log = std::fs::read(self.dir.join(format!("{key}.log"))).ok()?;
-        std::fs::copy(self.dir.join(format!("{key}.o")), &self.object).ok()?;
-        Some(log)
+    /// decisions in place, once its object and output match their hash.
+    pub fn restore(&self) -> Restore {
+        let Some(key) = self.key() else {
+            return Restore::Miss;
+        };
+        let file = |ext: &str| self.dir.join(format!("{key}.{ext}"));
+        let Ok(sum) = std::fs::read_to_string(file("sum")) else {
+            return Restore::Miss;
+        };
+        let (Ok(object), Ok(log)) = (std::fs::read(file("o")), std::fs::read(file("log"))) else {
+            return Restore::Miss;
+        };
+        let found = entry_hash(&object, &log);
+        if found.to_string() != sum.trim() {
+            for ext in ["sum", "o", "log"] {
+                let _ = std::fs::remove_file(file(ext));
+            }
+            return Restore::Damaged(format!(
+                "{DAMAGED}: {} and its output hash to {}, not to the {} kept",
+                file("o").display(),
+                found.short(),
+                sum.get(..16).unwrap_or(&sum)
+            ));
+        }
+        match std::fs::write(&self.object, &object) {
+            Ok(()) => Restore::Hit(log),
+            Err(_) => Restore::Miss,
+        }
     }
 
     /// Keeps a successful compile's object and output (`log`, its remarks).
@@ -154,8 +182,28 @@ impl Unit {
         };
         write_whole(&self.dir.join(format!("{key}.o")), &object);
         write_whole(&self.dir.join(format!("{key}.log")), log);
+        let sum = entry_hash(&object, log).to_string();
+        write_whole(&self.dir.join(format!("{key}.sum")), sum.as_bytes());
         evict(&self.dir);
     }
+}
+
+/// What the cache gave for a unit.
+pub enum Restore {
+    /// The object is in place; the compile's output.
+    Hit(Vec<u8>),
+    /// Not cached: compile.
+    Miss,
+    /// Cached but changed on disk, now removed: compile; why, for the build log.
+    Damaged(String),
+}
+
+/// The hash an entry's `.sum` keeps: of its object, then its output.
+fn entry_hash(object: &[u8], log: &[u8]) -> ContentHash {
+    let mut bytes = (object.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(object);
+    bytes.extend(log);
+    ContentHash::of(&bytes)
 }
 
 /// The caller a replay line names: `x: 'CALLEE' inlined into 'CALLER' at callsite ...;`.

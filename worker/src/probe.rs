@@ -2,7 +2,7 @@
 //! environment fingerprint, sent at hello and printed by `kiln-worker probe`.
 
 use std::fmt::Write as _;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use kiln_protocol::message::{Capabilities, GpuInfo};
 
@@ -174,15 +174,14 @@ pub(crate) fn compiler_version(name: &str) -> Option<String> {
     let own = process::TOOLCHAIN_ENV
         .iter()
         .filter_map(|n| std::env::var_os(n).map(|v| (*n, v)));
-    let out = Command::new(name)
-        .arg("--version")
-        .env_clear()
-        .env("PATH", process::CLEAN_PATH)
-        .envs(own)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
+    let out = process::output_std(
+        Command::new(name)
+            .arg("--version")
+            .env_clear()
+            .env("PATH", process::CLEAN_PATH)
+            .envs(own),
+    )
+    .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     let first = text.lines().next()?.trim();
     (out.status.success() && !first.is_empty()).then(|| first.to_string())

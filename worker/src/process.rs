@@ -21,7 +21,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Once, RwLock};
 use std::time::{Duration, Instant};
 
 use kiln_protocol::decision::ContentHash;
@@ -41,6 +41,38 @@ pub const TAIL_BYTES: usize = 8192;
 
 /// How long stragglers of a process group may take to die and be reaped.
 const REAP_GRACE: Duration = Duration::from_secs(2);
+
+/// Held shared while the worker has a file open for writing that something
+/// may execute (a restored build, a copied script), and exclusively across
+/// the clone of every launch. A child holds every descriptor open at its
+/// clone until it execs, and a file open for writing anywhere cannot be
+/// executed (`ETXTBSY`, "Text file busy"): without this, one slot's copy
+/// would make another slot's run of it fail, a failure of kiln's own that
+/// would be recorded as the program's.
+static WRITING: RwLock<()> = RwLock::new(());
+
+/// Runs `write` (which opens, writes and closes files) while no launch starts.
+pub fn writing<T>(write: impl FnOnce() -> T) -> T {
+    let _shared = WRITING.read().unwrap_or_else(|p| p.into_inner());
+    write()
+}
+
+/// Spawns a standard-library command once no file is open for writing (see
+/// [`writing`]): for the worker's own helpers (valgrind's version, container
+/// engines), not for measured launches, which go through [`run`].
+pub fn spawn_std(command: &mut std::process::Command) -> io::Result<std::process::Child> {
+    let _exclusive = WRITING.write().unwrap_or_else(|p| p.into_inner());
+    command.spawn()
+}
+
+/// [`spawn_std`], then the command's whole output.
+pub fn output_std(command: &mut std::process::Command) -> io::Result<std::process::Output> {
+    command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    spawn_std(command)?.wait_with_output()
+}
 
 /// What happens to a command's output.
 #[derive(Debug, Clone)]
@@ -454,6 +486,7 @@ fn spawn(launch: &Launch, id: LaunchId, stdio: [RawFd; 3]) -> Result<Started, St
     // its own stack with `args`, which outlive it: CLONE_VFORK suspends this
     // thread until the child has exec'd or exited.
     let mut pidfd: libc::c_int = -1;
+    let exclusive = WRITING.write().unwrap_or_else(|p| p.into_inner());
     let (pid, clone_error, start) = unsafe {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
@@ -484,6 +517,8 @@ fn spawn(launch: &Launch, id: LaunchId, stdio: [RawFd; 3]) -> Result<Started, St
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         (pid, clone_error, start)
     };
+    // The child has exec'd (CLONE_VFORK): the descriptors it inherited are closed.
+    drop(exclusive);
     drop(stack);
     if pid < 0 {
         return Err(format!("clone: {clone_error}"));

@@ -1,7 +1,7 @@
 //! `kiln-worker serve`: the protocol over a byte stream (stdin/stdout).
 //!
-//! The reading thread answers quick requests itself (hello, prepare, ping,
-//! cancel) and hands steps and discoveries to one thread each, so a ping is
+//! The reading thread answers quick requests itself (hello, a bundle's
+//! parts, ping, cancel) and hands steps and discoveries to one thread each, so a ping is
 //! answered while steps run. Replies from all threads go through one locked
 //! writer, whole frames at a time.
 //!
@@ -224,20 +224,32 @@ impl Session {
                     });
                 }
             }
-            Request::Prepare(bundle) => match shared.ws.cache.store(&bundle) {
-                Ok(dir) => {
-                    tracing::info!("bundle {} stored in {}", bundle.hash.short(), dir.display());
-                    shared.send(&Response::Prepared { hash: bundle.hash });
+            Request::BundlePart(part) => match shared.ws.cache.store_part(&part) {
+                Ok(Some(dir)) => {
+                    tracing::info!("bundle {} stored in {}", part.hash.short(), dir.display());
+                    shared.send(&Response::Prepared { hash: part.hash });
                 }
+                Ok(None) => shared.send(&Response::PartStored {
+                    hash: part.hash,
+                    index: part.index,
+                }),
                 Err(e) => shared.error(
                     None,
-                    format!("cannot store bundle {}: {e}", bundle.hash.short()),
+                    format!("cannot store bundle {}: {e}", part.hash.short()),
                 ),
             },
-            Request::HasBundle { hash } => shared.send(&Response::BundleStatus {
-                hash,
-                present: shared.ws.cache.get(&hash).is_some(),
-            }),
+            Request::HasBundle { hash } => {
+                let holding = shared.ws.cache.holding(&hash);
+                if let Some(why) = &holding.discarded {
+                    tracing::warn!("{why}");
+                }
+                shared.send(&Response::BundleStatus {
+                    hash,
+                    present: holding.present,
+                    parts_stored: holding.parts_stored,
+                    warning: holding.discarded,
+                })
+            }
             Request::Discover {
                 id,
                 benchmark,

@@ -23,13 +23,14 @@ use kiln_protocol::message::{
     is_confined_path, BuildRecord, Discovery, StepId, StepOutcome, StepRequest, StepResult,
 };
 
-use crate::build_cache::BuildCache;
+use crate::build_cache::{BuildCache, Restored};
 use crate::bundle_cache::{copy_tree, fresh_dir, BundleCache};
 use crate::callgrind;
 use crate::checked_output::LineFilter;
 use crate::features;
 use crate::llvm_inline;
 use crate::measure::{self, OutputSpec, Plan};
+use crate::object_cache;
 use crate::process::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
 use crate::slot_lock::SlotLock;
 use crate::wrap;
@@ -96,20 +97,7 @@ pub fn run_step(
     slot: &mut SlotState,
     cancel: &CancelToken,
 ) -> StepResult {
-    let started_ms = unix_ms();
-    let mut result = StepResult {
-        id: req.id,
-        outcome: StepOutcome::Ok,
-        build: None,
-        runs: Vec::new(),
-        summary: Default::default(),
-        target_met: false,
-        cut_short: None,
-        output_digest: None,
-        checked_output: None,
-        started_ms,
-        finished_ms: started_ms,
-    };
+    let mut result = StepResult::new(req.id, StepOutcome::Ok);
     let slot_dir = ws.slot_dir(req.slot);
     let outcome = match SlotLock::acquire(&slot_dir, cancel) {
         Ok(Some(lock)) => {
@@ -178,6 +166,13 @@ fn step_inner(
         Some((k, record)) if req.reuse_build && *k == key && work.is_dir() => Some(record.clone()),
         _ => None,
     };
+    let reused = reused.filter(|record| match binary_changed(spec, &work, record) {
+        None => true,
+        Some(why) => {
+            warn(result, format!("slot {}: {why}; built afresh", req.slot));
+            false
+        }
+    });
     if let Some(mut record) = reused {
         record.reused = true;
         result.build = Some(record);
@@ -185,8 +180,18 @@ fn step_inner(
         slot.last_build = None;
         fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
         let cached = match spec.build.is_empty() {
-            true => None,
+            true => Restored::Miss,
             false => ws.builds.restore(&key, &work),
+        };
+        let cached = match cached {
+            Restored::Hit(record) => Some(record),
+            Restored::Miss => None,
+            Restored::Damaged(why) => {
+                warn(result, format!("{why}; built afresh"));
+                // Some of the entry's files may lie over the sources already.
+                fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
+                None
+            }
         };
         if let Some(mut record) = cached {
             record.reused = true;
@@ -202,7 +207,7 @@ fn step_inner(
                 cancel,
                 objects: Some(&objects),
             };
-            let (record, built) = build.run();
+            let (record, built) = build.run(&mut result.warnings);
             result.build = record;
             built?;
             // Kept before any run can write into the work folder.
@@ -249,6 +254,31 @@ fn step_inner(
     match m.outcome {
         StepOutcome::Ok => Ok(()),
         failed => Err(failed),
+    }
+}
+
+/// Notes a problem the step worked around, in its result and the worker's log.
+fn warn(result: &mut StepResult, warning: String) {
+    tracing::warn!("step {}: {warning}", result.id);
+    result.warnings.push(warning);
+}
+
+/// Why the binary a slot's last build left in `work` is not the one built
+/// (a run, or anything else, wrote over it); `None` when it is, or when the
+/// build recorded no binary.
+fn binary_changed(spec: &BenchmarkSpec, work: &Path, record: &BuildRecord) -> Option<String> {
+    let kept = record.binary_hash?;
+    let binary = resolve_binary(&spec.run, work)?;
+    let found = std::fs::read(&binary).map(|bytes| ContentHash::of(&bytes));
+    match found {
+        Ok(found) if found == kept => None,
+        Ok(found) => Some(format!(
+            "{} changed since its build (content hash {} where {} was built)",
+            binary.display(),
+            found.short(),
+            kept.short()
+        )),
+        Err(e) => Some(format!("cannot read {}: {e}", binary.display())),
     }
 }
 
@@ -485,8 +515,9 @@ struct Build<'a> {
 
 impl Build<'_> {
     /// Builds under `decisions`: the record (if a build was attempted) and
-    /// whether it succeeded and realised the decisions.
-    fn run(&self) -> (Option<BuildRecord>, Result<(), StepOutcome>) {
+    /// whether it succeeded and realised the decisions; what the compiler
+    /// wrapper found wrong with the object cache goes to `warnings`.
+    fn run(&self, warnings: &mut Vec<String>) -> (Option<BuildRecord>, Result<(), StepOutcome>) {
         let (spec, decisions) = (self.spec, self.decisions);
         if spec.build.is_empty() {
             return (None, Ok(()));
@@ -525,6 +556,11 @@ impl Build<'_> {
             }
         };
         let log = String::from_utf8_lossy(&finished.kept).into_owned();
+        warnings.extend(
+            log.lines()
+                .filter(|l| l.starts_with("kiln: ") && l.contains(object_cache::DAMAGED))
+                .map(str::to_string),
+        );
         let is_llvm = replay_text.is_some();
         let shown = if is_llvm {
             llvm_inline::strip_remarks(&log)

@@ -24,7 +24,7 @@ use std::os::unix::process::ExitStatusExt;
 
 use kiln_protocol::config::Compiler;
 
-use crate::object_cache::{Unit, OBJECTS_ENV};
+use crate::object_cache::{Restore, Unit, OBJECTS_ENV};
 
 /// The flags to add, as a JSON list of strings.
 const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
@@ -288,7 +288,16 @@ pub fn run_if_wrapped() {
         (false, Some(dir)) => Unit::of(Path::new(&dir), &program, &args, &flags),
         _ => None,
     };
-    if let Some(log) = unit.as_ref().and_then(Unit::restore) {
+    let mut damaged = None;
+    let restored = match unit.as_ref().map(Unit::restore) {
+        Some(Restore::Hit(log)) => Some(log),
+        Some(Restore::Damaged(why)) => {
+            damaged = Some(format!("kiln: {}: {why}; compiled again\n", sources(&args)));
+            None
+        }
+        Some(Restore::Miss) | None => None,
+    };
+    if let Some(log) = restored {
         let note = format!(
             "kiln: {}: object reused (the same source and decisions)\n",
             sources(&args)
@@ -363,6 +372,9 @@ pub fn run_if_wrapped() {
     }
     if let Some(file) = active {
         let _ = std::fs::remove_file(file);
+    }
+    if let Some(note) = damaged {
+        output.stderr.splice(0..0, note.into_bytes());
     }
     if let Some(unit) = unit.filter(|_| output.status.success()) {
         unit.keep(&output.stderr);

@@ -217,23 +217,32 @@ fn bundle() -> Bundle {
 
 fn prepare(w: &mut Worker, b: &Bundle) {
     w.send(&Request::HasBundle { hash: b.hash });
-    assert_eq!(
-        w.recv(),
-        Response::BundleStatus {
-            hash: b.hash,
-            present: false
-        }
-    );
-    w.send(&Request::Prepare(b.clone()));
+    assert_eq!(w.recv(), status(b, false));
+    send_parts(w, b);
     assert_eq!(w.recv(), Response::Prepared { hash: b.hash });
     w.send(&Request::HasBundle { hash: b.hash });
-    assert_eq!(
-        w.recv(),
-        Response::BundleStatus {
-            hash: b.hash,
-            present: true
+    assert_eq!(w.recv(), status(b, true));
+}
+
+/// Sends every part of a bundle, taking the answers to all but the last.
+fn send_parts(w: &mut Worker, b: &Bundle) {
+    for part in b.parts() {
+        let last = part.index + 1 == part.count;
+        w.send(&Request::BundlePart(Box::new(part)));
+        if !last {
+            assert!(matches!(w.recv(), Response::PartStored { .. }));
         }
-    );
+    }
+}
+
+/// The answer to has-bundle for a bundle no transfer began.
+fn status(b: &Bundle, present: bool) -> Response {
+    Response::BundleStatus {
+        hash: b.hash,
+        present,
+        parts_stored: 0,
+        warning: None,
+    }
 }
 
 fn step_done(resp: Response) -> kiln_protocol::StepResult {
@@ -380,16 +389,10 @@ fn a_tampered_bundle_is_refused() {
     let mut w = Worker::start(MAX_FRAME);
     let mut b = bundle();
     b.files[0].contents.push(b'!');
-    w.send(&Request::Prepare(b.clone()));
+    send_parts(&mut w, &b);
     expect_error(w.recv(), "mismatch");
     w.send(&Request::HasBundle { hash: b.hash });
-    assert_eq!(
-        w.recv(),
-        Response::BundleStatus {
-            hash: b.hash,
-            present: false
-        }
-    );
+    assert_eq!(w.recv(), status(&b, false));
     let leftovers: Vec<_> = std::fs::read_dir(Path::new(&w.rundir).join("bundles"))
         .unwrap()
         .collect();

@@ -180,24 +180,12 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
 
 fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
     let dir = &config.store;
-    if force_new && dir.exists() {
-        let aside = layout::aside(dir, now_ms());
-        std::fs::rename(dir, &aside)
-            .with_context(|| format!("cannot move old store {} aside", dir.display()))?;
-        logging::note(format_args!(
-            "moved the previous store to {}",
-            aside.display()
-        ));
-        // Discoveries depend on sources and spec only: the new campaign keeps them.
-        let (old, new) = (
-            layout::kept_folder(&aside, layout::Kept::Discovery),
-            layout::kept_folder(dir, layout::Kept::Discovery),
-        );
-        if old.is_dir() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            std::fs::rename(old, new)
-                .with_context(|| format!("cannot keep the discoveries of {}", aside.display()))?;
+    if force_new {
+        if let Some(aside) = crate::store::move_aside(dir, now_ms())? {
+            logging::note(format_args!(
+                "moved the previous store to {}",
+                aside.display()
+            ));
         }
     }
     let store = Store::open(dir)?;
@@ -604,6 +592,9 @@ impl Running<'_> {
             // turned out not to be one): the first answer stands.
             tracing::info!("ignoring a result for {key}: a second one, or its chain stopped");
             return Ok(());
+        }
+        for warning in &result.warnings {
+            tracing::warn!("{key} on worker {}: {warning}", done.worker);
         }
         let mut record = self.record_from(&key, *result, &done.worker, done.slot, None);
         record.worker_fingerprint = self.fingerprint(&done.worker, board)?;

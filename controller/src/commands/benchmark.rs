@@ -724,6 +724,7 @@ mod tests {
             checked_output: None,
             started_ms: 0,
             finished_ms: 0,
+            warnings: Vec::new(),
         }
     }
 

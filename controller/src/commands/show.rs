@@ -109,6 +109,9 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
             if b.reused { ", reused" } else { "" }
         )?;
     }
+    for warning in &record.result.warnings {
+        writeln!(out, "worker warning: {warning}")?;
+    }
     for (kind, hash) in &record.artifacts {
         writeln!(out, "{kind}: {}", store.artifact_path(hash).display())?;
     }

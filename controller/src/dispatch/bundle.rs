@@ -4,11 +4,17 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use kiln_protocol::message::{Bundle, BundleFile};
 
 /// Largest bundle kiln sends (sources and build files, not data sets).
 const MAX_BUNDLE_BYTES: u64 = 48 << 20;
+
+/// Sources kiln cannot send as they are (no files, too many bytes, a name
+/// that is not UTF-8): bad input, which the user fixes, not a failure.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadSources(pub String);
 
 /// Packs every regular file under `dir` (hidden files and folders skipped).
 pub fn pack(dir: &Path) -> Result<Bundle> {
@@ -17,7 +23,9 @@ pub fn pack(dir: &Path) -> Result<Bundle> {
     collect(dir, dir, &mut files, &mut total)
         .with_context(|| format!("cannot pack benchmark sources {}", dir.display()))?;
     if files.is_empty() {
-        bail!("benchmark sources {} hold no files", dir.display());
+        return Err(
+            BadSources(format!("benchmark sources {} hold no files", dir.display())).into(),
+        );
     }
     Ok(Bundle::new(files))
 }
@@ -40,12 +48,17 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<BundleFile>, total: &mut u64) 
         } else if meta.is_file() {
             *total += meta.len();
             if *total > MAX_BUNDLE_BYTES {
-                bail!("more than {} MiB of files", MAX_BUNDLE_BYTES >> 20);
+                let why = format!("more than {} MiB of files", MAX_BUNDLE_BYTES >> 20);
+                return Err(BadSources(why).into());
             }
             let rel = path.strip_prefix(root).expect("under root");
-            let rel = rel
-                .to_str()
-                .with_context(|| format!("file name {} is not UTF-8", rel.display()))?;
+            let rel = rel.to_str().ok_or_else(|| {
+                BadSources(format!(
+                    "file name {} is not UTF-8 (workers get paths as UTF-8 text): rename it, \
+                     or move it out of the sources",
+                    rel.display()
+                ))
+            })?;
             out.push(BundleFile {
                 path: rel.to_string(),
                 executable: meta.permissions().mode() & 0o111 != 0,

@@ -10,11 +10,11 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{oneshot, watch, Mutex};
 
-use kiln_protocol::frame::{self, MAX_FRAME};
+use kiln_protocol::frame::{self, FrameError, MAX_FRAME};
 use kiln_protocol::message::{Bundle, Capabilities, Discovery};
 use kiln_protocol::{
     ContentHash, Request, Response, StepId, StepRequest, StepResult, PROTOCOL_VERSION,
@@ -27,6 +27,13 @@ use super::transport::{Channel, ChannelGuard, ChannelWriter};
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct VersionMismatch(pub String);
+
+/// The worker answered hello with something else than a hello: garbage on
+/// the stream (another program, a corrupt binary) or a refusal. Retrying does
+/// not mend it, so the pool gives such a worker up after a few tries.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadHello(pub String);
 
 /// The worker was lost while a request was outstanding.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -99,9 +106,17 @@ impl Connection {
             frame::write_frame_async(&mut writer, &hello)
                 .await
                 .with_context(|| format!("worker {name} ({address}): cannot send hello"))?;
-            frame::read_frame_async::<Response>(&mut reader, MAX_FRAME)
-                .await
-                .with_context(|| format!("worker {name} ({address}): no answer to hello"))
+            match frame::read_frame_async::<Response>(&mut reader, MAX_FRAME).await {
+                Ok(answer) => Ok(answer),
+                Err(e @ (FrameError::Malformed(_) | FrameError::Oversized { .. })) => {
+                    Err(BadHello(format!(
+                        "worker {name} ({address}) answered hello with garbage: {e}"
+                    ))
+                    .into())
+                }
+                Err(e) => Err(anyhow::Error::new(e)
+                    .context(format!("worker {name} ({address}): no answer to hello"))),
+            }
         };
         let answer = tokio::time::timeout(heartbeat.hello_timeout, exchange)
             .await
@@ -128,8 +143,12 @@ impl Connection {
                 ))
                 .into())
             }
-            Response::Error { message, .. } => bail!("worker {name} ({address}) refused hello: {message}"),
-            other => bail!("worker {name} ({address}) answered hello with {other:?}"),
+            Response::Error { message, .. } => {
+                return Err(BadHello(format!("worker {name} ({address}) refused hello: {message}")).into())
+            }
+            other => {
+                return Err(BadHello(format!("worker {name} ({address}) answered hello with {other:?}")).into())
+            }
         };
 
         let waiters: Waiters = Arc::default();
@@ -280,27 +299,49 @@ impl Connection {
         )
     }
 
-    /// Makes sure the worker has `bundle`, sending it only if it lacks it.
+    /// Makes sure the worker has `bundle`, sending only the parts it lacks (a
+    /// transfer cut off earlier resumes where it stopped).
     pub async fn ensure_bundle(&self, bundle: &Bundle) -> Result<(), Lost> {
         let mut prepared = self.prepared.lock().await;
         if prepared.contains(&bundle.hash) {
             return Ok(());
         }
         let key = Waiting::Bundle(bundle.hash);
-        let present = match self
+        let (present, parts_stored) = match self
             .call(key.clone(), &Request::HasBundle { hash: bundle.hash })
             .await?
         {
-            Response::BundleStatus { present, .. } => present,
+            Response::BundleStatus {
+                present,
+                parts_stored,
+                warning,
+                ..
+            } => {
+                if let Some(warning) = warning {
+                    tracing::warn!("{warning}; sending it again");
+                }
+                (present, parts_stored)
+            }
             other => return Err(Lost(format!("unexpected answer to has-bundle: {other:?}"))),
         };
         if !present {
-            match self.call(key, &Request::Prepare(bundle.clone())).await? {
-                Response::Prepared { .. } => {}
-                Response::Error { message, .. } => {
-                    return Err(Lost(format!("worker refused bundle: {message}")))
+            for part in bundle.parts().into_iter().skip(parts_stored as usize) {
+                let last = part.index + 1 == part.count;
+                match self
+                    .call(key.clone(), &Request::BundlePart(Box::new(part)))
+                    .await?
+                {
+                    Response::PartStored { .. } if !last => {}
+                    Response::Prepared { .. } if last => {}
+                    Response::Error { message, .. } => {
+                        return Err(Lost(format!("worker refused bundle: {message}")))
+                    }
+                    other => {
+                        return Err(Lost(format!(
+                            "unexpected answer to a bundle part: {other:?}"
+                        )))
+                    }
                 }
-                other => return Err(Lost(format!("unexpected answer to prepare: {other:?}"))),
             }
         }
         prepared.insert(bundle.hash);
@@ -347,7 +388,9 @@ fn route(waiters: &Waiters, response: Response, name: &str) {
         Response::StepDone(r) => Waiting::Step(r.id),
         Response::Discovered { id, .. } => Waiting::Step(*id),
         Response::Error { step: Some(id), .. } => Waiting::Step(*id),
-        Response::Prepared { hash } | Response::BundleStatus { hash, .. } => Waiting::Bundle(*hash),
+        Response::Prepared { hash }
+        | Response::PartStored { hash, .. }
+        | Response::BundleStatus { hash, .. } => Waiting::Bundle(*hash),
         Response::Error {
             step: None,
             message,
@@ -516,6 +559,8 @@ mod tests {
                 let missing = Response::BundleStatus {
                     hash,
                     present: false,
+                    parts_stored: 0,
+                    warning: None,
                 };
                 frame::write_frame_async(&mut writer, &missing)
                     .await
@@ -585,8 +630,14 @@ mod tests {
                     Request::HasBundle { hash } => Response::BundleStatus {
                         hash,
                         present: false,
+                        parts_stored: 0,
+                        warning: None,
                     },
-                    Request::Prepare(b) => Response::Prepared { hash: b.hash },
+                    Request::BundlePart(p) if p.index + 1 < p.count => Response::PartStored {
+                        hash: p.hash,
+                        index: p.index,
+                    },
+                    Request::BundlePart(p) => Response::Prepared { hash: p.hash },
                     Request::Ping { nonce } => Response::Pong { nonce },
                     other => panic!("unexpected {other:?}"),
                 };

@@ -4,14 +4,22 @@
 //! then runs one task per slot pulling jobs from the shared queue. A job whose
 //! worker is lost goes back on the queue for another slot: it is never lost,
 //! and since only the campaign loop records results, never recorded twice.
-//! A worker lost several times in a row without finishing a job (losing the
-//! jobs it took, or dropping within a minute of connecting) is quarantined
-//! for a while. With calibration configured, each slot measures the
-//! calibration benchmark before its first job and every N jobs (see
-//! [`super::calibration`]).
+//!
+//! A job may itself be what ends its worker (a decision set that crashes the
+//! machine's kiln-worker, or kills it): once it has lost a worker it runs
+//! alone on its next one, so that a further loss is its own, and after the
+//! campaign's `step-losses` it is answered as failed ([`StepOutcome::WorkerLost`])
+//! rather than sent again. A worker lost several times in a row without
+//! finishing a job (losing the jobs it took, or dropping within a minute of
+//! connecting) is quarantined for a while; losses a job running alone caused
+//! count against the job, not the worker. A worker that answers hello with
+//! something else, or a local one that cannot start, is unfit after
+//! [`MAX_BAD_STARTS`] tries in a row. With calibration configured, each slot
+//! measures the calibration benchmark before its first job and every N jobs
+//! (see [`super::calibration`]).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -24,7 +32,7 @@ use kiln_protocol::message::{Bundle, Capabilities, Discovery};
 use kiln_protocol::{StepId, StepOutcome, StepRequest, StepResult};
 
 use super::calibration::{Calibrator, SlotCalibration, RECHECK};
-use super::connection::{Connection, Heartbeat, Lost, VersionMismatch};
+use super::connection::{BadHello, Connection, Heartbeat, Lost, VersionMismatch};
 use super::slot::SlotPlace;
 use super::slurm::JobWatch;
 use super::transport;
@@ -41,6 +49,10 @@ const MAX_QUARANTINE: Duration = Duration::from_secs(600);
 
 /// A connection that held this long without losing work does not count towards quarantine.
 const STABLE: Duration = Duration::from_secs(60);
+
+/// Starts in a row that fail in a way waiting does not mend (garbage for a hello, a local
+/// worker that cannot start) before the worker is unfit.
+const MAX_BAD_STARTS: u32 = 3;
 
 /// Work for a slot. `K` is the submitter's tag, returned with the result.
 #[derive(Debug, Clone)]
@@ -151,9 +163,17 @@ pub struct PoolSettings {
     pub limits: Limits,
 }
 
+/// A job on the queue, with the workers it cost so far.
+#[derive(Debug)]
+struct Queued<K> {
+    job: Job<K>,
+    /// Times a worker was lost while running it.
+    losses: u32,
+}
+
 /// The running pool.
 pub struct Pool<K> {
-    queue: async_channel::Sender<Job<K>>,
+    queue: async_channel::Sender<Queued<K>>,
     /// Finished jobs, in completion order.
     pub done: mpsc::UnboundedReceiver<Done<K>>,
     /// Every worker's status.
@@ -208,6 +228,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
                     },
                 );
                 let supervisor = Supervisor {
+                    local_home: folder_identity(settings.local_rundir.parent()),
                     spec: spec.clone(),
                     settings: settings.clone(),
                     jobs: jobs.clone(),
@@ -231,8 +252,15 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
     /// Queues a job.
     pub fn submit(&self, job: Job<K>) {
         // The receiver lives in the supervisors for the pool's whole life.
-        let _ = self.queue.try_send(job);
+        let _ = self.queue.try_send(Queued { job, losses: 0 });
     }
+}
+
+/// A folder's device and inode: what stays the same while it is the same folder.
+fn folder_identity(dir: Option<&Path>) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(dir?).ok()?;
+    Some((meta.dev(), meta.ino()))
 }
 
 fn address_of(spec: &WorkerSpec) -> String {
@@ -249,10 +277,13 @@ fn address_of(spec: &WorkerSpec) -> String {
 }
 
 struct Supervisor<K> {
+    /// The identity of the folder local workers' rundirs live in (the store's) when the pool
+    /// started: a local worker is never started in a folder that replaced it.
+    local_home: Option<(u64, u64)>,
     spec: WorkerSpec,
     settings: PoolSettings,
-    jobs: async_channel::Receiver<Job<K>>,
-    requeue: async_channel::Sender<Job<K>>,
+    jobs: async_channel::Receiver<Queued<K>>,
+    requeue: async_channel::Sender<Queued<K>>,
     done: mpsc::UnboundedSender<Done<K>>,
     board: StatusBoard,
     ids: Arc<AtomicU64>,
@@ -280,6 +311,14 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
         let t = &self.settings.timeouts;
         let channel = match &self.spec {
             WorkerSpec::Local { name, .. } => {
+                let home = self.settings.local_rundir.parent();
+                if folder_identity(home) != self.local_home {
+                    anyhow::bail!(
+                        "{} is no longer the folder this controller started in (moved or \
+                         replaced while it ran): no local worker is started in another store",
+                        home.map_or(Path::new("?"), |h| h).display()
+                    );
+                }
                 let rundir = layout::child(&self.settings.local_rundir, name)?;
                 std::fs::create_dir_all(&rundir)
                     .with_context(|| format!("cannot create {}", rundir.display()))?;
@@ -335,15 +374,29 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
         let mut losses_in_a_row = 0u32;
         // Slurm allocations in a row that ended or never started without finishing a job.
         let mut allocations_lost = 0u32;
+        // Starts in a row that failed in a way waiting does not mend.
+        let mut bad_starts = 0u32;
         loop {
             let conn = match self.connect().await {
                 Ok(conn) => conn,
-                Err(e) if e.is::<VersionMismatch>() => {
+                Err(e) if e.is::<VersionMismatch>() || self.is_bad_start(&e) => {
                     // Never better by itself: unfit, so that a campaign with no
                     // other worker stops and says why. Replaced, it is taken.
-                    tracing::error!(worker = %name, "takes no steps: {e:#}");
-                    self.set_state(WorkerState::Unfit(format!("{e:#}")));
-                    tokio::time::sleep(MAX_BACKOFF).await;
+                    bad_starts += 1;
+                    if e.is::<VersionMismatch>() || bad_starts >= MAX_BAD_STARTS {
+                        tracing::error!(worker = %name, "takes no steps: {e:#}");
+                        let tries = match bad_starts {
+                            1 => String::new(),
+                            n => format!(" ({n} tries in a row)"),
+                        };
+                        self.set_state(WorkerState::Unfit(format!("{e:#}{tries}")));
+                        tokio::time::sleep(MAX_BACKOFF).await;
+                    } else {
+                        tracing::warn!(worker = %name, "cannot start: {e:#}; retrying in {backoff:?}");
+                        self.set_state(WorkerState::Unreachable(format!("{e:#}")));
+                        tokio::time::sleep(backoff).await;
+                        backoff = (backoff * 2).min(MAX_BACKOFF);
+                    }
                     continue;
                 }
                 Err(e) => {
@@ -367,12 +420,14 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             }
             tracing::info!(worker = %name, "connected");
             backoff = Duration::from_secs(1);
+            bad_starts = 0;
             self.record(&conn, WorkerState::Ok);
             let connected_at = std::time::Instant::now();
             let tally = Arc::new(Tally::default());
+            let turns = Arc::new(tokio::sync::RwLock::new(()));
             let mut slot_tasks = TaskGroup(
                 (0..self.spec.slots())
-                    .map(|slot| tokio::spawn(self.slot_runner(&conn, slot, &tally).run()))
+                    .map(|slot| tokio::spawn(self.slot_runner(&conn, slot, &tally, &turns).run()))
                     .collect(),
             );
             let reason = conn.lost().await;
@@ -394,6 +449,13 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             self.give_up_if_spent(allocations_lost, &reason).await;
             self.rest_after_loss(reason, losses_in_a_row).await;
         }
+    }
+
+    /// Whether a failed connection is one that waiting does not mend: the worker answered
+    /// hello with something else than a hello (another program, a corrupt binary), or a local
+    /// worker could not be started (a local one has no link to come back).
+    fn is_bad_start(&self, e: &anyhow::Error) -> bool {
+        e.is::<BadHello>() || matches!(self.spec, WorkerSpec::Local { .. })
     }
 
     /// Gives a Slurm worker up once its last `lost` allocations in a row ended or never started
@@ -449,9 +511,17 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
         }
     }
 
-    fn slot_runner(&self, conn: &Arc<Connection>, slot: u32, tally: &Arc<Tally>) -> SlotRunner<K> {
+    fn slot_runner(
+        &self,
+        conn: &Arc<Connection>,
+        slot: u32,
+        tally: &Arc<Tally>,
+        turns: &Arc<tokio::sync::RwLock<()>>,
+    ) -> SlotRunner<K> {
         SlotRunner {
             conn: conn.clone(),
+            turns: turns.clone(),
+            step_losses: self.settings.timeouts.step_losses,
             place: SlotPlace::of(&self.spec, slot),
             worker: self.spec.name().to_string(),
             jobs: self.jobs.clone(),
@@ -472,16 +542,21 @@ struct Tally {
     finished: AtomicU64,
     /// Jobs and calibrations cut short by the loss of the connection.
     interrupted: AtomicU64,
+    /// Losses that struck while a job that had lost a worker before ran alone: the job's doing.
+    caused_by_a_job: AtomicU64,
 }
 
 impl Tally {
     /// Losses in a row without a finished job, this loss included, given the count before it
     /// and how long the connection `lasted`. A loss that cost no work after a connection that
     /// held for [`STABLE`] leaves the count as it was: quarantine is for workers that lose the
-    /// jobs they take or cannot stay connected, not for idle links that flap now and then.
+    /// jobs they take or cannot stay connected, not for idle links that flap now and then. A
+    /// loss a job running alone caused leaves it as it was too: it counts against the job.
     fn losses_in_a_row(&self, before: u32, lasted: Duration) -> u32 {
         if self.finished.load(Ordering::Relaxed) > 0 {
             1
+        } else if self.caused_by_a_job.load(Ordering::Relaxed) > 0 {
+            before
         } else if self.interrupted.load(Ordering::Relaxed) > 0 || lasted < STABLE {
             before + 1
         } else {
@@ -506,10 +581,15 @@ impl Drop for TaskGroup {
 /// the connection is lost (putting its job back on the queue).
 struct SlotRunner<K> {
     conn: Arc<Connection>,
+    /// Held shared while a job runs on the connection, exclusively while a job that lost a
+    /// worker before runs: alone, so that a loss then is its own.
+    turns: Arc<tokio::sync::RwLock<()>>,
+    /// Losses after which a job is answered as failed.
+    step_losses: u32,
     place: SlotPlace,
     worker: String,
-    jobs: async_channel::Receiver<Job<K>>,
-    requeue: async_channel::Sender<Job<K>>,
+    jobs: async_channel::Receiver<Queued<K>>,
+    requeue: async_channel::Sender<Queued<K>>,
     done: mpsc::UnboundedSender<Done<K>>,
     board: StatusBoard,
     ids: Arc<AtomicU64>,
@@ -547,10 +627,22 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
     }
 
     /// Runs one job and hands its answer on; `false` once the connection is lost (the job is
-    /// back on the queue for another slot).
-    async fn run_one(&self, job: Job<K>) -> bool {
+    /// back on the queue for another slot, or answered as failed once it has cost its worker
+    /// `step_losses` times).
+    async fn run_one(&self, queued: Queued<K>) -> bool {
+        // The bundle first: a loss before the job is sent costs the job nothing.
+        if let Err(Lost(reason)) = self.conn.ensure_bundle(&queued.job.bundle).await {
+            tracing::warn!(worker = %self.worker, slot = self.place.slot, "job re-queued: {reason}");
+            return self.requeue(queued);
+        }
+        let alone = queued.losses > 0;
+        let _turn = tokio::select! {
+            biased;
+            _ = self.conn.lost() => return self.requeue(queued),
+            turn = self.turn(alone) => turn,
+        };
         let id = self.next_id();
-        match run_job(&self.conn, &job, id, &self.place).await {
+        match run_job(&self.conn, &queued.job, id, &self.place).await {
             Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
                 // The worker could not run the step at all (a CPU it lacks, limits it cannot
                 // apply): that is no result of the candidate's. Another worker takes the step,
@@ -560,7 +652,7 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
                     self.place.slot, result.outcome
                 );
                 tracing::error!(worker = %self.worker, "{why}; the step goes back on the queue");
-                let _ = self.requeue.try_send(job);
+                let _ = self.requeue.try_send(queued);
                 if let Some(s) = self
                     .board
                     .lock()
@@ -581,23 +673,75 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
                 {
                     s.jobs_done += 1;
                 }
-                let _ = self.done.send(Done {
-                    tag: job.tag,
-                    worker: self.worker.clone(),
-                    slot: self.place.slot,
-                    answer,
-                });
+                self.hand_on(queued.job.tag, answer);
+                true
+            }
+            Err(Lost(reason)) if !self.conn.is_lost() => {
+                // The worker is there but answered oddly: no loss of the job's making.
+                tracing::warn!(worker = %self.worker, slot = self.place.slot, "job {id} re-queued: {reason}");
+                let _ = self.requeue.try_send(queued);
                 true
             }
             Err(Lost(reason)) => {
-                tracing::warn!(worker = %self.worker, slot = self.place.slot, "job {id} re-queued: {reason}");
-                let _ = self.requeue.try_send(job);
-                if self.conn.is_lost() {
-                    self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+                self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+                if alone {
+                    self.tally.caused_by_a_job.fetch_add(1, Ordering::Relaxed);
                 }
-                !self.conn.is_lost()
+                let losses = queued.losses + 1;
+                if losses < self.step_losses {
+                    tracing::warn!(worker = %self.worker, slot = self.place.slot,
+                        "job {id} re-queued (its worker lost {losses} times): {reason}");
+                    let _ = self.requeue.try_send(Queued { losses, ..queued });
+                    return false;
+                }
+                tracing::error!(worker = %self.worker, slot = self.place.slot,
+                    "job {id} lost its worker {losses} times, the last: {reason}; recorded failed");
+                let answer = match &queued.job.work {
+                    Work::Step(_) => Answer::Step(Box::new(StepResult::new(
+                        id,
+                        StepOutcome::WorkerLost {
+                            times: losses,
+                            reason,
+                        },
+                    ))),
+                    Work::Discover(_) => Answer::Discovered(Err(format!(
+                        "worker lost while discovering ({losses} times; the last: {reason})"
+                    ))),
+                };
+                self.hand_on(queued.job.tag, answer);
+                false
             }
         }
+    }
+
+    /// Puts a job back on the queue for another slot; `false` once the connection is lost.
+    fn requeue(&self, queued: Queued<K>) -> bool {
+        let _ = self.requeue.try_send(queued);
+        if self.conn.is_lost() {
+            self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+        }
+        !self.conn.is_lost()
+    }
+
+    /// This slot's turn to run a job on the connection: shared with the other slots, or alone.
+    async fn turn(&self, alone: bool) -> Turn<'_> {
+        match alone {
+            true => Turn::Alone {
+                _held: self.turns.write().await,
+            },
+            false => Turn::Shared {
+                _held: self.turns.read().await,
+            },
+        }
+    }
+
+    fn hand_on(&self, tag: K, answer: Answer) {
+        let _ = self.done.send(Done {
+            tag,
+            worker: self.worker.clone(),
+            slot: self.place.slot,
+            answer,
+        });
     }
 
     /// Calibrates when due (first thing on a connection, then every N jobs); while the slot is
@@ -650,13 +794,23 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
     }
 }
 
+/// A slot's hold on its connection while its job runs (see `SlotRunner::turns`).
+enum Turn<'a> {
+    Shared {
+        _held: tokio::sync::RwLockReadGuard<'a, ()>,
+    },
+    Alone {
+        _held: tokio::sync::RwLockWriteGuard<'a, ()>,
+    },
+}
+
+/// Runs a job whose bundle the worker has.
 async fn run_job<K>(
     conn: &Connection,
     job: &Job<K>,
     id: StepId,
     place: &SlotPlace,
 ) -> Result<Answer, Lost> {
-    conn.ensure_bundle(&job.bundle).await?;
     match &job.work {
         Work::Discover(spec) => Ok(Answer::Discovered(
             conn.discover(id, (**spec).clone(), job.bundle.hash).await?,

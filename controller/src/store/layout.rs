@@ -246,11 +246,14 @@ pub fn local_workers(store: &Path) -> PathBuf {
     store.join("workers")
 }
 
+/// The best decision files of the chains.
+pub fn best_dir(store: &Path) -> PathBuf {
+    store.join("best")
+}
+
 /// The best decision file of a chain.
 pub fn best_file(store: &Path, experiment: &str, chain: u32) -> PathBuf {
-    store
-        .join("best")
-        .join(format!("{}-chain{chain}.sexp", file_stem(experiment)))
+    best_dir(store).join(format!("{}-chain{chain}.sexp", file_stem(experiment)))
 }
 
 /// Where `kiln rewards` writes by default.
@@ -287,6 +290,29 @@ pub fn report_dir(store: &Path) -> PathBuf {
 /// Where `kiln run --force-new` moves an old store.
 pub fn aside(store: &Path, now_ms: u64) -> PathBuf {
     PathBuf::from(format!("{}.old-{now_ms}", store.display()))
+}
+
+/// Every file and folder a store keeps in its folder, the database last:
+/// what `--force-new` moves aside when the folder holds other things too.
+pub fn own_entries(store: &Path) -> Vec<PathBuf> {
+    vec![
+        high_water(store),
+        high_water_tmp(store),
+        holder(store),
+        artifacts(store),
+        status_snapshot(store),
+        status_snapshot_tmp(store),
+        kept_folder(store, Kept::Discovery),
+        kept_folder(store, Kept::References),
+        steps_csv(store),
+        steps_csv_tmp(store),
+        log(store),
+        local_workers(store),
+        best_dir(store),
+        rewards_dir(store),
+        report_dir(store),
+        db(store),
+    ]
 }
 
 /// `dir/name`, refused unless `name` is one safe path component. Configs are

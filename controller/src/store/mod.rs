@@ -30,9 +30,11 @@ use serde::{de::DeserializeOwned, Serialize};
 use kiln_protocol::message::{Capabilities, StepResult};
 use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
+mod aside;
 mod checksum;
 pub mod kept;
 pub mod layout;
+pub use aside::move_aside;
 mod marks;
 mod records;
 pub(crate) mod row;
@@ -130,9 +132,7 @@ impl Store {
     /// campaign, a read-only mount) is read from a temporary copy of its
     /// database, as sled opens its files for writing.
     pub fn open_existing(dir: &Path) -> Result<Store> {
-        if !layout::db_file(dir).is_file() {
-            return Err(OpenError::NotAStore(dir.to_path_buf()).into());
-        }
+        is_a_store(dir)?;
         Store::open_db(dir, false)
     }
 
@@ -141,9 +141,7 @@ impl Store {
     /// lock a controller starting later would need. A copy taken while a
     /// controller writes reads as the store would after a crash at that moment.
     pub fn open_copy(dir: &Path) -> Result<Store> {
-        if !layout::db_file(dir).is_file() {
-            return Err(OpenError::NotAStore(dir.to_path_buf()).into());
-        }
+        is_a_store(dir)?;
         let copy = copy_db(dir)?;
         let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
         Store::from_db(db, Some(copy), dir, false)
@@ -279,7 +277,7 @@ impl Store {
                 row.encode()?,
             );
             rows += 1;
-            if rows % 1000 == 0 {
+            if rows.is_multiple_of(1000) {
                 self.db.apply_batch(std::mem::take(&mut batch))?;
             }
         }
@@ -692,6 +690,27 @@ fn open_sled(path: &Path) -> sled::Result<sled::Db> {
 }
 
 /// Why the database of the store in `dir` did not open, in words that name it.
+/// `Ok` where `dir` holds a store's database; [`OpenError::NotAStore`] where it holds none,
+/// and the system's reason (a permission, say) where it cannot be looked at.
+fn is_a_store(dir: &Path) -> Result<()> {
+    let db = layout::db_file(dir);
+    match fs::metadata(&db) {
+        Ok(m) if m.is_file() => Ok(()),
+        Ok(_) => Err(OpenError::NotAStore(dir.to_path_buf()).into()),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            Err(OpenError::NotAStore(dir.to_path_buf()).into())
+        }
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot read store {}: {}", dir.display(), db.display()))
+        }
+    }
+}
+
 fn open_error(dir: &Path, e: sled::Error) -> anyhow::Error {
     if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
         let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();

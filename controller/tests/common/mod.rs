@@ -56,12 +56,17 @@ pub fn text(out: &Output) -> String {
     )
 }
 
-/// Whether valgrind is installed (callgrind objectives need it).
-pub fn have_valgrind() -> bool {
-    Command::new("valgrind")
+/// Whether `program --version` runs.
+pub fn have(program: &str) -> bool {
+    Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success())
+}
+
+/// Whether valgrind is installed (callgrind objectives need it).
+pub fn have_valgrind() -> bool {
+    have("valgrind")
 }
 
 /// Copies a bundled benchmark into `dir/benchmarks/NAME`.
@@ -176,4 +181,46 @@ pub fn noop_campaign() -> tempfile::TempDir {
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
     dir
+}
+
+/// A program of two C files built by `make` with plain `-g` (kiln's flags reach each compile
+/// through its compiler wrapper): (file name, text) under `benchmarks/twofile`.
+pub const TWO_FILE_MAKE: [(&str, &str); 3] = [
+    (
+        "Makefile",
+        "CFLAGS = -O2 -g\nbench: main.o work.o\n\t$(CC) $(CFLAGS) main.o work.o -o bench\n\
+         %.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
+    ),
+    (
+        "main.c",
+        "#include <stdio.h>\n#include <stdlib.h>\nint work(int n);\n\
+         static int sq(int x) { return x * x; }\n\
+         static int add(int a, int b) { return a + b; }\n\
+         int main(int argc, char **argv) {\n  int n = atoi(argv[1]), s = 0;\n\
+         for (int i = 0; i < n; i++) s = add(s, sq(i) + work(i % 50));\n\
+         printf(\"%d\\n\", s);\n  return 0;\n}\n",
+    ),
+    (
+        "work.c",
+        "static int twice(int x) { return 2 * x; }\n\
+         static int inc(int x) { return x + 1; }\n\
+         int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += inc(twice(i)); return s; }\n",
+    ),
+];
+
+/// A random walk of `steps` one-flip steps over [`TWO_FILE_MAKE`], counted by callgrind.
+pub fn two_file_config(steps: u32) -> String {
+    format!(
+        r#"(campaign
+  (name twofile)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark twofile) (search (random-walk (steps {steps}) (flips 1))) (seed 4)))
+  (benchmarks
+    ((name twofile) (kind llvm-inline) (compiler clang) (sources "benchmarks/twofile")
+     (build ("make")) (run ("./bench" "200")) (timeout-s 60)))
+  (workers (local (slots 1))))
+"#
+    )
 }
