@@ -14,6 +14,7 @@
 use std::process::ExitCode;
 
 use crate::store::OpenError;
+use crate::text::escape_controls;
 
 /// Bad usage or input, with a message that says where (file:line:col, field or flag).
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +103,8 @@ pub fn exit(result: anyhow::Result<Outcome>) -> ExitCode {
         Ok(Outcome::Failure) => ExitCode::FAILURE,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("kiln: error: {e:#}");
+            // An error may quote a benchmark's output: shown, never obeyed by the terminal.
+            eprintln!("kiln: error: {}", escape_controls(&format!("{e:#}")));
             ExitCode::from(status_of(&e))
         }
     }

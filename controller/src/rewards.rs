@@ -31,7 +31,7 @@ use kiln_protocol::{DecisionFile, DecisionSet, DecisionValue, SiteId, StepOutcom
 
 use crate::error::BadInput;
 use crate::store::{benchmark_of, layout, StepKey, StepRecord, Store};
-use crate::text::{format_ratio, time_ratio};
+use crate::text::{escape_controls, format_ratio, time_ratio};
 
 /// The columns of the `rewards` table.
 pub const REWARD_COLUMNS: &[&str] = &[
@@ -788,9 +788,10 @@ pub fn write_table<'a, W: Write>(
     let number = |x: Option<f64>| x.map(|x| x.to_string()).unwrap_or_default();
     for a in assignments {
         for r in &a.rewards {
+            // Shown with control characters escaped, as every CSV kiln writes.
             csv.write_record([
-                a.experiment.as_str(),
-                r.site.as_str(),
+                &*escape_controls(&a.experiment),
+                &escape_controls(r.site.as_str()),
                 &r.value.to_string(),
                 r.estimate.name(),
                 &number(r.estimate.reward()),

@@ -2,7 +2,8 @@
 //! the DevTools protocol) beside a running campaign: the page loads without
 //! console errors, shows the campaign's figures, and updates by itself as
 //! steps land. With `KILN_LIVE_VIEW_PNG` set, its screenshot is saved there
-//! (scripts/live-view-screenshot).
+//! (scripts/live-view-screenshot). A benchmark's failures show on the page as
+//! text, its control characters escaped.
 
 mod common;
 
@@ -330,4 +331,45 @@ fn serving_a_store_never_holds_it_from_a_controller() {
     // With the server up and its copies read, a controller still gets the store.
     let resumed = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(resumed.status.success(), "{}", text(&resumed));
+}
+
+#[test]
+fn the_live_view_shows_a_benchmark_s_failures_as_text() {
+    let Some(binary) = chromium() else {
+        eprintln!("no chromium on PATH (scripts/install-deps installs it): browser test skipped");
+        return;
+    };
+    let (dir, run) = loud_campaign();
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let (_server, url) = serve(dir.path());
+    let Some(mut browser) = Browser::start(&binary) else {
+        return;
+    };
+    browser.call("Page.navigate", json!({ "url": url }));
+    let failures = browser.wait_for(
+        "(document.getElementById('failures') || {}).textContent || ''",
+        Duration::from_secs(10),
+        |v| v.as_str().is_some_and(|t| t.contains("loud/chain 0")),
+    );
+    let failures = failures.as_str().unwrap();
+    assert!(!has_controls(failures), "{failures:?}");
+    for shown in [
+        "\\x1b[31mRED",
+        "\\x1b]52;c;aGVsbG8=\\x07",
+        "bell\\x07",
+        "\\u{9b}2J",
+        // Markup is text, never HTML.
+        "<b>bold</b>",
+    ] {
+        assert!(failures.contains(shown), "{shown} not in {failures}");
+    }
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#failures b').length"),
+        json!(0)
+    );
+    assert!(
+        browser.errors.is_empty(),
+        "console errors: {:?}",
+        browser.errors
+    );
 }

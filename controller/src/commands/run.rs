@@ -14,7 +14,7 @@ use crate::dispatch::transport::worker_binary;
 use crate::error::Outcome;
 use crate::export::{self, ExportOptions, Table};
 use crate::store::{layout, Store};
-use crate::text::{format_measure, format_ratio, time_ratio, TIME_RATIO};
+use crate::text::{escape_controls, format_measure, format_ratio, time_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -27,7 +27,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let store = Store::open_existing(&dir)?;
     write_steps_csv(&store)?;
     let (summary, stopped) = final_summary(&config, &store)?;
-    write!(out, "{summary}")?;
+    // A stopped chain's reason quotes the benchmark's stderr: shown, never obeyed.
+    write!(out, "{}", escape_controls(&summary))?;
     // A chain stopped on failures is a failure of the campaign, as a script should learn.
     Ok(if stopped {
         Outcome::Failure
