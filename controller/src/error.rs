@@ -5,7 +5,7 @@
 //! |-------:|---------|
 //! | 0 | success; also a reader that closed kiln's output early (`kiln export \| head`) |
 //! | 1 | failure: a worker, a build, a store that cannot be opened, problems found |
-//! | 2 | bad usage or input: flags, a config or decision file, a name the config lacks, a folder that holds no store |
+//! | 2 | bad usage or input: flags, a config or decision file, a name the config (or store) lacks, a folder that holds no store |
 //! | 130, 143, 129 | stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP (128 + the signal, as a shell reports it); what was measured is stored and the same command resumes |
 //!
 //! Layers report failures as `anyhow` errors; the ones that are not plain

@@ -1,10 +1,130 @@
-//! What kiln shows of a benchmark can be trusted: its output reaches the
+//! What kiln writes for a person can be trusted: a file it replaces is
+//! replaced whole or not at all, and a benchmark's output reaches the
 //! terminal as text, its control characters escaped, while the store keeps
 //! its bytes.
 
 mod common;
 
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+
 use common::*;
+
+/// The names in a folder, sorted.
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_failed_export_leaves_an_existing_file_as_it_was() {
+    let dir = noop_campaign();
+    let keep = dir.path().join("keep.csv");
+    std::fs::write(&keep, "precious\n").unwrap();
+    let keep_arg = keep.to_str().unwrap();
+    for (args, status) in [
+        // An experiment the store lacks is bad input, found before anything is written.
+        (
+            vec![
+                "export",
+                "store",
+                "--table",
+                "steps",
+                "--experiment",
+                "nosuch",
+                "-o",
+                keep_arg,
+            ],
+            2,
+        ),
+        (
+            vec![
+                "export",
+                "store",
+                "--table",
+                "rewards",
+                "--experiment",
+                "nosuch",
+                "-o",
+                keep_arg,
+            ],
+            2,
+        ),
+        (
+            vec!["export", "nostore", "--table", "steps", "-o", keep_arg],
+            2,
+        ),
+        (
+            vec!["export", "store", "--table", "nosuch", "-o", keep_arg],
+            2,
+        ),
+    ] {
+        let out = run_kiln(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(status), "{args:?}: {}", text(&out));
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("nosuch") || said.contains("nostore"),
+            "{said}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&keep).unwrap(),
+            "precious\n",
+            "{args:?}"
+        );
+    }
+    // Every table to a folder: with a bad argument, no folder is made.
+    let tables = dir.path().join("tables");
+    let tables_arg = tables.to_str().unwrap();
+    let out = run_kiln(
+        dir.path(),
+        &[
+            "export",
+            "store",
+            "--all",
+            "--experiment",
+            "nosuch",
+            "-o",
+            tables_arg,
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!tables.exists());
+    // A good export replaces the file whole, and leaves no temporary file behind.
+    let out = run_kiln(
+        dir.path(),
+        &["export", "store", "--table", "steps", "-o", keep_arg],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let steps = std::fs::read_to_string(&keep).unwrap();
+    assert!(steps.starts_with("campaign,"), "{steps}");
+    let out = run_kiln(dir.path(), &["export", "store", "--all", "-o", tables_arg]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        names(&tables).iter().all(|n| !n.starts_with('.')),
+        "{:?}",
+        names(&tables)
+    );
+    assert!(
+        names(dir.path()).iter().all(|n| !n.starts_with('.')),
+        "{:?}",
+        names(dir.path())
+    );
+    // What is no regular file is written as it is, never replaced.
+    let out = run_kiln(
+        dir.path(),
+        &["export", "store", "--table", "steps", "-o", "/dev/null"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(Path::new("/dev/null")
+        .metadata()
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}
 
 /// Whether `text` shows the escapes of [`LOUD_STDERR`]'s controls, and no control itself.
 fn shows_escaped(what: &str, text: &str) {

@@ -231,11 +231,6 @@ pub fn steps_csv(store: &Path) -> PathBuf {
     store.join("steps.csv")
 }
 
-/// The steps table while it is written.
-pub fn steps_csv_tmp(store: &Path) -> PathBuf {
-    store.join(".steps.csv.tmp")
-}
-
 /// The campaign's log.
 pub fn log(store: &Path) -> PathBuf {
     store.join("kiln.log")
