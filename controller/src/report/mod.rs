@@ -32,7 +32,6 @@ use html::Figure;
 /// place once every one is drawn; returns the files written.
 pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
     font::ensure_font()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let (config, experiments) = data::load(store)?;
     if experiments.is_empty() {
         bail!(
@@ -41,6 +40,7 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
         );
     }
 
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut staging = Staging::default();
     let mut written = Vec::new();
     let mut sections = String::new();
