@@ -5,7 +5,7 @@
 //! |-------:|---------|
 //! | 0 | success; also a reader that closed kiln's output early (`kiln export \| head`) |
 //! | 1 | failure: a worker, a build, a store that cannot be opened, problems found |
-//! | 2 | bad usage or input: flags, a config or decision file, a name the config lacks, a folder that holds no store |
+//! | 2 | bad usage or input: flags, a config or decision file, a name the config (or store) lacks, a folder that holds no store |
 //! | 130, 143, 129 | stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP (128 + the signal, as a shell reports it); what was measured is stored and the same command resumes |
 //!
 //! Layers report failures as `anyhow` errors; the ones that are not plain
@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use crate::dispatch::bundle::BadSources;
 use crate::store::OpenError;
+use crate::text::escape_controls;
 
 /// Bad usage or input, with a message that says where (file:line:col, field or flag).
 #[derive(Debug, thiserror::Error)]
@@ -103,7 +104,8 @@ pub fn exit(result: anyhow::Result<Outcome>) -> ExitCode {
         Ok(Outcome::Failure) => ExitCode::FAILURE,
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("kiln: error: {e:#}");
+            // An error may quote a benchmark's output: shown, never obeyed by the terminal.
+            eprintln!("kiln: error: {}", escape_controls(&format!("{e:#}")));
             ExitCode::from(status_of(&e))
         }
     }

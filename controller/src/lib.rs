@@ -8,6 +8,7 @@
 //! | module | owns |
 //! |--------|------|
 //! | [`text`], [`logging`] | number formatting every output shares; log setup |
+//! | [`atomic`] | the files written for a person, whole or not at all |
 //! | [`store`] | the sled store: records, every key and file name, opening, verification |
 //! | [`error`] | the exit status of every failure |
 //! | [`plan`] | the search: proposals, verdicts in step order, what a step asks and is worth |
@@ -18,6 +19,7 @@
 //! | [`report`] | plots and their page |
 //! | [`cli`], [`commands`] | the command line, and one file per subcommand that runs it |
 
+mod atomic;
 mod campaign;
 pub mod cli;
 pub mod commands;

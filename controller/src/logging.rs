@@ -10,6 +10,8 @@ use std::sync::{Mutex, OnceLock};
 use anyhow::{Context, Result};
 use tracing_subscriber::{fmt, layer::SubscriberExt, util::SubscriberInitExt, EnvFilter, Layer};
 
+use crate::text::escape_controls;
+
 /// How much kiln says on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verbosity {
@@ -31,9 +33,10 @@ pub fn verbosity() -> Verbosity {
 }
 
 /// Says `message` to the person at stderr (`kiln: ...`) unless `-q`, and records it in the log.
+/// A note may quote a benchmark's output: its control characters are shown escaped.
 pub fn note(message: impl std::fmt::Display) {
     if verbosity() > Verbosity::Quiet {
-        eprintln!("kiln: {message}");
+        eprintln!("kiln: {}", escape_controls(&message.to_string()));
     }
     tracing::info!(target: "kiln::note", "{message}");
 }

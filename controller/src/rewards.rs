@@ -29,9 +29,10 @@ use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
 use kiln_protocol::{DecisionFile, DecisionSet, DecisionValue, SiteId, StepOutcome};
 
+use crate::atomic::Staging;
 use crate::error::BadInput;
 use crate::store::{benchmark_of, layout, StepKey, StepRecord, Store};
-use crate::text::{format_ratio, time_ratio};
+use crate::text::{escape_controls, format_ratio, time_ratio};
 
 /// The columns of the `rewards` table.
 pub const REWARD_COLUMNS: &[&str] = &[
@@ -788,9 +789,10 @@ pub fn write_table<'a, W: Write>(
     let number = |x: Option<f64>| x.map(|x| x.to_string()).unwrap_or_default();
     for a in assignments {
         for r in &a.rewards {
+            // Shown with control characters escaped, as every CSV kiln writes.
             csv.write_record([
-                a.experiment.as_str(),
-                r.site.as_str(),
+                &*escape_controls(&a.experiment),
+                &escape_controls(r.site.as_str()),
                 &r.value.to_string(),
                 r.estimate.name(),
                 &number(r.estimate.reward()),
@@ -807,6 +809,7 @@ pub fn write_table<'a, W: Write>(
 /// proposal (labelled with its verdict), the best decision file only where
 /// the verdict is [`Verdict::Best`] (an older one is removed otherwise), and
 /// where it is not, the best measured step's file unless the store has it.
+/// Every file is put in place once all are written (see [`crate::atomic`]).
 pub fn write(
     store: &Store,
     dir: &Path,
@@ -814,14 +817,15 @@ pub fn write(
     skipped: Vec<String>,
 ) -> Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut staging = Staging::default();
     let table = layout::rewards_table(dir);
-    let file = std::fs::File::create(&table)
-        .with_context(|| format!("cannot write {}", table.display()))?;
-    let mut csv = csv::Writer::from_writer(file);
+    let mut csv = csv::Writer::from_writer(staging.create(&table)?);
     write_table(judged.iter().map(|(a, _, _)| a), &mut csv)?;
     csv.flush()
         .with_context(|| format!("cannot write {}", table.display()))?;
+    drop(csv);
     let mut experiments = Vec::new();
+    let mut stale = Vec::new();
     for (a, verification, verdict) in judged {
         let proposal_file = layout::rewards_proposal_file(dir, &a.experiment);
         let label = format!(
@@ -829,7 +833,12 @@ pub fn write(
             a.experiment,
             verdict.says()
         );
-        write_labelled(&proposal_file, &label, &a.decision_file(&a.proposal))?;
+        write_labelled(
+            &mut staging,
+            &proposal_file,
+            &label,
+            &a.decision_file(&a.proposal),
+        )?;
         let best = layout::rewards_best_file(dir, &a.experiment);
         let (best_file, best_step_file) = if verdict == Verdict::Best {
             let label = format!(
@@ -837,17 +846,12 @@ pub fn write(
                 a.experiment,
                 verdict.says()
             );
-            write_labelled(&best, &label, &a.decision_file(&a.proposal))?;
+            write_labelled(&mut staging, &best, &label, &a.decision_file(&a.proposal))?;
             (Some(best), None)
         } else {
             // An earlier run's best file must not outlive this verdict.
-            match std::fs::remove_file(&best) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(e).with_context(|| format!("cannot remove {}", best.display()))
-                }
-                _ => {}
-            }
-            (None, best_step_file(store, dir, &a)?)
+            stale.push(best);
+            (None, best_step_file(store, &mut staging, dir, &a)?)
         };
         experiments.push(Checked {
             assignment: a,
@@ -858,6 +862,15 @@ pub fn write(
             best_step_file,
         });
     }
+    staging.commit()?;
+    for best in stale {
+        match std::fs::remove_file(&best) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("cannot remove {}", best.display()))
+            }
+            _ => {}
+        }
+    }
     Ok(Written {
         experiments,
         skipped,
@@ -867,7 +880,12 @@ pub fn write(
 
 /// The decision file of the best measured step: the store's best file of its
 /// chain where that holds the step's decisions, else one written into `dir`.
-fn best_step_file(store: &Store, dir: &Path, a: &Assignment) -> Result<Option<PathBuf>> {
+fn best_step_file(
+    store: &Store,
+    staging: &mut Staging,
+    dir: &Path,
+    a: &Assignment,
+) -> Result<Option<PathBuf>> {
     let Some(step) = &a.best_step else {
         return Ok(None);
     };
@@ -887,14 +905,18 @@ fn best_step_file(store: &Store, dir: &Path, a: &Assignment) -> Result<Option<Pa
         crate::text::TIME_RATIO,
         format_ratio(time_ratio(step.objective, a.baseline_objective))
     );
-    write_labelled(&path, &label, &a.decision_file(&step.decisions))?;
+    write_labelled(staging, &path, &label, &a.decision_file(&step.decisions))?;
     Ok(Some(path))
 }
 
 /// Writes a decision file under a comment that says what it is.
-fn write_labelled(path: &Path, label: &str, file: &DecisionFile) -> Result<()> {
-    let text = format!("; {label}\n{}", file.to_text());
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+fn write_labelled(
+    staging: &mut Staging,
+    path: &Path,
+    label: &str,
+    file: &DecisionFile,
+) -> Result<()> {
+    staging.write(path, format!("; {label}\n{}", file.to_text()))
 }
 
 /// Fitted sites by their reward's distance from stock, largest first.

@@ -1,6 +1,10 @@
 //! Formatting shared by every command's output: numbers, durations, tables,
-//! the speed convention, and the word for what a worker cannot measure. Commands format with these, never
+//! the speed convention, the word for what a worker cannot measure, and
+//! control characters made visible. Commands format with these, never
 //! with their own variants, so one figure reads the same everywhere.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use comfy_table::{presets, CellAlignment, Table};
 
@@ -24,8 +28,35 @@ pub fn format_ratio(ratio: f64) -> String {
     }
 }
 
+/// Text that came from a program (a benchmark's stderr, a worker's error) as
+/// kiln shows it: every control character but newline and tab written as its
+/// escape, `\x1b` for ASCII ones (DEL too) and `\u{9b}` for C1 ones, so
+/// showing it never drives the viewer's terminal (colours, an OSC 52 write to
+/// the clipboard, a bell). Printable text passes unchanged, and so does text
+/// escaped once already. The store keeps the bytes as they came.
+pub fn escape_controls(text: &str) -> Cow<'_, str> {
+    let control = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.chars().any(control) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match u32::from(c) {
+            _ if !control(c) => out.push(c),
+            code @ ..=0x7f => {
+                let _ = write!(out, "\\x{code:02x}");
+            }
+            code => {
+                let _ = write!(out, "\\u{{{code:x}}}");
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Rows under a header, each column as wide as its widest cell (long names
-/// included); the columns in `right` (numbers) aligned right.
+/// included); the columns in `right` (numbers) aligned right. Cells show
+/// control characters escaped ([`escape_controls`]).
 pub fn table(
     header: &[&str],
     right: &[usize],
@@ -35,7 +66,7 @@ pub fn table(
     t.load_preset(presets::NOTHING);
     t.set_header(header.iter().copied());
     for row in rows {
-        t.add_row(row);
+        t.add_row(row.iter().map(|cell| escape_controls(cell)));
     }
     // Two spaces between columns, none before the first: lines start with their first cell.
     for c in t.column_iter_mut() {
@@ -134,5 +165,21 @@ mod tests {
         assert_eq!(format_value(f64::NAN), "-");
         assert_eq!(format_measure(12_410_000.0, "ns"), "12.41 ms");
         assert_eq!(format_measure(1_234_000.0, "bytes"), "1.234 MB");
+    }
+
+    #[test]
+    fn control_characters_show_as_escapes() {
+        let raw = "\x1b[31mred\x1b]52;c;aGVsbG8=\x07\r\x7f\u{9b}2J µs\tend\n";
+        let shown = escape_controls(raw);
+        assert_eq!(
+            shown,
+            "\\x1b[31mred\\x1b]52;c;aGVsbG8=\\x07\\x0d\\x7f\\u{9b}2J µs\tend\n"
+        );
+        assert_eq!(
+            escape_controls(&shown),
+            shown,
+            "escaping twice changes nothing"
+        );
+        assert!(matches!(escape_controls("plain µs\n"), Cow::Borrowed(_)));
     }
 }

@@ -2,11 +2,14 @@
 //! the DevTools protocol) beside a running campaign: the page loads without
 //! console errors, shows the campaign's figures, and updates by itself as
 //! steps land. With `KILN_LIVE_VIEW_PNG` set, its screenshot is saved there
-//! (scripts/live-view-screenshot).
+//! (scripts/live-view-screenshot). A benchmark's failures show on the page as
+//! text, its control characters escaped. The server holds little of any
+//! request, never echoes one, and a signal stops it with its temporary
+//! folder removed.
 
 mod common;
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -39,11 +42,15 @@ fn chromium() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Starts `kiln serve store --port 0` in `dir`; returns it and the page's URL.
+/// Starts `kiln serve store --port 0` in `dir`, its temporary files in
+/// `dir/tmp`; returns it and the page's URL.
 fn serve(dir: &Path) -> (Killed, String) {
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let mut child = Killed(
         kiln_cmd(dir)
             .args(["serve", "store", "--port", "0"])
+            .env("TMPDIR", &tmp)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -287,7 +294,6 @@ fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
 
 /// `GET url` over plain HTTP/1.0: the status code and the body.
 fn get(url: &str) -> (u16, String) {
-    use std::io::{Read, Write};
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_once('/').unwrap();
     let mut stream = TcpStream::connect(host).unwrap();
@@ -330,4 +336,174 @@ fn serving_a_store_never_holds_it_from_a_controller() {
     // With the server up and its copies read, a controller still gets the store.
     let resumed = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(resumed.status.success(), "{}", text(&resumed));
+}
+
+#[test]
+fn the_live_view_shows_a_benchmark_s_failures_as_text() {
+    let Some(binary) = chromium() else {
+        eprintln!("no chromium on PATH (scripts/install-deps installs it): browser test skipped");
+        return;
+    };
+    let (dir, run) = loud_campaign();
+    assert_eq!(run.status.code(), Some(1), "{}", text(&run));
+    let (_server, url) = serve(dir.path());
+    let Some(mut browser) = Browser::start(&binary) else {
+        return;
+    };
+    browser.call("Page.navigate", json!({ "url": url }));
+    let failures = browser.wait_for(
+        "(document.getElementById('failures') || {}).textContent || ''",
+        Duration::from_secs(10),
+        |v| v.as_str().is_some_and(|t| t.contains("loud/chain 0")),
+    );
+    let failures = failures.as_str().unwrap();
+    assert!(!has_controls(failures), "{failures:?}");
+    for shown in [
+        "\\x1b[31mRED",
+        "\\x1b]52;c;aGVsbG8=\\x07",
+        "bell\\x07",
+        "\\u{9b}2J",
+        // Markup is text, never HTML.
+        "<b>bold</b>",
+    ] {
+        assert!(failures.contains(shown), "{shown} not in {failures}");
+    }
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#failures b').length"),
+        json!(0)
+    );
+    assert!(
+        browser.errors.is_empty(),
+        "console errors: {:?}",
+        browser.errors
+    );
+}
+
+/// Sends `head` then `filler` bytes up to `total` on a connection of its own
+/// while reading the answer; returns the answer and how much was sent before
+/// the server closed the connection.
+fn stream_request(url: &str, head: &str, filler: u8, total: usize) -> (String, usize) {
+    let host = url.strip_prefix("http://").unwrap().trim_end_matches('/');
+    let stream = TcpStream::connect(host).unwrap();
+    let mut sender = stream.try_clone().unwrap();
+    let head = head.to_string();
+    let sending = std::thread::spawn(move || {
+        let chunk = vec![filler; 64 * 1024];
+        let mut sent = 0;
+        if sender.write_all(head.as_bytes()).is_err() {
+            return sent;
+        }
+        sent += head.len();
+        while sent < total {
+            match sender.write(&chunk[..chunk.len().min(total - sent)]) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    let mut answer = Vec::new();
+    let mut reader = stream;
+    let mut buf = [0u8; 8192];
+    // The answer, then the end of the connection (or its reset: the server stops reading).
+    while let Ok(n) = reader.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let _ = reader.shutdown(std::net::Shutdown::Both);
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        sending.join().unwrap(),
+    )
+}
+
+/// A process's resident set and its peak so far, in bytes (from /proc).
+fn memory(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        let line = status.lines().find(|l| l.starts_with(name)).unwrap();
+        let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+#[test]
+fn the_server_holds_little_of_a_request_and_never_echoes_it() {
+    const MB: usize = 1 << 20;
+    let dir = noop_campaign();
+    let (server, url) = serve(dir.path());
+    let pid = server.0.id();
+    let (status, _) = get(&format!("{url}api/status"));
+    assert_eq!(status, 200);
+    let (rss, peak) = memory(pid);
+
+    // A header line of 100 MB: refused once past the bound, long before its end.
+    let (answer, header_sent) = stream_request(&url, "GET / HTTP/1.1\r\nX-Big: ", b'h', 100 * MB);
+    assert!(answer.starts_with("HTTP/1.1 431 "), "{answer}");
+    assert!(
+        header_sent < 50 * MB,
+        "the server read {header_sent} bytes of the request"
+    );
+    // A URL of 8 MB: refused too, and not echoed.
+    let (answer, sent) = stream_request(&url, "GET /", b'u', 8 * MB);
+    assert!(answer.starts_with("HTTP/1.1 414 "), "{answer}");
+    assert!(!answer.contains("uuuu"), "{answer}");
+    assert!(sent < 8 * MB, "the server read {sent} bytes of the request");
+    let (after_rss, after_peak) = memory(pid);
+    eprintln!(
+        "kiln serve: cut a 100 MB header off after {} MB; resident {} MB before, {} MB after; \
+         peak {} MB before, {} MB after",
+        header_sent / MB,
+        rss / MB as u64,
+        after_rss / MB as u64,
+        peak / MB as u64,
+        after_peak / MB as u64
+    );
+    assert!(
+        after_peak < peak + 16 * MB as u64,
+        "the server grew from a peak of {peak} to {after_peak} bytes"
+    );
+
+    // A path that is nowhere is not echoed either.
+    for path in [
+        "no-such-page",
+        "report/%3Cscript%3Ealert(1)%3C%2Fscript%3E.png",
+    ] {
+        let (status, body) = get(&format!("{url}{path}"));
+        assert_eq!(status, 404, "{body}");
+        assert!(
+            !body.contains("no-such") && !body.contains("script"),
+            "{body}"
+        );
+    }
+    // The server still answers.
+    let (status, _) = get(&format!("{url}api/status"));
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn a_signal_stops_the_server_and_removes_its_plots() {
+    let dir = noop_campaign();
+    for (signal, status) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let (mut server, url) = serve(dir.path());
+        let (code, _) = get(&format!("{url}report/"));
+        assert_eq!(code, 200);
+        let tmp = dir.path().join("tmp");
+        let plots = || -> Vec<String> {
+            std::fs::read_dir(&tmp)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("kiln-serve-"))
+                .collect()
+        };
+        assert_eq!(plots().len(), 1, "{:?}", plots());
+        // SAFETY: kill(2) on our own child.
+        unsafe { libc::kill(server.0.id() as libc::pid_t, signal) };
+        let ended = server.0.wait().unwrap();
+        assert_eq!(ended.code(), Some(status), "{ended}");
+        assert!(plots().is_empty(), "{:?} left behind", plots());
+    }
 }

@@ -701,8 +701,7 @@ impl Running<'_> {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
-            std::fs::write(&path, file.to_text())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            crate::atomic::write(&path, file.to_text())?;
         }
         Ok(())
     }

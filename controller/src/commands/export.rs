@@ -4,10 +4,11 @@
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
+use crate::atomic::{Staged, Staging};
 use crate::cli::ExportArgs;
-use crate::error::Outcome;
+use crate::error::{BadInput, Outcome};
 use crate::export::{self, schema, ExportOptions, Table};
 use crate::logging;
 use crate::store::Store;
@@ -36,22 +37,45 @@ pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
             .output
             .as_deref()
             .context("--all needs --output FOLDER")?;
-        std::fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create the folder {}", dir.display()))?;
+        // Every table whole, or none replaced.
+        let mut staging = Staging::default();
+        let mut written = Vec::new();
         for table in Table::ALL {
             let path = dir.join(format!("{}.{}", table.name(), args.format.extension()));
-            to_file(&store, options(*table), &path)?;
+            let slot = &mut staging;
+            let rows = export::export_opening(&store, options(*table), || {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("cannot create the folder {}", dir.display()))?;
+                slot.create(&path)
+            })
+            .with_context(|| format!("cannot export to {}", path.display()))?;
+            written.push((rows, path));
+        }
+        staging.commit()?;
+        for (rows, path) in written {
+            note_written(rows, &path);
         }
         return Ok(Outcome::Success);
     }
     let table = args.table.context("no table given")?;
     match &args.output {
-        Some(path) => to_file(&store, options(table), path)?,
-        None if args.format.is_binary() && std::io::stdout().is_terminal() => bail!(
-            "{} is binary and standard output is a terminal: write it to a file with \
-             `-o FILE` or pipe it to a program",
-            args.format.extension()
-        ),
+        Some(path) => {
+            let mut staged = None;
+            let rows = export::export_opening(&store, options(table), || {
+                Ok(staged.insert(Staged::create(path)?))
+            })
+            .with_context(|| format!("cannot export to {}", path.display()))?;
+            staged.expect("opened to write the rows").commit()?;
+            note_written(rows, path);
+        }
+        None if args.format.is_binary() && std::io::stdout().is_terminal() => {
+            return Err(BadInput(format!(
+                "{} is binary and standard output is a terminal: write it to a file with \
+                 `-o FILE` or pipe it to a program",
+                args.format.extension()
+            ))
+            .into())
+        }
         None => {
             export::export(&store, options(table), out)?;
         }
@@ -59,11 +83,6 @@ pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-fn to_file(store: &Store, options: ExportOptions<'_>, path: &Path) -> Result<()> {
-    let file =
-        std::fs::File::create(path).with_context(|| format!("cannot write {}", path.display()))?;
-    let rows = export::export(store, options, std::io::BufWriter::new(file))
-        .with_context(|| format!("cannot export to {}", path.display()))?;
+fn note_written(rows: u64, path: &Path) {
     logging::note(format_args!("{rows} rows written to {}", path.display()));
-    Ok(())
 }

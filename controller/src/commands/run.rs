@@ -8,13 +8,14 @@ use anyhow::{Context, Result};
 
 use kiln_protocol::CampaignConfig;
 
+use crate::atomic::Staged;
 use crate::campaign::{self, RunOptions};
 use crate::cli::RunArgs;
 use crate::dispatch::transport::worker_binary;
 use crate::error::Outcome;
 use crate::export::{self, ExportOptions, Table};
 use crate::store::{layout, Store};
-use crate::text::{format_measure, format_ratio, time_ratio, TIME_RATIO};
+use crate::text::{escape_controls, format_measure, format_ratio, time_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
@@ -27,7 +28,8 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let store = Store::open_existing(&dir)?;
     write_steps_csv(&store)?;
     let (summary, stopped) = final_summary(&config, &store)?;
-    write!(out, "{summary}")?;
+    // A stopped chain's reason quotes the benchmark's stderr: shown, never obeyed.
+    write!(out, "{}", escape_controls(&summary))?;
     // A chain stopped on failures is a failure of the campaign, as a script should learn.
     Ok(if stopped {
         Outcome::Failure
@@ -39,17 +41,10 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
 /// Exports the steps table beside the store, so a finished campaign has its dataset at hand.
 fn write_steps_csv(store: &Store) -> Result<()> {
     let path = layout::steps_csv(store.dir());
-    let tmp = layout::steps_csv_tmp(store.dir());
-    let file =
-        std::fs::File::create(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-    export::export(
-        store,
-        ExportOptions::new(Table::Steps),
-        std::io::BufWriter::new(file),
-    )
-    .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
-    Ok(())
+    let mut file = Staged::create(&path)?;
+    export::export(store, ExportOptions::new(Table::Steps), &mut file)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    file.commit()
 }
 
 /// What `kiln run` prints at the end: best against the references, and where

@@ -1,16 +1,21 @@
-//! `kiln serve`: a live view of a campaign in the browser.
+//! `kiln serve`: a live view of a campaign in the browser, until a signal
+//! stops it (its plots' temporary folder removed first).
 
 use std::io::Write;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use anyhow::Result;
 
 use crate::cli::ServeArgs;
-use crate::error::Outcome;
+use crate::error::{self, Interrupted, Outcome};
 use crate::serve::Server;
 
 pub(super) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Outcome> {
-    let server = Server::bind(&args.store, SocketAddr::new(args.bind, args.port))?;
+    let server = Arc::new(Server::bind(
+        &args.store,
+        SocketAddr::new(args.bind, args.port),
+    )?);
     writeln!(
         out,
         "serving a live view of {} on http://{}/ (Ctrl-C stops)",
@@ -19,6 +24,15 @@ pub(super) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Outcome> {
     )?;
     // Whoever started us reads the address now, not when we exit.
     out.flush()?;
-    server.run()?;
-    Ok(Outcome::Success)
+    let answering = Arc::clone(&server);
+    std::thread::spawn(move || answering.run());
+    let runtime = super::runtime()?;
+    let signal = runtime.block_on(async {
+        let signal = error::interruption().await;
+        error::exit_on_second_signal();
+        signal
+    });
+    // The runtime lives on meanwhile: a second signal ends us at once.
+    server.close();
+    Err(Interrupted(format!("{}: the live view stopped", signal.said()), signal).into())
 }

@@ -1,5 +1,6 @@
 //! `kiln show`: one stored step in full, so a failure explains itself.
 
+use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{Context, Result};
@@ -8,8 +9,10 @@ use kiln_protocol::{Metric, StepOutcome};
 
 use crate::cli::ShowArgs;
 use crate::error::{BadInput, Outcome};
-use crate::store::{StepKey, StepKind, Store};
-use crate::text::{format_ratio, format_summary, format_value, time_ratio, TIME_RATIO};
+use crate::store::{StepKey, StepKind, StepRecord, Store};
+use crate::text::{
+    escape_controls, format_ratio, format_summary, format_value, time_ratio, TIME_RATIO,
+};
 
 /// Sites listed by name when a step changed that many or fewer.
 const LIST_CHANGES: usize = 20;
@@ -25,6 +28,15 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
         writeln!(out)?;
         return Ok(Outcome::Success);
     }
+    // A failure quotes the benchmark's stderr: shown, never obeyed by the terminal.
+    write!(out, "{}", escape_controls(&describe(&store, &record)?))?;
+    Ok(Outcome::Success)
+}
+
+/// The step in full, as text.
+fn describe(store: &Store, record: &StepRecord) -> Result<String> {
+    let key = &record.key;
+    let mut out = String::new();
     let kind = match record.kind {
         StepKind::Proposal => "proposal",
         StepKind::Remeasure => "re-measurement of the incumbent",
@@ -145,7 +157,7 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
             }
         }
     }
-    Ok(Outcome::Success)
+    Ok(out)
 }
 
 /// `EXPERIMENT/CHAIN/STEP`; the experiment may itself hold `/`.

@@ -9,6 +9,7 @@ use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec};
 use kiln_protocol::message::{Bundle, Discovery};
 use kiln_protocol::{CampaignConfig, DecisionFile};
 
+use crate::atomic;
 use crate::cli::SitesArgs;
 use crate::dispatch::bundle;
 use crate::dispatch::pool::{Answer, Job, Pool, Work};
@@ -25,8 +26,7 @@ pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
             benchmark: Some(args.benchmark.clone()),
             set: discovery.baseline.clone(),
         };
-        std::fs::write(path, file.to_text())
-            .with_context(|| format!("cannot write {}", path.display()))?;
+        atomic::write(path, file.to_text())?;
         logging::note(format_args!(
             "stock decisions written to {}",
             path.display()

@@ -10,7 +10,9 @@ use crate::cli::StatusArgs;
 use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
-use crate::text::{format_measure, format_ratio, format_secs, table, time_ratio, TIME_RATIO};
+use crate::text::{
+    escape_controls, format_measure, format_ratio, format_secs, table, time_ratio, TIME_RATIO,
+};
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     let (report, note) = status::load(&args.store)?;
@@ -24,7 +26,8 @@ pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     if let Some(note) = note {
         writeln!(out, "({note})")?;
     }
-    write!(out, "{}", render(&report, live))?;
+    // Failures quote benchmarks' stderr: shown, never obeyed by the terminal.
+    write!(out, "{}", escape_controls(&render(&report, live)))?;
     Ok(Outcome::Success)
 }
 

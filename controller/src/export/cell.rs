@@ -3,10 +3,13 @@
 
 use std::io::Write;
 
+use crate::text::escape_controls;
+
 /// CSV rows written field by field into bytes, as the `csv` crate writes
 /// them with its defaults (`,`, `\n` after each record, a field quoted only
 /// when it holds `,`, `"`, `\r` or `\n`, quotes doubled), and numbers as
-/// `to_string` writes them.
+/// `to_string` writes them. Text shows its control characters escaped
+/// ([`escape_controls`]): a CSV is read in terminals too.
 pub(super) struct Row {
     pub(super) bytes: Vec<u8>,
     /// Whether the current record has a field yet.
@@ -64,6 +67,7 @@ impl Row {
 
     pub(super) fn str(&mut self, s: &str) {
         self.separate();
+        let s = escape_controls(s);
         if s.bytes().any(|b| matches!(b, b',' | b'"' | b'\r' | b'\n')) {
             self.bytes.push(b'"');
             for b in s.bytes() {
@@ -339,7 +343,8 @@ mod tests {
         }
         row.end();
         let mut w = csv::Writer::from_writer(Vec::new());
-        w.write_record(fields).unwrap();
+        w.write_record(fields.map(|f| f.replace('\r', "\\x0d")))
+            .unwrap();
         assert_eq!(row.bytes, w.into_inner().unwrap());
     }
 

@@ -17,10 +17,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 use kiln_protocol::{CampaignConfig, Metric};
 
+use crate::error::BadInput;
 use crate::store::{benchmark_of, ExperimentInfo, StepRecord, Store};
 
 mod cell;
@@ -112,6 +113,17 @@ impl<'a> ExportOptions<'a> {
 
 /// Writes a table to `out`; returns the number of data rows.
 pub fn export(store: &Store, options: ExportOptions<'_>, out: impl Write) -> Result<u64> {
+    export_opening(store, options, || Ok(out))
+}
+
+/// Writes a table to the writer `open` gives, opened only once the options
+/// are found good and the table is ready to write (a bad option creates
+/// nothing); returns the number of data rows.
+pub fn export_opening<W: Write>(
+    store: &Store,
+    options: ExportOptions<'_>,
+    open: impl FnOnce() -> Result<W>,
+) -> Result<u64> {
     let ctx = Tables::load(store, options.experiment)?;
     let source = tables::Source::new(store, &ctx, &options)?;
     let columns = source.columns();
@@ -131,6 +143,7 @@ pub fn export(store: &Store, options: ExportOptions<'_>, out: impl Write) -> Res
             .collect(),
         None => columns,
     };
+    let out = open()?;
     match options.format {
         Format::Csv => write(&source, CsvWriter::new(&kept, out)?, keep),
         Format::Jsonl => write(&source, JsonlWriter::new(&kept, out), keep),
@@ -171,11 +184,12 @@ impl Tables {
             }
         }
         if let Some(name) = only.filter(|_| experiments.is_empty()) {
-            bail!(
+            return Err(BadInput(format!(
                 "store {} holds no experiment named '{name}'; it holds: {}",
                 store.dir().display(),
                 store.experiment_names()?.join(", ")
-            );
+            ))
+            .into());
         }
         Ok(Tables {
             config: store.config()?,

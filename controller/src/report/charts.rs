@@ -10,6 +10,7 @@ use plotters::prelude::*;
 
 use super::data::{ExperimentData, Point};
 use super::font::FAMILY;
+use crate::atomic::Staging;
 use crate::store::manual_benchmark;
 use crate::text::TIME_RATIO;
 
@@ -35,18 +36,26 @@ pub(super) enum Chart<'a> {
     Throughput(&'a [ExperimentData]),
 }
 
-/// Draws a chart as `<stem>.png` and `<stem>.svg`; returns both paths.
-pub(super) fn save(dir: &Path, stem: &str, chart: &Chart<'_>) -> Result<Vec<PathBuf>> {
+/// Draws a chart as `<stem>.png` and `<stem>.svg` (put in place when `staging`
+/// is committed); returns both paths.
+pub(super) fn save(
+    staging: &mut Staging,
+    dir: &Path,
+    stem: &str,
+    chart: &Chart<'_>,
+) -> Result<Vec<PathBuf>> {
     let png = dir.join(format!("{stem}.png"));
     let svg = dir.join(format!("{stem}.svg"));
     {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
+        let file = staging.create(&png)?;
+        let root = BitMapBackend::new(file.path(), SIZE).into_drawing_area();
         chart.draw(&root)?;
         root.present()
             .with_context(|| format!("cannot write {}", png.display()))?;
     }
     {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
+        let file = staging.create(&svg)?;
+        let root = SVGBackend::new(file.path(), SIZE).into_drawing_area();
         chart.draw(&root)?;
         root.present()
             .with_context(|| format!("cannot write {}", svg.display()))?;

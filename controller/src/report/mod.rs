@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
+use crate::atomic::Staging;
 use crate::store::{layout::file_stem, manual_benchmark, Store};
 
 mod charts;
@@ -27,10 +28,10 @@ use charts::{Chart, ACCEPTANCE_WINDOW};
 pub use data::ObjectiveAxis;
 use html::Figure;
 
-/// `kiln report`: writes every plot and `index.html` into `dir`; returns the files written.
+/// `kiln report`: writes every plot and `index.html` into `dir`, all put in
+/// place once every one is drawn; returns the files written.
 pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
     font::ensure_font()?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let (config, experiments) = data::load(store)?;
     if experiments.is_empty() {
         bail!(
@@ -39,6 +40,8 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
         );
     }
 
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut staging = Staging::default();
     let mut written = Vec::new();
     let mut sections = String::new();
     for e in &experiments {
@@ -87,7 +90,7 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
         }
         let mut done = Vec::new();
         for (stem, caption, chart) in figures {
-            written.extend(charts::save(dir, &stem, &chart)?);
+            written.extend(charts::save(&mut staging, dir, &stem, &chart)?);
             done.push(Figure { stem, caption });
         }
         sections.push_str(&html::section(e, &done));
@@ -100,6 +103,7 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
             .into(),
     };
     written.extend(charts::save(
+        &mut staging,
         dir,
         &workers.stem,
         &Chart::Throughput(&experiments),
@@ -115,7 +119,8 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
         &workers,
     );
     let index = dir.join("index.html");
-    std::fs::write(&index, page).with_context(|| format!("cannot write {}", index.display()))?;
+    staging.write(&index, page)?;
+    staging.commit()?;
     written.push(index);
     Ok(written)
 }

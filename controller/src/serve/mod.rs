@@ -9,27 +9,36 @@
 //! started later refuse it. A running controller's `status.json` is read
 //! while it is fresh; otherwise, and for the plots, a temporary copy of the
 //! database ([`Store::open_copy`]), taken again only when its files changed.
+//!
+//! Requests are read within bounds ([`http`]), each connection on a thread of
+//! its own, at most [`MAX_CONNECTIONS`] at once. [`Server::close`] removes the
+//! plots' temporary folder.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{bail, Context, Result};
 use serde::Serialize;
-use tiny_http::{Header, Response};
 
 use crate::campaign::status::{self, Report};
 use crate::report::{self, ObjectiveAxis};
 use crate::store::{layout, now_ms, Store};
 use crate::text::{format_measure, format_ratio, time_ratio};
 
+mod http;
+
+use http::Response;
+
 /// A `status.json` older than this is a controller's last word, not a live one.
 const SNAPSHOT_FRESH_MS: u64 = 5_000;
 
-/// Threads answering requests: the plots can take seconds to draw, and the
-/// status must not wait for them.
-const THREADS: usize = 4;
+/// Connections answered at once, each on its own thread: the plots can take
+/// seconds to draw, and the status must not wait for them. Past it, a
+/// connection is closed unanswered.
+const MAX_CONNECTIONS: usize = 32;
 
 /// What `/api/status` answers.
 #[derive(Serialize)]
@@ -85,12 +94,16 @@ type Signature = Vec<(PathBuf, u64, Option<SystemTime>)>;
 
 /// A live view of one store, bound to its address.
 pub struct Server {
-    http: tiny_http::Server,
+    listener: TcpListener,
     store: PathBuf,
     /// The status read from the last copy of the database, by its signature.
     copied: Mutex<Option<(Signature, Report)>>,
     /// The plots, drawn into a temporary folder, by the signature they show.
     plots: Mutex<Option<(Signature, tempfile::TempDir)>>,
+    /// Set by [`Server::close`]: no plots are drawn any more.
+    closed: AtomicBool,
+    /// Connections being answered.
+    connections: AtomicUsize,
     /// The campaign's objective, read from its config once.
     objective: OnceLock<ObjectiveAxis>,
 }
@@ -99,85 +112,83 @@ impl Server {
     /// Listens on `addr` (port 0: any free port) for a view of the store in `store`.
     pub fn bind(store: &Path, addr: SocketAddr) -> Result<Server> {
         if !layout::db_file(store).is_file() && !layout::status_snapshot(store).is_file() {
-            return Err(anyhow!("{} holds no campaign store", store.display()));
+            bail!("{} holds no campaign store", store.display());
         }
-        let http =
-            tiny_http::Server::http(addr).map_err(|e| anyhow!("cannot listen on {addr}: {e}"))?;
+        let listener =
+            TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
         Ok(Server {
-            http,
+            listener,
             store: store.to_path_buf(),
             copied: Mutex::new(None),
             plots: Mutex::new(None),
+            closed: AtomicBool::new(false),
+            connections: AtomicUsize::new(0),
             objective: OnceLock::new(),
         })
     }
 
     /// The address it listens on.
     pub fn addr(&self) -> Result<SocketAddr> {
-        self.http
-            .server_addr()
-            .to_ip()
-            .context("the server listens on no IP address")
+        self.listener
+            .local_addr()
+            .context("the server listens on no address")
     }
 
     /// Answers requests until the process ends.
-    pub fn run(self) -> Result<()> {
-        let server = Arc::new(self);
-        let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let server = Arc::clone(&server);
-                std::thread::spawn(move || server.answer_all())
-            })
-            .collect();
-        for t in threads {
-            t.join()
-                .map_err(|_| anyhow!("a request thread panicked"))??;
-        }
-        Ok(())
-    }
-
-    fn answer_all(&self) -> Result<()> {
-        loop {
-            let request = self.http.recv().context("cannot accept a request")?;
-            let path = request.url().split('?').next().unwrap_or("/").to_string();
-            let response = match self.answer(&path) {
-                Ok(r) => r,
-                Err(e) => text(500, "text/plain; charset=utf-8", format!("{e:#}").into()),
+    pub fn run(self: Arc<Self>) {
+        for stream in self.listener.incoming() {
+            let stream = match stream {
+                Ok(stream) => stream,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before it was
+                    // accepted: the next one may do.
+                    tracing::warn!("cannot accept a connection: {e}");
+                    std::thread::sleep(Duration::from_millis(100));
+                    continue;
+                }
             };
-            // A browser that went away is no error of ours.
-            let _ = request.respond(response);
+            if self.connections.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
+                self.connections.fetch_sub(1, Ordering::SeqCst);
+                continue;
+            }
+            let server = Arc::clone(&self);
+            std::thread::spawn(move || {
+                http::serve(stream, |path| server.respond(path));
+                server.connections.fetch_sub(1, Ordering::SeqCst);
+            });
         }
     }
 
-    fn answer(&self, path: &str) -> Result<Response<std::io::Cursor<Vec<u8>>>> {
+    /// Removes the plots' temporary folder, waiting for a drawing under way;
+    /// no plots are drawn after it.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        *self.plots.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// The answer to a `GET` of `path`; a failure is a 500 that says why.
+    fn respond(&self, path: &str) -> Response {
+        self.answer(path)
+            .unwrap_or_else(|e| Response::text(500, &format!("{e:#}")))
+    }
+
+    fn answer(&self, path: &str) -> Result<Response> {
         Ok(match path {
-            "/" | "/index.html" => text(
-                200,
-                "text/html; charset=utf-8",
-                include_str!("page.html").into(),
-            ),
+            "/" | "/index.html" => html(include_str!("page.html").into()),
             "/api/status" => {
                 let live = self.status()?;
-                text(200, "application/json", serde_json::to_vec(&live)?)
+                Response::new(200, "application/json", serde_json::to_vec(&live)?)
             }
-            "/report" => redirect("/report/"),
+            "/report" => Response::text(302, "").with_header("Location", "/report/"),
             "/report/" | "/report/index.html" => {
-                let dir = self.plots()?;
-                text(
-                    200,
-                    "text/html; charset=utf-8",
-                    std::fs::read(dir.join("index.html"))?,
-                )
+                html(std::fs::read(self.plots()?.join("index.html"))?)
             }
             _ => match path.strip_prefix("/report/").and_then(plot_file) {
-                Some((name, kind)) => {
-                    let dir = self.plots()?;
-                    match std::fs::read(dir.join(name)) {
-                        Ok(bytes) => text(200, kind, bytes),
-                        Err(_) => not_found(path),
-                    }
-                }
-                None => not_found(path),
+                Some((name, kind)) => match std::fs::read(self.plots()?.join(name)) {
+                    Ok(bytes) => Response::new(200, kind, bytes),
+                    Err(_) => not_found(),
+                },
+                None => not_found(),
             },
         })
     }
@@ -243,6 +254,10 @@ impl Server {
     fn plots(&self) -> Result<PathBuf> {
         let signature = signature(&self.store)?;
         let mut plots = self.plots.lock().unwrap_or_else(|p| p.into_inner());
+        // Checked under the lock: [`Server::close`] takes it after setting the flag.
+        if self.closed.load(Ordering::SeqCst) {
+            bail!("the live view is closing");
+        }
         if let Some((s, dir)) = plots.as_ref() {
             if *s == signature {
                 return Ok(dir.path().to_path_buf());
@@ -290,28 +305,13 @@ fn plot_file(name: &str) -> Option<(&str, &'static str)> {
     (plain && !name.starts_with('.')).then_some((name, kind))
 }
 
-fn text(status: u16, kind: &str, body: Vec<u8>) -> Response<std::io::Cursor<Vec<u8>>> {
-    Response::from_data(body)
-        .with_status_code(status)
-        .with_header(header("Content-Type", kind))
-        // Every answer is of the store as it is now.
-        .with_header(header("Cache-Control", "no-store"))
+fn html(page: Vec<u8>) -> Response {
+    Response::new(200, "text/html; charset=utf-8", page)
 }
 
-fn redirect(to: &str) -> Response<std::io::Cursor<Vec<u8>>> {
-    text(302, "text/plain", Vec::new()).with_header(header("Location", to))
-}
-
-fn not_found(path: &str) -> Response<std::io::Cursor<Vec<u8>>> {
-    text(
-        404,
-        "text/plain; charset=utf-8",
-        format!("no {path} here").into(),
-    )
-}
-
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name, value).expect("valid header")
+/// Not found: the request's path is never echoed.
+fn not_found() -> Response {
+    Response::text(404, "not found")
 }
 
 #[cfg(test)]

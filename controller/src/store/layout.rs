@@ -231,11 +231,6 @@ pub fn steps_csv(store: &Path) -> PathBuf {
     store.join("steps.csv")
 }
 
-/// The steps table while it is written.
-pub fn steps_csv_tmp(store: &Path) -> PathBuf {
-    store.join(".steps.csv.tmp")
-}
-
 /// The campaign's log.
 pub fn log(store: &Path) -> PathBuf {
     store.join("kiln.log")
@@ -305,7 +300,6 @@ pub fn own_entries(store: &Path) -> Vec<PathBuf> {
         kept_folder(store, Kept::Discovery),
         kept_folder(store, Kept::References),
         steps_csv(store),
-        steps_csv_tmp(store),
         log(store),
         local_workers(store),
         best_dir(store),

@@ -224,3 +224,48 @@ pub fn two_file_config(steps: u32) -> String {
 "#
     )
 }
+
+/// What [`loud_campaign`]'s failing runs write to stderr: colour (CSI), a
+/// clipboard write (OSC 52, ended by BEL), a bell, a C1 CSI that clears the
+/// screen, and markup.
+pub const LOUD_STDERR: &str =
+    "red \x1b[31mRED\x1b]52;c;aGVsbG8=\x07 bell\x07 c1 \u{9b}2J <b>bold</b>";
+
+/// A scratch folder in which a campaign (`campaign.sexp`, store in `store`,
+/// experiment `loud`) has run whose knob benchmark succeeds at its stock
+/// setting and fails everywhere else, writing [`LOUD_STDERR`] to stderr.
+/// Returns the folder and `kiln run`'s output.
+pub fn loud_campaign() -> (tempfile::TempDir, Output) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("loud")).unwrap();
+    std::fs::write(
+        dir.path().join("loud/run.sh"),
+        "[ \"$1\" = 0 ] && exit 0\n\
+         printf 'red \\033[31mRED\\033]52;c;aGVsbG8=\\007 bell\\a c1 \\302\\2332J <b>bold</b>\\n' >&2\n\
+         exit 1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("campaign.sexp"),
+        r#"(campaign
+  (name loud)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((name loud) (benchmark loud) (search (random-walk (steps 8))) (chains 1) (seed 3)))
+  (benchmarks
+    ((name loud) (kind knobs) (knobs (k 0 1 2 3))
+     (sources "loud") (build ()) (run ("sh" "run.sh" "{k}")) (check-output none) (timeout-s 10)))
+  (workers (local (slots 1))))
+"#,
+    )
+    .unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    (dir, out)
+}
+
+/// Whether `text` holds a control character a terminal would act on (all but newline and tab).
+pub fn has_controls(text: &str) -> bool {
+    text.chars()
+        .any(|c| c.is_control() && c != '\n' && c != '\t')
+}
