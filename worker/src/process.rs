@@ -1050,6 +1050,26 @@ mod tests {
         }
     }
 
+    /// A launch waits for a file being written to be closed: its child would otherwise hold
+    /// the file open for writing until it execs, and a run of that file then fails (ETXTBSY).
+    #[test]
+    fn no_launch_starts_while_a_file_is_being_written() {
+        let (opened, wait) = std::sync::mpsc::channel();
+        let writer = std::thread::spawn(move || {
+            writing(|| {
+                opened.send(()).unwrap();
+                std::thread::sleep(Duration::from_millis(300));
+                Instant::now()
+            })
+        });
+        wait.recv().unwrap();
+        let finished = run(&launch("true", Output::Discard), None, None).unwrap();
+        let returned = Instant::now();
+        assert_eq!(finished.end, End::Exited(0));
+        let closed = writer.join().unwrap();
+        assert!(returned >= closed, "the launch ran while the file was open");
+    }
+
     #[test]
     fn output_beyond_a_pipe_buffer_streams_while_the_command_runs() {
         // 1 MiB on each stream: the command finishes only if both pipes are

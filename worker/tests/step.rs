@@ -529,3 +529,50 @@ fn a_discovery_compile_past_its_limits_is_compiled_again_with_the_stock_flags() 
     assert!(out.status.success());
     assert_eq!(log, "-O2 -c x.c --all\n");
 }
+
+/// Many short steps on six slots at once, each restoring its binary from the build cache
+/// (written by the worker) and running it while other slots start their programs: none fails
+/// with "Text file busy", the race between writing an executable and a concurrent launch.
+#[test]
+fn executables_the_worker_writes_never_run_busy() {
+    let f = fixture();
+    // A binary of a few MB: the longer its copy, the wider the window for the race.
+    let s = spec(
+        &["sh", "-c", "cp /usr/bin/perl bench"],
+        &["./bench", "-e", "1"],
+    );
+    let base = request(&f, s);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for slot in 0..6u32 {
+            let (f, base, failures) = (&f, &base, &failures);
+            scope.spawn(move || {
+                for i in 0..40u64 {
+                    let mut req = base.clone();
+                    req.id = StepId(u64::from(slot) * 1000 + i);
+                    req.slot = slot;
+                    req.runs.min = 1;
+                    req.runs.max = 1;
+                    let tile = if i % 2 == 0 { 8 } else { 16 };
+                    req.decisions =
+                        DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(tile))].into());
+                    // A fresh slot state: each step lays the cached build over fresh sources.
+                    let r = step(f, &req);
+                    if r.outcome != StepOutcome::Ok {
+                        failures
+                            .lock()
+                            .unwrap()
+                            .push(format!("{}", r.outcome.reason().unwrap()));
+                    }
+                }
+            });
+        }
+    });
+    let failures = failures.into_inner().unwrap();
+    assert!(
+        failures.is_empty(),
+        "{} failed: {:?}",
+        failures.len(),
+        &failures[..failures.len().min(3)]
+    );
+}

@@ -37,7 +37,8 @@ use crate::store::{
     Store,
 };
 use crate::text::{
-    format_measure, format_ratio, format_summary, time_ratio, TIME_RATIO, UNSUPPORTED,
+    escape_controls, format_measure, format_ratio, format_summary, time_ratio, TIME_RATIO,
+    UNSUPPORTED,
 };
 
 pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -528,7 +529,8 @@ fn summary_table(
             );
         }
         None => {
-            let _ = writeln!(out, "candidate failed: {}", cand.outcome);
+            let failed = cand.outcome.to_string();
+            let _ = writeln!(out, "candidate failed: {}", escape_controls(&failed));
         }
     }
     out
