@@ -9,9 +9,10 @@ use kiln_protocol::config::{Limits, RunPolicy};
 use kiln_protocol::frame::MAX_FRAME;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::{ContentHash, Metric};
-use kiln_worker::checked_output::LineFilter;
+use kiln_worker::launch::checked_output::LineFilter;
+use kiln_worker::measure::report;
 use kiln_worker::measure::{self, OutputSpec, Plan};
-use kiln_worker::{probe, process, report, serve};
+use kiln_worker::{launch, probe, serve};
 
 /// kiln's worker: builds benchmarks under decision sets, runs them pinned,
 /// in a clean environment and with timeouts, and measures every run.
@@ -147,7 +148,7 @@ fn parse_hash(s: &str) -> Result<ContentHash, String> {
 
 fn main() -> ExitCode {
     // Started as `clang`, `cc`, … from a build's wrapper folder: be that compiler.
-    kiln_worker::wrap::run_if_wrapped();
+    kiln_worker::build::wrap::run_if_wrapped();
     let cli = Cli::parse();
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let log = tracing_subscriber::fmt()
@@ -233,7 +234,7 @@ fn main() -> ExitCode {
                 std::env::temp_dir().join(format!("kiln-measure-{}.gpu-trace", std::process::id()));
             let plan = Plan {
                 argv: command.clone(),
-                env: process::clean_env(&cwd, &env),
+                env: launch::clean_env(&cwd, &env),
                 cwd,
                 cpus,
                 timeout,

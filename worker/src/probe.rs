@@ -2,11 +2,11 @@
 //! environment fingerprint, sent at hello and printed by `kiln-worker probe`.
 
 use std::fmt::Write as _;
-use std::process::Command;
 
 use kiln_protocol::message::{Capabilities, GpuInfo};
 
-use crate::{callgrind, cgroup, counters, process};
+use crate::launch::{self, cgroup, counters};
+use crate::measure::callgrind;
 
 /// CPU flags worth recording: the ones that change what compiled code can use.
 const NOTABLE_FLAGS: &[&str] = &[
@@ -50,11 +50,11 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
         counters: counters::available(),
         valgrind: callgrind::version(),
         gpus: gpus(),
-        gpu_time: crate::cupti::readiness().map(|p| p.display().to_string()),
+        gpu_time: crate::measure::cupti::readiness().map(|p| p.display().to_string()),
         limits: cgroup::support(),
         compilers: compilers
             .iter()
-            .filter_map(|c| Some((c.clone(), compiler_version(c)?)))
+            .filter_map(|c| Some((c.clone(), launch::compiler_version(c)?)))
             .collect(),
         // Slurm sets it in every task; the controller shows which job a worker is.
         slurm_job: std::env::var("SLURM_JOB_ID")
@@ -65,7 +65,7 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
 
 /// The GPUs of this machine as NVML lists them (none without an NVIDIA driver).
 pub fn gpus() -> Vec<GpuInfo> {
-    crate::nvml::gpus()
+    crate::measure::nvml::gpus()
 }
 
 /// A human-readable table of capabilities.
@@ -167,24 +167,6 @@ fn online_cores() -> u32 {
     // SAFETY: sysconf has no memory arguments.
     let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
     u32::try_from(n).unwrap_or(1).max(1)
-}
-
-/// The first line of `NAME --version`, run with the toolchain environment builds get.
-pub(crate) fn compiler_version(name: &str) -> Option<String> {
-    let own = process::TOOLCHAIN_ENV
-        .iter()
-        .filter_map(|n| std::env::var_os(n).map(|v| (*n, v)));
-    let out = process::output_std(
-        Command::new(name)
-            .arg("--version")
-            .env_clear()
-            .env("PATH", process::CLEAN_PATH)
-            .envs(own),
-    )
-    .ok()?;
-    let text = String::from_utf8_lossy(&out.stdout);
-    let first = text.lines().next()?.trim();
-    (out.status.success() && !first.is_empty()).then(|| first.to_string())
 }
 
 #[cfg(test)]

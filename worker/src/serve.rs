@@ -16,7 +16,7 @@
 //! SIGTERM, SIGINT and SIGHUP (a controller stopped, Ctrl-C at a terminal, a
 //! scheduler ending the job) cancel every step and discovery too, whose
 //! process groups are killed, before the worker exits; so is every process
-//! that escaped its group (see `sweep`): nothing it started outlives it.
+//! that escaped its group (see `launch::sweep`): nothing it started outlives it.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
@@ -33,10 +33,10 @@ use kiln_protocol::frame::{self, FrameError};
 use kiln_protocol::message::{Request, Response, StepId, StepOutcome, StepRequest, StepResult};
 use kiln_protocol::PROTOCOL_VERSION;
 
+use crate::launch::sweep::{sweep_escaped, Sweep};
+use crate::launch::CancelToken;
 use crate::probe;
-use crate::process::CancelToken;
 use crate::step::{self, SlotState, Workspace};
-use crate::sweep::{sweep_escaped, Sweep};
 
 /// Options of `kiln-worker serve`.
 #[derive(Debug, Clone)]
@@ -138,7 +138,7 @@ fn exit_on_signals(shared: Arc<Shared>) -> Result<(), String> {
         };
         tracing::info!(
             "{} received: cancelling every step",
-            crate::process::signal_name(signal)
+            crate::launch::signal_name(signal)
         );
         shared.cancel_all();
         let deadline = Instant::now() + SIGNAL_GRACE;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback};
 use kiln_protocol::decision::SiteId;
 use kiln_protocol::message::{Bundle, BundleFile, Discovery, StepId};
-use kiln_worker::process::CancelToken;
+use kiln_worker::launch::CancelToken;
 use kiln_worker::step::{discover, Workspace};
 
 fn have(program: &str) -> bool {

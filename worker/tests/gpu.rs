@@ -57,7 +57,7 @@ fn gpu_metrics_of_a_program_without_cuda_are_unsupported() {
     let json = worker_measure(&[&args[..], &["--json", "--", "true"]].concat());
     let m: Measurement = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(m.outcome, StepOutcome::Ok);
-    let no_gpu = kiln_worker::nvml::gpus().is_empty();
+    let no_gpu = kiln_worker::measure::nvml::gpus().is_empty();
     for run in &m.runs {
         // `true` never initialises CUDA: there is no GPU time to report, here or on a GPU machine.
         for metric in Metric::ALL.iter().filter(|m| m.needs_cupti()) {
@@ -104,7 +104,7 @@ fn probe_says_whether_gpu_time_can_be_traced_and_why_not() {
     let caps: kiln_protocol::message::Capabilities = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         caps.gpu_time.is_ok(),
-        kiln_worker::cupti::readiness().is_ok(),
+        kiln_worker::measure::cupti::readiness().is_ok(),
         "probe reports what the tracer would find: {:?}",
         caps.gpu_time
     );
@@ -160,11 +160,11 @@ fn calibration_cpu_and_gpu_times_are_within_5_percent() {
         eprintln!("skipped: nvcc is not installed (looked on PATH and in /usr/local/cuda/bin)");
         return;
     };
-    if kiln_worker::nvml::gpus().is_empty() {
+    if kiln_worker::measure::nvml::gpus().is_empty() {
         eprintln!("skipped: NVML finds no GPU");
         return;
     }
-    if let Err(e) = kiln_worker::cupti::injection_library() {
+    if let Err(e) = kiln_worker::measure::cupti::injection_library() {
         eprintln!("skipped: {e}");
         return;
     }

@@ -12,9 +12,9 @@ use std::time::Duration;
 use kiln_protocol::config::Limits;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::Metric;
-use kiln_worker::cgroup::{self, RunCgroup};
+use kiln_worker::launch::cgroup::{self, RunCgroup};
+use kiln_worker::launch::{self, End, Launch, Output};
 use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
-use kiln_worker::process::{self, End, Launch, Output};
 
 /// One run under `limits`, output unchecked.
 fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {
@@ -40,7 +40,7 @@ fn applied(m: &Measurement, controller: &str) -> bool {
                 m.runs.is_empty(),
                 "nothing runs unlimited when limits cannot be applied"
             );
-            let support = kiln_worker::cgroup::support();
+            let support = kiln_worker::launch::cgroup::support();
             let has = match controller {
                 "cpu" => support.cpu,
                 _ => support.memory,
@@ -138,7 +138,7 @@ fn a_memory_limit_ends_a_run_that_outgrows_it_naming_the_oom_killer() {
 }
 
 /// `program` in `dir`, run in `cg`.
-fn run_in(cg: &RunCgroup, dir: &Path, program: &str) -> process::Finished {
+fn run_in(cg: &RunCgroup, dir: &Path, program: &str) -> launch::Finished {
     let launch = Launch {
         argv: vec![format!("./{program}")],
         cwd: dir.to_path_buf(),
@@ -150,7 +150,7 @@ fn run_in(cg: &RunCgroup, dir: &Path, program: &str) -> process::Finished {
         cgroups: cg.procs(),
         memory_limit: None,
     };
-    process::run(&launch, None, None).expect("the program starts")
+    launch::run(&launch, None, None).expect("the program starts")
 }
 
 #[test]

@@ -11,11 +11,11 @@ use std::process::Command;
 use kiln_protocol::config::{Compiler, ReplayFallback};
 use kiln_protocol::decision::{DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::Discovery;
-use kiln_worker::llvm_inline::{
+use kiln_worker::build::llvm_inline::{
     discovery_build_args, discovery_from_remarks, parse_remarks, replay_build_args,
     replay_file_text, stock_build_args, strip_remarks, text_size, verify, InlineRemark,
 };
-use kiln_worker::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
+use kiln_worker::build::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
 
 // ---------------------------------------------------------------------------
 // Literal remark lines

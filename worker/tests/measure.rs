@@ -12,9 +12,9 @@ use kiln_protocol::config::RunPolicy;
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{Race, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue};
-use kiln_worker::counters;
+use kiln_worker::launch::counters;
+use kiln_worker::launch::CancelToken;
 use kiln_worker::measure::{measure, Measurement, OutputSpec};
-use kiln_worker::process::CancelToken;
 
 fn measured(m: &Measurement, metric: Metric) -> Vec<f64> {
     m.runs
@@ -211,7 +211,7 @@ fn hardware_counters_are_unsupported_without_a_pmu() {
 #[test]
 fn callgrind_counts_repeat_exactly() {
     let dir = tempfile::tempdir().unwrap();
-    if kiln_worker::callgrind::version().is_none() {
+    if kiln_worker::measure::callgrind::version().is_none() {
         eprintln!("skipped: valgrind is not installed");
         return;
     }

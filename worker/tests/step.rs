@@ -6,7 +6,7 @@ use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy
 use kiln_protocol::decision::{DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::{Bundle, BundleFile, StepId, StepOutcome, StepRequest};
 use kiln_protocol::Metric;
-use kiln_worker::process::CancelToken;
+use kiln_worker::launch::CancelToken;
 use kiln_worker::step::{run_step, SlotState, Workspace};
 
 fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
@@ -559,10 +559,7 @@ fn executables_the_worker_writes_never_run_busy() {
                     // A fresh slot state: each step lays the cached build over fresh sources.
                     let r = step(f, &req);
                     if r.outcome != StepOutcome::Ok {
-                        failures
-                            .lock()
-                            .unwrap()
-                            .push(format!("{}", r.outcome.reason().unwrap()));
+                        failures.lock().unwrap().push(r.outcome.reason().unwrap());
                     }
                 }
             });

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use kiln_protocol::config::{Limits, RunPolicy};
 use kiln_protocol::metric::Metric;
+use kiln_worker::launch::clean_env;
 use kiln_worker::measure::{OutputSpec, Plan};
-use kiln_worker::process::clean_env;
 
 /// A plan for `runs` timed runs of `argv` in `dir` (no warm-up), on wall time, stdout hashed.
 pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
@@ -26,7 +26,7 @@ pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
         objective: Metric::WallTime,
         race: None,
         extra: Vec::new(),
-        output: OutputSpec::Stdout(kiln_worker::checked_output::LineFilter::All),
+        output: OutputSpec::Stdout(kiln_worker::launch::checked_output::LineFilter::All),
         expected_output: None,
         callgrind_out: dir.join("callgrind.out"),
         gpu_trace_dir: dir.join("gpu-trace"),

@@ -18,19 +18,20 @@
 
 use std::collections::HashSet;
 use std::fs;
-use std::io::{self, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::{is_confined_path, Bundle, BundleHasher, BundlePart};
+use kiln_protocol::message::{is_confined_path, Bundle, BundlePart};
 
-use crate::process;
+use crate::files::{clear_leftovers, hash_dir, temp_name};
 
-const TEMP_PREFIX: &str = ".tmp-";
+use crate::launch;
+
 const PARTS_PREFIX: &str = ".part-";
 
 /// How long the parts of a transfer that never finished are kept for it to resume.
@@ -234,27 +235,6 @@ impl BundleCache {
     }
 }
 
-/// The name of this process's `n`th temporary folder for `label`:
-/// `.tmp-<label>-<pid>-<n>`, renamed into place once written.
-pub(crate) fn temp_name(label: &str, n: u64) -> String {
-    format!("{TEMP_PREFIX}{label}-{}-{n}", std::process::id())
-}
-
-/// Removes the temporary folders under `root` whose writers are gone
-/// (another session on the same rundir may be writing one right now).
-pub(crate) fn clear_leftovers(root: &Path) -> Result<(), String> {
-    let entries = fs::read_dir(root).map_err(|e| format!("cannot list {}: {e}", root.display()))?;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let writer_lives =
-            temp_writer(&name).is_some_and(|pid| Path::new(&format!("/proc/{pid}")).exists());
-        if name.starts_with(TEMP_PREFIX) && !writer_lives {
-            let _ = fs::remove_dir_all(entry.path());
-        }
-    }
-    Ok(())
-}
-
 /// Removes the parts of transfers untouched for [`STALE_PARTS`].
 fn clear_stale_parts(root: &Path) {
     let Ok(entries) = fs::read_dir(root) else {
@@ -277,13 +257,6 @@ fn clear_stale_parts(root: &Path) {
     }
 }
 
-/// The pid of the process writing a temporary folder `.tmp-<hash>-<pid>-<n>`.
-fn temp_writer(name: &str) -> Option<u32> {
-    let mut parts = name.strip_prefix(TEMP_PREFIX)?.rsplit('-');
-    parts.next()?;
-    parts.next()?.parse().ok()
-}
-
 /// Writes a part's files under `dir`, replacing any left by a part cut off
 /// while being written.
 fn write_files(dir: &Path, part: &BundlePart) -> Result<(), String> {
@@ -302,7 +275,7 @@ fn write_files(dir: &Path, part: &BundlePart) -> Result<(), String> {
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
         }
         let mode = if file.executable { 0o755 } else { 0o644 };
-        process::writing(|| {
+        launch::writing(|| {
             let _ = fs::remove_file(&path);
             let mut f = fs::OpenOptions::new()
                 .write(true)
@@ -327,131 +300,12 @@ fn sync_filesystem(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
-/// The bundle hash of the files under `dir`, as [`Bundle::new`] hashes them:
-/// every regular file by its `/`-separated path, in path order, executable
-/// where any execute bit is set.
-///
-/// [`Bundle::new`]: kiln_protocol::message::Bundle::new
-pub(crate) fn hash_dir(dir: &Path) -> Result<ContentHash, String> {
-    let mut files = Vec::new();
-    let mut stack = vec![PathBuf::new()];
-    while let Some(rel) = stack.pop() {
-        let here = dir.join(&rel);
-        let entries =
-            fs::read_dir(&here).map_err(|e| format!("cannot list {}: {e}", here.display()))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("cannot list {}: {e}", here.display()))?;
-            let rel = rel.join(entry.file_name());
-            let meta = entry
-                .metadata()
-                .map_err(|e| format!("cannot stat {}: {e}", dir.join(&rel).display()))?;
-            if meta.is_dir() {
-                stack.push(rel);
-            } else if !meta.is_file() {
-                return Err(format!("{} is neither a file nor a folder", rel.display()));
-            } else {
-                let name = rel
-                    .to_str()
-                    .ok_or_else(|| format!("{} is not a UTF-8 name", rel.display()))?
-                    .to_string();
-                files.push((name, meta.permissions().mode() & 0o111 != 0));
-            }
-        }
-    }
-    files.sort();
-    let mut hasher = BundleHasher::default();
-    let mut contents = Vec::new();
-    for (name, executable) in files {
-        let path = dir.join(&name);
-        contents.clear();
-        fs::File::open(&path)
-            .and_then(|mut f| f.read_to_end(&mut contents))
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        hasher.add(&name, executable, &contents);
-    }
-    Ok(hasher.finish())
-}
-
-/// Copies `from` to `to` (replacing it, with `mode`), returning the content
-/// hash of the bytes copied; written under [`process::writing`], as the copy
-/// may be executed.
-pub(crate) fn copy_hashed(from: &Path, to: &Path, mode: u32) -> io::Result<ContentHash> {
-    let mut source = fs::File::open(from)?;
-    let mut hasher = blake3::Hasher::new();
-    process::writing(|| {
-        let _ = fs::remove_file(to);
-        let mut dest = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(to)?;
-        let mut buffer = vec![0u8; 256 << 10];
-        loop {
-            let n = source.read(&mut buffer)?;
-            if n == 0 {
-                break;
-            }
-            hasher.update(&buffer[..n]);
-            dest.write_all(&buffer[..n])?;
-        }
-        // The mode asked for, whatever the umask took away.
-        dest.set_permissions(fs::Permissions::from_mode(mode))
-    })?;
-    Ok(ContentHash(*hasher.finalize().as_bytes()))
-}
-
-/// Copies a folder tree (regular files and folders only, modes kept) into `dest`.
-pub fn copy_tree(src: &Path, dest: &Path) -> Result<(), String> {
-    fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
-    let entries = fs::read_dir(src).map_err(|e| format!("cannot list {}: {e}", src.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot list {}: {e}", src.display()))?;
-        let from = entry.path();
-        let to = dest.join(entry.file_name());
-        let meta = fs::symlink_metadata(&from)
-            .map_err(|e| format!("cannot stat {}: {e}", from.display()))?;
-        if meta.is_dir() {
-            copy_tree(&from, &to)?;
-        } else if meta.is_file() {
-            process::writing(|| {
-                fs::copy(&from, &to)?;
-                fs::set_permissions(&to, fs::Permissions::from_mode(meta.permissions().mode()))
-            })
-            .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
-        } else {
-            return Err(format!(
-                "{} is neither a file nor a folder; bundles hold only those",
-                from.display()
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Removes and recreates a folder, refusing one outside `root`.
-pub fn fresh_dir(root: &Path, dir: &Path) -> Result<(), String> {
-    let climbs = dir
-        .components()
-        .any(|c| c == std::path::Component::ParentDir);
-    if climbs || !dir.starts_with(root) || dir == root {
-        return Err(format!(
-            "refusing to clear {}: it is not inside {}",
-            dir.display(),
-            root.display()
-        ));
-    }
-    match fs::remove_dir_all(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot clear {}: {e}", dir.display())),
-    }
-    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::files::{copy_tree, fresh_dir, temp_writer, TEMP_PREFIX};
     use kiln_protocol::message::BundleFile;
+    use std::os::unix::fs::PermissionsExt;
 
     fn file(path: &str, executable: bool, contents: &[u8]) -> BundleFile {
         BundleFile {

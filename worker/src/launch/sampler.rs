@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 
-use crate::procfs::{group_members, resident_bytes, stat_field};
+use crate::launch::procfs::{group_members, resident_bytes, stat_field};
 
 /// The default sampling interval.
 pub const DEFAULT_INTERVAL: Duration = Duration::from_millis(50);

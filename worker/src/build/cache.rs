@@ -1,7 +1,7 @@
 //! Content-addressed builds: `<rundir>/builds/<key>/` keeps what a successful
 //! build added to or changed in its work folder (`files/`), and its record
 //! (`record.json`). A later step with the same key (sources, benchmark,
-//! decisions and toolchain: see `step::build_key`) gets a fresh copy of the
+//! decisions and toolchain: see `build::build_key`) gets a fresh copy of the
 //! bundle with those files laid over it instead of a build: the same binary,
 //! in milliseconds.
 //!
@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::BuildRecord;
 
-use crate::bundle_cache::{clear_leftovers, copy_hashed, temp_name};
+use crate::files::{clear_leftovers, copy_hashed, temp_name};
 
 /// Most builds kept.
 pub const MAX_ENTRIES: usize = 256;

@@ -22,8 +22,8 @@ use std::collections::{BTreeMap, HashMap};
 use kiln_protocol::decision::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::SiteFeatures;
 
-use crate::callgrind::Profile;
-use crate::llvm_inline::{self, InlineCost, InlineRemark, MissedRemark, SiteElement};
+use crate::build::llvm_inline::{self, InlineCost, InlineRemark, MissedRemark, SiteElement};
+use crate::measure::callgrind::Profile;
 
 /// What discovery found out about a program, to take features from.
 pub struct Evidence<'a> {

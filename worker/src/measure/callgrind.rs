@@ -159,10 +159,10 @@ pub fn read_total(out_file: &Path) -> Result<u64, String> {
 
 /// valgrind's version (`valgrind-3.19.0`), if it is installed on the build `PATH`.
 pub fn version() -> Option<String> {
-    let out = crate::process::output_std(
+    let out = crate::launch::output_std(
         Command::new("valgrind")
             .arg("--version")
-            .env("PATH", crate::process::CLEAN_PATH),
+            .env("PATH", crate::launch::CLEAN_PATH),
     )
     .ok()?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();

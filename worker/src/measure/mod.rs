@@ -9,6 +9,20 @@
 //! Every run's output is checked; the first failing run ends the measurement,
 //! and a failed measurement carries no summary, so it can never pass for a
 //! fast one.
+//!
+//! | module | owns |
+//! |--------|------|
+//! | [`callgrind`] | exact instruction counts and the profile of discovery's stock build |
+//! | `gpu`, [`cupti`], [`nvml`] | GPU time from CUPTI traces; energy, power, clocks from NVML |
+//! | [`report`] | the summary `kiln-worker measure` prints |
+//!
+//! It imports only the launcher ([`crate::launch`]).
+
+pub mod callgrind;
+pub mod cupti;
+mod gpu;
+pub mod nvml;
+pub mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -21,14 +35,13 @@ use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 use kiln_protocol::stats::Summary;
 use serde::{Deserialize, Serialize};
 
-use crate::callgrind;
-use crate::cgroup::RunCgroup;
-use crate::checked_output::{CheckedDigest, LineFilter};
-use crate::container::{self, ContainerRun};
-use crate::counters::Inherited;
-use crate::gpu::GpuSide;
-use crate::process::{self, CancelToken, End, Finished, Launch, Output};
-use crate::sampler::{self, SAMPLED_METRICS};
+use crate::launch::cgroup::RunCgroup;
+use crate::launch::checked_output::{CheckedDigest, LineFilter};
+use crate::launch::container::{self, ContainerRun};
+use crate::launch::counters::Inherited;
+use crate::launch::sampler::{self, SAMPLED_METRICS};
+use crate::launch::{self, CancelToken, End, Finished, Launch, Output};
+use crate::measure::gpu::GpuSide;
 
 /// How much longer than a timed run a callgrind run may take.
 pub const CALLGRIND_TIMEOUT_FACTOR: u32 = 50;
@@ -333,7 +346,7 @@ impl Engine<'_> {
                 None
             }
         };
-        let finished = match process::run(&launch, counters, self.cancel) {
+        let finished = match launch::run(&launch, counters, self.cancel) {
             Ok(f) => f,
             Err(message) => {
                 return Err(StepOutcome::RunFailed {
@@ -390,7 +403,7 @@ impl Engine<'_> {
             return Err(StepOutcome::RunFailed {
                 code: None,
                 signal: Some(libc::SIGKILL),
-                signal_name: Some(process::signal_name(libc::SIGKILL)),
+                signal_name: Some(launch::signal_name(libc::SIGKILL)),
                 stderr_tail: format!(
                     "the kernel's OOM killer ended the run's container at its memory limit \
                      {limits}\n{}",
@@ -423,7 +436,7 @@ impl Engine<'_> {
                 return Err(StepOutcome::RunFailed {
                     code: None,
                     signal: Some(s),
-                    signal_name: Some(process::signal_name(s)),
+                    signal_name: Some(launch::signal_name(s)),
                     stderr_tail,
                 });
             }
@@ -506,7 +519,7 @@ fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String),
         cgroups: Vec::new(),
         memory_limit: None,
     };
-    let finished = process::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;
+    let finished = launch::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;
     match finished.end {
         End::Exited(0) => finished
             .stdout_digest
@@ -515,7 +528,7 @@ fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String),
         end => {
             let how = match end {
                 End::Exited(c) => format!("exited with {c}"),
-                End::Signaled(s) => format!("was killed by {}", process::signal_name(s)),
+                End::Signaled(s) => format!("was killed by {}", launch::signal_name(s)),
                 End::TimedOut => format!("timed out after {} s", plan.timeout.as_secs_f64()),
                 other => format!("ended as {other:?}"),
             };
@@ -563,47 +576,4 @@ fn remove_if_present(path: &std::path::Path) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn run(warmup: bool, metrics: &[(Metric, MetricValue)]) -> RunRecord {
-        RunRecord {
-            index: 0,
-            warmup,
-            exit_code: Some(0),
-            signal: None,
-            metrics: metrics.iter().copied().collect(),
-        }
-    }
-
-    #[test]
-    fn summaries_skip_warmups_and_unsupported() {
-        let m = MetricValue::Measured;
-        let runs = vec![
-            run(true, &[(Metric::WallTime, m(100.0))]),
-            run(
-                false,
-                &[
-                    (Metric::WallTime, m(1.0)),
-                    (Metric::Cycles, MetricValue::Unsupported),
-                ],
-            ),
-            run(
-                false,
-                &[
-                    (Metric::WallTime, m(3.0)),
-                    (Metric::Cycles, MetricValue::Unsupported),
-                ],
-            ),
-            run(false, &[(Metric::Instructions, m(7.0))]),
-        ];
-        let s = summarise(&runs);
-        assert_eq!(s[&Metric::WallTime].n, 2);
-        assert_eq!(s[&Metric::WallTime].max, 3.0);
-        assert!(
-            !s.contains_key(&Metric::Cycles),
-            "unsupported must not be summarised as a number"
-        );
-        assert_eq!(s[&Metric::Instructions].median, 7.0);
-    }
-}
+mod tests;

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use kiln_protocol::metric::{Metric, Metrics};
 
-use crate::cupti::{self, Tracer};
-use crate::nvml::{self, Sampler};
+use crate::measure::cupti::{self, Tracer};
+use crate::measure::nvml::{self, Sampler};
 
 /// The GPU sources of one measurement.
 pub struct GpuSide {

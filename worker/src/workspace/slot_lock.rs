@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::process::CancelToken;
+use crate::launch::CancelToken;
 
 /// How often a waiting step tries the lock again.
 const RETRY: Duration = Duration::from_millis(50);

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::procfs::stat_field;
+use crate::launch::procfs::stat_field;
 
 /// The environment variable that carries a launch's id (zero-padded, so that
 /// every launch's environment has the same size).

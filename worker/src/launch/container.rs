@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use kiln_protocol::config::Container;
 
-use crate::process;
+use crate::launch;
 
 /// The exit status of an engine whose container was killed by SIGKILL.
 pub const KILLED_STATUS: i32 = 128 + libc::SIGKILL;
@@ -25,7 +25,7 @@ pub const KILLED_STATUS: i32 = 128 + libc::SIGKILL;
 /// (checked before a build is spent; the image is never pulled).
 pub fn check(c: &Container) -> Result<(), String> {
     let engine = c.engine.program();
-    let out = process::output_std(
+    let out = launch::output_std(
         Command::new(engine).args(["image", "inspect", "--format", "{{.Id}}", &c.image]),
     )
     .map_err(|e| format!("cannot run container engine '{engine}': {e}"))?;
@@ -107,7 +107,7 @@ impl ContainerRun {
     /// Whether the kernel's OOM killer ended the container.
     pub fn oom_killed(&self, c: &Container) -> bool {
         let Some(id) = self.id() else { return false };
-        let events = process::output_std(
+        let events = launch::output_std(
             Command::new(c.engine.program())
                 .args(["events", "--stream=false", "--since", "1h"])
                 .args(["--filter", &format!("container={id}")])
@@ -124,7 +124,7 @@ impl ContainerRun {
     pub fn remove(&self, c: &Container) {
         if let Some(id) = self.id() {
             let _ =
-                process::output_std(Command::new(c.engine.program()).args(["rm", "--force", &id]));
+                launch::output_std(Command::new(c.engine.program()).args(["rm", "--force", &id]));
         }
     }
 }

@@ -24,7 +24,7 @@ use std::os::unix::process::ExitStatusExt;
 
 use kiln_protocol::config::Compiler;
 
-use crate::object_cache::{Restore, Unit, OBJECTS_ENV};
+use crate::build::objects::{Restore, Unit, OBJECTS_ENV};
 
 /// The flags to add, as a JSON list of strings.
 const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
@@ -48,7 +48,7 @@ const LOCK_ENV: &str = "KILN_WRAP_LOCK";
 const ACTIVE_ENV: &str = "KILN_WRAP_ACTIVE";
 
 /// A folder where each clang compile also writes its units' IR before
-/// inlining (see [`crate::features::ir`]), for discovery's site features.
+/// inlining (see [`super::ir`]), for discovery's site features.
 const IR_ENV: &str = "KILN_WRAP_IR";
 
 /// The address space one bounded compile may use.
@@ -159,7 +159,7 @@ pub fn ir_commands(
     out_dir: &Path,
     tag: &str,
 ) -> Vec<Vec<OsString>> {
-    use crate::features::ir;
+    use super::ir;
     match compiler {
         Compiler::Clang => {
             let sources: Vec<&OsString> = args

@@ -24,7 +24,7 @@ use std::process::Command;
 
 use kiln_protocol::decision::ContentHash;
 
-use crate::llvm_inline;
+use crate::build::llvm_inline;
 
 /// The folder of the cache, given to the wrapper by the worker.
 pub const OBJECTS_ENV: &str = "KILN_WRAP_OBJECTS";

@@ -1,0 +1,210 @@
+//! Discovery: a benchmark's decision points, its stock decisions, and what
+//! is known of each point ([`features`]): two builds with inline remarks (all
+//! inlined, then stock), the stock decisions replayed as a check, the IR
+//! before inlining and a callgrind profile of the stock build.
+//!
+//! `discover/<id>/` under the rundir is a discovery's scratch folder (its work
+//! folder, the stock build's IR under `ir/`, its callgrind profile), removed
+//! when it ends. It may import [`crate::build`], [`crate::measure`] and below.
+
+pub mod features;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::Duration;
+
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, ReplayFallback};
+use kiln_protocol::decision::{ContentHash, DecisionSet, SiteId};
+use kiln_protocol::message::{Discovery, StepId};
+
+use crate::build::env::{expand_all, seconds, step_env, DECISIONS_FILE};
+use crate::build::{
+    check_llvm_args_path, fresh_subdir, fresh_work, llvm_inline, Build, INCREMENTAL_DIR,
+    REPLAY_FILE,
+};
+use crate::files::fresh_dir;
+use crate::launch::{self, CancelToken, End, Launch, Output};
+use crate::measure::{self, callgrind};
+use crate::workspace::Workspace;
+
+/// Finds a benchmark's decision points and stock decisions; `progress` hears
+/// how each of its builds gets on (see [`PROGRESS_EVERY`]).
+pub fn discover(
+    id: StepId,
+    spec: &BenchmarkSpec,
+    bundle: &ContentHash,
+    ws: &Workspace,
+    cancel: &CancelToken,
+    progress: &(dyn Fn(String) + Sync),
+) -> Result<Discovery, String> {
+    let compiler = match &spec.kind {
+        BenchmarkKind::Knobs { points } => return Ok(Discovery::of_knobs(points)),
+        BenchmarkKind::LlvmInline { compiler, .. } => *compiler,
+    };
+    let bundle_dir = ws.cache.get(bundle).ok_or_else(|| {
+        format!(
+            "bundle {} is not in this worker's cache; send Prepare first",
+            bundle.short()
+        )
+    })?;
+    seconds(spec.build_timeout_s, "build-timeout-s")?;
+    let dir = ws.rundir.join("discover").join(id.0.to_string());
+    let result = discover_in(compiler, spec, &bundle_dir, &dir, ws, cancel, progress);
+    if let Err(e) = std::fs::remove_dir_all(&dir) {
+        tracing::warn!("cannot remove discovery folder {}: {e}", dir.display());
+    }
+    result
+}
+
+/// The two discovery builds of an llvm-inline benchmark in `dir`.
+fn discover_in(
+    compiler: Compiler,
+    spec: &BenchmarkSpec,
+    bundle_dir: &Path,
+    dir: &Path,
+    ws: &Workspace,
+    cancel: &CancelToken,
+    progress: &(dyn Fn(String) + Sync),
+) -> Result<Discovery, String> {
+    let work = dir.join("work");
+    let no_decisions = DecisionSet::default();
+    let build = Build {
+        spec,
+        decisions: &no_decisions,
+        work: &work,
+        home: dir,
+        cpus: &[],
+        cancel,
+        objects: None,
+    };
+    let ir_dir = dir.join("ir");
+    fresh_dir(&ws.rundir, &ir_dir)?;
+    let mut remarks = Vec::new();
+    let mut stock_log = String::new();
+    let mut profile = None;
+    for what in ["discovery", "stock"] {
+        // Each build from a fresh copy of the sources: make would otherwise
+        // find the first build's objects up to date, compile nothing and
+        // print no remark.
+        fresh_work(&ws.rundir, bundle_dir, &work, spec, &no_decisions)?;
+        let incremental = fresh_subdir(&ws.rundir, &work, INCREMENTAL_DIR)?;
+        let stock = llvm_inline::stock_build_args(compiler, &incremental);
+        let log = if what == "discovery" {
+            let empty_replay = work.join("replay-empty.txt");
+            check_llvm_args_path(compiler, &empty_replay)?;
+            std::fs::write(&empty_replay, "")
+                .map_err(|e| format!("cannot write {}: {e}", empty_replay.display()))?;
+            let all = llvm_inline::discovery_build_args(compiler, &empty_replay, &incremental);
+            // Inlining everything can take a compile past any memory or time
+            // (an interpreter's dispatch loop): such a unit is compiled again
+            // with the stock flags, and its sites are the stock compiler's.
+            build.compile(all, Some(stock), None, what, progress)?
+        } else {
+            // The stock build also leaves what site features come from: the
+            // costs of the calls it keeps, the IR before inlining and,
+            // run once under callgrind, a profile.
+            let flags = llvm_inline::stock_discovery_args(compiler, &incremental);
+            let log = build.compile(flags, None, Some(&ir_dir), what, progress)?;
+            profile = profile_stock(spec, &work, dir, cancel, progress);
+            log
+        };
+        remarks.push(llvm_inline::parse_remarks(&log));
+        stock_log = log;
+    }
+    let mut discovery = llvm_inline::discovery_from_remarks(&remarks[0], &remarks[1]);
+    let program = features::ir::Program::read_dir(&ir_dir)?;
+    let missed = llvm_inline::parse_missed_remarks(&stock_log);
+    let evidence = features::Evidence {
+        discovery: &remarks[0],
+        stock: &remarks[1],
+        missed: &missed,
+        ir: (!program.is_empty()).then_some(&program),
+        profile: profile.as_ref(),
+    };
+
+    // The stock decisions replayed: a site the compiler cannot replay as it
+    // decided it (a real program has a few) would fail every step as a
+    // decision mismatch, the baseline's first; such sites are left out.
+    fresh_work(&ws.rundir, bundle_dir, &work, spec, &no_decisions)?;
+    let replay = work.join(REPLAY_FILE);
+    std::fs::write(&replay, llvm_inline::replay_file_text(&discovery.baseline))
+        .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
+    let incremental = fresh_subdir(&ws.rundir, &work, INCREMENTAL_DIR)?;
+    let flags = llvm_inline::replay_build_args(
+        compiler,
+        &replay,
+        ReplayFallback::NeverInline,
+        &incremental,
+    );
+    let replayed =
+        llvm_inline::parse_remarks(&build.compile(flags, None, None, "replay check", progress)?);
+    let unreplayable: BTreeSet<SiteId> = llvm_inline::verify(&discovery.baseline, &replayed)
+        .iter()
+        // Each problem names its site first, quoted.
+        .filter_map(|p| p.strip_prefix('\'')?.split_once('\''))
+        .map(|(id, _)| SiteId::from(id))
+        .collect();
+    if !unreplayable.is_empty() {
+        tracing::info!(
+            "{}: {} of {} sites left out, as the compiler does not replay its own decision there",
+            spec.name,
+            unreplayable.len(),
+            discovery.points.len()
+        );
+        discovery.points.retain(|p| !unreplayable.contains(&p.id));
+        discovery
+            .baseline
+            .0
+            .retain(|id, _| !unreplayable.contains(id));
+    }
+    discovery.features = features::site_features(&discovery.points, &discovery.baseline, &evidence);
+    Ok(discovery)
+}
+
+/// One callgrind run of the stock build in `work`, for the sites' profile
+/// features; `None` (and a word to `progress`) where valgrind is missing or
+/// the run fails: those features are then null.
+fn profile_stock(
+    spec: &BenchmarkSpec,
+    work: &Path,
+    home: &Path,
+    cancel: &CancelToken,
+    progress: &(dyn Fn(String) + Sync),
+) -> Option<callgrind::Profile> {
+    callgrind::version()?;
+    let no_decisions = DecisionSet::default();
+    let out = home.join("profile.callgrind");
+    let argv = expand_all(&spec.run, None, &work.join(DECISIONS_FILE));
+    let timeout = seconds(spec.timeout_s, "timeout-s")
+        .ok()?
+        .checked_mul(measure::CALLGRIND_TIMEOUT_FACTOR)
+        .unwrap_or(Duration::MAX);
+    let launch = Launch {
+        argv: callgrind::wrap_profile(&argv, &out),
+        cwd: work.to_path_buf(),
+        env: step_env(spec, &no_decisions, home),
+        cpus: Vec::new(),
+        output: Output::Discard,
+        timeout,
+        sample_every: None,
+        cgroups: Vec::new(),
+        memory_limit: None,
+    };
+    progress(format!(
+        "profile run of '{}' under callgrind started",
+        spec.name
+    ));
+    let failed = match launch::run(&launch, None, Some(cancel)) {
+        Ok(f) if f.end == End::Exited(0) => match std::fs::read_to_string(&out) {
+            Ok(text) => return Some(callgrind::Profile::parse(&text)),
+            Err(e) => format!("cannot read {}: {e}", out.display()),
+        },
+        Ok(f) => format!("{:?}: {}", f.end, f.stderr_tail.trim()),
+        Err(e) => e,
+    };
+    progress(format!(
+        "profile run of '{}' failed, its sites get no profile features: {failed}",
+        spec.name
+    ));
+    None
+}
