@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 
 use kiln_controller::store::{
     ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
-    StepRow, Store,
+    StepSummary, Store,
 };
 use kiln_protocol::message::{Discovery, RunRecord, StepResult};
 use kiln_protocol::{
@@ -100,17 +100,7 @@ fn result(g: &mut Gen) -> StepResult {
         (Metric::PageFaults, 48.0 + g.below(3) as f64),
         (Metric::BlockIoBytes, 0.0),
     ];
-    let unsupported = [
-        Metric::Cycles,
-        Metric::HwInstructions,
-        Metric::Branches,
-        Metric::BranchMisses,
-        Metric::CacheReferences,
-        Metric::CacheMisses,
-        Metric::L1dLoadMisses,
-        Metric::LlcLoadMisses,
-        Metric::DtlbLoadMisses,
-    ];
+    let unsupported = Metric::PERF.iter().copied().filter(|m| m.needs_pmu());
     let mut metrics = BTreeMap::new();
     let mut summary = BTreeMap::new();
     for (m, v) in measured {
@@ -121,9 +111,6 @@ fn result(g: &mut Gen) -> StepResult {
         metrics.insert(m, MetricValue::Unsupported);
     }
     StepResult {
-        id: StepId(g.next() >> 20),
-        outcome: StepOutcome::Ok,
-        build: None,
         runs: vec![RunRecord {
             index: 0,
             warmup: false,
@@ -133,42 +120,20 @@ fn result(g: &mut Gen) -> StepResult {
         }],
         summary,
         target_met: true,
-        cut_short: None,
-        output_digest: None,
-        checked_output: None,
         started_ms: 1_700_000_000_000,
         finished_ms: 1_700_000_000_001,
-        warnings: Vec::new(),
+        ..StepResult::new(StepId(g.next() >> 20), StepOutcome::Ok)
     }
 }
 
 fn chain_state(samples: &[f64]) -> ChainState {
-    let at = Incumbent {
-        decisions: baseline(),
-        samples: samples.to_vec(),
-        step: None,
-    };
-    ChainState {
-        next_decide: 0,
-        generated: 0,
-        current: at.clone(),
-        best: at,
-        rng: ChaCha8Rng::seed_from_u64(7),
-        pending: BTreeMap::new(),
-        accepted: 0,
-        failures: BTreeMap::new(),
-        last_failure: None,
-        failing_alike: 0,
-        stopped: None,
-        temperature: 0.0,
-        started_ms: 0,
-        updated_ms: 0,
-        varied: Default::default(),
-        sets: Default::default(),
-        effects: Default::default(),
-        raced: Default::default(),
-        tried: Default::default(),
-    }
+    ChainState::at_start(
+        &baseline(),
+        samples.to_vec(),
+        ChaCha8Rng::seed_from_u64(7),
+        0.0,
+        0,
+    )
 }
 
 /// One decided step of a random walk from `state`, and the state after it.
@@ -277,7 +242,7 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
             let record = next_step(&mut g, &mut state, chain, step as u32);
             if written == 0 {
                 record_bytes = serde_json::to_vec(&record)?.len();
-                row_bytes = StepRow::of(&record).encode()?.len();
+                row_bytes = StepSummary::of(&record).encode()?.len();
             }
             batch.push(record);
             written += 1;

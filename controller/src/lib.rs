@@ -27,6 +27,7 @@ pub mod dispatch;
 pub mod error;
 pub mod export;
 pub mod logging;
+mod measure;
 mod plan;
 pub mod report;
 pub mod rewards;

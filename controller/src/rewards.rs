@@ -31,8 +31,9 @@ use kiln_protocol::{DecisionFile, DecisionSet, DecisionValue, SiteId, StepOutcom
 
 use crate::atomic::Staging;
 use crate::error::BadInput;
+use crate::store::time_ratio;
 use crate::store::{benchmark_of, layout, StepKey, StepRecord, Store};
-use crate::text::{escape_controls, format_ratio, time_ratio};
+use crate::text::{escape_controls, format_ratio};
 
 /// The columns of the `rewards` table.
 pub const REWARD_COLUMNS: &[&str] = &[

@@ -14,11 +14,6 @@ use kiln_protocol::Summary;
 /// over the baseline's, so below 1 is faster (or smaller).
 pub const TIME_RATIO: &str = "time ratio";
 
-/// `objective / baseline`, the [`TIME_RATIO`] (NaN where either is missing).
-pub fn time_ratio(objective: f64, baseline: f64) -> f64 {
-    objective / baseline
-}
-
 /// A time ratio as printed: `0.9731`, or `-` where there is none.
 pub fn format_ratio(ratio: f64) -> String {
     if ratio.is_finite() {

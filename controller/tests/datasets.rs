@@ -132,31 +132,17 @@ fn ok_result(objective: f64, g: &mut Gen) -> StepResult {
         summary.insert(m, Summary::of(&samples).unwrap());
     }
     StepResult {
-        id: StepId(1),
-        outcome: StepOutcome::Ok,
-        build: None,
         runs,
         summary,
         target_met: true,
-        cut_short: None,
-        output_digest: None,
-        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
-        warnings: Vec::new(),
+        ..StepResult::new(StepId(1), StepOutcome::Ok)
     }
 }
 
 fn failed_result() -> StepResult {
     StepResult {
-        id: StepId(1),
-        outcome: StepOutcome::RunFailed {
-            code: Some(1),
-            signal: None,
-            signal_name: None,
-            stderr_tail: "boom".into(),
-        },
-        build: None,
         runs: vec![RunRecord {
             index: 0,
             warmup: false,
@@ -164,44 +150,28 @@ fn failed_result() -> StepResult {
             signal: None,
             metrics: BTreeMap::new(),
         }],
-        summary: BTreeMap::new(),
-        target_met: false,
-        cut_short: None,
-        output_digest: None,
-        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
-        warnings: Vec::new(),
+        ..StepResult::new(
+            StepId(1),
+            StepOutcome::RunFailed {
+                code: Some(1),
+                signal: None,
+                signal_name: None,
+                stderr_tail: "boom".into(),
+            },
+        )
     }
 }
 
 fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
-    let at = Incumbent {
-        decisions: baseline.clone(),
-        samples: samples.to_vec(),
-        step: None,
-    };
-    ChainState {
-        next_decide: 0,
-        generated: 0,
-        current: at.clone(),
-        best: at,
-        rng: ChaCha8Rng::seed_from_u64(7),
-        pending: BTreeMap::new(),
-        accepted: 0,
-        failures: BTreeMap::new(),
-        last_failure: None,
-        failing_alike: 0,
-        stopped: None,
-        temperature: 0.04,
-        started_ms: 0,
-        updated_ms: 0,
-        varied: Default::default(),
-        sets: Default::default(),
-        effects: Default::default(),
-        raced: Default::default(),
-        tried: Default::default(),
-    }
+    ChainState::at_start(
+        baseline,
+        samples.to_vec(),
+        ChaCha8Rng::seed_from_u64(7),
+        0.04,
+        0,
+    )
 }
 
 /// Builds a campaign store in `dir`: experiment `linear`, two chains of

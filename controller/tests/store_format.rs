@@ -193,8 +193,6 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         })
         .collect();
     StepResult {
-        id: StepId(u64::from(step)),
-        outcome: StepOutcome::Ok,
         build: step.is_multiple_of(2).then(|| BuildRecord {
             wall_ns: 10_000 + u64::from(step),
             text_bytes: step.is_multiple_of(4).then_some(4096 + u64::from(step)),
@@ -218,11 +216,9 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
             ci_low: 1_000_000.0,
             ci_high: 1_010_000.0,
         }),
-        output_digest: None,
-        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
-        warnings: Vec::new(),
+        ..StepResult::new(StepId(u64::from(step)), StepOutcome::Ok)
     }
 }
 
@@ -235,32 +231,13 @@ fn campaign(steps: u32) -> Campaign {
         steps: Vec::new(),
     };
     for chain in 0..2 {
-        let at = Incumbent {
-            decisions: info.baseline.decisions.clone(),
-            samples: info.baseline.samples.clone(),
-            step: None,
-        };
-        let mut state = ChainState {
-            next_decide: 0,
-            generated: 0,
-            current: at.clone(),
-            best: at,
-            rng: ChaCha8Rng::seed_from_u64(u64::from(chain)),
-            pending: BTreeMap::new(),
-            accepted: 0,
-            failures: BTreeMap::new(),
-            last_failure: None,
-            failing_alike: 0,
-            stopped: None,
-            temperature: 0.0,
-            started_ms: 0,
-            updated_ms: 0,
-            varied: Default::default(),
-            sets: Default::default(),
-            effects: Default::default(),
-            raced: Default::default(),
-            tried: Default::default(),
-        };
+        let mut state = ChainState::at_start(
+            &info.baseline.decisions,
+            info.baseline.samples.clone(),
+            ChaCha8Rng::seed_from_u64(u64::from(chain)),
+            0.0,
+            0,
+        );
         for step in 0..steps {
             let record = step_record(&mut g, "walk", chain, step, &state, steps);
             state.next_decide = step + 1;

@@ -92,6 +92,30 @@ impl FromStr for Metric {
 }
 
 impl Metric {
+    /// The metrics that come from perf counters, in display order: the kernel's
+    /// software events first, then the hardware events a PMU counts.
+    pub const PERF: &'static [Metric] = &[
+        Metric::TaskClock,
+        Metric::ContextSwitches,
+        Metric::CpuMigrations,
+        Metric::PageFaults,
+        Metric::Cycles,
+        Metric::HwInstructions,
+        Metric::Branches,
+        Metric::BranchMisses,
+        Metric::CacheReferences,
+        Metric::CacheMisses,
+        Metric::L1dLoadMisses,
+        Metric::LlcLoadMisses,
+        Metric::DtlbLoadMisses,
+    ];
+
+    /// Whether the metric needs a hardware PMU (none in most VMs): the perf
+    /// metrics past the four software events.
+    pub fn needs_pmu(self) -> bool {
+        Metric::PERF[4..].contains(&self)
+    }
+
     /// Whether the metric comes from valgrind's callgrind, which needs its own run.
     pub fn needs_callgrind(self) -> bool {
         self == Metric::Instructions

@@ -15,30 +15,27 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::breakdown::TimeBreakdown;
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Limits, RunPolicy, WorkerSpec};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, RunPolicy};
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
-use kiln_protocol::{
-    CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome, StepRequest,
-};
+use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome};
 
 use crate::cli::BenchmarkArgs;
 use crate::dispatch::bundle;
-use crate::dispatch::pool::{Answer, Job, Pool, Work, WorkerState};
-use crate::dispatch::slot::SlotPlace;
-use crate::error::{BadInput, Interrupted, Outcome};
-use crate::plan::step::{self, objective_of};
+use crate::dispatch::pool::{Answer, Work};
+use crate::error::{BadInput, Outcome};
+use crate::measure::{compare, pick_worker, single_slot, Measurement, Session, Slot};
+use crate::plan::step::objective_of;
+use crate::store::time_ratio;
 use crate::store::{
     manual_experiment, now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
     Store,
 };
 use crate::text::{
-    escape_controls, format_measure, format_ratio, format_summary, time_ratio, TIME_RATIO,
-    UNSUPPORTED,
+    escape_controls, format_measure, format_ratio, format_summary, TIME_RATIO, UNSUPPORTED,
 };
 
 pub(super) fn run(args: &BenchmarkArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -76,7 +73,8 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
     let runs = run_policy(config.runs, args.runs)?;
 
     let bundle = Arc::new(bundle::pack(&spec.sources)?);
-    let mut slot = Slot::start(config, &worker, spec.limits)?;
+    let (scratch, settings) = super::scratch_pool(config, None, spec.limits)?;
+    let mut slot = Slot::start(&worker, settings, scratch)?;
     let file = (text.as_str(), decisions);
     let measured = measure(
         slot.session(),
@@ -126,61 +124,6 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
     })
 }
 
-/// The worker to measure on: the named one of the config, else its first
-/// local worker, else a plain local worker.
-pub(super) fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<WorkerSpec> {
-    match name {
-        Some(name) => config
-            .workers
-            .iter()
-            .find(|w| w.name() == name)
-            .cloned()
-            .ok_or_else(|| {
-                let known: Vec<_> = config.workers.iter().map(WorkerSpec::name).collect();
-                BadInput(format!(
-                    "no worker named '{name}'; the config defines: {}",
-                    known.join(", ")
-                ))
-                .into()
-            }),
-        None => Ok(config
-            .workers
-            .iter()
-            .find(|w| matches!(w, WorkerSpec::Local { .. }))
-            .cloned()
-            .unwrap_or_else(|| WorkerSpec::Local {
-                name: "local".into(),
-                slots: 1,
-                cpus: Vec::new(),
-                gpus: Vec::new(),
-            })),
-    }
-}
-
-/// The worker with one slot (its first slot's CPUs and GPUs): baseline and
-/// candidate run one after the other, never beside each other.
-pub(super) fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
-    let first = SlotPlace::of(worker, 0);
-    match worker.clone() {
-        WorkerSpec::Local { name, .. } => WorkerSpec::Local {
-            name,
-            slots: 1,
-            cpus: first.cpus,
-            gpus: first.gpus,
-        },
-        WorkerSpec::Ssh(mut ssh) => {
-            ssh.slots = 1;
-            ssh.cpus = first.cpus;
-            ssh.gpus = first.gpus;
-            WorkerSpec::Ssh(ssh)
-        }
-        WorkerSpec::Slurm(mut slurm) => {
-            slurm.slots = 1;
-            WorkerSpec::Slurm(slurm)
-        }
-    }
-}
-
 fn run_policy(mut policy: RunPolicy, runs: Option<u32>) -> Result<RunPolicy> {
     if let Some(n) = runs {
         if n == 0 {
@@ -210,80 +153,6 @@ fn open_store(dir: &Path, config: &CampaignConfig) -> Result<Store> {
         Some(_) => {}
     }
     Ok(store)
-}
-
-/// One slot of one worker, started for a one-off command, and the scratch
-/// folder its local worker runs in (removed after the pool, in field order).
-pub(super) struct Slot {
-    pool: Pool<()>,
-    worker: String,
-    _scratch: tempfile::TempDir,
-}
-
-impl Slot {
-    /// Starts `worker` (see [`single_slot`]) for a benchmark with these limits.
-    pub(super) fn start(
-        config: &CampaignConfig,
-        worker: &WorkerSpec,
-        limits: Limits,
-    ) -> Result<Slot> {
-        let (scratch, settings) = super::scratch_pool(config, None, limits)?;
-        Ok(Slot {
-            pool: Pool::start(std::slice::from_ref(worker), settings),
-            worker: worker.name().to_string(),
-            _scratch: scratch,
-        })
-    }
-
-    /// A session on the slot.
-    pub(super) fn session(&mut self) -> Session<'_> {
-        Session {
-            pool: &mut self.pool,
-            worker: &self.worker,
-        }
-    }
-}
-
-/// The pool of one worker and that worker's name, for error messages.
-pub(super) struct Session<'a> {
-    pool: &'a mut Pool<()>,
-    worker: &'a str,
-}
-
-impl Session<'_> {
-    /// Runs one job to its answer; a worker that cannot be reached fails the
-    /// command instead of leaving it waiting.
-    async fn run(&mut self, bundle: &Arc<Bundle>, work: Work) -> Result<Answer> {
-        self.pool.submit(Job {
-            tag: (),
-            bundle: bundle.clone(),
-            work,
-        });
-        let mut watch = tokio::time::interval(Duration::from_millis(500));
-        loop {
-            tokio::select! {
-                done = self.pool.done.recv() => {
-                    return Ok(done.context("worker pool stopped")?.answer);
-                }
-                _ = watch.tick() => {
-                    let state = self.pool.board.lock().expect("not poisoned")[self.worker].state.clone();
-                    if let WorkerState::Unreachable(reason) | WorkerState::Quarantined(reason) = state {
-                        bail!("worker {} cannot be reached: {reason}", self.worker);
-                    }
-                }
-                signal = crate::error::interruption() => {
-                    return Err(Interrupted(signal.said().into(), signal).into())
-                }
-            }
-        }
-    }
-}
-
-/// One measurement and when it was handed to the worker.
-pub(super) struct Measurement {
-    pub(super) result: StepResult,
-    dispatched_ms: u64,
-    recorded_ms: u64,
 }
 
 /// Everything measured by one `kiln benchmark`.
@@ -373,83 +242,6 @@ async fn measure(
         candidate,
     };
     Ok((measured, store))
-}
-
-/// Decision sets measured against each other on one slot: round after round,
-/// each set once per round, so that a drift of the machine falls on all of
-/// them alike (builds are kept by the worker, so a later round only runs).
-/// The first set is the reference: it must succeed, and the others' output
-/// must match its. Returns each set's measurements, one per round.
-pub(super) async fn compare(
-    session: &mut Session<'_>,
-    config: &CampaignConfig,
-    spec: &BenchmarkSpec,
-    bundle: &Arc<Bundle>,
-    sets: &[&DecisionSet],
-    runs: RunPolicy,
-    rounds: u32,
-) -> Result<Vec<Vec<Measurement>>> {
-    let mut measured: Vec<Vec<Measurement>> = sets.iter().map(|_| Vec::new()).collect();
-    let mut expected = None;
-    for _ in 0..rounds {
-        for (i, set) in sets.iter().enumerate() {
-            let request = step::request(config, spec, bundle, set, runs, None, expected);
-            let m = step(session, bundle, request).await?;
-            if i == 0 {
-                if m.result.outcome != StepOutcome::Ok {
-                    bail!(
-                        "the baseline of benchmark {} failed on worker {}: {}",
-                        spec.name,
-                        session.worker,
-                        m.result.outcome
-                    );
-                }
-                expected = expected.or(m.result.output_digest);
-            }
-            measured[i].push(m);
-        }
-    }
-    Ok(measured)
-}
-
-/// The objective of one set's measurements, its runs of every round pooled;
-/// the outcome of the first that failed, if one did.
-pub(super) fn pooled_objective(
-    config: &CampaignConfig,
-    measured: &[Measurement],
-) -> std::result::Result<f64, String> {
-    let metric = config.objective.metric;
-    if let Some(failed) = measured
-        .iter()
-        .find(|m| m.result.outcome != StepOutcome::Ok)
-    {
-        return Err(failed.result.outcome.to_string());
-    }
-    let samples: Vec<f64> = measured
-        .iter()
-        .flat_map(|m| &m.result.runs)
-        .filter(|r| !r.warmup)
-        .filter_map(|r| r.metrics.get(&metric)?.measured())
-        .collect();
-    kiln_protocol::Summary::of(&samples)
-        .map(|s| config.objective.statistic.of(&s))
-        .ok_or_else(|| format!("no {metric} was measured"))
-}
-
-async fn step(
-    session: &mut Session<'_>,
-    bundle: &Arc<Bundle>,
-    request: StepRequest,
-) -> Result<Measurement> {
-    let dispatched_ms = now_ms();
-    match session.run(bundle, Work::Step(Box::new(request))).await? {
-        Answer::Step(result) => Ok(Measurement {
-            result: *result,
-            dispatched_ms,
-            recorded_ms: now_ms(),
-        }),
-        Answer::Discovered(_) => bail!("unexpected discovery answer to a step"),
-    }
 }
 
 fn summary_table(
@@ -715,18 +507,10 @@ mod tests {
             .filter_map(|(m, v)| Some((*m, Summary::of(&[v.measured()?])?)))
             .collect();
         StepResult {
-            id: StepId(0),
-            outcome: StepOutcome::Ok,
-            build: None,
             runs,
             summary,
             target_met: true,
-            cut_short: None,
-            output_digest: None,
-            checked_output: None,
-            started_ms: 0,
-            finished_ms: 0,
-            warnings: Vec::new(),
+            ..StepResult::new(StepId(0), StepOutcome::Ok)
         }
     }
 
@@ -757,49 +541,5 @@ mod tests {
         assert!(row("gpu busy").contains("75.0 %"), "{text}");
         assert!(row("gpu busy").ends_with(UNSUPPORTED), "{text}");
         assert!(row("cpu-side").contains("500.0 ms"), "{text}");
-    }
-
-    #[test]
-    fn rounds_pool_their_measured_runs_and_a_failed_round_fails_the_set() {
-        let config = CampaignConfig::parse(
-            r#"(campaign (name pooled) (store "s")
-                 (objective (metric instructions) (statistic median))
-                 (experiments ((benchmark b) (search (random-walk (steps 1)))))
-                 (benchmarks ((name b) (kind knobs) (knobs (k 0)) (sources "b") (run ("true"))))
-                 (workers (local)))"#,
-            "test",
-        )
-        .unwrap();
-        let round = |samples: &[f64]| {
-            let mut result = result(&[]);
-            // A warm-up that must not count, then the measured runs.
-            result.runs = std::iter::once((true, 1e9))
-                .chain(samples.iter().map(|s| (false, *s)))
-                .enumerate()
-                .map(|(i, (warmup, v))| RunRecord {
-                    index: i as u32,
-                    warmup,
-                    exit_code: Some(0),
-                    signal: None,
-                    metrics: [(Metric::Instructions, MetricValue::Measured(v))].into(),
-                })
-                .collect();
-            Measurement {
-                result,
-                dispatched_ms: 0,
-                recorded_ms: 0,
-            }
-        };
-        let rounds = [round(&[1.0, 2.0, 3.0]), round(&[10.0, 11.0, 12.0])];
-        // The median of all six measured runs, not of either round.
-        assert_eq!(pooled_objective(&config, &rounds), Ok(6.5));
-        let mut failed = round(&[1.0]);
-        failed.result.outcome = StepOutcome::Timeout {
-            phase: "run".into(),
-            limit_s: 5.0,
-        };
-        let [first, _] = rounds;
-        let err = pooled_objective(&config, &[first, failed]).unwrap_err();
-        assert_eq!(err, "run timed out after 5 s");
     }
 }

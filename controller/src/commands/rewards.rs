@@ -10,18 +10,19 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use kiln_protocol::{CampaignConfig, DecisionSet};
 
-use super::benchmark::{compare, pick_worker, pooled_objective, single_slot, Slot};
 use crate::cli::RewardsArgs;
 use crate::dispatch::bundle;
 use crate::error::{BadInput, Outcome};
 use crate::logging;
+use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Slot};
 use crate::plan::step::{self, Repeatability};
 use crate::rewards::{
     self, judge, largest_effects, prejudge, Assignment, Checked, RewardOptions, Verification,
     Written,
 };
+use crate::store::time_ratio;
 use crate::store::{layout, Store};
-use crate::text::{format_ratio, time_ratio, TIME_RATIO};
+use crate::text::{format_ratio, TIME_RATIO};
 
 /// Rewards listed per experiment, largest first.
 const LARGEST: usize = 5;
@@ -177,7 +178,8 @@ async fn measure(
         sets.len()
     ));
     let runs = info.runs.unwrap_or(config.runs);
-    let mut slot = Slot::start(config, &worker, spec.limits)?;
+    let (scratch, settings) = super::scratch_pool(config, None, spec.limits)?;
+    let mut slot = Slot::start(&worker, settings, scratch)?;
     let measured = compare(
         &mut slot.session(),
         config,

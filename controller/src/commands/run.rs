@@ -14,8 +14,9 @@ use crate::cli::RunArgs;
 use crate::dispatch::transport::worker_binary;
 use crate::error::Outcome;
 use crate::export::{self, ExportOptions, Table};
+use crate::store::time_ratio;
 use crate::store::{layout, Store};
-use crate::text::{escape_controls, format_measure, format_ratio, time_ratio, TIME_RATIO};
+use crate::text::{escape_controls, format_measure, format_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;

@@ -10,9 +10,7 @@ use kiln_protocol::{Metric, StepOutcome};
 use crate::cli::ShowArgs;
 use crate::error::{BadInput, Outcome};
 use crate::store::{StepKey, StepKind, StepRecord, Store};
-use crate::text::{
-    escape_controls, format_ratio, format_summary, format_value, time_ratio, TIME_RATIO,
-};
+use crate::text::{escape_controls, format_ratio, format_summary, format_value, TIME_RATIO};
 
 /// Sites listed by name when a step changed that many or fewer.
 const LIST_CHANGES: usize = 20;
@@ -80,14 +78,18 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
             }
         }
     }
-    let baseline = info.and_then(|info| info.baseline.objective());
+    let baseline = info.as_ref().and_then(|info| info.baseline.objective());
     match (record.objective, baseline) {
         (Some(o), Some(b)) => writeln!(
             out,
             "objective: {} (baseline {}, {TIME_RATIO} {})",
             format_value(o),
             format_value(b),
-            format_ratio(time_ratio(o, b))
+            format_ratio(
+                info.as_ref()
+                    .and_then(|i| i.time_ratio(o))
+                    .unwrap_or(f64::NAN)
+            )
         )?,
         (Some(o), None) => writeln!(out, "objective: {}", format_value(o))?,
         (None, _) => writeln!(out, "objective: none (the step failed)")?,

@@ -10,9 +10,8 @@ use crate::cli::StatusArgs;
 use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
-use crate::text::{
-    escape_controls, format_measure, format_ratio, format_secs, table, time_ratio, TIME_RATIO,
-};
+use crate::store::time_ratio;
+use crate::text::{escape_controls, format_measure, format_ratio, format_secs, table, TIME_RATIO};
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     let (report, note) = status::load(&args.store)?;

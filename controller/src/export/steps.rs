@@ -5,9 +5,9 @@ use anyhow::{Context, Result};
 
 use kiln_protocol::Metric;
 
-use crate::store::row::MetricKey;
-use crate::store::{manual_benchmark, StepKind, StepRow, Store, StoredRow};
-use crate::text::time_ratio;
+use crate::store::summary::MetricKey;
+use crate::store::ExperimentInfo;
+use crate::store::{manual_benchmark, StepKind, StepSummary, Store, StoredSummary};
 
 use super::format::{Column, Sink, SinkExt, Writer};
 use super::parallel::parallel_rows;
@@ -32,12 +32,11 @@ pub(super) fn write<W: Writer>(
     let mut rows = 0;
     for (name, info) in &ctx.experiments {
         let benchmark = ctx.benchmark(name);
-        let baseline = info.baseline.objective();
-        let row = |stored: &StoredRow, out: &mut W::Rows| -> Result<()> {
+        let row = |stored: &StoredSummary, out: &mut W::Rows| -> Result<()> {
             let r = stored
                 .row()
                 .with_context(|| format!("a stored step of experiment {name} is unreadable"))?;
-            step_row(out, ctx.campaign(), &benchmark, baseline, &r, &keys);
+            step_row(out, ctx.campaign(), &benchmark, info, &r, &keys);
             Ok(())
         };
         rows += parallel_rows(store.step_rows(name), &row, out)?;
@@ -50,8 +49,8 @@ fn step_row(
     out: &mut impl Sink,
     campaign: &str,
     benchmark: &str,
-    baseline: Option<f64>,
-    r: &StepRow<'_>,
+    info: &ExperimentInfo,
+    r: &StepSummary<'_>,
     metrics: &[MetricKey],
 ) {
     out.text(campaign);
@@ -75,8 +74,8 @@ fn step_row(
     out.opt_float(r.decision.map(|d| d.compared_with));
     out.float(r.temperature);
     out.opt_float(r.objective);
-    out.opt_float(baseline);
-    out.opt_float(baseline.zip(r.objective).map(|(b, o)| time_ratio(o, b)));
+    out.opt_float(info.baseline.objective());
+    out.opt_float(r.objective.and_then(|o| info.time_ratio(o)));
     out.uint(r.measured_runs);
     out.bool(r.target_met);
     out.bool(r.cut_short);

@@ -9,9 +9,8 @@ use kiln_protocol::message::RunRecord;
 use kiln_protocol::{Metric, MetricValue, SiteId};
 
 use crate::rewards::{self, Assignment, RewardOptions};
-use crate::store::row::MetricKey;
+use crate::store::summary::MetricKey;
 use crate::store::{StepKind, Store};
-use crate::text::time_ratio;
 
 use super::format::{Batched, Column, Sink, SinkExt, Type, Writer};
 use super::schema::{
@@ -309,7 +308,6 @@ fn dataset<W: Writer>(
     for (name, info) in &ctx.experiments {
         let benchmark = ctx.benchmark(name);
         let d = &info.discovery;
-        let baseline = info.baseline.objective();
         // Each site's stock decision and features, found once.
         let sites: Vec<(&SiteId, Option<String>, Vec<serde_json::Value>)> = d
             .points
@@ -324,7 +322,7 @@ fn dataset<W: Writer>(
             .collect();
         for record in store.steps(Some(name)) {
             let r = record?;
-            let ratio = baseline.zip(r.objective).map(|(b, o)| time_ratio(o, b));
+            let ratio = r.objective.and_then(|o| info.time_ratio(o));
             for (site, stock, values) in &sites {
                 let value = r.decisions.get(site).map(ToString::to_string);
                 let row = out.row();

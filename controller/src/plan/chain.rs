@@ -94,32 +94,13 @@ pub fn start(
     baseline: &DecisionSet,
     samples: Vec<f64>,
 ) -> ChainState {
-    let at_baseline = Incumbent {
-        decisions: baseline.clone(),
-        samples: samples.clone(),
-        step: None,
-    };
-    let mut state = ChainState {
-        next_decide: 0,
-        generated: 0,
-        current: at_baseline.clone(),
-        best: at_baseline,
-        rng: ChaCha8Rng::seed_from_u64(chain_seed(ctx.experiment.seed, chain)),
-        pending: Default::default(),
-        accepted: 0,
-        failures: Default::default(),
-        last_failure: None,
-        failing_alike: 0,
-        stopped: None,
-        temperature: search::temperature(ctx.search(), 0),
-        started_ms: now_ms(),
-        updated_ms: now_ms(),
-        varied: Default::default(),
-        sets: [(baseline.hash(), samples)].into(),
-        effects: Default::default(),
-        raced: Default::default(),
-        tried: Default::default(),
-    };
+    let mut state = ChainState::at_start(
+        baseline,
+        samples,
+        ChaCha8Rng::seed_from_u64(chain_seed(ctx.experiment.seed, chain)),
+        search::temperature(ctx.search(), 0),
+        now_ms(),
+    );
     refill(ctx, &mut state);
     state
 }

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use crate::text::{format_measure, format_ratio, time_ratio, TIME_RATIO};
+use crate::store::time_ratio;
+use crate::text::{format_measure, format_ratio, TIME_RATIO};
 
 use super::charts::MAX_BARS;
 use super::data::ExperimentData;

@@ -25,8 +25,9 @@ use serde::Serialize;
 
 use crate::campaign::status::{self, Report};
 use crate::report::{self, ObjectiveAxis};
+use crate::store::time_ratio;
 use crate::store::{layout, now_ms, Store};
-use crate::text::{format_measure, format_ratio, time_ratio};
+use crate::text::{format_measure, format_ratio};
 
 mod http;
 

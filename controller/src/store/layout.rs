@@ -11,7 +11,7 @@
 //! | `chain/<experiment>/<chain>` | `ChainState` |
 //! | `step/<experiment>/<chain>/<step>` | `StepRecord`, decided |
 //! | `step/manual:<benchmark>/000000/<n>` | `StepRecord` measured by `kiln benchmark --store` (no chain state) |
-//! | `row/<experiment>/<chain>/<step>` | `StepRow` of the decided step `step/…` (binary), in its batch; layout 2 on |
+//! | `row/<experiment>/<chain>/<step>` | `StepSummary` of the decided step `step/…` (binary), in its batch; layout 2 on |
 //! | `result/<experiment>/<chain>/<step>` | `StepRecord` measured, not yet decided |
 //! | `fingerprint/<hash>` | `Capabilities` of a worker, by content hash |
 //! | `metrics/<experiment>` | the metrics found in the experiment's decided steps (summaries and runs), kept in the batch of the step that adds one; the export's columns (stores written before it was kept have none, and are scanned) |

@@ -37,16 +37,16 @@ pub mod layout;
 pub use aside::move_aside;
 mod marks;
 mod records;
-pub(crate) mod row;
 mod step_metrics;
+pub(crate) mod summary;
 mod verify;
 
 pub use layout::{manual_benchmark, manual_experiment};
 pub use records::{
-    ChainState, Coverage, Decision, Effect, ExperimentInfo, Flip, Incumbent, Proposal, Raced,
-    Reference, StepKey, StepKind, StepRecord,
+    time_ratio, ChainState, Coverage, Decision, Effect, ExperimentInfo, Flip, Incumbent, Proposal,
+    Raced, Reference, StepKey, StepKind, StepRecord,
 };
-pub use row::StepRow;
+pub use summary::StepSummary;
 pub use verify::{verify, Verification};
 
 /// Why a store cannot be opened. Every message names the store's folder.
@@ -266,7 +266,7 @@ impl Store {
         let mut rows = 0u64;
         for item in self.scan_bounded(layout::STEPS.to_string()) {
             let (key, json) = item?;
-            let row = StepRow::from_json(&json).with_context(|| {
+            let row = StepSummary::from_json(&json).with_context(|| {
                 format!(
                     "store key {} holds unreadable data",
                     String::from_utf8_lossy(&key)
@@ -466,7 +466,7 @@ impl Store {
         );
         batch.insert(
             layout::row_key(&record.key).as_bytes(),
-            StepRow::of(record).encode()?,
+            StepSummary::of(record).encode()?,
         );
         self.index_metrics(record, batch)
     }
@@ -573,7 +573,7 @@ impl Store {
     /// The export rows of the decided steps of one experiment, in key order:
     /// as stored beside them, or (a layout-1 store) in their JSON. Memory
     /// stays bounded however many steps there are.
-    pub fn step_rows(&self, experiment: &str) -> impl Iterator<Item = Result<StoredRow>> + '_ {
+    pub fn step_rows(&self, experiment: &str) -> impl Iterator<Item = Result<StoredSummary>> + '_ {
         let rows = self.schema() >= ROWS_SINCE;
         let prefix = if rows {
             layout::rows_prefix(experiment)
@@ -583,9 +583,9 @@ impl Store {
         self.scan_bounded(prefix).map(move |item| {
             let value = item?.1;
             Ok(if rows {
-                StoredRow::Row(value)
+                StoredSummary::Row(value)
             } else {
-                StoredRow::Json(value)
+                StoredSummary::Json(value)
             })
         })
     }
@@ -786,20 +786,20 @@ fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
         .chain(result.runs.iter().flat_map(|r| r.metrics.keys().copied()))
 }
 
-/// A decided step's export row as the store holds it; [`StoredRow::row`] reads it.
-pub enum StoredRow {
+/// A decided step's export row as the store holds it; [`StoredSummary::row`] reads it.
+pub enum StoredSummary {
     /// The row stored beside the step (layout 2 on).
     Row(sled::IVec),
     /// The step's JSON, which holds the row (layout 1).
     Json(sled::IVec),
 }
 
-impl StoredRow {
+impl StoredSummary {
     /// The row.
-    pub fn row(&self) -> Result<StepRow<'_>> {
+    pub fn row(&self) -> Result<StepSummary<'_>> {
         match self {
-            StoredRow::Row(bytes) => StepRow::decode(bytes),
-            StoredRow::Json(json) => StepRow::from_json(json),
+            StoredSummary::Row(bytes) => StepSummary::decode(bytes),
+            StoredSummary::Json(json) => StepSummary::from_json(json),
         }
     }
 }

@@ -239,6 +239,44 @@ impl Coverage {
 }
 
 impl ChainState {
+    /// A chain at its start: at `decisions`, measured `samples` times, with
+    /// nothing proposed or decided yet, its RNG `rng`, at `temperature`,
+    /// started at `now_ms`.
+    pub fn at_start(
+        decisions: &DecisionSet,
+        samples: Vec<f64>,
+        rng: ChaCha8Rng,
+        temperature: f64,
+        now_ms: u64,
+    ) -> ChainState {
+        let start = Incumbent {
+            decisions: decisions.clone(),
+            samples: samples.clone(),
+            step: None,
+        };
+        ChainState {
+            next_decide: 0,
+            generated: 0,
+            current: start.clone(),
+            best: start,
+            rng,
+            pending: BTreeMap::new(),
+            accepted: 0,
+            failures: BTreeMap::new(),
+            last_failure: None,
+            failing_alike: 0,
+            stopped: None,
+            temperature,
+            started_ms: now_ms,
+            updated_ms: now_ms,
+            varied: BTreeSet::new(),
+            sets: [(decisions.hash(), samples)].into(),
+            effects: BTreeMap::new(),
+            raced: Raced::default(),
+            tried: BTreeSet::new(),
+        }
+    }
+
     /// The chain's coverage of `points`.
     pub fn coverage(&self, points: &[DecisionPoint]) -> Coverage {
         Coverage {
@@ -284,6 +322,21 @@ impl Reference {
     /// The median objective, if any measurement succeeded.
     pub fn objective(&self) -> Option<f64> {
         kiln_protocol::Summary::of(&self.samples).map(|s| s.median)
+    }
+}
+
+/// A step's time ratio, the one speed convention of every command, file and
+/// plot: its objective over the baseline's, below 1 faster (or fewer
+/// instructions); NaN where either is missing.
+pub fn time_ratio(objective: f64, baseline: f64) -> f64 {
+    objective / baseline
+}
+
+impl ExperimentInfo {
+    /// The time ratio of `objective` against this experiment's baseline;
+    /// `None` where the baseline measured nothing.
+    pub fn time_ratio(&self, objective: f64) -> Option<f64> {
+        self.baseline.objective().map(|b| time_ratio(objective, b))
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::marks::{self, Chain};
-use super::{checksum, layout, StepRecord, StepRow, Store, ROWS_SINCE};
+use super::{checksum, layout, StepRecord, StepSummary, Store, ROWS_SINCE};
 
 /// What `kiln store verify` found.
 #[derive(Debug, Clone, Default)]
@@ -284,7 +284,7 @@ impl Store {
             };
             match stored {
                 None => problems.push(format!("{}: no export row", record.key)),
-                Some(row) if *row != *StepRow::of(&record).encode()? => {
+                Some(row) if *row != *StepSummary::of(&record).encode()? => {
                     problems.push(format!("{}: its export row differs from it", record.key))
                 }
                 Some(_) => {}

@@ -30,21 +30,7 @@ use perf_event::events::{Cache, CacheId, CacheOp, CacheResult, Hardware, Softwar
 use perf_event::{Builder, CountAndTime, Counter};
 
 /// The metrics that come from perf counters, in display order.
-pub const PERF_METRICS: &[Metric] = &[
-    Metric::TaskClock,
-    Metric::ContextSwitches,
-    Metric::CpuMigrations,
-    Metric::PageFaults,
-    Metric::Cycles,
-    Metric::HwInstructions,
-    Metric::Branches,
-    Metric::BranchMisses,
-    Metric::CacheReferences,
-    Metric::CacheMisses,
-    Metric::L1dLoadMisses,
-    Metric::LlcLoadMisses,
-    Metric::DtlbLoadMisses,
-];
+pub const PERF_METRICS: &[Metric] = Metric::PERF;
 
 /// Bit `i` set: `PERF_METRICS[i]` cannot be opened on this machine (no PMU,
 /// an unsupported event), so later launches do not try it again.

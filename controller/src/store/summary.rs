@@ -1,15 +1,17 @@
-//! The export row of a decided step: what the `steps` table shows of it,
-//! stored beside the step (`row/...`) so that the table is written without
-//! decoding the step's JSON (about 2.8 KB for a no-op step, most of it
-//! statistics, runs and decisions that the table does not show or only
-//! counts).
+//! The summary of a decided step: what happened (its outcome and failure
+//! reason, objective, build, timings and every metric's statistics), without
+//! the runs and decisions its record holds. It is stored beside the step
+//! (`row/...`, in the step's batch) so that readers of many steps (the
+//! export's `steps` table, in `export/`) need not decode each step's JSON
+//! (about 2.8 KB for a no-op step, most of it runs and decisions). What is
+//! shown, and how, is the export's business, not the store's.
 //!
-//! A stored row is one format byte ([`FORMAT`]) and then [`StepRow`] in
+//! A stored summary is one format byte ([`FORMAT`]) and then [`StepSummary`] in
 //! postcard's encoding (the fields in order; integers as varints, `f64` as 8
 //! bytes, strings and lists length-prefixed), about 270 bytes for a no-op
 //! step. A metric is stored as a hash of its name ([`MetricKey`]), never by
 //! its position in [`Metric::ALL`], which may change; statistics that repeat
-//! are stored once ([`Stats`]). Changing [`StepRow`] or a type in it changes
+//! are stored once ([`Stats`]). Changing [`StepSummary`] or a type in it changes
 //! the format: give it a new [`FORMAT`] and keep reading the old one (a test
 //! pins the bytes).
 
@@ -32,9 +34,9 @@ use super::{StepKind, StepRecord};
 /// step short (a byte); rows of formats 1 and 2 read as not cut short.
 const FORMAT: u8 = 3;
 
-/// What the `steps` table shows of a decided step (README, "Export schema").
+/// What happened in a decided step, in short (the `steps` table is made from it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct StepRow<'a> {
+pub struct StepSummary<'a> {
     /// Experiment name.
     #[serde(borrow)]
     pub experiment: Cow<'a, str>,
@@ -61,7 +63,7 @@ pub struct StepRow<'a> {
     #[serde(borrow)]
     pub outcome: Cow<'a, str>,
     /// The chain's verdict, if decided.
-    pub decision: Option<RowDecision>,
+    pub decision: Option<SummaryDecision>,
     /// Temperature at this step.
     pub temperature: f64,
     /// The objective, if the step succeeded.
@@ -71,7 +73,7 @@ pub struct StepRow<'a> {
     /// Whether the runs reached the configured confidence target.
     pub target_met: bool,
     /// The build, if one was attempted.
-    pub build: Option<RowBuild>,
+    pub build: Option<SummaryBuild>,
     /// When the step was handed to the pool (Unix ms).
     pub dispatched_ms: u64,
     /// When its result was stored (Unix ms).
@@ -94,7 +96,7 @@ pub struct StepRow<'a> {
 
 /// The chain's verdict on a step, as its row keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RowDecision {
+pub struct SummaryDecision {
     /// Whether the chain moved to the step's decisions.
     pub accepted: bool,
     /// The objective it was compared with.
@@ -105,7 +107,7 @@ pub struct RowDecision {
 
 /// A step's build, as its row keeps it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RowBuild {
+pub struct SummaryBuild {
     /// Build wall time (ns).
     pub wall_ns: u64,
     /// Size of the binary's .text section, where known.
@@ -127,9 +129,9 @@ pub struct MetricKey([u8; 4]);
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Stats(pub [f64; 5]);
 
-impl<'a> StepRow<'a> {
+impl<'a> StepSummary<'a> {
     /// The row of a step record.
-    pub fn of(record: &'a StepRecord) -> StepRow<'a> {
+    pub fn of(record: &'a StepRecord) -> StepSummary<'a> {
         let result = &record.result;
         let unsupported: BTreeSet<Metric> = result
             .runs
@@ -138,7 +140,7 @@ impl<'a> StepRow<'a> {
             .filter(|(_, v)| matches!(v, MetricValue::Unsupported))
             .map(|(m, _)| *m)
             .collect();
-        StepRow {
+        StepSummary {
             experiment: Cow::Borrowed(&record.key.experiment),
             chain: record.key.chain,
             step: record.key.step,
@@ -150,7 +152,7 @@ impl<'a> StepRow<'a> {
             decision_hash: record.decision_hash.0,
             cached_from: record.cached_from.as_ref().map(|k| (k.chain, k.step)),
             outcome: Cow::Borrowed(result.outcome.name()),
-            decision: record.decision.as_ref().map(|d| RowDecision {
+            decision: record.decision.as_ref().map(|d| SummaryDecision {
                 accepted: d.accepted,
                 compared_with: d.compared_with,
                 decided_ms: d.decided_ms,
@@ -159,7 +161,7 @@ impl<'a> StepRow<'a> {
             objective: record.objective,
             measured_runs: result.runs.iter().filter(|r| !r.warmup).count() as u64,
             target_met: result.target_met,
-            build: result.build.as_ref().map(|b| RowBuild {
+            build: result.build.as_ref().map(|b| SummaryBuild {
                 wall_ns: b.wall_ns,
                 text_bytes: b.text_bytes,
             }),
@@ -183,10 +185,10 @@ impl<'a> StepRow<'a> {
 
     /// The row of a step stored as JSON (a store of layout 1), decoding only
     /// what the row holds: strings are borrowed, runs and decisions counted.
-    pub fn from_json(json: &'a [u8]) -> Result<StepRow<'a>> {
+    pub fn from_json(json: &'a [u8]) -> Result<StepSummary<'a>> {
         // From a str, serde_json need not check that each string it reads is UTF-8.
         let r: StepView<'a> = serde_json::from_str(std::str::from_utf8(json)?)?;
-        Ok(StepRow {
+        Ok(StepSummary {
             experiment: r.key.experiment,
             chain: r.key.chain,
             step: r.key.step,
@@ -211,7 +213,7 @@ impl<'a> StepRow<'a> {
             objective: r.objective,
             measured_runs: r.result.runs.measured,
             target_met: r.result.target_met,
-            build: r.result.build.as_ref().map(|b| RowBuild {
+            build: r.result.build.as_ref().map(|b| SummaryBuild {
                 wall_ns: b.wall_ns,
                 text_bytes: b.text_bytes,
             }),
@@ -244,8 +246,8 @@ impl<'a> StepRow<'a> {
     }
 
     /// Reads a stored row.
-    pub fn decode(bytes: &'a [u8]) -> Result<StepRow<'a>> {
-        let (mut row, left): (StepRow<'a>, &[u8]) = match bytes.split_first() {
+    pub fn decode(bytes: &'a [u8]) -> Result<StepSummary<'a>> {
+        let (mut row, left): (StepSummary<'a>, &[u8]) = match bytes.split_first() {
             Some((&(1..=FORMAT), rest)) => postcard::take_from_bytes(rest)?,
             Some((format, _)) => bail!("row format {format} is unknown to this kiln"),
             None => bail!("the row is empty"),
@@ -362,7 +364,7 @@ struct StepView<'a> {
     cached_from: Option<KeyView<'a>>,
     dispatched_ms: u64,
     recorded_ms: u64,
-    decision: Option<RowDecision>,
+    decision: Option<SummaryDecision>,
 }
 
 #[derive(Deserialize)]
@@ -549,11 +551,11 @@ mod tests {
 
     use kiln_protocol::Metric;
 
-    use super::{MetricKey, RowBuild, RowDecision, Stats, StepRow};
+    use super::{MetricKey, Stats, StepSummary, SummaryBuild, SummaryDecision};
     use crate::store::StepKind;
 
-    fn sample() -> StepRow<'static> {
-        StepRow {
+    fn sample() -> StepSummary<'static> {
+        StepSummary {
             experiment: Cow::Borrowed("walk"),
             chain: 1,
             step: 300,
@@ -565,7 +567,7 @@ mod tests {
             decision_hash: [0xab; 32],
             cached_from: Some((0, 7)),
             outcome: Cow::Borrowed("ok"),
-            decision: Some(RowDecision {
+            decision: Some(SummaryDecision {
                 accepted: true,
                 compared_with: 1.5,
                 decided_ms: 1000,
@@ -574,7 +576,7 @@ mod tests {
             objective: Some(2.0),
             measured_runs: 3,
             target_met: false,
-            build: Some(RowBuild {
+            build: Some(SummaryBuild {
                 wall_ns: 5,
                 text_bytes: None,
             }),
@@ -632,7 +634,7 @@ mod tests {
             ("build_reused", "01"),
             ("cut_short", "01"),
         ];
-        let failed = StepRow {
+        let failed = StepSummary {
             failure: Cow::Borrowed("bad"),
             build_reused: true,
             cut_short: true,
@@ -646,19 +648,19 @@ mod tests {
             hex = rest;
         }
         assert_eq!(hex, "", "bytes after the row");
-        assert_eq!(StepRow::decode(&bytes).unwrap(), failed);
+        assert_eq!(StepSummary::decode(&bytes).unwrap(), failed);
         // Format 2: the same row without whether it was cut short.
         let mut second = bytes[..bytes.len() - 1].to_vec();
         second[0] = 2;
-        let not_cut = StepRow {
+        let not_cut = StepSummary {
             cut_short: false,
             ..failed.clone()
         };
-        assert_eq!(StepRow::decode(&second).unwrap(), not_cut);
+        assert_eq!(StepSummary::decode(&second).unwrap(), not_cut);
         // Format 1: the same row without the reason.
         let mut first = bytes[..bytes.len() - 6].to_vec();
         first[0] = 1;
-        assert_eq!(StepRow::decode(&first).unwrap(), sample());
+        assert_eq!(StepSummary::decode(&first).unwrap(), sample());
     }
 
     #[test]
@@ -666,13 +668,13 @@ mod tests {
         let bytes = sample().encode().unwrap();
         let mut other = bytes.clone();
         other[0] = 4;
-        let e = StepRow::decode(&other).unwrap_err().to_string();
+        let e = StepSummary::decode(&other).unwrap_err().to_string();
         assert!(e.contains("row format 4 is unknown"), "{e}");
-        assert!(StepRow::decode(&bytes[..bytes.len() - 1]).is_err());
+        assert!(StepSummary::decode(&bytes[..bytes.len() - 1]).is_err());
         let mut longer = bytes.clone();
         longer.push(0);
-        assert!(StepRow::decode(&longer).is_err());
-        assert!(StepRow::decode(&[]).is_err());
+        assert!(StepSummary::decode(&longer).is_err());
+        assert!(StepSummary::decode(&[]).is_err());
     }
 
     #[test]
