@@ -7,16 +7,18 @@
 //!
 //! | module | owns |
 //! |--------|------|
-//! | [`text`], [`logging`] | number formatting every output shares; log setup |
+//! | [`text`], [`logging`] | number formatting and escaping every output shares; log setup |
 //! | [`atomic`] | the files written for a person, whole or not at all |
-//! | [`store`] | the sled store: records, every key and file name, opening, verification |
-//! | [`error`] | the exit status of every failure |
+//! | [`store`] | the sled store: records, step summaries, the time ratio, every key and file name, opening, verification |
 //! | [`plan`] | the search: proposals, verdicts in step order, what a step asks and is worth |
-//! | [`dispatch`] | workers: the pool, slots, calibration, connections, local and SSH channels, bundles |
+//! | [`dispatch`] | workers: the pool, slots, calibration, connections, local, SSH and Slurm channels, bundles |
+//! | [`error`] | the exit status of every failure |
+//! | [`measure`] | decision sets measured against each other on one slot, outside a campaign |
 //! | [`campaign`] | the run loop that owns chain state, its progress display and status report |
 //! | [`rewards`] | ridge-regression rewards of decisions |
-//! | [`export`] | the CSV tables |
+//! | [`export`] | the tables, as CSV, JSON lines or Parquet |
 //! | [`report`] | plots and their page |
+//! | [`serve`] | the live view in a browser |
 //! | [`cli`], [`commands`] | the command line, and one file per subcommand that runs it |
 
 mod atomic;

@@ -6,8 +6,9 @@
 //! packs a benchmark's sources.
 //!
 //! Dispatch owns no campaign state and writes nothing to the store: it only
-//! runs what it is given and says what came back. It may use the store's
-//! clock and nothing else above the protocol.
+//! runs what it is given and says what came back. Above the protocol it uses
+//! only the store's clock and its folder names (where local workers live) and
+//! the log (a discovery's progress lines, for the person waiting).
 
 pub(crate) mod bundle;
 pub(crate) mod calibration;
