@@ -1,0 +1,262 @@
+//! One slot of a connected worker: calibrates when due, takes jobs from the
+//! queue and runs them (alone, once a job has cost a worker), and hands each
+//! answer on, or puts the job back when the connection is lost.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::Result;
+use tokio::sync::mpsc;
+
+use kiln_protocol::{StepId, StepOutcome, StepResult};
+
+use crate::store::now_ms;
+
+use super::*;
+
+/// One slot of a connected worker: calibrates when due, runs jobs from the queue, and ends when
+/// the connection is lost (putting its job back on the queue).
+pub(super) struct SlotRunner<K> {
+    pub(super) conn: Arc<Connection>,
+    /// Held shared while a job runs on the connection, exclusively while a job that lost a
+    /// worker before runs: alone, so that a loss then is its own.
+    pub(super) turns: Arc<tokio::sync::RwLock<()>>,
+    /// Losses after which a job is answered as failed.
+    pub(super) step_losses: u32,
+    pub(super) place: SlotPlace,
+    pub(super) worker: String,
+    pub(super) jobs: async_channel::Receiver<Queued<K>>,
+    pub(super) requeue: async_channel::Sender<Queued<K>>,
+    pub(super) done: mpsc::UnboundedSender<Done<K>>,
+    pub(super) board: StatusBoard,
+    pub(super) ids: Arc<AtomicU64>,
+    /// What became of this connection's jobs, all slots together.
+    pub(super) tally: Arc<Tally>,
+    pub(super) calibrator: Option<Arc<Calibrator>>,
+}
+
+impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
+    pub(super) async fn run(self) {
+        // None until the slot has calibrated on this connection: a reconnect may mean another
+        // machine state, so every connection starts with a calibration.
+        let mut jobs_since_calibration: Option<u64> = None;
+        loop {
+            if let Err(Lost(reason)) = self.keep_calibrated(&mut jobs_since_calibration).await {
+                tracing::warn!(worker = %self.worker, slot = self.place.slot, "calibration interrupted: {reason}");
+                self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            let job = tokio::select! {
+                // A lost connection takes no more jobs.
+                biased;
+                _ = self.conn.lost() => return,
+                job = self.jobs.recv() => match job { Ok(job) => job, Err(_) => return },
+            };
+            if !self.run_one(job).await {
+                return;
+            }
+            jobs_since_calibration = jobs_since_calibration.map(|n| n + 1);
+        }
+    }
+
+    pub(super) fn next_id(&self) -> StepId {
+        StepId(self.ids.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Runs one job and hands its answer on; `false` once the connection is lost (the job is
+    /// back on the queue for another slot, or answered as failed once it has cost its worker
+    /// `step_losses` times).
+    pub(super) async fn run_one(&self, queued: Queued<K>) -> bool {
+        // The bundle first: a loss before the job is sent costs the job nothing.
+        if let Err(Lost(reason)) = self.conn.ensure_bundle(&queued.job.bundle).await {
+            tracing::warn!(worker = %self.worker, slot = self.place.slot, "job re-queued: {reason}");
+            return self.requeue(queued);
+        }
+        let alone = queued.losses > 0;
+        let _turn = tokio::select! {
+            biased;
+            _ = self.conn.lost() => return self.requeue(queued),
+            turn = self.turn(alone) => turn,
+        };
+        let id = self.next_id();
+        match run_job(&self.conn, &queued.job, id, &self.place).await {
+            Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
+                // The worker could not run the step at all (a CPU it lacks, limits it cannot
+                // apply): that is no result of the candidate's. Another worker takes the step,
+                // and this slot takes no more.
+                let why = format!(
+                    "slot {} rejected a step: {}",
+                    self.place.slot, result.outcome
+                );
+                tracing::error!(worker = %self.worker, "{why}; the step goes back on the queue");
+                let _ = self.requeue.try_send(queued);
+                if let Some(s) = self
+                    .board
+                    .lock()
+                    .expect("not poisoned")
+                    .get_mut(&self.worker)
+                {
+                    s.state = WorkerState::Unfit(why);
+                }
+                false
+            }
+            Ok(answer) => {
+                self.tally.finished.fetch_add(1, Ordering::Relaxed);
+                if let Some(s) = self
+                    .board
+                    .lock()
+                    .expect("not poisoned")
+                    .get_mut(&self.worker)
+                {
+                    s.jobs_done += 1;
+                }
+                self.hand_on(queued.job.tag, answer);
+                true
+            }
+            Err(Lost(reason)) if !self.conn.is_lost() => {
+                // The worker is there but answered oddly: no loss of the job's making.
+                tracing::warn!(worker = %self.worker, slot = self.place.slot, "job {id} re-queued: {reason}");
+                let _ = self.requeue.try_send(queued);
+                true
+            }
+            Err(Lost(reason)) => {
+                self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+                if alone {
+                    self.tally.caused_by_a_job.fetch_add(1, Ordering::Relaxed);
+                }
+                let losses = queued.losses + 1;
+                if losses < self.step_losses {
+                    tracing::warn!(worker = %self.worker, slot = self.place.slot,
+                        "job {id} re-queued (its worker lost {losses} times): {reason}");
+                    let _ = self.requeue.try_send(Queued { losses, ..queued });
+                    return false;
+                }
+                tracing::error!(worker = %self.worker, slot = self.place.slot,
+                    "job {id} lost its worker {losses} times, the last: {reason}; recorded failed");
+                let answer = match &queued.job.work {
+                    Work::Step(_) => Answer::Step(Box::new(StepResult::new(
+                        id,
+                        StepOutcome::WorkerLost {
+                            times: losses,
+                            reason,
+                        },
+                    ))),
+                    Work::Discover(_) => Answer::Discovered(Err(format!(
+                        "worker lost while discovering ({losses} times; the last: {reason})"
+                    ))),
+                };
+                self.hand_on(queued.job.tag, answer);
+                false
+            }
+        }
+    }
+
+    /// Puts a job back on the queue for another slot; `false` once the connection is lost.
+    pub(super) fn requeue(&self, queued: Queued<K>) -> bool {
+        let _ = self.requeue.try_send(queued);
+        if self.conn.is_lost() {
+            self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+        }
+        !self.conn.is_lost()
+    }
+
+    /// This slot's turn to run a job on the connection: shared with the other slots, or alone.
+    pub(super) async fn turn(&self, alone: bool) -> Turn<'_> {
+        match alone {
+            true => Turn::Alone {
+                _held: self.turns.write().await,
+            },
+            false => Turn::Shared {
+                _held: self.turns.read().await,
+            },
+        }
+    }
+
+    pub(super) fn hand_on(&self, tag: K, answer: Answer) {
+        let _ = self.done.send(Done {
+            tag,
+            worker: self.worker.clone(),
+            slot: self.place.slot,
+            answer,
+        });
+    }
+
+    /// Calibrates when due (first thing on a connection, then every N jobs); while the slot is
+    /// out of service, calibrates again every [`RECHECK`] until it is back within bounds.
+    pub(super) async fn keep_calibrated(&self, jobs_since: &mut Option<u64>) -> Result<(), Lost> {
+        let Some(calibrator) = &self.calibrator else {
+            return Ok(());
+        };
+        if jobs_since.is_some_and(|n| !calibrator.due(n)) {
+            return Ok(());
+        }
+        while self.calibrate(calibrator).await? {
+            tokio::select! {
+                _ = tokio::time::sleep(RECHECK) => {}
+                // Lost while idle: no work lost; the caller sees the loss and ends.
+                _ = self.conn.lost() => return Ok(()),
+            }
+        }
+        *jobs_since = Some(0);
+        Ok(())
+    }
+
+    /// Measures the calibration benchmark and records the figure; whether the slot is now out
+    /// of service.
+    pub(super) async fn calibrate(&self, calibrator: &Calibrator) -> Result<bool, Lost> {
+        let figure = calibrator
+            .measure(&self.conn, self.next_id(), &self.place)
+            .await?;
+        let mut board = self.board.lock().expect("not poisoned");
+        let Some(s) = board
+            .get_mut(&self.worker)
+            .and_then(|w| w.calibration.get_mut(self.place.slot as usize))
+        else {
+            return Ok(false);
+        };
+        s.record(figure, &calibrator.settings, now_ms());
+        let (worker, slot) = (&self.worker, self.place.slot);
+        match &s.reason {
+            Some(reason) if s.out_of_service => {
+                tracing::warn!(worker = %worker, slot, "calibration: {reason}; out of service, re-checking in {RECHECK:?}")
+            }
+            Some(reason) => {
+                tracing::warn!(worker = %worker, slot, "calibration flagged the slot: {reason}")
+            }
+            None => {
+                tracing::info!(worker = %worker, slot, "calibration: {:.1} ms", s.last_ms.unwrap_or(f64::NAN))
+            }
+        }
+        Ok(s.out_of_service)
+    }
+}
+
+/// A slot's hold on its connection while its job runs (see `SlotRunner::turns`).
+pub(super) enum Turn<'a> {
+    Shared {
+        _held: tokio::sync::RwLockReadGuard<'a, ()>,
+    },
+    Alone {
+        _held: tokio::sync::RwLockWriteGuard<'a, ()>,
+    },
+}
+
+/// Runs a job whose bundle the worker has.
+pub(super) async fn run_job<K>(
+    conn: &Connection,
+    job: &Job<K>,
+    id: StepId,
+    place: &SlotPlace,
+) -> Result<Answer, Lost> {
+    match &job.work {
+        Work::Discover(spec) => Ok(Answer::Discovered(
+            conn.discover(id, (**spec).clone(), job.bundle.hash).await?,
+        )),
+        Work::Step(request) => {
+            let mut request = (**request).clone();
+            request.id = id;
+            place.apply(&mut request);
+            Ok(Answer::Step(Box::new(conn.step(request).await?)))
+        }
+    }
+}
