@@ -2,16 +2,14 @@
 //! resume after SIGKILL, search quality on a known optimum, failed steps
 //! recorded, and status.
 
-mod common;
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::campaign::{
+use crate::common::campaign::{
     decided, run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
 };
-use common::*;
+use crate::common::*;
 use kiln_controller::store::{now_ms, StepKind, StepRecord, Store};
 
 /// The synthetic campaign on one local worker of two slots.

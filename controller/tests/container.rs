@@ -3,11 +3,9 @@
 //! container's memory limit enforced (a run past it is run-failed naming the
 //! OOM killer). Where podman cannot run, the test says why and passes.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::store::Store;
 use kiln_protocol::message::StepOutcome;
 

@@ -3,12 +3,10 @@
 //! callgrind) reads back with pyarrow, as JSON lines and as CSV with the
 //! documented types (checked by `exports_check.py`).
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::export::schema;
 
 const BEGIN: &str = "<!-- kiln export --schema: begin -->\n";

@@ -2,9 +2,7 @@
 //! discovery through `kiln sites`, and annealing that ends at or below the
 //! stock compiler's instruction count on every bundled C benchmark.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use kiln_protocol::DecisionFile;
 
 /// Writes each (relative path, text) under `dir`.

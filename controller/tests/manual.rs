@@ -3,11 +3,9 @@
 //! recorded in a store that verifies, exports and reports; and a decision file
 //! naming an unknown site, refused with its file, line and column.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 /// The quick start's benchmark and objective, with the store in the test's folder.
 const CONFIG: &str = r#"(campaign

@@ -2,11 +2,9 @@
 //! effects are known, verified by measurement; and a benchmark whose cost does
 //! not depend on its knobs, where kiln refuses to trust the model.
 
-mod common;
-
 use std::path::Path;
 
-use common::{copy_benchmark, have_valgrind, run_kiln, text};
+use crate::common::{copy_benchmark, have_valgrind, run_kiln, text};
 use kiln_controller::store::layout::{rewards_best_file, rewards_proposal_file};
 use kiln_protocol::DecisionFile;
 

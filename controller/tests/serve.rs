@@ -7,8 +7,6 @@
 //! request, never echoes one, and a signal stops it with its temporary
 //! folder removed.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -20,8 +18,8 @@ use serde_json::{json, Value};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
-use common::campaign::{run_until_decided, slow_setup};
-use common::*;
+use crate::common::campaign::{run_until_decided, slow_setup};
+use crate::common::*;
 
 /// A child process killed when the test ends, however it ends.
 struct Killed(Child);

@@ -7,14 +7,12 @@
 //! the [`SlurmRig`] guard runs `slurm-rig down` on drop, also when the test fails. Where the rig
 //! cannot run here (not root, Slurm or munge not installed) the test prints why and passes.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::campaign::*;
-use common::*;
+use crate::common::campaign::*;
+use crate::common::*;
 use kiln_controller::store::now_ms;
 
 /// A running single-node Slurm; `slurm-rig down` on drop.

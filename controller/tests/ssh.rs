@@ -14,8 +14,6 @@
 //!
 //! Targets are only 127.0.0.x and the link-local addresses of the rig's own namespaces.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
@@ -31,7 +29,7 @@ use kiln_protocol::{Request, Response, PROTOCOL_VERSION};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 
-use common::{rig_ctl, rig_down, rig_script};
+use crate::common::{rig_ctl, rig_down, rig_script};
 
 const SKIP: i32 = 77;
 const CONNECT: Duration = Duration::from_secs(8);

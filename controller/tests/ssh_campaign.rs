@@ -11,16 +11,14 @@
 //! The tests run one at a time ([`serial`]): they measure wall time and watch timeouts of a few
 //! seconds, which two campaigns at once on a small machine would blur.
 
-mod common;
-
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::campaign::*;
-use common::*;
+use crate::common::campaign::*;
+use crate::common::*;
 use kiln_controller::store::now_ms;
 
 /// A running rig of sshd daemons; `ssh-rig down` on drop.

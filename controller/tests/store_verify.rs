@@ -3,13 +3,11 @@
 //! step by its checksum; a path without a store is refused and left as it
 //! was; a read-only store is verified, shown and exported.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::store::Store;
 
 /// The steps each chain of [`noop_config`]`(false)` decides.

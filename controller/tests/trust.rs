@@ -2,15 +2,13 @@
 //! (issue 30): cached builds changed on disk, a second controller on a live store, a step that
 //! kills its worker, executables written while other slots start programs.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::campaign::{
+use crate::common::campaign::{
     decided, diagnostics, finish_campaign, serial, start_campaign, stored_steps,
 };
-use common::worker;
+use crate::common::{self, worker};
 
 /// A knob benchmark with a build: `build.sh A B` writes `bench`, a script that sleeps
 /// 0.2A B seconds (so 0.200–0.222 s); nine combinations, so a random walk measures the same

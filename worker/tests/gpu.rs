@@ -3,8 +3,6 @@
 //! the times it is known to spend. Tests needing nvcc, a GPU or the injection library skip with
 //! a printed reason.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
@@ -13,6 +11,8 @@ use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::measure::{measure, Measurement, Plan};
+
+use crate::common;
 
 /// One warm-up, then `runs` runs on GPU time.
 fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {

@@ -4,8 +4,6 @@
 //! measurement is rejected with an error naming them. Each cgroup version the
 //! host offers is checked on its own as well.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,6 +13,8 @@ use kiln_protocol::metric::Metric;
 use kiln_worker::cgroup::{self, RunCgroup};
 use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
 use kiln_worker::process::{self, End, Launch, Output};
+
+use crate::common;
 
 /// One run under `limits`, output unchecked.
 fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {

@@ -1,10 +1,6 @@
 //! The measuring engine on real processes: timing, counters, failures,
 //! timeouts that leave no process behind, callgrind, output checks.
 
-mod common;
-
-use common::plan;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -15,6 +11,8 @@ use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::counters;
 use kiln_worker::measure::{measure, Measurement, OutputSpec};
 use kiln_worker::process::CancelToken;
+
+use crate::common::plan;
 
 fn measured(m: &Measurement, metric: Metric) -> Vec<f64> {
     m.runs

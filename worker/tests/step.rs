@@ -559,10 +559,7 @@ fn executables_the_worker_writes_never_run_busy() {
                     // A fresh slot state: each step lays the cached build over fresh sources.
                     let r = step(f, &req);
                     if r.outcome != StepOutcome::Ok {
-                        failures
-                            .lock()
-                            .unwrap()
-                            .push(format!("{}", r.outcome.reason().unwrap()));
+                        failures.lock().unwrap().push(r.outcome.reason().unwrap());
                     }
                 }
             });

@@ -1,7 +1,5 @@
 //! Helpers shared by the controller's integration tests: the real binaries and scratch campaigns.
 
-#![allow(dead_code)] // Each test file uses a different subset.
-
 pub mod campaign;
 
 use std::path::{Path, PathBuf};
