@@ -10,13 +10,11 @@ use std::path::{Path, PathBuf};
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback};
 use kiln_protocol::decision::SiteId;
 use kiln_protocol::message::{Bundle, BundleFile, Discovery, StepId};
-use kiln_worker::process::CancelToken;
+use kiln_worker::process::{output_std, CancelToken};
 use kiln_worker::step::{discover, Workspace};
 
 fn have(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .output()
+    output_std(std::process::Command::new(program).arg("--version"))
         .is_ok_and(|o| o.status.success())
 }
 

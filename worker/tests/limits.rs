@@ -60,12 +60,17 @@ fn applied(m: &Measurement, controller: &str) -> bool {
 
 fn compile(dir: &Path, name: &str, source: &str) {
     std::fs::write(dir.join(format!("{name}.c")), source).unwrap();
-    let status = std::process::Command::new("cc")
-        .args(["-O1", "-o", name, &format!("{name}.c")])
-        .current_dir(dir)
-        .status()
-        .expect("cc runs");
-    assert!(status.success());
+    let cc = process::output_std(
+        std::process::Command::new("cc")
+            .args(["-O1", "-o", name, &format!("{name}.c")])
+            .current_dir(dir),
+    )
+    .expect("cc runs");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
 }
 
 /// Spins until it has used a second of CPU time.

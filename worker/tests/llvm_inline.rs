@@ -16,6 +16,7 @@ use kiln_worker::llvm_inline::{
     replay_file_text, stock_build_args, strip_remarks, text_size, verify, InlineRemark,
 };
 use kiln_worker::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
+use kiln_worker::process::output_std;
 
 // ---------------------------------------------------------------------------
 // Literal remark lines
@@ -581,9 +582,7 @@ impl Lang {
         }
     }
     fn available(self) -> bool {
-        let ok = Command::new(self.program())
-            .arg("--version")
-            .output()
+        let ok = output_std(Command::new(self.program()).arg("--version"))
             .map(|o| o.status.success())
             .unwrap_or(false);
         if !ok {
@@ -628,15 +627,16 @@ impl Bench {
     /// Builds with extra arguments; returns the binary and the compiler output.
     fn build(&self, extra: &[String]) -> (PathBuf, String) {
         let binary = self.fresh("bin");
-        let out = Command::new(self.lang.program())
-            .args(self.lang.base_args())
-            .arg(&self.source)
-            .arg("-o")
-            .arg(&binary)
-            .args(extra)
-            .current_dir(self.dir.path())
-            .output()
-            .unwrap();
+        let out = output_std(
+            Command::new(self.lang.program())
+                .args(self.lang.base_args())
+                .arg(&self.source)
+                .arg("-o")
+                .arg(&binary)
+                .args(extra)
+                .current_dir(self.dir.path()),
+        )
+        .unwrap();
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stderr),
@@ -794,7 +794,7 @@ fn check_baseline_reproduces_stock(bench: &Bench, discovery: &Discovery) {
 fn a_multi_file_program_built_with_plain_g_runs_under_callgrind() {
     // clang 14 writes DWARF 5 for `-g`, which Debian's valgrind 3.19 cannot
     // read in a program of several files: kiln's build flags ask for DWARF 4.
-    let valgrind = Command::new("valgrind").arg("--version").output();
+    let valgrind = output_std(Command::new("valgrind").arg("--version"));
     if !Lang::C.available() || !valgrind.is_ok_and(|o| o.status.success()) {
         eprintln!("skipped: clang or valgrind is not installed");
         return;
@@ -813,18 +813,20 @@ fn a_multi_file_program_built_with_plain_g_runs_under_callgrind() {
          int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += twice(i); return s; }\n",
     )
     .unwrap();
-    let build = Command::new("clang")
-        .args(["-O2", "-g", "a.c", "b.c", "-o", "bench"])
-        .args(stock_build_args(Compiler::Clang, dir.path()))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let build = output_std(
+        Command::new("clang")
+            .args(["-O2", "-g", "a.c", "b.c", "-o", "bench"])
+            .args(stock_build_args(Compiler::Clang, dir.path()))
+            .current_dir(dir.path()),
+    )
+    .unwrap();
     assert!(build.status.success(), "{build:?}");
-    let run = Command::new("valgrind")
-        .args(["--tool=callgrind", "--callgrind-out-file=cg.out", "./bench"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let run = output_std(
+        Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=cg.out", "./bench"])
+            .current_dir(dir.path()),
+    )
+    .unwrap();
     let said = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{said}");
     assert!(!said.contains("debuginfo reader"), "{said}");

@@ -10,7 +10,7 @@ use kiln_protocol::message::{Race, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::counters;
 use kiln_worker::measure::{measure, Measurement, OutputSpec};
-use kiln_worker::process::CancelToken;
+use kiln_worker::process::{output_std, CancelToken};
 
 use crate::common::plan;
 
@@ -127,7 +127,6 @@ fn the_plain_forking_hang_also_leaves_nothing() {
     let mut p = plan(&["sh", "-c", "sleep 100 & sleep 100"], dir.path(), 1);
     p.timeout = Duration::from_secs(1);
     p.output = OutputSpec::None;
-    let before = sleepers();
     let t = Instant::now();
     let m = measure(&p, None);
     assert!(
@@ -140,21 +139,20 @@ fn the_plain_forking_hang_also_leaves_nothing() {
         "timeout took {:?}",
         t.elapsed()
     );
-    let left: Vec<i32> = sleepers()
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
+    let left = sleepers(dir.path());
     assert!(left.is_empty(), "sleep 100 processes left behind: {left:?}");
 }
 
-/// Pids of `sleep 100` processes on the machine (tests run side by side, so
-/// only new ones count).
-fn sleepers() -> Vec<i32> {
+/// Pids of `sleep 100` processes working in `dir`: other tests, in this
+/// process and beside it, run `sleep 100` too.
+fn sleepers(dir: &Path) -> Vec<i32> {
+    let dir = dir.canonicalize().unwrap();
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00100\x00")
+                && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir)
         })
         .collect()
 }
@@ -219,12 +217,17 @@ fn callgrind_counts_repeat_exactly() {
         "#include <stdio.h>\nint main(void){unsigned long s=0;for(int i=0;i<100000;i++)s+=(unsigned long)i*i;printf(\"%lu\\n\",s);return 0;}\n",
     )
     .unwrap();
-    let cc = std::process::Command::new("cc")
-        .args(["-O1", "-o", "prog", "prog.c"])
-        .current_dir(dir.path())
-        .status()
-        .unwrap();
-    assert!(cc.success());
+    let cc = output_std(
+        std::process::Command::new("cc")
+            .args(["-O1", "-o", "prog", "prog.c"])
+            .current_dir(dir.path()),
+    )
+    .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
     let mut p = plan(&["./prog"], dir.path(), 3);
     p.objective = Metric::Instructions;
     p.policy.max = 10;

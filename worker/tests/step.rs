@@ -6,7 +6,7 @@ use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy
 use kiln_protocol::decision::{DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::{Bundle, BundleFile, StepId, StepOutcome, StepRequest};
 use kiln_protocol::Metric;
-use kiln_worker::process::CancelToken;
+use kiln_worker::process::{self, output_std, CancelToken};
 use kiln_worker::step::{run_step, SlotState, Workspace};
 
 fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
@@ -312,9 +312,7 @@ fn a_slots_gpus_are_the_only_ones_its_runs_see() {
 }
 
 fn have_clang() -> bool {
-    std::process::Command::new("clang")
-        .arg("--version")
-        .output()
+    output_std(std::process::Command::new("clang").arg("--version"))
         .is_ok_and(|o| o.status.success())
 }
 
@@ -485,7 +483,7 @@ fn wrapped_compile(stand_in: &str, fallback: bool) -> (std::process::Output, Str
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kiln-worker"), wrap.join("clang")).unwrap();
     let log = dir.path().join("log");
     let script = format!("#!/bin/sh\necho \"$*\" >> {}\n{stand_in}\n", log.display());
-    std::fs::write(real.join("clang"), script).unwrap();
+    process::writing(|| std::fs::write(real.join("clang"), script)).unwrap();
     std::fs::set_permissions(
         real.join("clang"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
@@ -500,7 +498,7 @@ fn wrapped_compile(stand_in: &str, fallback: bool) -> (std::process::Output, Str
     if fallback {
         cmd.env("KILN_WRAP_FALLBACK", r#"["--stock"]"#);
     }
-    let out = cmd.output().unwrap();
+    let out = output_std(&mut cmd).unwrap();
     (out, std::fs::read_to_string(log).unwrap_or_default())
 }
 
