@@ -92,8 +92,7 @@ fn export(dir: &Path, args: &[&str]) {
 #[test]
 fn every_table_of_a_real_campaign_loads_typed_in_every_format() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("synthetic", dir.path());

@@ -5,7 +5,8 @@
 //!
 //! Every test starts its own rig in `$TMPDIR/kiln-slurm-test-<name>` (its own slurmctld port);
 //! the [`SlurmRig`] guard runs `slurm-rig down` on drop, also when the test fails. Where the rig
-//! cannot run here (not root, Slurm or munge not installed) the test prints why and passes.
+//! cannot run here (not root, Slurm or munge not installed) the test is reported skipped, with the
+//! rig's reason.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,7 +22,7 @@ struct SlurmRig {
 }
 
 impl SlurmRig {
-    /// Starts the rig with slurmctld on `port`; `None` (after printing why) where it cannot run
+    /// Starts the rig with slurmctld on `port`; `None` (the test skipped) where it cannot run
     /// here.
     fn up(test: &str, port: u16) -> Option<SlurmRig> {
         let dir = std::env::temp_dir().join(format!("kiln-slurm-test-{test}"));
@@ -33,7 +34,7 @@ impl SlurmRig {
             .expect("cannot run scripts/slurm-rig");
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() == Some(SKIP) {
-            eprintln!("SKIP {test}: {}", stderr.trim());
+            skip(stderr);
             return None;
         }
         // From here on the guard cleans up, whatever happens.
@@ -94,8 +95,7 @@ fn job_id(dir: &Path, name: &str) -> Option<u64> {
 fn a_campaign_on_two_slurm_workers_follows_the_same_trajectory_as_on_local_workers() {
     let _serial = serial();
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
-        return;
+        return skip("valgrind is not installed (callgrind is the deterministic objective)");
     }
     let Some(rig) = SlurmRig::up("trajectory", 6917) else {
         return;

@@ -240,8 +240,7 @@ fn a_read_only_store_is_verified_shown_and_exported() {
     let read_only = match ReadOnly::make(&store) {
         Ok(r) => r,
         Err(why) => {
-            eprintln!("skipped: no way to make a store read-only here ({why})");
-            return;
+            return skip(format!("no way to make a store read-only here ({why})"));
         }
     };
     let path = read_only.path.display().to_string();

@@ -1,7 +1,7 @@
 //! GPU measurement through the worker: `unsupported` (never 0, never a panic) where nothing can
 //! be measured, and on a GPU machine the calibration program's CPU and GPU times within 5 % of
-//! the times it is known to spend. Tests needing nvcc, a GPU or the injection library skip with
-//! a printed reason.
+//! the times it is known to spend. Tests needing nvcc, a GPU or the injection library are
+//! reported skipped, with the reason.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,7 +13,7 @@ use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::measure::{measure, Measurement, Plan};
 use kiln_worker::process::output_std;
 
-use crate::common;
+use crate::common::{self, skip};
 
 /// One warm-up, then `runs` runs on GPU time.
 fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
@@ -149,16 +149,13 @@ fn within(found: f64, expected: f64, tolerance: f64) -> bool {
 #[test]
 fn calibration_cpu_and_gpu_times_are_within_5_percent() {
     let Some(nvcc) = nvcc() else {
-        eprintln!("skipped: nvcc is not installed (looked on PATH and in /usr/local/cuda/bin)");
-        return;
+        return skip("nvcc is not installed (looked on PATH and in /usr/local/cuda/bin)");
     };
     if kiln_worker::nvml::gpus().is_empty() {
-        eprintln!("skipped: NVML finds no GPU");
-        return;
+        return skip("NVML finds no GPU");
     }
     if let Err(e) = kiln_worker::cupti::injection_library() {
-        eprintln!("skipped: {e}");
-        return;
+        return skip(e);
     }
     let dir = tempfile::tempdir().unwrap();
     let source =

@@ -14,7 +14,7 @@ use kiln_worker::cgroup::{self, RunCgroup};
 use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
 use kiln_worker::process::{self, End, Launch, Output};
 
-use crate::common;
+use crate::common::{self, skip};
 
 /// One run under `limits`, output unchecked.
 fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {
@@ -28,7 +28,7 @@ fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {
 
 /// `true` if the limits were applied; otherwise checks that the rejection says
 /// why (the missing controller, or the cgroup that could not be set up) and
-/// prints the reason the rest of the test is skipped.
+/// reports the test skipped for that reason (the rest of it cannot run here).
 fn applied(m: &Measurement, controller: &str) -> bool {
     match &m.outcome {
         StepOutcome::Rejected { reason } => {
@@ -51,7 +51,9 @@ fn applied(m: &Measurement, controller: &str) -> bool {
                     "{reason}"
                 );
             }
-            eprintln!("skipped: run limits cannot be applied on this machine: {reason}");
+            skip(format!(
+                "run limits cannot be applied on this machine: {reason}"
+            ));
             false
         }
         _ => true,
@@ -162,11 +164,10 @@ fn run_in(cg: &RunCgroup, dir: &Path, program: &str) -> process::Finished {
 fn each_cgroup_version_the_host_offers_limits_cpu_and_memory_and_is_removed_after() {
     let offered = cgroup::offered();
     if offered.is_empty() {
-        eprintln!(
-            "skipped: no cgroup version offers the cpu and memory controllers here: {}",
+        return skip(format!(
+            "no cgroup version offers the cpu and memory controllers here: {}",
             cgroup::support().detail
-        );
-        return;
+        ));
     }
     let dir = tempfile::tempdir().unwrap();
     compile(dir.path(), "spin", SPIN);

@@ -2,7 +2,7 @@
 //! of decision sets through replay files, baseline reproduction, and the
 //! remark parser on literal lines from clang 14 and rustc 1.95.
 //!
-//! Tests that need a compiler print why and pass when it is missing.
+//! Tests that need a compiler are reported skipped where it is missing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,8 @@ use kiln_worker::llvm_inline::{
 };
 use kiln_worker::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
 use kiln_worker::process::output_std;
+
+use crate::common::{have, skip};
 
 // ---------------------------------------------------------------------------
 // Literal remark lines
@@ -581,12 +583,11 @@ impl Lang {
             Lang::Rust => vec!["-O"],
         }
     }
+    /// Whether the compiler is installed; the test is reported skipped where it is not.
     fn available(self) -> bool {
-        let ok = output_std(Command::new(self.program()).arg("--version"))
-            .map(|o| o.status.success())
-            .unwrap_or(false);
+        let ok = have(self.program());
         if !ok {
-            eprintln!("skipped: {} is not installed", self.program());
+            skip(format!("{} is not installed", self.program()));
         }
         ok
     }
@@ -794,10 +795,11 @@ fn check_baseline_reproduces_stock(bench: &Bench, discovery: &Discovery) {
 fn a_multi_file_program_built_with_plain_g_runs_under_callgrind() {
     // clang 14 writes DWARF 5 for `-g`, which Debian's valgrind 3.19 cannot
     // read in a program of several files: kiln's build flags ask for DWARF 4.
-    let valgrind = output_std(Command::new("valgrind").arg("--version"));
-    if !Lang::C.available() || !valgrind.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: clang or valgrind is not installed");
+    if !Lang::C.available() {
         return;
+    }
+    if !have("valgrind") {
+        return skip("valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -927,7 +929,7 @@ fn bundled_benchmarks_round_trip() {
     for (path, lang) in candidates {
         let path = root.join(path);
         if !path.exists() {
-            eprintln!("skipped: {} does not exist", path.display());
+            skip(format!("{} does not exist", path.display()));
             continue;
         }
         if !lang.available() {

@@ -12,7 +12,7 @@ use kiln_worker::counters;
 use kiln_worker::measure::{measure, Measurement, OutputSpec};
 use kiln_worker::process::{output_std, CancelToken};
 
-use crate::common::plan;
+use crate::common::{plan, skip};
 
 fn measured(m: &Measurement, metric: Metric) -> Vec<f64> {
     m.runs
@@ -177,8 +177,7 @@ fn cancel_kills_a_running_command() {
 #[test]
 fn hardware_counters_are_unsupported_without_a_pmu() {
     if counters::available().get(&Metric::Cycles) == Some(&true) {
-        eprintln!("skipped: perf_event_open for cycles succeeds here, so this machine has a PMU");
-        return;
+        return skip("perf_event_open for cycles succeeds here, so this machine has a PMU");
     }
     let dir = tempfile::tempdir().unwrap();
     let m = measure(&plan(&["true"], dir.path(), 2), None);
@@ -208,8 +207,7 @@ fn hardware_counters_are_unsupported_without_a_pmu() {
 fn callgrind_counts_repeat_exactly() {
     let dir = tempfile::tempdir().unwrap();
     if kiln_worker::callgrind::version().is_none() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let src = dir.path().join("prog.c");
     std::fs::write(

@@ -9,6 +9,8 @@ use kiln_protocol::Metric;
 use kiln_worker::process::{self, output_std, CancelToken};
 use kiln_worker::step::{run_step, SlotState, Workspace};
 
+use crate::common::{have, skip};
+
 fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
     BenchmarkSpec {
         name: "knob-test".into(),
@@ -311,16 +313,10 @@ fn a_slots_gpus_are_the_only_ones_its_runs_see() {
     assert_eq!(r.outcome.name(), "run-failed", "{r:?}");
 }
 
-fn have_clang() -> bool {
-    output_std(std::process::Command::new("clang").arg("--version"))
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn llvm_inline_discovery_and_steps_realise_decisions() {
-    if !have_clang() {
-        eprintln!("skipped: clang is not installed");
-        return;
+    if !have("clang") {
+        return skip("clang is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::open(dir.path()).unwrap();

@@ -11,8 +11,6 @@ use kiln_controller::store::{StepRecord, Store};
 
 use super::{kiln_cmd, run_kiln, text};
 
-pub const SKIP: i32 = 77;
-
 /// Short infrastructure timeouts, so that a loss is noticed within seconds.
 pub const TIMEOUTS: &str = "(timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 4))";
 
