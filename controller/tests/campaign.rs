@@ -2,16 +2,14 @@
 //! resume after SIGKILL, search quality on a known optimum, failed steps
 //! recorded, and status.
 
-mod common;
-
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::campaign::{
+use crate::common::campaign::{
     decided, run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
 };
-use common::*;
+use crate::common::*;
 use kiln_controller::store::{now_ms, StepKind, StepRecord, Store};
 
 /// The synthetic campaign on one local worker of two slots.
@@ -72,19 +70,22 @@ fn killed_and_resumed_random_search_equals_an_uninterrupted_one() {
 #[test]
 fn killed_and_resumed_hill_climbing_equals_an_uninterrupted_one() {
     // Ten knobs and 40 steps: the climb reaches a local optimum and restarts.
-    let steps = resumes_exactly(
+    let Some(steps) = resumes_exactly(
         &synthetic_config_searching(40, 11, 2, "(hill-climbing (steps 40))"),
         40,
-    );
+    ) else {
+        return;
+    };
     assert!(steps.iter().any(|s| s.kind == StepKind::Restart));
 }
 
 /// Runs `config` straight, and again killed (SIGKILL) at several points and
-/// resumed; the two trajectories must be equal. Returns the straight run's steps.
-fn resumes_exactly(config: &str, steps_in_all: usize) -> Vec<StepRecord> {
+/// resumed; the two trajectories must be equal. Returns the straight run's steps, or `None`
+/// where the test is skipped.
+fn resumes_exactly(config: &str, steps_in_all: usize) -> Option<Vec<StepRecord>> {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
-        return Vec::new();
+        skip("valgrind is not installed (callgrind is the deterministic objective)");
+        return None;
     }
     let straight = setup(config);
     let out = run_kiln(straight.path(), &["run", "campaign.sexp"]);
@@ -128,14 +129,13 @@ fn resumes_exactly(config: &str, steps_in_all: usize) -> Vec<StepRecord> {
     let verify = run_kiln(resumed.path(), &["store", "verify", "store"]);
     assert!(verify.status.success(), "{}", text(&verify));
     assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
-    expected
+    Some(expected)
 }
 
 #[test]
 fn hill_climbing_never_accepts_a_worse_step_and_restarts_only_at_a_local_optimum() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let dir = setup(&synthetic_config_searching(
         60,
@@ -200,8 +200,7 @@ fn hill_climbing_never_accepts_a_worse_step_and_restarts_only_at_a_local_optimum
 #[test]
 fn random_search_draws_the_same_sets_whatever_the_results() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let config = synthetic_config_searching(30, 9, 2, "(random-search (steps 30))");
     let plain = setup(&config);
@@ -283,8 +282,7 @@ fn two_knob_campaign(objective: &str) -> (tempfile::TempDir, Vec<StepRecord>) {
 #[test]
 fn a_repeated_decision_set_under_callgrind_is_not_rebuilt_or_rerun() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let (dir, all) = two_knob_campaign("instructions");
     let measured: Vec<&StepRecord> = all.iter().filter(|s| s.cached_from.is_none()).collect();
@@ -368,8 +366,7 @@ fn guided_annealing_finds_the_known_optimum_of_the_synthetic_space() {
 
 fn finds_the_optimum(proposals: &str) {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let dir = setup(&synthetic_config_proposing(100, 3, 2, proposals));
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
@@ -594,8 +591,7 @@ fn worker_limits_memory() -> bool {
 #[test]
 fn run_limits_no_worker_can_apply_stop_the_campaign_naming_why() {
     if worker_limits_memory() {
-        eprintln!("skipped: this machine's worker can apply memory limits");
-        return;
+        return skip("this machine's worker can apply memory limits");
     }
     let config = synthetic_config(4, 1, 1)
         .replace(
@@ -657,8 +653,7 @@ fn a_worker_that_rejects_steps_is_set_aside_and_its_steps_run_elsewhere() {
 #[test]
 fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     let bench = dir.path().join("benchmarks/uneven");

@@ -1,29 +1,26 @@
 //! A container benchmark end to end: built once on the local worker, each
 //! timed run in a podman container of a locally built image, and the
 //! container's memory limit enforced (a run past it is run-failed naming the
-//! OOM killer). Where podman cannot run, the test says why and passes.
-
-mod common;
+//! OOM killer). Where podman cannot run, the test is reported skipped, saying why.
 
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::store::Store;
 use kiln_protocol::message::StepOutcome;
 
-/// `scripts/podman-setup`: the image's name, or `None` (and why, printed) where podman cannot run.
+/// `scripts/podman-setup`: the image's name, or `None` (the test skipped) where podman cannot run.
 fn podman_image() -> Option<String> {
     let out = std::process::Command::new(repo().join("scripts/podman-setup"))
         .output()
         .expect("scripts/podman-setup runs");
-    let said = text(&out);
     match out.status.code() {
         Some(0) => Some(String::from_utf8_lossy(&out.stdout).trim().to_string()),
-        Some(77) => {
-            eprintln!("skipped: {said}");
+        Some(SKIP) => {
+            skip(String::from_utf8_lossy(&out.stderr));
             None
         }
-        _ => panic!("scripts/podman-setup failed: {said}"),
+        _ => panic!("scripts/podman-setup failed: {}", text(&out)),
     }
 }
 

@@ -2,13 +2,11 @@
 //! pipe (progress lines, no escape codes), `-q`, config paths relative to the config file,
 //! `kiln check` finding what a config names, and one speed convention across commands.
 
-mod common;
-
 use std::path::Path;
 
 use clap::CommandFactory;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::cli::Cli;
 
 /// Every subcommand's name, from the clap definitions.

@@ -1,15 +1,13 @@
 //! Datasets from a store: CSV export, reward assignment and the report, on
 //! stores built synthetically through the Store API (no worker needed).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use common::{kiln_cmd, reopen, run_kiln, run_kiln_when_free, text};
+use crate::common::{kiln_cmd, reopen, run_kiln, run_kiln_when_free, text};
 use kiln_controller::export::{
     self, names, ExportOptions, Table, DECISION_COLUMNS, REWARD_TABLE_COLUMNS, RUN_COLUMNS,
     SITE_COLUMNS, STEP_COLUMNS, STEP_STATISTICS, WIDE_DECISION_COLUMNS,

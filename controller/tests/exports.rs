@@ -3,12 +3,10 @@
 //! callgrind) reads back with pyarrow, as JSON lines and as CSV with the
 //! documented types (checked by `exports_check.py`).
 
-mod common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::export::schema;
 
 const BEGIN: &str = "<!-- kiln export --schema: begin -->\n";
@@ -94,8 +92,7 @@ fn export(dir: &Path, args: &[&str]) {
 #[test]
 fn every_table_of_a_real_campaign_loads_typed_in_every_format() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("synthetic", dir.path());

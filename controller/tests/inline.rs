@@ -2,9 +2,7 @@
 //! discovery through `kiln sites`, and annealing that ends at or below the
 //! stock compiler's instruction count on every bundled C benchmark.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use kiln_protocol::DecisionFile;
 
 /// Writes each (relative path, text) under `dir`.
@@ -79,8 +77,7 @@ fn config(benchmark: &str, size: &str, steps: u32) -> String {
 #[test]
 fn sites_show_the_features_of_each_site() {
     if !have("clang") || !have("valgrind") {
-        eprintln!("skipped: clang or valgrind is not installed");
-        return;
+        return skip("clang or valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("graph-walk", dir.path());
@@ -148,8 +145,7 @@ fn sites_show_the_features_of_each_site() {
 #[test]
 fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
     if !have("clang") {
-        eprintln!("skipped: clang is not installed");
-        return;
+        return skip("clang is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("sample-dsp", dir.path());
@@ -181,8 +177,7 @@ fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
         assert!(said.contains(&line), "{said}");
     }
     if !have("valgrind") {
-        eprintln!("skipped the campaign: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed, for the campaign after the listing");
     }
     std::fs::write(dir.path().join("c.sexp"), config("sample-dsp", "80", 2)).unwrap();
     let run = run_kiln(dir.path(), &["run", "c.sexp"]);
@@ -201,8 +196,7 @@ fn sites_lists_the_decision_points_and_writes_the_stock_decisions() {
 #[test]
 fn annealing_ends_at_or_below_stock_on_every_bundled_c_benchmark() {
     if !have("clang") || !have_valgrind() {
-        eprintln!("skipped: needs clang and valgrind");
-        return;
+        return skip("needs clang and valgrind");
     }
     for (benchmark, size) in [
         ("sample-dsp", "80"),
@@ -247,8 +241,7 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
     // through its compiler wrapper, not the command line, and the Makefile's
     // plain `-g` (DWARF 5 with clang 14) still runs under callgrind.
     if !have("clang") || !have_valgrind() || !have("make") {
-        eprintln!("skipped: needs clang, valgrind and make");
-        return;
+        return skip("needs clang, valgrind and make");
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("benchmarks/twofile");
@@ -303,8 +296,7 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
     // workspace's crates through RUSTC_WORKSPACE_WRAPPER, and its dependency
     // (a path crate outside the workspace) is built as cargo builds it.
     if !have("cargo") {
-        eprintln!("skipped: cargo is not installed");
-        return;
+        return skip("cargo is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("benchmarks/app");
@@ -393,8 +385,7 @@ fn a_cargo_package_builds_in_a_store_inside_another_cargo_project() {
     // The store (and so each work folder) lies inside a cargo workspace, as
     // kiln's own suite stores do: cargo must not take it for the package's.
     if !have("cargo") {
-        eprintln!("skipped: cargo is not installed");
-        return;
+        return skip("cargo is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("benchmarks/solo");
@@ -444,8 +435,7 @@ fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
     // full -g this very compile passes any CPU limit; kiln's line tables keep
     // it small. The fallback past a limit is tested in worker/tests/step.rs.)
     if !have("clang") || !have("make") {
-        eprintln!("skipped: needs clang and make");
-        return;
+        return skip("needs clang and make");
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("benchmarks/deep");
@@ -504,8 +494,7 @@ fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
 #[test]
 fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short() {
     if !have("clang") || !have("valgrind") {
-        eprintln!("skipped: clang or valgrind is not installed");
-        return;
+        return skip("clang or valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("sample-dsp", dir.path());

@@ -3,13 +3,11 @@
 //! regular file of bounded size. Each error names the file (and, for a name,
 //! the line and column).
 
-mod common;
-
 use std::path::Path;
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{kiln_cmd, text};
+use crate::common::{kiln_cmd, text};
 
 fn config(experiment_name: &str) -> String {
     format!(

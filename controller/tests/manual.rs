@@ -3,11 +3,9 @@
 //! recorded in a store that verifies, exports and reports; and a decision file
 //! naming an unknown site, refused with its file, line and column.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 /// The quick start's benchmark and objective, with the store in the test's folder.
 const CONFIG: &str = r#"(campaign
@@ -55,8 +53,7 @@ fn stdout(out: &std::process::Output) -> String {
 #[test]
 fn the_stock_decisions_benchmark_at_a_time_ratio_of_one_and_record_as_a_manual_step() {
     if !have("clang") || !have_valgrind() {
-        eprintln!("skipped: needs clang and valgrind (the quick start's objective is callgrind's)");
-        return;
+        return skip("needs clang and valgrind (the quick start's objective is callgrind's)");
     }
     let dir = setup();
     let path = dir.path();
@@ -136,8 +133,7 @@ fn the_stock_decisions_benchmark_at_a_time_ratio_of_one_and_record_as_a_manual_s
 #[test]
 fn a_decision_file_with_an_unknown_site_is_refused_naming_file_line_and_column() {
     if !have("clang") {
-        eprintln!("skipped: needs clang to find the benchmark's call sites");
-        return;
+        return skip("needs clang to find the benchmark's call sites");
     }
     let dir = setup();
     let path = dir.path();

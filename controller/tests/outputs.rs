@@ -3,12 +3,10 @@
 //! terminal as text, its control characters escaped, while the store keeps
 //! its bytes.
 
-mod common;
-
 use std::os::unix::fs::FileTypeExt;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 
 /// The names in a folder, sorted.
 fn names(dir: &Path) -> Vec<String> {

@@ -3,11 +3,9 @@
 //! exported as Parquet, a model trained in Python, applied to the left-out
 //! benchmark's sites, and its decision file measured against stock.
 
-mod common;
-
 use std::process::Command;
 
-use common::{copy_benchmark, kiln, repo, text, worker};
+use crate::common::{self, copy_benchmark, kiln, repo, text, worker};
 
 #[test]
 fn policy_example_runs_end_to_end() {

@@ -2,11 +2,9 @@
 //! climber's) clearly worse candidate stops after its minimum runs, a
 //! comparable one runs on.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::store::{StepKind, StepRecord, Store};
 use kiln_protocol::{DecisionValue, SiteId};
 
@@ -161,7 +159,7 @@ fn hill_climbing_races_its_candidates_against_the_incumbent_itself() {
         assert_eq!(r.result.cut_short, None, "step {}", r.key);
     }
     let none = campaign("(hill-climbing (steps 6))", "(race off)");
-    assert!(crate::steps(none.path())
+    assert!(self::steps(none.path())
         .iter()
         .all(|r| r.result.cut_short.is_none()));
 }

@@ -2,11 +2,9 @@
 //! effects are known, verified by measurement; and a benchmark whose cost does
 //! not depend on its knobs, where kiln refuses to trust the model.
 
-mod common;
-
 use std::path::Path;
 
-use common::{copy_benchmark, have_valgrind, run_kiln, text};
+use crate::common::{copy_benchmark, have_valgrind, run_kiln, skip, text};
 use kiln_controller::store::layout::{rewards_best_file, rewards_proposal_file};
 use kiln_protocol::DecisionFile;
 
@@ -109,8 +107,7 @@ fn rewards_json(dir: &Path, args: &[&str]) -> serde_json::Value {
 #[test]
 fn rewards_recover_known_effects_and_the_verified_best_file_is_no_worse_than_the_best_step() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
-        return;
+        return skip("valgrind is not installed (callgrind is the deterministic objective)");
     }
     let dir = campaign(&synthetic_walk(40, true), |d| {
         copy_benchmark("synthetic", d)
@@ -183,8 +180,7 @@ fn rewards_recover_known_effects_and_the_verified_best_file_is_no_worse_than_the
 #[test]
 fn rewards_of_knobs_that_do_not_change_the_cost_are_not_trusted_and_write_no_best_file() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
-        return;
+        return skip("valgrind is not installed (callgrind is the deterministic objective)");
     }
     let dir = campaign(&synthetic_walk(15, false), |d| {
         copy_benchmark("synthetic", d)
@@ -277,8 +273,7 @@ int main(int argc, char **argv) {
 #[test]
 fn a_proposal_that_measures_worse_is_refused_and_the_best_step_is_pointed_at() {
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
-        return;
+        return skip("valgrind is not installed (callgrind is the deterministic objective)");
     }
     let knobs = ["k0", "k1", "k2", "k3", "k4", "k5", "k6", "k7"];
     let build = r#"("cc" "-O1" "trap.c" "-o" "trap")"#;

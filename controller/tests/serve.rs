@@ -7,8 +7,6 @@
 //! request, never echoes one, and a signal stops it with its temporary
 //! folder removed.
 
-mod common;
-
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -20,8 +18,8 @@ use serde_json::{json, Value};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
 
-use common::campaign::{run_until_decided, slow_setup};
-use common::*;
+use crate::common::campaign::{run_until_decided, slow_setup};
+use crate::common::*;
 
 /// A child process killed when the test ends, however it ends.
 struct Killed(Child);
@@ -80,7 +78,7 @@ struct Browser {
 }
 
 impl Browser {
-    /// Starts chromium; `None` (with the reason printed) where it cannot run.
+    /// Starts chromium; `None` (the test skipped) where it cannot run.
     fn start(binary: &Path) -> Option<Browser> {
         let profile = tempfile::tempdir().unwrap();
         let mut process = Killed(
@@ -99,6 +97,7 @@ impl Browser {
                 .stdout(Stdio::null())
                 .stderr(Stdio::piped())
                 .spawn()
+                .map_err(|e| skip(format!("chromium does not start: {e}")))
                 .ok()?,
         );
         // chromium says where its DevTools listen on stderr.
@@ -113,10 +112,7 @@ impl Browser {
             said.push(line);
         }
         let Some(ws) = ws else {
-            eprintln!(
-                "chromium cannot run here, so the browser test is skipped:\n{}",
-                said.join("\n")
-            );
+            skip(format!("chromium cannot run here: {}", said.join(" ")));
             return None;
         };
         let (socket, _) = tungstenite::connect(ws.as_str()).expect("DevTools answer");
@@ -214,8 +210,7 @@ const STEPS_SHOWN: &str = "Number((document.getElementById('steps-done') || {}).
 #[test]
 fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
     let Some(binary) = chromium() else {
-        eprintln!("no chromium on PATH (scripts/install-deps installs it): browser test skipped");
-        return;
+        return skip("no chromium on PATH (scripts/install-deps installs it)");
     };
     let dir = slow_setup(400);
     let _campaign = Killed(run_until_decided(dir.path(), 2));
@@ -341,8 +336,7 @@ fn serving_a_store_never_holds_it_from_a_controller() {
 #[test]
 fn the_live_view_shows_a_benchmark_s_failures_as_text() {
     let Some(binary) = chromium() else {
-        eprintln!("no chromium on PATH (scripts/install-deps installs it): browser test skipped");
-        return;
+        return skip("no chromium on PATH (scripts/install-deps installs it)");
     };
     let (dir, run) = loud_campaign();
     assert_eq!(run.status.code(), Some(1), "{}", text(&run));

@@ -5,16 +5,15 @@
 //!
 //! Every test starts its own rig in `$TMPDIR/kiln-slurm-test-<name>` (its own slurmctld port);
 //! the [`SlurmRig`] guard runs `slurm-rig down` on drop, also when the test fails. Where the rig
-//! cannot run here (not root, Slurm or munge not installed) the test prints why and passes.
-
-mod common;
+//! cannot run here (not root, Slurm or munge not installed) the test is reported skipped, with the
+//! rig's reason.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use common::campaign::*;
-use common::*;
+use crate::common::campaign::*;
+use crate::common::*;
 use kiln_controller::store::now_ms;
 
 /// A running single-node Slurm; `slurm-rig down` on drop.
@@ -23,8 +22,8 @@ struct SlurmRig {
 }
 
 impl SlurmRig {
-    /// Starts the rig with slurmctld on `port`, and points this process's children (kiln, srun,
-    /// scancel) at it; `None` (after printing why) where it cannot run here.
+    /// Starts the rig with slurmctld on `port`; `None` (the test skipped) where it cannot run
+    /// here.
     fn up(test: &str, port: u16) -> Option<SlurmRig> {
         let dir = std::env::temp_dir().join(format!("kiln-slurm-test-{test}"));
         let out = Command::new(repo().join("scripts/slurm-rig"))
@@ -35,15 +34,29 @@ impl SlurmRig {
             .expect("cannot run scripts/slurm-rig");
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() == Some(SKIP) {
-            eprintln!("SKIP {test}: {}", stderr.trim());
+            skip(stderr);
             return None;
         }
         // From here on the guard cleans up, whatever happens.
         let rig = SlurmRig { dir };
         assert!(out.status.success(), "slurm-rig up failed: {stderr}");
-        // The tests of this file run one at a time (`serial`), each with its own rig.
-        std::env::set_var("SLURM_CONF", rig.dir.join("slurm.conf"));
         Some(rig)
+    }
+
+    /// `cmd` (kiln, or a Slurm command) pointed at the rig; kiln passes it on to its sbatch,
+    /// srun and scancel. Set on each command, not on this process: other modules' tests run in
+    /// this process too, and would see it (or race with its setting).
+    fn point(&self, mut cmd: Command) -> Command {
+        cmd.env("SLURM_CONF", self.dir.join("slurm.conf"));
+        cmd
+    }
+
+    /// Runs `kiln ARGS` in `dir`, pointed at the rig.
+    fn run_kiln(&self, dir: &Path, args: &[&str]) -> Output {
+        self.point(kiln_cmd(dir))
+            .args(args)
+            .output()
+            .expect("kiln runs")
     }
 
     /// The `(workers ...)` field: `nodes` Slurm workers `s-1`.. of one slot and one CPU each,
@@ -82,8 +95,7 @@ fn job_id(dir: &Path, name: &str) -> Option<u64> {
 fn a_campaign_on_two_slurm_workers_follows_the_same_trajectory_as_on_local_workers() {
     let _serial = serial();
     if !have_valgrind() {
-        eprintln!("skipped: valgrind is not installed (callgrind is the deterministic objective)");
-        return;
+        return skip("valgrind is not installed (callgrind is the deterministic objective)");
     }
     let Some(rig) = SlurmRig::up("trajectory", 6917) else {
         return;
@@ -93,7 +105,7 @@ fn a_campaign_on_two_slurm_workers_follows_the_same_trajectory_as_on_local_worke
         copy_benchmark("synthetic", dir.path());
         let config = synthetic_config_on(12, 5, 2, workers);
         std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
-        let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+        let out = rig.run_kiln(dir.path(), &["run", "campaign.sexp"]);
         assert!(out.status.success(), "{}", text(&out));
         dir
     };
@@ -120,7 +132,7 @@ fn a_campaign_on_two_slurm_workers_follows_the_same_trajectory_as_on_local_worke
     }
 
     // `kiln workers` shows each worker's job, running.
-    let table = run_kiln(slurm.path(), &["workers", "campaign.sexp"]);
+    let table = rig.run_kiln(slurm.path(), &["workers", "campaign.sexp"]);
     let shown = text(&table);
     assert!(table.status.success(), "{shown}");
     for name in ["s-1", "s-2"] {
@@ -149,7 +161,7 @@ fn scancel_of_a_workers_job_mid_step_loses_and_doubles_nothing() {
         "",
     ));
     let d = dir.path();
-    let child = start_campaign(d, &worker());
+    let child = spawn_campaign(rig.point(kiln_cmd(d)), d);
     let marker = rig.rundir().join("s-1/slots/0/work/running");
     wait_for(
         "4 decided steps and s-1 mid-step",
@@ -159,7 +171,8 @@ fn scancel_of_a_workers_job_mid_step_loses_and_doubles_nothing() {
     );
     let job = job_id(d, "s-1").unwrap();
     let cancelled_ms = now_ms();
-    let out = Command::new("scancel")
+    let out = rig
+        .point(Command::new("scancel"))
         .arg(job.to_string())
         .output()
         .unwrap();
@@ -203,7 +216,7 @@ fn an_allocation_that_never_starts_stops_the_campaign_with_slurms_reason() {
     let search = "(random-walk (steps 5) (flips 1))";
     let dir = campaign_dir(&campaign_config(search, 1, 1, &workers, ""));
     let t = Instant::now();
-    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    let out = rig.run_kiln(dir.path(), &["run", "campaign.sexp"]);
     let shown = text(&out);
     assert!(!out.status.success(), "{shown}");
     assert!(

@@ -4,8 +4,8 @@
 //! Every test starts its own rig (its own port, or its own namespaces) in
 //! `$TMPDIR/kiln-ssh-test-<name>`; a [`Rig`] guard runs `ssh-rig down` on drop, so daemons and
 //! namespaces go away also when a test fails (a stale rig of a killed run is taken down by the
-//! next `up` in the same folder). Tests pass with a printed "SKIP" where the rig cannot run (not
-//! root, no /usr/sbin/sshd, no network namespaces).
+//! next `up` in the same folder). Where the rig cannot run (not root, no /usr/sbin/sshd, no network
+//! namespaces) a test is reported skipped, with the rig's reason.
 //!
 //! The worker binary: cargo gives integration tests the paths of their own package's binaries
 //! only, so `kiln-worker` is found as `<target>/<profile>/kiln-worker` next to this test's
@@ -13,8 +13,6 @@
 //! process; if that build fails, an existing binary is used with a warning).
 //!
 //! Targets are only 127.0.0.x and the link-local addresses of the rig's own namespaces.
-
-mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,9 +29,8 @@ use kiln_protocol::{Request, Response, PROTOCOL_VERSION};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::time::timeout;
 
-use common::{rig_ctl, rig_down, rig_script};
+use crate::common::{rig_ctl, rig_down, rig_script, skip, SKIP};
 
-const SKIP: i32 = 77;
 const CONNECT: Duration = Duration::from_secs(8);
 
 /// One daemon of a rig.
@@ -55,7 +52,7 @@ struct Rig {
 
 impl Rig {
     /// Starts `n` daemons (`ssh-rig up`, or `netns-up` with `netns = Some((prefix, octet))`);
-    /// `None` (after printing why) where a rig cannot run here.
+    /// `None` (the test skipped) where a rig cannot run here.
     fn up(test: &str, n: usize, port: u16, netns: Option<(&str, u8)>) -> Option<Rig> {
         init_tracing();
         let dir = std::env::temp_dir().join(format!("kiln-ssh-test-{test}"));
@@ -72,7 +69,7 @@ impl Rig {
         let out = cmd.output().expect("cannot run scripts/ssh-rig");
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() == Some(SKIP) {
-            eprintln!("{test}: {}", stderr.trim());
+            skip(stderr);
             return None;
         }
         // From here on the guard cleans up, whatever happens.

@@ -5,13 +5,12 @@
 //!
 //! Every SSH test starts its own rig (own port, own namespaces) in
 //! `$TMPDIR/kiln-campaign-test-<name>`; the [`Rig`] guard runs `ssh-rig down` on drop, also when
-//! the test fails. Where the rig cannot run here (not root, no sshd, no namespaces) the test
-//! prints why and passes. Targets are only 127.0.0.x and the rig's own namespace addresses.
+//! the test fails. Where the rig cannot run here (not root, no sshd, no namespaces) the test is
+//! reported skipped, with the rig's reason. Targets are only 127.0.0.x and the rig's own
+//! namespace addresses.
 //!
 //! The tests run one at a time ([`serial`]): they measure wall time and watch timeouts of a few
 //! seconds, which two campaigns at once on a small machine would blur.
-
-mod common;
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -19,8 +18,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::campaign::*;
-use common::*;
+use crate::common::campaign::*;
+use crate::common::*;
 use kiln_controller::store::now_ms;
 
 /// A running rig of sshd daemons; `ssh-rig down` on drop.
@@ -32,7 +31,7 @@ struct Rig {
 
 impl Rig {
     /// Starts `n` daemons on loopback, or in namespaces `<prefix>1..n` with `netns`; `None`
-    /// (after printing why) where a rig cannot run here.
+    /// (the test skipped) where a rig cannot run here.
     fn up(test: &str, n: usize, port: u16, netns: Option<(&str, u8)>) -> Option<Rig> {
         let dir = std::env::temp_dir().join(format!("kiln-campaign-test-{test}"));
         let mut cmd = Command::new(rig_script());
@@ -47,7 +46,7 @@ impl Rig {
         let out = cmd.output().expect("cannot run scripts/ssh-rig");
         let stderr = String::from_utf8_lossy(&out.stderr);
         if out.status.code() == Some(SKIP) {
-            eprintln!("SKIP {test}: {}", stderr.trim());
+            skip(stderr);
             return None;
         }
         // From here on the guard cleans up, whatever happens.

@@ -4,8 +4,6 @@
 //! next written into it, campaign or not; a store of the current layout
 //! exports the same from its rows, and `kiln store verify` checks them.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -13,7 +11,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::export::{self, ExportOptions, Table};
 use kiln_controller::store::{
     manual_experiment, verify as verify_store, ChainState, Decision, ExperimentInfo, Incumbent,

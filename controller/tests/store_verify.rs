@@ -3,13 +3,11 @@
 //! step by its checksum; a path without a store is refused and left as it
 //! was; a read-only store is verified, shown and exported.
 
-mod common;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 use kiln_controller::store::Store;
 
 /// The steps each chain of [`noop_config`]`(false)` decides.
@@ -242,8 +240,7 @@ fn a_read_only_store_is_verified_shown_and_exported() {
     let read_only = match ReadOnly::make(&store) {
         Ok(r) => r,
         Err(why) => {
-            eprintln!("skipped: no way to make a store read-only here ({why})");
-            return;
+            return skip(format!("no way to make a store read-only here ({why})"));
         }
     };
     let path = read_only.path.display().to_string();

@@ -2,15 +2,13 @@
 //! (issue 30): cached builds changed on disk, a second controller on a live store, a step that
 //! kills its worker, executables written while other slots start programs.
 
-mod common;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::campaign::{
+use crate::common::campaign::{
     decided, diagnostics, finish_campaign, serial, start_campaign, stored_steps,
 };
-use common::worker;
+use crate::common::{self, skip, worker};
 
 /// A knob benchmark with a build: `build.sh A B` writes `bench`, a script that sleeps
 /// 0.2A B seconds (so 0.200–0.222 s); nine combinations, so a random walk measures the same
@@ -141,8 +139,7 @@ fn a_tampered_or_truncated_build_cache_is_rebuilt_on_resume() {
 #[test]
 fn damaged_cached_objects_are_compiled_again() {
     if !common::have_valgrind() || !common::have("clang") || !common::have("make") {
-        eprintln!("skipped: needs clang, make and valgrind");
-        return;
+        return skip("needs clang, make and valgrind");
     }
     let _serial = serial();
     let setup = || {

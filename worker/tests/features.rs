@@ -2,7 +2,7 @@
 //! feature varies across the sites of each bundled llvm-inline benchmark, and
 //! the features of a hand-checked site are the compiler's own figures.
 //!
-//! Tests that need a compiler print why and pass when it is missing.
+//! Tests that need a compiler are reported skipped where it is missing.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,12 +13,7 @@ use kiln_protocol::message::{Bundle, BundleFile, Discovery, StepId};
 use kiln_worker::launch::CancelToken;
 use kiln_worker::step::{discover, Workspace};
 
-fn have(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
+use crate::common::{have, skip};
 
 /// Discovers a bundled benchmark (`benchmarks/NAME`), built by `build` and
 /// profiled with `run`.
@@ -127,8 +122,7 @@ fn check_clang_benchmark(name: &str, run: &[&str], constant: &[&str]) -> Discove
 #[test]
 fn clang_benchmarks_have_varying_features() {
     if !have("clang") || !have("valgrind") {
-        eprintln!("skipped: clang or valgrind is not installed");
-        return;
+        return skip("clang or valgrind is not installed");
     }
     // Neither has a recursive function, nor a nested site: the all-inlined
     // build inlines callees first, so its sites are all flat, and stock clang
@@ -148,8 +142,7 @@ fn clang_benchmarks_have_varying_features() {
 #[test]
 fn graph_walk_features_match_the_compilers_remarks() {
     if !have("clang") || !have("valgrind") {
-        eprintln!("skipped: clang or valgrind is not installed");
-        return;
+        return skip("clang or valgrind is not installed");
     }
     // graph-walk has no recursive function.
     let discovery = check_clang_benchmark("graph-walk", &["./bench", "1"], &["callee-recursive"]);
@@ -188,8 +181,7 @@ fn graph_walk_features_match_the_compilers_remarks() {
 #[test]
 fn rustc_benchmark_has_costs_and_profile_features() {
     if !have("rustc") || !have("valgrind") {
-        eprintln!("skipped: rustc or valgrind is not installed");
-        return;
+        return skip("rustc or valgrind is not installed");
     }
     let discovery = discover_bundled(
         "rust-sort",

@@ -1,9 +1,7 @@
 //! GPU measurement through the worker: `unsupported` (never 0, never a panic) where nothing can
 //! be measured, and on a GPU machine the calibration program's CPU and GPU times within 5 % of
-//! the times it is known to spend. Tests needing nvcc, a GPU or the injection library skip with
-//! a printed reason.
-
-mod common;
+//! the times it is known to spend. Tests needing nvcc, a GPU or the injection library are
+//! reported skipped, with the reason.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,6 +11,9 @@ use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::measure::{measure, Measurement, Plan};
+use kiln_worker::launch::output_std;
+
+use crate::common::{self, skip};
 
 /// One warm-up, then `runs` runs on GPU time.
 fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
@@ -29,11 +30,12 @@ fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
 }
 
 fn worker_measure(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
-        .arg("measure")
-        .args(args)
-        .output()
-        .unwrap();
+    let out = output_std(
+        Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
+            .arg("measure")
+            .args(args),
+    )
+    .unwrap();
     assert!(
         out.status.success(),
         "kiln-worker measure {args:?} failed:\n{}",
@@ -97,9 +99,7 @@ fn gpu_metrics_of_a_program_without_cuda_are_unsupported() {
 
 #[test]
 fn probe_says_whether_gpu_time_can_be_traced_and_why_not() {
-    let out = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
-        .args(["probe", "--json"])
-        .output()
+    let out = output_std(Command::new(env!("CARGO_BIN_EXE_kiln-worker")).args(["probe", "--json"]))
         .unwrap();
     let caps: kiln_protocol::message::Capabilities = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
@@ -114,10 +114,7 @@ fn probe_says_whether_gpu_time_can_be_traced_and_why_not() {
             "{why}"
         );
     }
-    let table = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
-        .arg("probe")
-        .output()
-        .unwrap();
+    let table = output_std(Command::new(env!("CARGO_BIN_EXE_kiln-worker")).arg("probe")).unwrap();
     assert!(String::from_utf8_lossy(&table.stdout).contains("gpu time"));
 }
 
@@ -142,12 +139,7 @@ fn nvcc() -> Option<PathBuf> {
     ["nvcc", "/usr/local/cuda/bin/nvcc"]
         .into_iter()
         .map(PathBuf::from)
-        .find(|p| {
-            Command::new(p)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
+        .find(|p| output_std(Command::new(p).arg("--version")).is_ok_and(|o| o.status.success()))
 }
 
 fn within(found: f64, expected: f64, tolerance: f64) -> bool {
@@ -157,27 +149,25 @@ fn within(found: f64, expected: f64, tolerance: f64) -> bool {
 #[test]
 fn calibration_cpu_and_gpu_times_are_within_5_percent() {
     let Some(nvcc) = nvcc() else {
-        eprintln!("skipped: nvcc is not installed (looked on PATH and in /usr/local/cuda/bin)");
-        return;
+        return skip("nvcc is not installed (looked on PATH and in /usr/local/cuda/bin)");
     };
     if kiln_worker::measure::nvml::gpus().is_empty() {
-        eprintln!("skipped: NVML finds no GPU");
-        return;
+        return skip("NVML finds no GPU");
     }
     if let Err(e) = kiln_worker::measure::cupti::injection_library() {
-        eprintln!("skipped: {e}");
-        return;
+        return skip(e);
     }
     let dir = tempfile::tempdir().unwrap();
     let source =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/gpu-calibrate/calibrate.cu");
-    let built = Command::new(&nvcc)
-        // Built for this GPU: no PTX compiled at load time, in one run and not the other.
-        .args(["-O2", "-arch=native", "-o", "calibrate"])
-        .arg(&source)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let built = output_std(
+        Command::new(&nvcc)
+            // Built for this GPU: no PTX compiled at load time, in one run and not the other.
+            .args(["-O2", "-arch=native", "-o", "calibrate"])
+            .arg(&source)
+            .current_dir(dir.path()),
+    )
+    .unwrap();
     assert!(
         built.status.success(),
         "nvcc failed:\n{}",

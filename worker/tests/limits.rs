@@ -4,8 +4,6 @@
 //! measurement is rejected with an error naming them. Each cgroup version the
 //! host offers is checked on its own as well.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,6 +13,8 @@ use kiln_protocol::metric::Metric;
 use kiln_worker::launch::cgroup::{self, RunCgroup};
 use kiln_worker::launch::{self, End, Launch, Output};
 use kiln_worker::measure::{measure, Measurement, OutputSpec, Plan};
+
+use crate::common::{self, skip};
 
 /// One run under `limits`, output unchecked.
 fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {
@@ -28,7 +28,7 @@ fn plan(argv: &[&str], dir: &Path, limits: Limits) -> Plan {
 
 /// `true` if the limits were applied; otherwise checks that the rejection says
 /// why (the missing controller, or the cgroup that could not be set up) and
-/// prints the reason the rest of the test is skipped.
+/// reports the test skipped for that reason (the rest of it cannot run here).
 fn applied(m: &Measurement, controller: &str) -> bool {
     match &m.outcome {
         StepOutcome::Rejected { reason } => {
@@ -51,7 +51,9 @@ fn applied(m: &Measurement, controller: &str) -> bool {
                     "{reason}"
                 );
             }
-            eprintln!("skipped: run limits cannot be applied on this machine: {reason}");
+            skip(format!(
+                "run limits cannot be applied on this machine: {reason}"
+            ));
             false
         }
         _ => true,
@@ -60,12 +62,17 @@ fn applied(m: &Measurement, controller: &str) -> bool {
 
 fn compile(dir: &Path, name: &str, source: &str) {
     std::fs::write(dir.join(format!("{name}.c")), source).unwrap();
-    let status = std::process::Command::new("cc")
-        .args(["-O1", "-o", name, &format!("{name}.c")])
-        .current_dir(dir)
-        .status()
-        .expect("cc runs");
-    assert!(status.success());
+    let cc = launch::output_std(
+        std::process::Command::new("cc")
+            .args(["-O1", "-o", name, &format!("{name}.c")])
+            .current_dir(dir),
+    )
+    .expect("cc runs");
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
 }
 
 /// Spins until it has used a second of CPU time.
@@ -157,11 +164,10 @@ fn run_in(cg: &RunCgroup, dir: &Path, program: &str) -> launch::Finished {
 fn each_cgroup_version_the_host_offers_limits_cpu_and_memory_and_is_removed_after() {
     let offered = cgroup::offered();
     if offered.is_empty() {
-        eprintln!(
-            "skipped: no cgroup version offers the cpu and memory controllers here: {}",
+        return skip(format!(
+            "no cgroup version offers the cpu and memory controllers here: {}",
             cgroup::support().detail
-        );
-        return;
+        ));
     }
     let dir = tempfile::tempdir().unwrap();
     compile(dir.path(), "spin", SPIN);

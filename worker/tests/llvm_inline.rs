@@ -2,7 +2,7 @@
 //! of decision sets through replay files, baseline reproduction, and the
 //! remark parser on literal lines from clang 14 and rustc 1.95.
 //!
-//! Tests that need a compiler print why and pass when it is missing.
+//! Tests that need a compiler are reported skipped where it is missing.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,6 +16,9 @@ use kiln_worker::build::llvm_inline::{
     replay_file_text, stock_build_args, strip_remarks, text_size, verify, InlineRemark,
 };
 use kiln_worker::build::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
+use kiln_worker::launch::output_std;
+
+use crate::common::{have, skip};
 
 // ---------------------------------------------------------------------------
 // Literal remark lines
@@ -580,14 +583,11 @@ impl Lang {
             Lang::Rust => vec!["-O"],
         }
     }
+    /// Whether the compiler is installed; the test is reported skipped where it is not.
     fn available(self) -> bool {
-        let ok = Command::new(self.program())
-            .arg("--version")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false);
+        let ok = have(self.program());
         if !ok {
-            eprintln!("skipped: {} is not installed", self.program());
+            skip(format!("{} is not installed", self.program()));
         }
         ok
     }
@@ -628,15 +628,16 @@ impl Bench {
     /// Builds with extra arguments; returns the binary and the compiler output.
     fn build(&self, extra: &[String]) -> (PathBuf, String) {
         let binary = self.fresh("bin");
-        let out = Command::new(self.lang.program())
-            .args(self.lang.base_args())
-            .arg(&self.source)
-            .arg("-o")
-            .arg(&binary)
-            .args(extra)
-            .current_dir(self.dir.path())
-            .output()
-            .unwrap();
+        let out = output_std(
+            Command::new(self.lang.program())
+                .args(self.lang.base_args())
+                .arg(&self.source)
+                .arg("-o")
+                .arg(&binary)
+                .args(extra)
+                .current_dir(self.dir.path()),
+        )
+        .unwrap();
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stderr),
@@ -794,10 +795,11 @@ fn check_baseline_reproduces_stock(bench: &Bench, discovery: &Discovery) {
 fn a_multi_file_program_built_with_plain_g_runs_under_callgrind() {
     // clang 14 writes DWARF 5 for `-g`, which Debian's valgrind 3.19 cannot
     // read in a program of several files: kiln's build flags ask for DWARF 4.
-    let valgrind = Command::new("valgrind").arg("--version").output();
-    if !Lang::C.available() || !valgrind.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: clang or valgrind is not installed");
+    if !Lang::C.available() {
         return;
+    }
+    if !have("valgrind") {
+        return skip("valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(
@@ -813,18 +815,20 @@ fn a_multi_file_program_built_with_plain_g_runs_under_callgrind() {
          int work(int n) { int s = 0; for (int i = 0; i < n; i++) s += twice(i); return s; }\n",
     )
     .unwrap();
-    let build = Command::new("clang")
-        .args(["-O2", "-g", "a.c", "b.c", "-o", "bench"])
-        .args(stock_build_args(Compiler::Clang, dir.path()))
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let build = output_std(
+        Command::new("clang")
+            .args(["-O2", "-g", "a.c", "b.c", "-o", "bench"])
+            .args(stock_build_args(Compiler::Clang, dir.path()))
+            .current_dir(dir.path()),
+    )
+    .unwrap();
     assert!(build.status.success(), "{build:?}");
-    let run = Command::new("valgrind")
-        .args(["--tool=callgrind", "--callgrind-out-file=cg.out", "./bench"])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let run = output_std(
+        Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=cg.out", "./bench"])
+            .current_dir(dir.path()),
+    )
+    .unwrap();
     let said = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "{said}");
     assert!(!said.contains("debuginfo reader"), "{said}");
@@ -925,7 +929,7 @@ fn bundled_benchmarks_round_trip() {
     for (path, lang) in candidates {
         let path = root.join(path);
         if !path.exists() {
-            eprintln!("skipped: {} does not exist", path.display());
+            skip(format!("{} does not exist", path.display()));
             continue;
         }
         if !lang.available() {

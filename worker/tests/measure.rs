@@ -1,10 +1,6 @@
 //! The measuring engine on real processes: timing, counters, failures,
 //! timeouts that leave no process behind, callgrind, output checks.
 
-mod common;
-
-use common::plan;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -13,8 +9,10 @@ use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{Race, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::launch::counters;
-use kiln_worker::launch::CancelToken;
 use kiln_worker::measure::{measure, Measurement, OutputSpec};
+use kiln_worker::launch::{output_std, CancelToken};
+
+use crate::common::{plan, skip};
 
 fn measured(m: &Measurement, metric: Metric) -> Vec<f64> {
     m.runs
@@ -129,7 +127,6 @@ fn the_plain_forking_hang_also_leaves_nothing() {
     let mut p = plan(&["sh", "-c", "sleep 100 & sleep 100"], dir.path(), 1);
     p.timeout = Duration::from_secs(1);
     p.output = OutputSpec::None;
-    let before = sleepers();
     let t = Instant::now();
     let m = measure(&p, None);
     assert!(
@@ -142,21 +139,20 @@ fn the_plain_forking_hang_also_leaves_nothing() {
         "timeout took {:?}",
         t.elapsed()
     );
-    let left: Vec<i32> = sleepers()
-        .into_iter()
-        .filter(|p| !before.contains(p))
-        .collect();
+    let left = sleepers(dir.path());
     assert!(left.is_empty(), "sleep 100 processes left behind: {left:?}");
 }
 
-/// Pids of `sleep 100` processes on the machine (tests run side by side, so
-/// only new ones count).
-fn sleepers() -> Vec<i32> {
+/// Pids of `sleep 100` processes working in `dir`: other tests, in this
+/// process and beside it, run `sleep 100` too.
+fn sleepers(dir: &Path) -> Vec<i32> {
+    let dir = dir.canonicalize().unwrap();
     std::fs::read_dir("/proc")
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == b"sleep\x00100\x00")
+                && std::fs::read_link(format!("/proc/{pid}/cwd")).is_ok_and(|cwd| cwd == dir)
         })
         .collect()
 }
@@ -181,8 +177,7 @@ fn cancel_kills_a_running_command() {
 #[test]
 fn hardware_counters_are_unsupported_without_a_pmu() {
     if counters::available().get(&Metric::Cycles) == Some(&true) {
-        eprintln!("skipped: perf_event_open for cycles succeeds here, so this machine has a PMU");
-        return;
+        return skip("perf_event_open for cycles succeeds here, so this machine has a PMU");
     }
     let dir = tempfile::tempdir().unwrap();
     let m = measure(&plan(&["true"], dir.path(), 2), None);
@@ -212,8 +207,7 @@ fn hardware_counters_are_unsupported_without_a_pmu() {
 fn callgrind_counts_repeat_exactly() {
     let dir = tempfile::tempdir().unwrap();
     if kiln_worker::measure::callgrind::version().is_none() {
-        eprintln!("skipped: valgrind is not installed");
-        return;
+        return skip("valgrind is not installed");
     }
     let src = dir.path().join("prog.c");
     std::fs::write(
@@ -221,12 +215,17 @@ fn callgrind_counts_repeat_exactly() {
         "#include <stdio.h>\nint main(void){unsigned long s=0;for(int i=0;i<100000;i++)s+=(unsigned long)i*i;printf(\"%lu\\n\",s);return 0;}\n",
     )
     .unwrap();
-    let cc = std::process::Command::new("cc")
-        .args(["-O1", "-o", "prog", "prog.c"])
-        .current_dir(dir.path())
-        .status()
-        .unwrap();
-    assert!(cc.success());
+    let cc = output_std(
+        std::process::Command::new("cc")
+            .args(["-O1", "-o", "prog", "prog.c"])
+            .current_dir(dir.path()),
+    )
+    .unwrap();
+    assert!(
+        cc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&cc.stderr)
+    );
     let mut p = plan(&["./prog"], dir.path(), 3);
     p.objective = Metric::Instructions;
     p.policy.max = 10;

@@ -13,6 +13,7 @@ use kiln_protocol::message::{
     Bundle, BundleFile, Request, Response, StepId, StepOutcome, StepRequest,
 };
 use kiln_protocol::{Metric, PROTOCOL_VERSION};
+use kiln_worker::launch::spawn_std;
 
 struct Worker {
     child: Child,
@@ -32,16 +33,17 @@ impl Worker {
 
     /// A worker on `rundir`, which another worker process may be using too.
     fn start_in(rundir: &Path, max_frame: usize) -> Worker {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
-            .args(["serve", "--rundir"])
-            .arg(rundir)
-            .args(["--max-frame", &max_frame.to_string(), "--compiler", "cc"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .env("KILN_LOG", "error")
-            .spawn()
-            .unwrap();
+        let mut child = spawn_std(
+            Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
+                .args(["serve", "--rundir"])
+                .arg(rundir)
+                .args(["--max-frame", &max_frame.to_string(), "--compiler", "cc"])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .env("KILN_LOG", "error"),
+        )
+        .unwrap();
         Worker {
             stdin: child.stdin.take(),
             stdout: child.stdout.take().unwrap(),

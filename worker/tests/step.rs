@@ -6,8 +6,10 @@ use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy
 use kiln_protocol::decision::{DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::{Bundle, BundleFile, StepId, StepOutcome, StepRequest};
 use kiln_protocol::Metric;
-use kiln_worker::launch::CancelToken;
+use kiln_worker::launch::{self, output_std, CancelToken};
 use kiln_worker::step::{run_step, SlotState, Workspace};
+
+use crate::common::{have, skip};
 
 fn spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
     BenchmarkSpec {
@@ -311,18 +313,10 @@ fn a_slots_gpus_are_the_only_ones_its_runs_see() {
     assert_eq!(r.outcome.name(), "run-failed", "{r:?}");
 }
 
-fn have_clang() -> bool {
-    std::process::Command::new("clang")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn llvm_inline_discovery_and_steps_realise_decisions() {
-    if !have_clang() {
-        eprintln!("skipped: clang is not installed");
-        return;
+    if !have("clang") {
+        return skip("clang is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::open(dir.path()).unwrap();
@@ -485,7 +479,7 @@ fn wrapped_compile(stand_in: &str, fallback: bool) -> (std::process::Output, Str
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kiln-worker"), wrap.join("clang")).unwrap();
     let log = dir.path().join("log");
     let script = format!("#!/bin/sh\necho \"$*\" >> {}\n{stand_in}\n", log.display());
-    std::fs::write(real.join("clang"), script).unwrap();
+    launch::writing(|| std::fs::write(real.join("clang"), script)).unwrap();
     std::fs::set_permissions(
         real.join("clang"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
@@ -500,7 +494,7 @@ fn wrapped_compile(stand_in: &str, fallback: bool) -> (std::process::Output, Str
     if fallback {
         cmd.env("KILN_WRAP_FALLBACK", r#"["--stock"]"#);
     }
-    let out = cmd.output().unwrap();
+    let out = output_std(&mut cmd).unwrap();
     (out, std::fs::read_to_string(log).unwrap_or_default())
 }
 

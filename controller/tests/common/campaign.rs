@@ -3,15 +3,13 @@
 //! background, its status snapshot and its store.
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use kiln_controller::store::{StepRecord, Store};
 
 use super::{kiln_cmd, run_kiln, text};
-
-pub const SKIP: i32 = 77;
 
 /// Short infrastructure timeouts, so that a loss is noticed within seconds.
 pub const TIMEOUTS: &str = "(timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 4))";
@@ -83,11 +81,17 @@ pub fn campaign_dir(config: &str) -> tempfile::TempDir {
 
 /// `kiln run campaign.sexp` in the background, deploying `worker_binary`; output to files.
 pub fn start_campaign(dir: &Path, worker_binary: &Path) -> Child {
+    let mut kiln = kiln_cmd(dir);
+    kiln.env("KILN_WORKER", worker_binary);
+    spawn_campaign(kiln, dir)
+}
+
+/// `kiln run campaign.sexp` in the background by `kiln` (a [`kiln_cmd`] for `dir`); output to
+/// files.
+pub fn spawn_campaign(mut kiln: Command, dir: &Path) -> Child {
     let out = std::fs::File::create(dir.join("kiln.out")).unwrap();
     let err = std::fs::File::create(dir.join("kiln.err")).unwrap();
-    kiln_cmd(dir)
-        .env("KILN_WORKER", worker_binary)
-        .args(["run", "campaign.sexp"])
+    kiln.args(["run", "campaign.sexp"])
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

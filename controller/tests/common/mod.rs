@@ -1,8 +1,10 @@
 //! Helpers shared by the controller's integration tests: the real binaries and scratch campaigns.
 
-#![allow(dead_code)] // Each test file uses a different subset.
-
 pub mod campaign;
+#[path = "../../../test-support/skip.rs"]
+mod skip;
+
+pub use skip::skip;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -81,6 +83,10 @@ pub fn copy_benchmark(name: &str, dir: &Path) {
         }
     }
 }
+
+/// The exit status of the rig scripts (ssh-rig, slurm-rig, podman-setup) where they cannot run
+/// here; they say why on stderr.
+pub const SKIP: i32 = 77;
 
 /// `scripts/ssh-rig`, which runs the sshd test rig.
 pub fn rig_script() -> PathBuf {

@@ -5,8 +5,19 @@ use std::time::Duration;
 
 use kiln_protocol::config::{Limits, RunPolicy};
 use kiln_protocol::metric::Metric;
-use kiln_worker::launch::clean_env;
 use kiln_worker::measure::{OutputSpec, Plan};
+use kiln_worker::launch::{clean_env, output_std};
+
+#[path = "../../../test-support/skip.rs"]
+mod skip;
+
+pub use skip::skip;
+
+/// Whether `program --version` runs.
+pub fn have(program: &str) -> bool {
+    output_std(std::process::Command::new(program).arg("--version"))
+        .is_ok_and(|o| o.status.success())
+}
 
 /// A plan for `runs` timed runs of `argv` in `dir` (no warm-up), on wall time, stdout hashed.
 pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
