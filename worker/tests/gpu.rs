@@ -10,8 +10,8 @@ use std::time::Duration;
 use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::{Metric, MetricValue};
-use kiln_worker::measure::{measure, Measurement, Plan};
 use kiln_worker::launch::output_std;
+use kiln_worker::measure::{measure, Measurement, Plan};
 
 use crate::common::{self, skip};
 

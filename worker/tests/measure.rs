@@ -9,8 +9,8 @@ use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{Race, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::launch::counters;
-use kiln_worker::measure::{measure, Measurement, OutputSpec};
 use kiln_worker::launch::{output_std, CancelToken};
+use kiln_worker::measure::{measure, Measurement, OutputSpec};
 
 use crate::common::{plan, skip};
 

@@ -12,8 +12,8 @@ use std::process::Command;
 
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::Metric;
-use kiln_worker::measure::Measurement;
 use kiln_worker::launch::output_std;
+use kiln_worker::measure::Measurement;
 
 /// Runs `kiln-worker measure --json ARGS`, shielded from other load where allowed.
 fn measure(args: &[&str]) -> Measurement {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use kiln_protocol::config::{Limits, RunPolicy};
 use kiln_protocol::metric::Metric;
-use kiln_worker::measure::{OutputSpec, Plan};
 use kiln_worker::launch::{clean_env, output_std};
+use kiln_worker::measure::{OutputSpec, Plan};
 
 #[path = "../../../test-support/skip.rs"]
 mod skip;

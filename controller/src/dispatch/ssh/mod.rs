@@ -26,24 +26,24 @@
 //!   remote `serve` then sees EOF on its stdin. The worker's stderr is forwarded line by line to
 //!   `tracing` (target `kiln::worker`, field `worker`).
 
-use std::collections::HashMap;
-use std::error::Error as StdError;
-use std::fmt::Write as _;
+mod deploy;
+mod login;
+
+pub(super) use deploy::local_binary;
+use deploy::*;
+use login::*;
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::transport::{Channel, ChannelGuard, ChannelReader};
 use anyhow::{anyhow, bail, Context, Result};
 use kiln_protocol::config::{HostKeyCheck, SshWorker};
 use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
 use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
-use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
 use tokio::time::timeout;
-
-use super::transport::{Channel, ChannelGuard, ChannelReader};
 
 /// The worker binary's file name inside the rundir.
 pub const WORKER_FILE: &str = "kiln-worker";
@@ -54,9 +54,6 @@ pub const SERVER_ALIVE_COUNT_MAX: u32 = 3;
 /// How long the master connection outlives its last session (a crashed controller's master
 /// goes away by itself after this).
 const CONTROL_PERSIST_S: usize = 60;
-
-/// Slowest upload rate tolerated (bytes per second) on top of `connect_timeout`.
-const UPLOAD_MIN_RATE: u64 = 1 << 20;
 
 /// A connected SSH worker.
 pub struct SshConnect {
@@ -123,16 +120,6 @@ fn remote_join(dir: &str, name: &str) -> String {
     } else {
         format!("{dir}/{name}")
     }
-}
-
-/// SHA-256 of a byte string, lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
 }
 
 /// Names the worker in every error.
@@ -257,122 +244,6 @@ pub async fn open_ssh_launching(
     })
 }
 
-/// Identity of a file's content for the hash cache: device, inode, length, modification time.
-type FileStamp = (u64, u64, u64, i64, i64);
-
-fn stamp(md: &std::fs::Metadata) -> FileStamp {
-    (md.dev(), md.ino(), md.len(), md.mtime(), md.mtime_nsec())
-}
-
-/// SHA-256 of a local file (and its bytes when `with_bytes`). Hashes are cached per process
-/// while the file's stamp is unchanged: every worker of a campaign deploys the same binary.
-pub(super) async fn local_binary(
-    path: &Path,
-    with_bytes: bool,
-) -> Result<(Option<Vec<u8>>, String)> {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, (FileStamp, String)>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    let file_stamp = || async {
-        tokio::fs::metadata(path)
-            .await
-            .map(|md| stamp(&md))
-            .with_context(|| format!("{}", path.display()))
-    };
-    let before = file_stamp().await?;
-    let cached = cache
-        .lock()
-        .expect("hash cache")
-        .get(path)
-        .filter(|(k, _)| *k == before)
-        .map(|(_, h)| h.clone());
-    if let (Some(hash), false) = (&cached, with_bytes) {
-        return Ok((None, hash.clone()));
-    }
-    let bytes = tokio::fs::read(path)
-        .await
-        .with_context(|| format!("{}", path.display()))?;
-    let unchanged = file_stamp().await? == before;
-    let (bytes, hash) = match cached {
-        Some(hash) if unchanged => (bytes, hash),
-        _ => {
-            tokio::task::spawn_blocking(move || {
-                let h = sha256_hex(&bytes);
-                (bytes, h)
-            })
-            .await?
-        }
-    };
-    if unchanged {
-        cache
-            .lock()
-            .expect("hash cache")
-            .insert(path.to_path_buf(), (before, hash.clone()));
-    }
-    Ok((with_bytes.then_some(bytes), hash))
-}
-
-/// Why a login failed, from ssh's own log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LoginFailure {
-    HostKeyChanged,
-    HostKeyUnknown,
-    Auth,
-    Unreachable,
-    Other,
-}
-
-fn classify(log: &str) -> LoginFailure {
-    if log.contains("REMOTE HOST IDENTIFICATION HAS CHANGED")
-        || log.contains("has changed and you have requested strict checking")
-    {
-        LoginFailure::HostKeyChanged
-    } else if log.contains("Host key verification failed") || log.contains("host key is known for")
-    {
-        LoginFailure::HostKeyUnknown
-    } else if log.contains("Permission denied") || log.contains("Too many authentication failures")
-    {
-        LoginFailure::Auth
-    } else if [
-        "Connection refused",
-        "timed out",
-        "No route to host",
-        "Network is unreachable",
-        "Could not resolve",
-        "Name or service not known",
-        "Connection closed by",
-        "Connection reset",
-        "kex_exchange_identification",
-    ]
-    .iter()
-    .any(|p| log.contains(p))
-    {
-        LoginFailure::Unreachable
-    } else {
-        LoginFailure::Other
-    }
-}
-
-/// The last two meaningful lines of ssh's log.
-fn ssh_said(log: &str) -> String {
-    let lines: Vec<&str> = log
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('@'))
-        .collect();
-    let tail = &lines[lines.len().saturating_sub(2)..];
-    tail.join(" / ")
-}
-
-fn error_chain(e: &dyn StdError) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        let _ = write!(s, ": {inner}");
-        src = inner.source();
-    }
-    s
-}
-
 async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Result<Session> {
     if spec.host.is_empty()
         || spec.host.starts_with('-')
@@ -436,48 +307,6 @@ async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Resu
         ))),
         Err(_) => Err(who.err("the SSH connection does not answer right after login")),
     }
-}
-
-fn login_error(spec: &SshWorker, who: &Who, e: &openssh::Error) -> anyhow::Error {
-    // openssh puts ssh's log into the innermost error.
-    let log = match e {
-        openssh::Error::Connect(inner) => inner.to_string(),
-        other => error_chain(other),
-    };
-    let known_hosts = spec
-        .known_hosts
-        .as_ref()
-        .map(|p| p.display().to_string())
-        .unwrap_or_else(|| "~/.ssh/known_hosts".into());
-    let key_name = if spec.port == 22 {
-        spec.host.clone()
-    } else {
-        format!("[{}]:{}", spec.host, spec.port)
-    };
-    let what = match classify(&log) {
-        LoginFailure::HostKeyChanged => format!(
-            "host key of {} CHANGED: it differs from the one recorded in {known_hosts}; refusing to \
-             connect (a man-in-the-middle, or a reinstalled host: if expected, run ssh-keygen -R \
-             '{key_name}' -f {known_hosts} and connect again)",
-            spec.host
-        ),
-        LoginFailure::HostKeyUnknown => format!(
-            "host key of {} is unknown: it is not in {known_hosts} and host-key-check is strict \
-             (add it, e.g. ssh-keyscan -p {} {} >> {known_hosts}, or use (host-key-check accept-new))",
-            spec.host, spec.port, spec.host
-        ),
-        LoginFailure::Auth => format!(
-            "authentication failed as {} with {}",
-            spec.user.as_deref().unwrap_or("the local user name"),
-            spec.identity
-                .as_ref()
-                .map(|p| format!("identity {}", p.display()))
-                .unwrap_or_else(|| "ssh's default identities".into())
-        ),
-        LoginFailure::Unreachable => format!("unreachable ({}:{})", spec.host, spec.port),
-        LoginFailure::Other => "SSH login failed".into(),
-    };
-    who.err(format!("{what}; ssh said: {}", ssh_said(&log)))
 }
 
 /// `$TMPDIR/kiln-ssh-<uid>` (or `/tmp/...` when TMPDIR is too long for socket paths), mode 0700,
@@ -603,201 +432,6 @@ async fn remote_run(
             String::from_utf8_lossy(&out.stderr).trim()
         )))
     }
-}
-
-/// SHA-256 of a remote file, `None` when it does not exist.
-async fn remote_sha256(
-    session: &Session,
-    who: &Who,
-    path: &str,
-    limit: Duration,
-) -> Result<Option<String>> {
-    let out = remote_output(session, who, "sha256sum", &["--", path], limit).await?;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        if stderr.contains("No such file or directory") {
-            return Ok(None);
-        }
-        return Err(who.err(format!(
-            "cannot hash {path} on the worker ({}): {}",
-            out.status,
-            stderr.trim()
-        )));
-    }
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let hash = stdout
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .trim_start_matches('\\');
-    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(who.err(format!(
-            "unexpected sha256sum output for {path}: {:?}",
-            stdout.trim()
-        )));
-    }
-    Ok(Some(hash.to_ascii_lowercase()))
-}
-
-/// Where files are deployed: a worker's rundir over one session.
-struct Deploy<'a> {
-    session: &'a Session,
-    who: &'a Who,
-    rundir: &'a str,
-    limit: Duration,
-}
-
-impl Deploy<'_> {
-    /// SHA-256 of a local file to deploy.
-    async fn hash(&self, path: &Path) -> Result<String> {
-        let (_, hash) = local_binary(path, false)
-            .await
-            .map_err(|e| self.cant_read(path, e))?;
-        Ok(hash)
-    }
-
-    fn cant_read(&self, path: &Path, e: anyhow::Error) -> anyhow::Error {
-        self.who
-            .err(format!("cannot read {} to deploy: {e:#}", path.display()))
-    }
-
-    /// Makes `<rundir>/<name>` a copy of the local file `path` whose SHA-256 is `local_hash`
-    /// (updated to the bytes sent), uploading it when missing or different; whether it uploaded.
-    async fn file(&self, path: &Path, name: &str, local_hash: &mut String) -> Result<bool> {
-        let remote_path = remote_join(self.rundir, name);
-        let (session, who, limit) = (self.session, self.who, self.limit);
-        let remote_hash = remote_sha256(session, who, &remote_path, limit).await?;
-        if remote_hash.as_deref() == Some(local_hash.as_str()) {
-            tracing::debug!(worker = %who.name, "{remote_path} is up to date ({local_hash})");
-            return Ok(false);
-        }
-        // Hash exactly the bytes we send (the file may have been rebuilt since).
-        let (bytes, hash) = local_binary(path, true)
-            .await
-            .map_err(|e| self.cant_read(path, e))?;
-        let bytes = bytes.expect("asked for the bytes");
-        *local_hash = hash;
-        if remote_hash.as_deref() == Some(local_hash.as_str()) {
-            return Ok(false);
-        }
-        tracing::info!(
-            worker = %who.name,
-            remote = remote_hash.as_deref().unwrap_or("missing"),
-            local = %local_hash,
-            "deploying {} ({} bytes) to {}:{remote_path}",
-            path.display(),
-            bytes.len(),
-            who.addr
-        );
-        upload(session, who, self.rundir, name, &bytes, local_hash, limit).await?;
-        Ok(true)
-    }
-}
-
-/// mkdir -p, stream to a temporary name with dd, verify its hash, chmod, rename into
-/// `<rundir>/<name>`.
-async fn upload(
-    session: &Session,
-    who: &Who,
-    rundir: &str,
-    name: &str,
-    bytes: &[u8],
-    local_hash: &str,
-    limit: Duration,
-) -> Result<()> {
-    remote_run(session, who, "mkdir", &["-p", "--", rundir], limit).await?;
-    let final_path = remote_join(rundir, name);
-    let tmp = remote_join(
-        rundir,
-        &format!(".{name}.upload-{}-{}", std::process::id(), nanos()),
-    );
-    let res = upload_to(session, who, &tmp, &final_path, bytes, local_hash, limit).await;
-    if res.is_err() {
-        // Best effort: the link may be what failed.
-        let _ = timeout(
-            limit,
-            session
-                .command("rm")
-                .args(["-f", "--", &tmp])
-                .stdin(Stdio::null())
-                .output(),
-        )
-        .await;
-    }
-    res
-}
-
-async fn upload_to(
-    session: &Session,
-    who: &Who,
-    tmp: &str,
-    final_path: &str,
-    bytes: &[u8],
-    local_hash: &str,
-    limit: Duration,
-) -> Result<()> {
-    let upload_limit = limit + Duration::from_secs(bytes.len() as u64 / UPLOAD_MIN_RATE);
-    let of = format!("of={tmp}");
-    let transfer = async {
-        let mut child = session
-            .command("dd")
-            .arg(&of)
-            .arg("bs=1M")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .await
-            .map_err(|e| {
-                who.err(format!(
-                    "cannot start the upload (`dd {of}`): {}",
-                    error_chain(&e)
-                ))
-            })?;
-        let mut stdin = child.stdin().take().expect("stdin is piped");
-        let wrote = async {
-            stdin.write_all(bytes).await?;
-            stdin.flush().await?;
-            stdin.shutdown().await
-        }
-        .await;
-        drop(stdin);
-        let out = child
-            .wait_with_output()
-            .await
-            .map_err(|e| who.err(format!("upload to {tmp} broke off: {}", error_chain(&e))))?;
-        if !out.status.success() {
-            return Err(who.err(format!(
-                "upload to {tmp} failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        wrote.map_err(|e| who.err(format!("upload to {tmp} broke off: {e}")))?;
-        Ok(())
-    };
-    match timeout(upload_limit, transfer).await {
-        Err(_) => {
-            return Err(who.err(format!(
-                "upload of {} bytes to {tmp} did not finish within {:.0} s",
-                bytes.len(),
-                upload_limit.as_secs_f64()
-            )))
-        }
-        Ok(r) => r?,
-    }
-    match remote_sha256(session, who, tmp, limit).await? {
-        Some(h) if h == local_hash => {}
-        got => {
-            return Err(who.err(format!(
-                "upload hash mismatch: {tmp} has sha256 {} on the worker, the local binary {local_hash}",
-                got.as_deref().unwrap_or("(file missing)")
-            )))
-        }
-    }
-    remote_run(session, who, "chmod", &["755", "--", tmp], limit).await?;
-    remote_run(session, who, "mv", &["-f", "--", tmp, final_path], limit).await?;
-    Ok(())
 }
 
 /// What keeps a remote `serve` alive: the remote child, the stderr forwarder, and the session

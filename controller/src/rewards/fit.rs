@@ -1,0 +1,343 @@
+//! The ridge regression itself: the design matrix of non-stock values, the
+//! normal equations with their sandwich standard errors, and the
+//! cross-validated R² of the fit.
+
+use std::collections::HashMap;
+
+use anyhow::{bail, Context, Result};
+use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
+
+use kiln_protocol::{DecisionSet, DecisionValue, SiteId, StepOutcome};
+
+use crate::store::{benchmark_of, StepRecord, Store};
+
+use super::*;
+
+/// A usable row: its target and the fitted features it has (0, the intercept, always).
+pub(super) struct Row {
+    pub(super) target: f64,
+    pub(super) features: Vec<usize>,
+}
+
+/// The objective of a step that makes a row: measured afresh (a reused
+/// measurement repeats another step's row) and successful.
+pub(super) fn row_objective(record: &StepRecord) -> Option<f64> {
+    if record.cached_from.is_some() || record.result.outcome != StepOutcome::Ok {
+        return None;
+    }
+    record.objective
+}
+
+/// Whether an experiment has a step that makes a row.
+pub(super) fn has_rows(store: &Store, experiment: &str) -> Result<bool> {
+    for record in store.steps(Some(experiment)) {
+        if row_objective(&record?).is_some() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The normal equations of some rows, the intercept as feature 0.
+#[derive(Clone)]
+pub(super) struct Normal {
+    pub(super) gram: DMatrix<f64>,
+    pub(super) xty: DVector<f64>,
+    pub(super) yy: f64,
+    pub(super) sum_y: f64,
+    pub(super) n: u64,
+}
+
+impl Normal {
+    pub(super) fn zeros(dim: usize) -> Normal {
+        Normal {
+            gram: DMatrix::zeros(dim, dim),
+            xty: DVector::zeros(dim),
+            yy: 0.0,
+            sum_y: 0.0,
+            n: 0,
+        }
+    }
+
+    pub(super) fn add(&mut self, row: &Row) {
+        for &i in &row.features {
+            self.xty[i] += row.target;
+            for &j in &row.features {
+                self.gram[(i, j)] += 1.0;
+            }
+        }
+        self.yy += row.target * row.target;
+        self.sum_y += row.target;
+        self.n += 1;
+    }
+
+    pub(super) fn sum<'a>(dim: usize, parts: impl Iterator<Item = &'a Normal>) -> Normal {
+        let mut total = Normal::zeros(dim);
+        for p in parts {
+            total.gram += &p.gram;
+            total.xty += &p.xty;
+            total.yy += p.yy;
+            total.sum_y += p.sum_y;
+            total.n += p.n;
+        }
+        total
+    }
+
+    /// The factor of G + λI, the intercept unpenalised; `None` where it is singular.
+    pub(super) fn ridge(&self, lambda: f64) -> Option<Cholesky<f64, Dyn>> {
+        let mut a = self.gram.clone();
+        for i in 1..a.nrows() {
+            a[(i, i)] += lambda;
+        }
+        a.cholesky()
+    }
+
+    /// The squared error of weights `w` over these rows: yᵀy − 2wᵀXᵀy + wᵀGw.
+    pub(super) fn squared_error(&self, w: &DVector<f64>) -> f64 {
+        (self.yy - 2.0 * w.dot(&self.xty) + w.dot(&(&self.gram * w))).max(0.0)
+    }
+}
+
+/// Assigns rewards over the steps of one experiment.
+pub fn assign(store: &Store, experiment: &str, options: &RewardOptions) -> Result<Assignment> {
+    options.check()?;
+    let info = store.experiment(experiment)?.with_context(|| {
+        format!(
+            "store {} holds no experiment named '{experiment}'",
+            store.dir().display()
+        )
+    })?;
+    let baseline = info.baseline.objective().with_context(|| {
+        format!("experiment {experiment} has no baseline measurement to compare with")
+    })?;
+    let points = &info.discovery.points;
+    let stock: DecisionSet = DecisionSet(
+        points
+            .iter()
+            .map(|p| {
+                let value = info.discovery.baseline.get(&p.id).unwrap_or(&p.domain[0]);
+                (p.id.clone(), value.clone())
+            })
+            .collect(),
+    );
+    // Every (site, value) of the domain, and which of them differ from stock.
+    let mut pairs: Vec<(SiteId, DecisionValue)> = Vec::new();
+    for p in points {
+        pairs.extend(p.domain.iter().map(|v| (p.id.clone(), v.clone())));
+    }
+    let index: HashMap<(&SiteId, &DecisionValue), usize> = pairs
+        .iter()
+        .enumerate()
+        .map(|(i, (s, v))| ((s, v), i))
+        .collect();
+    // The pairs a row has: the value of every site (stock where a step leaves one out).
+    let pairs_of = |record: &StepRecord| -> Result<Vec<usize>> {
+        let set = record.decisions.completed_from(&stock);
+        set.0
+            .iter()
+            .map(|(site, value)| {
+                index.get(&(site, value)).copied().with_context(|| {
+                    format!(
+                        "step {} decides '{site}' = {value}, which is outside the decision \
+                         points of experiment {experiment}",
+                        record.key
+                    )
+                })
+            })
+            .collect()
+    };
+    let target_of =
+        |objective: f64| Some(options.target.of(objective, baseline)).filter(|t| t.is_finite());
+
+    // Pass 1: how often each pair was seen, and the best step.
+    let mut counts = vec![0u64; pairs.len()];
+    let mut rows = 0u64;
+    let mut best_step: Option<BestStep> = None;
+    for record in store.steps(Some(experiment)) {
+        let record = record?;
+        let Some(objective) = row_objective(&record) else {
+            continue;
+        };
+        if target_of(objective).is_none() {
+            continue;
+        }
+        for i in pairs_of(&record)? {
+            counts[i] += 1;
+        }
+        rows += 1;
+        if best_step.as_ref().is_none_or(|b| objective < b.objective) {
+            best_step = Some(BestStep {
+                key: record.key.clone(),
+                objective,
+                decisions: record.decisions.completed_from(&stock),
+                worker: record.worker.clone(),
+            });
+        }
+    }
+    if rows == 0 {
+        bail!("experiment {experiment} has no successfully measured steps to assign rewards from");
+    }
+
+    // Which pairs get a reward: feature numbers from 1 (0 is the intercept).
+    let mut estimates = vec![Estimate::TooRare; pairs.len()];
+    let mut feature_of: Vec<Option<usize>> = vec![None; pairs.len()];
+    let mut features = 0usize;
+    let mut start = 0;
+    for p in points {
+        let span = start..start + p.domain.len();
+        start = span.end;
+        let seen = counts[span.clone()].iter().filter(|c| **c > 0).count();
+        let stock_count = span
+            .clone()
+            .find(|&i| Some(&pairs[i].1) == stock.get(&p.id))
+            .map_or(0, |i| counts[i]);
+        for i in span {
+            estimates[i] = if seen <= 1 {
+                Estimate::NeverVaried
+            } else if Some(&pairs[i].1) == stock.get(&p.id) {
+                Estimate::Stock
+            } else if counts[i] >= options.min_count && stock_count >= options.min_count {
+                features += 1;
+                feature_of[i] = Some(features);
+                // Filled in once the fit is solved.
+                Estimate::Fitted {
+                    reward: 0.0,
+                    std_error: None,
+                }
+            } else {
+                Estimate::TooRare
+            };
+        }
+    }
+
+    // Pass 2: each fold's normal equations.
+    let dim = features + 1;
+    let folds = options.folds as usize;
+    let mut fold = vec![Normal::zeros(dim); folds];
+    let mut usable = 0usize;
+    for record in store.steps(Some(experiment)) {
+        let record = record?;
+        let Some(target) = row_objective(&record).and_then(target_of) else {
+            continue;
+        };
+        let mut row = Row {
+            target,
+            features: vec![0],
+        };
+        row.features
+            .extend(pairs_of(&record)?.into_iter().filter_map(|i| feature_of[i]));
+        fold[usable % folds].add(&row);
+        usable += 1;
+    }
+    let total = Normal::sum(dim, fold.iter());
+    let factor = total.ridge(options.lambda).with_context(|| {
+        format!(
+            "the regression of experiment {experiment} is singular with lambda {}; \
+             use a positive --lambda",
+            options.lambda
+        )
+    })?;
+    let weights = factor.solve(&total.xty);
+
+    // Standard errors: σ² from the residuals over n − tr(A⁻¹G) degrees of freedom.
+    let a_inv = factor.inverse();
+    let hat = &a_inv * &total.gram;
+    let residual_df = rows as f64 - hat.trace();
+    let covariance = (residual_df > 0.0).then(|| {
+        let sigma2 = total.squared_error(&weights) / residual_df;
+        &hat * &a_inv * sigma2
+    });
+    for (i, estimate) in estimates.iter_mut().enumerate() {
+        if let Some(f) = feature_of[i] {
+            *estimate = Estimate::Fitted {
+                reward: weights[f],
+                std_error: covariance.as_ref().map(|c| c[(f, f)].max(0.0).sqrt()),
+            };
+        }
+    }
+
+    // Cross-validation: each fold predicted from the others.
+    let variance = total.yy - total.sum_y * total.sum_y / rows as f64;
+    let no_variance = variance <= 1e-12 * total.yy.max(f64::MIN_POSITIVE);
+    let mut cv_r2 = None;
+    if !no_variance && usable >= folds {
+        let mut press = 0.0;
+        let mut complete = true;
+        for (f, held_out) in fold.iter().enumerate() {
+            let train = Normal::sum(
+                dim,
+                fold.iter()
+                    .enumerate()
+                    .filter(|(g, _)| *g != f)
+                    .map(|(_, n)| n),
+            );
+            match train.ridge(options.lambda) {
+                Some(factor) => press += held_out.squared_error(&factor.solve(&train.xty)),
+                None => complete = false,
+            }
+        }
+        cv_r2 = complete.then(|| 1.0 - press / variance);
+    }
+
+    let needed = MIN_ROWS.max(dim as u64 + 1);
+    let distrust = if rows < needed {
+        Some(Distrust::TooFewRows { rows, needed })
+    } else if features == 0 {
+        Some(Distrust::NothingToFit)
+    } else if no_variance {
+        Some(Distrust::NoVariance)
+    } else {
+        let r2 = cv_r2.unwrap_or(f64::NEG_INFINITY);
+        (r2 < options.min_r2).then_some(Distrust::LowR2 {
+            r2,
+            min: options.min_r2,
+        })
+    };
+
+    let rewards: Vec<Reward> = pairs
+        .into_iter()
+        .zip(estimates)
+        .zip(counts)
+        .map(|(((site, value), estimate), count)| Reward {
+            site,
+            value,
+            estimate,
+            count,
+        })
+        .collect();
+    // Per site the value with the highest reward among those that exceed their standard
+    // error (a gain within its own noise is no reason to leave stock); else stock.
+    let mut proposal = stock.clone();
+    let mut chosen: HashMap<&SiteId, f64> = HashMap::new();
+    for r in &rewards {
+        if let Estimate::Fitted {
+            reward,
+            std_error: Some(se),
+        } = r.estimate
+        {
+            if reward <= se {
+                continue;
+            }
+            let best = chosen.entry(&r.site).or_insert(0.0);
+            if reward > *best {
+                *best = reward;
+                proposal.0.insert(r.site.clone(), r.value.clone());
+            }
+        }
+    }
+    let config = store.config()?;
+    Ok(Assignment {
+        experiment: experiment.to_string(),
+        benchmark: benchmark_of(config.as_ref(), experiment),
+        options: *options,
+        rewards,
+        rows,
+        intercept: weights[0],
+        cv_r2,
+        distrust,
+        proposal,
+        stock,
+        baseline_objective: baseline,
+        best_step,
+    })
+}
