@@ -34,6 +34,7 @@ mod aside;
 mod checksum;
 pub mod kept;
 pub mod layout;
+mod open;
 pub use aside::move_aside;
 mod marks;
 mod records;
@@ -42,42 +43,13 @@ pub(crate) mod summary;
 mod verify;
 
 pub use layout::{manual_benchmark, manual_experiment};
+pub use open::OpenError;
 pub use records::{
     time_ratio, ChainState, Coverage, Decision, Effect, ExperimentInfo, Flip, Incumbent, Proposal,
     Raced, Reference, StepKey, StepKind, StepRecord,
 };
 pub use summary::StepSummary;
 pub use verify::{verify, Verification};
-
-/// Why a store cannot be opened. Every message names the store's folder.
-#[derive(Debug, thiserror::Error)]
-pub enum OpenError {
-    /// A reading command pointed at a folder that holds no store.
-    #[error("{} is not a kiln store (no database {})", .0.display(), layout::db_file(.0).display())]
-    NotAStore(PathBuf),
-    /// Another process holds the database.
-    #[error("store {} is in use by another controller{holder} ({cause})", .dir.display())]
-    InUse {
-        /// The store.
-        dir: PathBuf,
-        /// `: pid N on HOST` where the holder said so.
-        holder: String,
-        /// sled's words.
-        cause: String,
-    },
-    /// A newer kiln wrote it.
-    #[error(
-        "store {} has schema version {found}; this kiln reads versions up to \
-         {SCHEMA_VERSION} (a newer kiln wrote it)",
-        .dir.display()
-    )]
-    Newer {
-        /// The store.
-        dir: PathBuf,
-        /// Its layout version.
-        found: u32,
-    },
-}
 
 /// Version of the store's layout, bumped on incompatible changes; this kiln
 /// reads every version up to it. 2: an export row beside every decided step.
@@ -117,83 +89,6 @@ pub fn now_ms() -> u64 {
 }
 
 impl Store {
-    /// Opens the store in `dir`, creating it if there is none (commands that
-    /// write steps), refusing clearly if another controller holds it.
-    pub fn open(dir: &Path) -> Result<Store> {
-        fs::create_dir_all(dir)
-            .with_context(|| format!("cannot create store folder {}", dir.display()))?;
-        let mut store = Store::open_db(dir, true)?;
-        store.marks = Some(Mutex::new(marks::Marks::new(store.load_marks()?)));
-        Ok(store)
-    }
-
-    /// Opens the store in `dir` for a command that reads it: never creates
-    /// one, and writes nothing into it. A read-only store (an archived
-    /// campaign, a read-only mount) is read from a temporary copy of its
-    /// database, as sled opens its files for writing.
-    pub fn open_existing(dir: &Path) -> Result<Store> {
-        is_a_store(dir)?;
-        Store::open_db(dir, false)
-    }
-
-    /// Opens a temporary copy of the database of the store in `dir`: for a
-    /// reader beside a campaign (`kiln serve`), which must never take the
-    /// lock a controller starting later would need. A copy taken while a
-    /// controller writes reads as the store would after a crash at that moment.
-    pub fn open_copy(dir: &Path) -> Result<Store> {
-        is_a_store(dir)?;
-        let copy = copy_db(dir)?;
-        let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
-        Store::from_db(db, Some(copy), dir, false)
-    }
-
-    fn open_db(dir: &Path, writable: bool) -> Result<Store> {
-        let (db, copy) = match open_sled(&layout::db(dir)) {
-            Ok(db) => (db, None),
-            Err(sled::Error::Io(e)) if !writable && is_read_only(&e) => {
-                let copy = copy_db(dir)?;
-                let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
-                tracing::info!(
-                    "store {} is read-only ({e}): reading a copy of its database in {}",
-                    dir.display(),
-                    copy.path().display()
-                );
-                (db, Some(copy))
-            }
-            Err(e) => return Err(open_error(dir, e)),
-        };
-        Store::from_db(db, copy, dir, writable)
-    }
-
-    fn from_db(
-        db: sled::Db,
-        copy: Option<tempfile::TempDir>,
-        dir: &Path,
-        writable: bool,
-    ) -> Result<Store> {
-        let store = Store {
-            db,
-            _copy: copy,
-            dir: dir.to_path_buf(),
-            marks: None,
-            metrics: Default::default(),
-            layout: Mutex::new(SCHEMA_VERSION),
-        };
-        match store.get::<u32>(layout::SCHEMA)? {
-            None if writable => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,
-            None => {}
-            Some(v @ 1..=SCHEMA_VERSION) => *store.layout() = v,
-            Some(found) => {
-                return Err(OpenError::Newer {
-                    dir: dir.to_path_buf(),
-                    found,
-                }
-                .into())
-            }
-        }
-        Ok(store)
-    }
-
     /// The counts of the high-water file, which a writer appends to: one
     /// line per chain again where counts were appended, and for a store
     /// written before kiln kept the file, the counts of its chain states and
@@ -681,102 +576,6 @@ impl Store {
     }
 }
 
-/// Opens the sled database in `path`.
-fn open_sled(path: &Path) -> sled::Result<sled::Db> {
-    sled::Config::new()
-        .path(path)
-        .cache_capacity(CACHE_BYTES)
-        .open()
-}
-
-/// Why the database of the store in `dir` did not open, in words that name it.
-/// `Ok` where `dir` holds a store's database; [`OpenError::NotAStore`] where it holds none,
-/// and the system's reason (a permission, say) where it cannot be looked at.
-fn is_a_store(dir: &Path) -> Result<()> {
-    let db = layout::db_file(dir);
-    match fs::metadata(&db) {
-        Ok(m) if m.is_file() => Ok(()),
-        Ok(_) => Err(OpenError::NotAStore(dir.to_path_buf()).into()),
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
-            ) =>
-        {
-            Err(OpenError::NotAStore(dir.to_path_buf()).into())
-        }
-        Err(e) => {
-            Err(e).with_context(|| format!("cannot read store {}: {}", dir.display(), db.display()))
-        }
-    }
-}
-
-fn open_error(dir: &Path, e: sled::Error) -> anyhow::Error {
-    if e.to_string().contains("lock") || e.to_string().contains("WouldBlock") {
-        let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
-        OpenError::InUse {
-            dir: dir.to_path_buf(),
-            holder: match holder.trim() {
-                "" => String::new(),
-                h => format!(": {h}"),
-            },
-            cause: e.to_string(),
-        }
-        .into()
-    } else {
-        anyhow::anyhow!("cannot open store {}: {e}", dir.display())
-    }
-}
-
-/// Whether opening a file for writing failed because it may not be written:
-/// its permissions, an immutable file, a read-only file system.
-fn is_read_only(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EROFS)
-}
-
-/// A temporary copy of the database of the store in `dir`, its files
-/// writable (sled opens them for writing).
-fn copy_db(dir: &Path) -> Result<tempfile::TempDir> {
-    fn copy(from: &Path, to: &Path) -> std::io::Result<()> {
-        use std::os::unix::fs::PermissionsExt;
-        for entry in fs::read_dir(from)? {
-            let entry = entry?;
-            let target = to.join(entry.file_name());
-            if entry.file_type()?.is_dir() {
-                fs::create_dir(&target)?;
-                copy(&entry.path(), &target)?;
-            } else {
-                fs::copy(entry.path(), &target)?;
-                fs::set_permissions(&target, fs::Permissions::from_mode(0o600))?;
-            }
-        }
-        Ok(())
-    }
-    let from = layout::db(dir);
-    let copy_dir = tempfile::Builder::new()
-        .prefix("kiln-store-")
-        .tempdir()
-        .context("cannot create a temporary folder for a copy of a store's database")?;
-    copy(&from, copy_dir.path()).with_context(|| {
-        format!(
-            "the database of store {} cannot be copied to {}",
-            dir.display(),
-            copy_dir.path().display()
-        )
-    })?;
-    Ok(copy_dir)
-}
-
-/// The benchmark an experiment searches: from the config, or the name of a manual experiment.
-pub fn benchmark_of(config: Option<&CampaignConfig>, experiment: &str) -> Option<String> {
-    if let Some(b) = manual_benchmark(experiment) {
-        return Some(b.to_string());
-    }
-    config
-        .and_then(|c| c.experiment(experiment))
-        .map(|e| e.benchmark.clone())
-}
-
 /// The metrics of a result: its summaries' and its runs'.
 fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
     result
@@ -802,4 +601,14 @@ impl StoredSummary {
             StoredSummary::Json(json) => StepSummary::from_json(json),
         }
     }
+}
+
+/// The benchmark an experiment searches: from the config, or the name of a manual experiment.
+pub fn benchmark_of(config: Option<&CampaignConfig>, experiment: &str) -> Option<String> {
+    if let Some(b) = manual_benchmark(experiment) {
+        return Some(b.to_string());
+    }
+    config
+        .and_then(|c| c.experiment(experiment))
+        .map(|e| e.benchmark.clone())
 }
