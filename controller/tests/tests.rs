@@ -6,6 +6,7 @@ mod common;
 mod campaign;
 mod container;
 mod conventions;
+mod corpus;
 mod datasets;
 mod exports;
 mod inline;

@@ -370,6 +370,13 @@ impl Running<'_> {
             prepare::Progress::Waiting(preparation) => {
                 self.preparing.insert(experiment.to_string(), *preparation);
             }
+            prepare::Progress::Failed(why) => {
+                logging::note(format_args!(
+                    "experiment {experiment} stopped: {}",
+                    crate::text::escape_controls(&why)
+                ));
+                self.store.put_failed(experiment, &why)?;
+            }
             prepare::Progress::Ready(prepared) => {
                 let prepared: Arc<Prepared> = Arc::from(prepared);
                 self.experiments

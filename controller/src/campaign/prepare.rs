@@ -2,7 +2,9 @@
 //! state machine driven by the campaign loop's answers, so that every
 //! experiment prepares at once across the free slots and its chains start as
 //! soon as it is ready. Discoveries and reference measurements are kept in
-//! the store as they land ([`kept`]), so a restart does not redo them.
+//! the store as they land ([`kept`]), so a restart does not redo them. An
+//! experiment whose sources, discovery or baseline fail stops alone
+//! ([`Progress::Failed`]): one broken program of many ends no campaign.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -46,6 +48,9 @@ pub(super) enum Progress {
     Ready(Box<Prepared>),
     /// Waiting for the answers to the jobs it submitted.
     Waiting(Box<Preparation>),
+    /// The experiment cannot be prepared (its sources, discovery or baseline
+    /// failed), and why: it stops, the campaign's other experiments go on.
+    Failed(String),
 }
 
 impl Preparation {
@@ -61,7 +66,10 @@ impl Preparation {
             .benchmark(&experiment.benchmark)
             .expect("config checks benchmark references")
             .clone();
-        let bundle = Arc::new(crate::dispatch::bundle::pack(&benchmark.sources)?);
+        let bundle = match crate::dispatch::bundle::pack(&benchmark.sources) {
+            Ok(bundle) => Arc::new(bundle),
+            Err(e) => return Ok(Progress::Failed(format!("{e:#}"))),
+        };
         let flips = match benchmark.kind {
             // Knob benchmarks move one knob at a time (guided proposals always move one).
             BenchmarkKind::Knobs { .. } => 1,
@@ -70,13 +78,13 @@ impl Preparation {
         let stored = store.experiment(&experiment.name)?;
         if let Some(info) = &stored {
             if info.bundle != bundle.hash {
-                bail!(
+                return Ok(Progress::Failed(format!(
                     "the sources of benchmark {} ({}) changed since experiment {} started; \
                      restore them or run with --force-new",
                     benchmark.name,
                     benchmark.sources.display(),
                     experiment.name
-                );
+                )));
             }
         }
         let preparation = Preparation {
@@ -134,10 +142,10 @@ impl Preparation {
                 kept::save_discovery(store.dir(), &self.bundle.hash, benchmark, &found)?;
                 self.measure(config, store, found, outbox)
             }
-            (Tag::Discover(_), Answer::Discovered(Err(e)), None) => bail!(
+            (Tag::Discover(_), Answer::Discovered(Err(e)), None) => Ok(Progress::Failed(format!(
                 "cannot find the decision points of benchmark {}: {e}",
                 benchmark.name
-            ),
+            ))),
             (Tag::Reference(_, name), Answer::Step(result), Some(m)) => {
                 let i = m
                     .references
@@ -262,7 +270,9 @@ impl Preparation {
                     config.objective.metric
                 )
             });
-            bail!("the baseline of experiment {name} failed: {why}. A campaign needs a working baseline");
+            return Ok(Progress::Failed(format!(
+                "the baseline failed: {why}; the experiment needs a working baseline"
+            )));
         }
         let runs = uneven_counts(config, &baseline.samples).map(|note| {
             logging::note(format_args!("experiment {name}: {note}"));

@@ -36,6 +36,10 @@ pub struct Report {
     pub unit: String,
     /// One row per chain.
     pub chains: Vec<ChainRow>,
+    /// Experiments whose preparation failed (discovery, the baseline), with
+    /// why: the campaign goes on without them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed: BTreeMap<String, String>,
     /// One row per worker.
     pub workers: Vec<WorkerRow>,
 }
@@ -77,6 +81,19 @@ pub struct ChainRow {
     /// Steps racing cut short and the runs it spared.
     #[serde(default)]
     pub raced: Raced,
+}
+
+impl Report {
+    /// The experiments with chains, in the report's order.
+    pub fn experiments(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for r in &self.chains {
+            if names.last() != Some(&r.experiment.as_str()) {
+                names.push(&r.experiment);
+            }
+        }
+        names
+    }
 }
 
 impl ChainRow {
@@ -172,22 +189,43 @@ impl std::fmt::Display for Phase {
 }
 
 /// Whether every chain of the campaign has started (its experiment is
-/// prepared) and ended: used its budget or stopped early (on failures).
-fn all_done(config: &CampaignConfig, rows: &[ChainRow]) -> bool {
-    let expected_chains: u32 = config.experiments.iter().map(|e| e.chains).sum();
+/// prepared) and ended: used its budget or stopped early (on failures); an
+/// experiment that could not be prepared has no chain to wait for.
+fn all_done(config: &CampaignConfig, rows: &[ChainRow], failed: &BTreeMap<String, String>) -> bool {
+    let expected_chains: u32 = config
+        .experiments
+        .iter()
+        .filter(|e| !failed.contains_key(&e.name))
+        .map(|e| e.chains)
+        .sum();
     rows.len() as u32 == expected_chains
         && rows
             .iter()
             .all(|r| r.done >= r.total || r.stopped.is_some())
 }
 
-/// The phase of a campaign whose chains have all ended: `finished`, and how
-/// many stopped before their budget, so that no one reads those as complete.
-fn finished_phase(rows: &[ChainRow]) -> String {
+/// The phase of a campaign whose chains have all ended: `finished`, how many
+/// chains stopped before their budget and how many experiments could not be
+/// prepared, so that no one reads those as complete.
+fn finished_phase(rows: &[ChainRow], failed: &BTreeMap<String, String>) -> String {
+    let mut phase = "finished".to_string();
     match rows.iter().filter(|r| r.stopped.is_some()).count() {
-        0 => "finished".into(),
-        n => format!("finished, {n} of {} chains stopped early", rows.len()),
+        0 => {}
+        n => phase += &format!(", {n} of {} chains stopped early", rows.len()),
     }
+    match failed.len() {
+        0 => {}
+        1 => phase += ", 1 experiment failed to prepare",
+        n => phase += &format!(", {n} experiments failed to prepare"),
+    }
+    phase
+}
+
+/// The experiments of `config` whose preparation failed, with why.
+fn failed_of(store: &Store, config: &CampaignConfig) -> Result<BTreeMap<String, String>> {
+    let mut failed = store.failed_experiments()?;
+    failed.retain(|name, _| config.experiment(name).is_some());
+    Ok(failed)
 }
 
 /// Writes the running campaign's report as `status.json` (atomically).
@@ -205,6 +243,7 @@ pub fn write_snapshot(
         }
     }
     let rows = chain_rows(config, &infos, chains);
+    let failed = failed_of(store, config)?;
     let workers = board
         .lock()
         .expect("not poisoned")
@@ -218,18 +257,19 @@ pub fn write_snapshot(
             slurm_job: s.slurm.as_ref().map(|w| w.job()),
         })
         .collect();
-    let finished = all_done(config, &rows);
+    let finished = all_done(config, &rows, &failed);
     let report = Report {
         campaign: config.name.clone(),
         at_ms: now_ms(),
         finished,
         unit: config.objective.metric.unit().into(),
         phase: if finished {
-            finished_phase(&rows)
+            finished_phase(&rows, &failed)
         } else {
             phase.to_string()
         },
         chains: rows,
+        failed,
         workers,
     };
     let path = layout::status_snapshot(store.dir());
@@ -265,10 +305,11 @@ pub fn from_store(store: &Store) -> Result<Report> {
         }
     }
     let rows = chain_rows(&config, &infos, &chains);
-    let finished = all_done(&config, &rows);
+    let failed = failed_of(store, &config)?;
+    let finished = all_done(&config, &rows, &failed);
     // No controller holds the store: whatever it was doing, it is not doing it now.
     let phase = match last_phase(store.dir()) {
-        _ if finished => finished_phase(&rows),
+        _ if finished => finished_phase(&rows, &failed),
         Some(phase) => format!("stopped while {phase}"),
         None => "stopped".to_string(),
     };
@@ -279,6 +320,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
         unit: config.objective.metric.unit().into(),
         phase,
         chains: rows,
+        failed,
         workers: per_worker
             .into_iter()
             .map(|(name, steps)| WorkerRow {

@@ -49,7 +49,8 @@ fn write_steps_csv(store: &Store) -> Result<()> {
 }
 
 /// What `kiln run` prints at the end: best against the references, and where
-/// everything is; and whether a chain stopped on failures.
+/// everything is; and whether a chain stopped on failures or an experiment
+/// could not be prepared.
 fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool)> {
     let store_dir = store.dir();
     let mut out = String::new();
@@ -63,7 +64,16 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool
         config.objective.statistic.name(),
         metric,
     );
+    let failed = store.failed_experiments()?;
     for e in &config.experiments {
+        if let Some(why) = failed.get(&e.name) {
+            any_stopped = true;
+            let _ = writeln!(
+                out,
+                "\nexperiment {} (benchmark {}): not prepared: {why}",
+                e.name, e.benchmark
+            );
+        }
         let Some(info) = store.experiment(&e.name)? else {
             continue;
         };

@@ -30,6 +30,42 @@ pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
+/// One line per experiment: its chains' steps, best and failures together.
+fn experiment_totals(report: &Report) -> String {
+    let rows = report.experiments().into_iter().map(|name| {
+        let chains: Vec<_> = report
+            .chains
+            .iter()
+            .filter(|r| r.experiment == name)
+            .collect();
+        let done: u32 = chains.iter().map(|r| r.done).sum();
+        let total: u32 = chains.iter().map(|r| r.total).sum();
+        let best = chains.iter().map(|r| r.best).fold(f64::INFINITY, f64::min);
+        let baseline = chains.first().map_or(f64::NAN, |r| r.baseline);
+        let failed: u32 = chains.iter().flat_map(|r| r.failures.values()).sum();
+        vec![
+            name.to_string(),
+            chains.len().to_string(),
+            format!("{done}/{total}"),
+            format_measure(best, &report.unit),
+            format_ratio(time_ratio(best, baseline)),
+            failed.to_string(),
+        ]
+    });
+    table(
+        &[
+            "experiment",
+            "chains",
+            "steps",
+            "best",
+            TIME_RATIO,
+            "failed steps",
+        ],
+        &[1, 2, 3, 4, 5],
+        rows,
+    )
+}
+
 /// The report as tables; ETAs only for a campaign that runs.
 fn render(report: &Report, live: bool) -> String {
     let mut out = String::new();
@@ -102,6 +138,13 @@ fn render(report: &Report, live: bool) -> String {
             &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
             rows,
         ));
+    }
+    if report.chains.len() > report.experiments().len() {
+        out.push('\n');
+        out.push_str(&experiment_totals(report));
+    }
+    for (experiment, why) in &report.failed {
+        let _ = writeln!(out, "experiment {experiment} not prepared: {why}");
     }
     for r in report.chains.iter().filter(|r| r.last_failure.is_some()) {
         let _ = writeln!(

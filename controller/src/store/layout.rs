@@ -14,6 +14,7 @@
 //! | `row/<experiment>/<chain>/<step>` | `StepSummary` of the decided step `step/…` (binary), in its batch; layout 2 on |
 //! | `result/<experiment>/<chain>/<step>` | `StepRecord` measured, not yet decided |
 //! | `fingerprint/<hash>` | `Capabilities` of a worker, by content hash |
+//! | `failed/<experiment>` | why the experiment's preparation failed (its discovery or baseline); cleared when a later run prepares it |
 //! | `metrics/<experiment>` | the metrics found in the experiment's decided steps (summaries and runs), kept in the batch of the step that adds one; the export's columns (stores written before it was kept have none, and are scanned) |
 //!
 //! Keys are readable, `/`-separated and zero-padded so that sled's byte order
@@ -134,6 +135,15 @@ pub fn rows_prefix(experiment: &str) -> String {
 /// `fingerprint/<hash>`.
 pub fn fingerprint_key(hash: &ContentHash) -> String {
     format!("fingerprint/{hash}")
+}
+
+/// Prefix of the experiments whose preparation failed (discovery, the
+/// baseline), each with why; a later run tries them again.
+pub const FAILED: &str = "failed/";
+
+/// `failed/<experiment>`.
+pub fn failed_key(experiment: &str) -> String {
+    format!("{FAILED}{experiment}")
 }
 
 /// `metrics/<experiment>`.

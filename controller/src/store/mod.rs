@@ -293,7 +293,22 @@ impl Store {
 
     /// Stores experiment info.
     pub fn put_experiment(&self, name: &str, info: &ExperimentInfo) -> Result<()> {
+        self.db.remove(layout::failed_key(name))?;
         self.put(&layout::experiment_key(name), info)
+    }
+
+    /// Records why an experiment could not be prepared (durably: the
+    /// campaign goes on without it).
+    pub fn put_failed(&self, name: &str, why: &str) -> Result<()> {
+        self.put(&layout::failed_key(name), &why)?;
+        self.flush()
+    }
+
+    /// Experiments whose preparation failed, with why.
+    pub fn failed_experiments(&self) -> Result<BTreeMap<String, String>> {
+        self.scan::<String>(layout::FAILED)
+            .map(|item| item.map(|(key, why)| (key[layout::FAILED.len()..].to_string(), why)))
+            .collect()
     }
 
     /// The stored chain state.
