@@ -58,6 +58,9 @@ pub enum Command {
     Workers(WorkersArgs),
     /// Measure one decision file against the benchmark's baseline on one worker.
     Benchmark(BenchmarkArgs),
+    /// Benchmark a policy across the config's benchmarks: its decisions against stock,
+    /// inlining nothing and the campaign's best step, each benchmark on its own.
+    Policy(PolicyArgs),
     /// Export a store's table as CSV, JSON lines or Parquet (schema: `kiln export --schema`).
     Export(ExportArgs),
     /// Assign each decision a reward relative to stock (ridge regression), measure the proposal
@@ -165,6 +168,36 @@ pub struct BenchmarkArgs {
     #[arg(long)]
     pub store: Option<PathBuf>,
     /// Print the comparison as JSON, with both results in full.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The arguments of `kiln policy`.
+#[derive(Args)]
+pub struct PolicyArgs {
+    /// The campaign config (.sexp): its llvm-inline benchmarks, workers, objective and runs.
+    pub config: PathBuf,
+    /// `stock`, `nothing`, or a command (after `--`) that reads a benchmark's sites as JSON
+    /// lines (the `sites` table's columns) on stdin and writes a decision file to stdout.
+    #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+    pub policy: Vec<String>,
+    /// Only these benchmarks (repeatable; default: every llvm-inline benchmark).
+    #[arg(long = "benchmark")]
+    pub benchmarks: Vec<String>,
+    /// The store that holds the campaign's discoveries and best steps, and gets the
+    /// measurements (as experiments manual:BENCHMARK; default: the config's store).
+    #[arg(long)]
+    pub store: Option<PathBuf>,
+    /// The config's worker to measure on (default: its first local worker).
+    #[arg(long)]
+    pub worker: Option<String>,
+    /// Seconds the policy command may take per benchmark.
+    #[arg(long, default_value_t = 300.0)]
+    pub timeout_s: f64,
+    /// Also write the table as CSV to FILE.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+    /// Print the rows as JSON.
     #[arg(long)]
     pub json: bool,
 }

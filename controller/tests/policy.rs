@@ -59,3 +59,87 @@ fn policy_example_runs_end_to_end() {
     let policy = std::fs::read_to_string(dir.path().join("out/policy.sexp")).unwrap();
     assert!(policy.contains("(benchmark graph-walk)"), "{policy}");
 }
+
+/// A campaign of a few steps over two bundled benchmarks, then `kiln policy`: `stock` measures
+/// 1.0 on both, `nothing` the campaign's own inline-nothing reference, and a policy that writes
+/// garbage for one benchmark fails that benchmark only (exit 1), its reason named.
+#[test]
+fn kiln_policy_measures_stock_nothing_and_a_failing_policy_per_benchmark() {
+    if !common::have_valgrind() {
+        return common::skip("valgrind is not installed (callgrind is the objective)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["sample-dsp", "tiny-interp"] {
+        copy_benchmark(name, dir.path());
+    }
+    let config = r#"(campaign
+  (name policies)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    ((benchmark sample-dsp) (search (random-walk (steps 2))) (seed 1))
+    ((benchmark tiny-interp) (search (random-walk (steps 2))) (seed 2)))
+  (benchmarks
+    ((name sample-dsp) (kind llvm-inline) (sources "benchmarks/sample-dsp")
+     (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "80")) (timeout-s 60))
+    ((name tiny-interp) (kind llvm-inline) (sources "benchmarks/tiny-interp")
+     (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "1")) (timeout-s 60)))
+  (workers (local (slots 2))))
+"#;
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let run = common::run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(run.status.success(), "{}", text(&run));
+
+    let json = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["policy", "campaign.sexp", "--json"];
+        all.extend(args);
+        let out = common::run_kiln(dir.path(), &all);
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
+    };
+    let stock = json(&["stock"]);
+    for row in stock.as_array().unwrap() {
+        assert_eq!(row["failure"], serde_json::Value::Null, "{row}");
+        assert_eq!(row["policy"], row["stock"], "{row}");
+        assert_eq!(row["changed"], 0);
+    }
+    let nothing = json(&["nothing"]);
+    let store = kiln_controller::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    for row in nothing.as_array().unwrap() {
+        let info = store
+            .experiment(row["benchmark"].as_str().unwrap())
+            .unwrap()
+            .unwrap();
+        let reference = info.references["no-inline"].objective().unwrap();
+        assert_eq!(row["policy"].as_f64(), Some(reference), "{row}");
+    }
+    drop(store);
+
+    let garbage = dir.path().join("garbage.sh");
+    std::fs::write(
+        &garbage,
+        "cat >/dev/null\nif [ \"$KILN_BENCHMARK\" = tiny-interp ]; then echo '(decisions (values'; \
+         else echo '(decisions (values))'; fi\n",
+    )
+    .unwrap();
+    let out = common::run_kiln_when_free(
+        dir.path(),
+        &[
+            "policy",
+            "campaign.sexp",
+            "--",
+            "sh",
+            garbage.to_str().unwrap(),
+        ],
+    );
+    let said = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let line = |b: &str| {
+        said.lines()
+            .find(|l| l.starts_with(b))
+            .unwrap_or_else(|| panic!("{said}"))
+            .to_string()
+    };
+    assert!(line("sample-dsp").contains("1.0000"), "{said}");
+    assert!(line("tiny-interp").contains("decision file"), "{said}");
+}

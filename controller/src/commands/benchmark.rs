@@ -10,7 +10,6 @@
 //! the step's `compared_with` holds the baseline objective measured alongside
 //! it.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
@@ -30,10 +29,7 @@ use crate::error::{BadInput, Outcome};
 use crate::measure::{compare, pick_worker, single_slot, Measurement, Session, Slot};
 use crate::plan::step::objective_of;
 use crate::store::time_ratio;
-use crate::store::{
-    manual_experiment, now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
-    Store,
-};
+use crate::store::{now_ms, Store};
 use crate::text::{
     escape_controls, format_measure, format_ratio, format_summary, TIME_RATIO, UNSUPPORTED,
 };
@@ -93,7 +89,20 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
     let ok = measured.candidate.result.outcome == StepOutcome::Ok;
     let mut recorded = None;
     if let Some(store) = &store {
-        let key = record(store, spec, &bundle, &measured)?;
+        let key = super::record_manual(
+            store,
+            spec,
+            &bundle,
+            &super::Manual {
+                discovery: &measured.discovery,
+                decisions: &measured.decisions,
+                worker: &measured.worker,
+                baseline: &measured.baseline,
+                baseline_objective: measured.baseline_objective,
+                candidate: &measured.candidate,
+                candidate_objective: measured.candidate_objective,
+            },
+        )?;
         let _ = writeln!(out, "recorded as {key} in {}", store.dir().display());
         recorded = Some(key.to_string());
     }
@@ -419,75 +428,6 @@ fn cell(result: &StepResult, metric: Metric) -> Option<String> {
 }
 
 /// Appends the candidate to experiment `manual:<benchmark>`, chain 0.
-fn record(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle, m: &Measured) -> Result<StepKey> {
-    let experiment = manual_experiment(&spec.name);
-    let base = &m.baseline.result;
-    let mut info = match store.experiment(&experiment)? {
-        Some(info) => {
-            if info.bundle != bundle.hash || info.discovery != m.discovery {
-                bail!(
-                    "benchmark {} ({}) changed since its manual steps in {} were recorded; \
-                     record into another store",
-                    spec.name,
-                    spec.sources.display(),
-                    store.dir().display()
-                );
-            }
-            info
-        }
-        None => ExperimentInfo {
-            discovery: m.discovery.clone(),
-            bundle: bundle.hash,
-            baseline: Reference {
-                decisions: m.discovery.baseline.clone(),
-                samples: Vec::new(),
-                outcome: base.outcome.clone(),
-                output_digest: base.output_digest,
-                checked_output: base.checked_output.clone(),
-                text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
-            },
-            references: BTreeMap::new(),
-            runs: None,
-        },
-    };
-    info.baseline.samples.push(m.baseline_objective);
-    info.baseline.outcome = base.outcome.clone();
-
-    let step = store.chain_steps(&experiment, 0);
-    let key = StepKey {
-        experiment,
-        chain: 0,
-        step: u32::try_from(step).context("too many manual steps")?,
-    };
-    let mut result = m.candidate.result.clone();
-    let artifacts = store.stash_artifacts(&mut result);
-    let record = StepRecord {
-        key: key.clone(),
-        kind: StepKind::Proposal,
-        decision_hash: m.decisions.hash(),
-        decisions: m.decisions.clone(),
-        parent: None,
-        diff: m.decisions.diff_from(&m.discovery.baseline),
-        temperature: 0.0,
-        result,
-        objective: m.candidate_objective,
-        worker: m.worker.clone(),
-        slot: 0,
-        worker_fingerprint: None,
-        artifacts,
-        cached_from: None,
-        dispatched_ms: m.candidate.dispatched_ms,
-        recorded_ms: m.candidate.recorded_ms,
-        decision: Some(Decision {
-            accepted: false,
-            compared_with: m.baseline_objective,
-            decided_ms: now_ms(),
-        }),
-    };
-    store.record_manual(&info, &record)?;
-    Ok(key)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

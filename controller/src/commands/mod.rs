@@ -7,25 +7,35 @@
 //! This is the top of the controller: the only place that prints for a
 //! person. Nothing below imports from it.
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
 use kiln_protocol::config::{BenchmarkSpec, Limits};
 use kiln_protocol::CampaignConfig;
+
+use kiln_protocol::message::{Bundle, Discovery};
+use kiln_protocol::DecisionSet;
 
 use crate::cli::{Cli, Command, StoreCommand};
 use crate::dispatch::calibration::Calibrator;
 use crate::dispatch::pool::PoolSettings;
 use crate::dispatch::transport::worker_binary;
 use crate::error::{BadInput, Outcome};
+use crate::measure::Measurement;
+use crate::store::{
+    manual_experiment, now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
+    Store,
+};
 
 mod benchmark;
 mod check;
 mod export;
 mod manual;
+mod policy;
 mod report;
 mod rewards;
 mod run;
@@ -51,6 +61,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Sites(args) => sites::run(&args, &mut out),
         Command::Workers(args) => workers::run(&args, &mut out),
         Command::Benchmark(args) => benchmark::run(&args, &mut out),
+        Command::Policy(args) => policy::run(&args, &mut out),
         Command::Export(args) => export::run(&args, &mut out),
         Command::Rewards(args) => rewards::run(&args, &mut out),
         Command::Report(args) => report::run(&args, &mut out),
@@ -105,4 +116,93 @@ fn scratch_pool(
         limits,
     };
     Ok((scratch, settings))
+}
+
+/// A decision set measured beside the baseline on one slot (`kiln benchmark`,
+/// `kiln policy`), to record as a manual step.
+pub(super) struct Manual<'a> {
+    pub discovery: &'a Discovery,
+    pub decisions: &'a DecisionSet,
+    pub worker: &'a str,
+    pub baseline: &'a Measurement,
+    pub baseline_objective: f64,
+    pub candidate: &'a Measurement,
+    pub candidate_objective: Option<f64>,
+}
+
+/// Records a manual measurement in `store` as the next step of experiment
+/// `manual:BENCHMARK`'s chain 0; the baseline's objective joins that
+/// experiment's baseline samples.
+pub(super) fn record_manual(
+    store: &Store,
+    spec: &BenchmarkSpec,
+    bundle: &Bundle,
+    m: &Manual<'_>,
+) -> Result<StepKey> {
+    let experiment = manual_experiment(&spec.name);
+    let base = &m.baseline.result;
+    let mut info = match store.experiment(&experiment)? {
+        Some(info) => {
+            if info.bundle != bundle.hash || info.discovery != *m.discovery {
+                bail!(
+                    "benchmark {} ({}) changed since its manual steps in {} were recorded; \
+                     record into another store",
+                    spec.name,
+                    spec.sources.display(),
+                    store.dir().display()
+                );
+            }
+            info
+        }
+        None => ExperimentInfo {
+            discovery: m.discovery.clone(),
+            bundle: bundle.hash,
+            baseline: Reference {
+                decisions: m.discovery.baseline.clone(),
+                samples: Vec::new(),
+                outcome: base.outcome.clone(),
+                output_digest: base.output_digest,
+                checked_output: base.checked_output.clone(),
+                text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
+            },
+            references: BTreeMap::new(),
+            runs: None,
+        },
+    };
+    info.baseline.samples.push(m.baseline_objective);
+    info.baseline.outcome = base.outcome.clone();
+
+    let step = store.chain_steps(&experiment, 0);
+    let key = StepKey {
+        experiment,
+        chain: 0,
+        step: u32::try_from(step).context("too many manual steps")?,
+    };
+    let mut result = m.candidate.result.clone();
+    let artifacts = store.stash_artifacts(&mut result);
+    let record = StepRecord {
+        key: key.clone(),
+        kind: StepKind::Proposal,
+        decision_hash: m.decisions.hash(),
+        decisions: m.decisions.clone(),
+        parent: None,
+        diff: m.decisions.diff_from(&m.discovery.baseline),
+        temperature: 0.0,
+        result,
+        objective: m.candidate_objective,
+        worker: m.worker.to_string(),
+        slot: 0,
+        worker_fingerprint: None,
+        artifacts,
+        cached_from: None,
+        dispatched_ms: m.candidate.dispatched_ms,
+        recorded_ms: m.candidate.recorded_ms,
+        decision: Some(Decision {
+            accepted: false,
+            compared_with: m.baseline_objective,
+            decided_ms: now_ms(),
+        }),
+    };
+    store.record_manual(&info, &record)?;
+    Ok(key)
 }

@@ -419,3 +419,42 @@ pub fn feature_values(features: &[Feature], site: Option<&SiteFeatures>) -> Vec<
         .map(|f| map.remove(&f.key).unwrap_or(serde_json::Value::Null))
         .collect()
 }
+
+/// The rows of the `sites` table for one benchmark's discovery, as JSON
+/// objects keyed by column name (what its JSON-lines export holds), with
+/// `experiment` naming the experiment (or, outside a campaign, the benchmark).
+pub fn site_records(
+    experiment: &str,
+    benchmark: &str,
+    discovery: &kiln_protocol::message::Discovery,
+) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    use serde_json::Value;
+    let features = features();
+    discovery
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let domain: Vec<String> = p.domain.iter().map(ToString::to_string).collect();
+            let fixed = [
+                Value::from(experiment),
+                Value::from(benchmark),
+                Value::from(i as u64),
+                Value::from(p.id.as_str()),
+                discovery
+                    .baseline
+                    .get(&p.id)
+                    .map_or(Value::Null, |v| Value::from(v.to_string())),
+                Value::from(domain.join(" ")),
+            ];
+            let names = SITE_COLUMNS.iter().map(|c| c.name.to_string());
+            let values = fixed.into_iter();
+            let feature_names = features.iter().map(|f| f.column.name.clone());
+            let feature_values = feature_values(&features, discovery.features.get(&p.id));
+            names
+                .zip(values)
+                .chain(feature_names.zip(feature_values))
+                .collect()
+        })
+        .collect()
+}
