@@ -1153,3 +1153,45 @@ fn two_experiments_prepare_at_the_same_time_on_a_two_slot_worker() {
     );
     assert_eq!(steps(dir.path()).len(), 4);
 }
+
+/// A guided chain screens points one flip away from the stock set: the `effects` export has a
+/// row per screened point whose effect is the screening step's time ratio less one, exact
+/// (callgrind), and the step's own features.
+#[test]
+fn screened_flips_export_as_exact_effects() {
+    if !have_valgrind() {
+        return crate::common::skip("valgrind is not installed (callgrind is the objective)");
+    }
+    let dir = setup(&synthetic_config_proposing(16, 11, 2, "guided"));
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = steps(dir.path());
+    let screens: Vec<&StepRecord> = all.iter().filter(|s| s.kind == StepKind::Screen).collect();
+    assert!(!screens.is_empty());
+    let export = run_kiln(
+        dir.path(),
+        &["export", "store", "--table", "effects", "--format", "jsonl"],
+    );
+    assert!(export.status.success(), "{}", text(&export));
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&export.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    let info = store.experiment("synthetic").unwrap().unwrap();
+    for s in &screens {
+        let diff = s.decisions.diff_from(&info.discovery.baseline);
+        let (site, value) = diff.0.iter().next().unwrap();
+        let row = rows
+            .iter()
+            .find(|r| r["site"] == site.as_str() && r["value"] == value.to_string())
+            .unwrap_or_else(|| panic!("no effect row for {site} = {value}: {rows:?}"));
+        let expected = info.time_ratio(s.objective.unwrap()).unwrap() - 1.0;
+        assert!(
+            (row["effect"].as_f64().unwrap() - expected).abs() < 1e-12,
+            "{row}"
+        );
+        assert_eq!(row["exact"], true);
+        assert_eq!(row["std_error"], serde_json::Value::Null);
+    }
+}

@@ -53,6 +53,8 @@ pub enum Table {
     Support,
     /// One row per step and decision point, ready for training.
     Dataset,
+    /// One row per site (and value) measured one flip away from the stock decisions: its effect.
+    Effects,
     /// One row per decision value with its reward (ridge regression, default options).
     Rewards,
 }
@@ -66,6 +68,7 @@ impl Table {
         Table::Sites,
         Table::Support,
         Table::Dataset,
+        Table::Effects,
         Table::Rewards,
     ];
 
@@ -78,6 +81,7 @@ impl Table {
             Table::Sites => "sites",
             Table::Support => "support",
             Table::Dataset => "dataset",
+            Table::Effects => "effects",
             Table::Rewards => "rewards",
         }
     }

@@ -183,6 +183,19 @@ pub const DATASET_COLUMNS: &[Col] = &[
     col("time_ratio", Float, "the step's objective / the stock build's (the baseline): below 1 is faster; null if the step failed"),
 ];
 
+/// The columns of the `effects` table.
+pub const EFFECT_COLUMNS: &[Col] = &[
+    col("experiment", Text, "the experiment"),
+    col("benchmark", Text, "its benchmark"),
+    col("site", Text, "the decision point"),
+    col("stock", Text, "the stock decision at the site"),
+    col("value", Text, "the value it was flipped to, every other site at its stock decision"),
+    col("effect", Float, "(flipped objective − stock objective) / stock objective: below 0 the flip is faster (fewer instructions); the median over its steps"),
+    col("exact", Bool, "whether the objective counts exactly (callgrind's instructions), so the effect has no noise"),
+    col("std_error", Float, "the effect's standard error where the objective is noisy: over its steps where several measured it, else from the one step's 95 % interval; null where exact"),
+    col("steps", Int, "successful steps that measured the flip"),
+];
+
 /// The columns of the `rewards` table.
 pub const REWARD_TABLE_COLUMNS: &[Col] = &[
     col("experiment", Text, "the experiment"),
@@ -360,6 +373,8 @@ pub fn schema() -> Schema {
     sites.extend(feature_columns());
     let mut dataset = columns(DATASET_COLUMNS);
     dataset.extend(feature_columns());
+    let mut effects = columns(EFFECT_COLUMNS);
+    effects.extend(feature_columns());
     let table = |t: Table, rows, columns| TableSchema {
         table: t.name(),
         rows,
@@ -379,6 +394,7 @@ pub fn schema() -> Schema {
             table(Table::Sites, "one per decision point of every experiment, with its features (null where a feature could not be had)", sites),
             table(Table::Support, "one per (worker, metric present in the store)", columns(SUPPORT_COLUMNS)),
             table(Table::Dataset, "one per (step, decision point of its experiment): ready for training", dataset),
+            table(Table::Effects, "one per (site, value) of every experiment that some successful step measured one flip away from the stock decisions (a guided chain's screening, or any step that happens to be one): the site's own effect, with its features", effects),
             table(Table::Rewards, "one per (site, value) of every experiment, from `kiln rewards` with its defaults (target `log-speedup`, λ = 1, `--min-count 3`); the export measures nothing and writes no file", columns(REWARD_TABLE_COLUMNS)),
         ],
     }

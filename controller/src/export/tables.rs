@@ -15,8 +15,8 @@ use crate::store::{StepKind, Store};
 use super::format::{Batched, Column, Sink, SinkExt, Type, Writer};
 use super::schema::{
     columns, feature_values, features, run_metric_column, Feature, DATASET_COLUMNS,
-    DECISION_COLUMNS, REWARD_TABLE_COLUMNS, RUN_COLUMNS, SITE_COLUMNS, SUPPORT_COLUMNS,
-    WIDE_DECISION_COLUMNS,
+    DECISION_COLUMNS, EFFECT_COLUMNS, REWARD_TABLE_COLUMNS, RUN_COLUMNS, SITE_COLUMNS,
+    SUPPORT_COLUMNS, WIDE_DECISION_COLUMNS,
 };
 use super::{steps, ExportOptions, Table, Tables};
 
@@ -36,6 +36,7 @@ enum Kind {
     Sites(Vec<Feature>),
     Support(Vec<Metric>),
     Dataset(Vec<Feature>),
+    Effects(Vec<Feature>),
     Rewards(Vec<Assignment>),
 }
 
@@ -54,6 +55,7 @@ impl<'a> Source<'a> {
             Table::Sites => Kind::Sites(features()),
             Table::Support => Kind::Support(metrics()?),
             Table::Dataset => Kind::Dataset(features()),
+            Table::Effects => Kind::Effects(features()),
             Table::Rewards => Kind::Rewards(
                 rewards::assign_all(store, options.experiment, &RewardOptions::default())?.0,
             ),
@@ -88,6 +90,7 @@ impl<'a> Source<'a> {
             Kind::Sites(features) => with_features(SITE_COLUMNS, features),
             Kind::Support(_) => columns(SUPPORT_COLUMNS),
             Kind::Dataset(features) => with_features(DATASET_COLUMNS, features),
+            Kind::Effects(features) => with_features(EFFECT_COLUMNS, features),
             Kind::Rewards(_) => columns(REWARD_TABLE_COLUMNS),
         }
     }
@@ -103,6 +106,7 @@ impl<'a> Source<'a> {
             Kind::Sites(features) => sites(ctx, features, &mut Batched::new(out)),
             Kind::Support(metrics) => support(store, ctx, metrics, &mut Batched::new(out)),
             Kind::Dataset(features) => dataset(store, ctx, features, &mut Batched::new(out)),
+            Kind::Effects(features) => effects(store, ctx, features, &mut Batched::new(out)),
             Kind::Rewards(all) => rewards_rows(all, &mut Batched::new(out)),
         }
     }
@@ -340,6 +344,74 @@ fn dataset<W: Writer>(
                 feature_cells(row, features, values);
                 out.end()?;
             }
+        }
+    }
+    out.done()
+}
+
+/// What the steps one flip away from stock measured of one (site, value).
+#[derive(Default)]
+struct Flipped {
+    /// Each step's relative change from the stock objective.
+    effects: Vec<f64>,
+    /// Each step's half-width of its objective's 95 % interval, relative to the stock objective.
+    half_widths: Vec<f64>,
+}
+
+fn effects<W: Writer>(
+    store: &Store,
+    ctx: &Tables,
+    features: &[Feature],
+    out: &mut Batched<'_, W>,
+) -> Result<u64> {
+    let metric = ctx.config.as_ref().map(|c| c.objective.metric);
+    let exact = metric.is_some_and(|m| m.needs_callgrind());
+    for (name, info) in &ctx.experiments {
+        let Some(stock) = info.baseline.objective() else {
+            continue;
+        };
+        let mut flips: BTreeMap<(SiteId, String), Flipped> = BTreeMap::new();
+        for record in store.steps(Some(name)) {
+            let r = record?;
+            let diff = r.decisions.diff_from(&info.discovery.baseline);
+            // A reused measurement repeats its source's: counted once.
+            let (Some(objective), 1, None) = (r.objective, diff.0.len(), &r.cached_from) else {
+                continue;
+            };
+            let (site, value) = diff.0.into_iter().next().expect("one flip");
+            let flipped = flips.entry((site, value.to_string())).or_default();
+            flipped.effects.push(objective / stock - 1.0);
+            if let Some(s) = metric.and_then(|m| r.result.summary.get(&m)) {
+                flipped
+                    .half_widths
+                    .push((s.ci_high - s.ci_low) / 2.0 / stock);
+            }
+        }
+        let benchmark = ctx.benchmark(name);
+        let d = &info.discovery;
+        for ((site, value), f) in &flips {
+            let n = f.effects.len();
+            let std_error = match n {
+                _ if exact => None,
+                1 => f.half_widths.first().map(|h| h / 1.96),
+                _ => kiln_protocol::Summary::of(&f.effects).map(|s| s.stddev / (n as f64).sqrt()),
+            };
+            let row = out.row();
+            row.text(name);
+            row.text(&benchmark);
+            row.text(site.as_str());
+            row.opt_text(d.baseline.get(site).map(ToString::to_string).as_deref());
+            row.text(value);
+            row.opt_float(kiln_protocol::Summary::of(&f.effects).map(|s| s.median));
+            row.bool(exact);
+            row.opt_float(std_error);
+            row.uint(n as u64);
+            feature_cells(
+                row,
+                features,
+                &feature_values(features, d.features.get(site)),
+            );
+            out.end()?;
         }
     }
     out.done()
