@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use super::writeup::{Page, Target};
 use super::{Suite, Version};
 use crate::kspans;
-use crate::report::{self, fmt, Table};
+use crate::report::{self, fmt, Results, Table};
 
 /// Start-up measurements per tool (a lone run of `true`), for their median.
 const STARTUP_SAMPLES: usize = 7;
@@ -48,6 +48,27 @@ struct Invocation {
     runs: u32,
 }
 
+/// A command both tools measure: its name, its argv, and the runs and warm-ups of a repetition.
+type Case = (&'static str, Vec<String>, u32, u32);
+
+/// Runs a measuring tool, its output captured: its pid, its output, and the wall time of the
+/// whole tool run, s; `what` names it should it fail.
+fn timed(mut cmd: Command, what: &str) -> Result<(u32, Output, f64)> {
+    let t = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let pid = child.id();
+    let out = child.wait_with_output()?;
+    let wall = t.elapsed().as_secs_f64();
+    if !out.status.success() {
+        bail!("{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok((pid, out, wall))
+}
+
 /// The file name a command's runs exec (`argv[0]`'s last component).
 fn program_name(argv: &[String]) -> String {
     Path::new(&argv[0])
@@ -59,6 +80,29 @@ impl Suite {
     pub(super) fn fidelity(&mut self) -> Result<()> {
         let dir = self.work.join("fidelity");
         fs::create_dir_all(&dir)?;
+        let cpu = self.cpu_loop(&dir)?;
+        let cases: Vec<Case> = vec![
+            (
+                "sleep-50ms",
+                vec!["sleep".into(), "0.05".into()],
+                self.sizes.fidelity_runs,
+                self.sizes.fidelity_warmup,
+            ),
+            (
+                "cpu-100ms",
+                vec![cpu, self.cpu_iterations.to_string()],
+                self.sizes.fidelity_runs,
+                self.sizes.fidelity_warmup,
+            ),
+            ("true", vec!["true".into()], self.sizes.true_runs, 0),
+        ];
+        let startup = self.startups(&dir)?;
+        self.rounds(&dir, &cases, &startup)
+    }
+
+    /// Compiles the CPU-bound program, a C loop, and calibrates it to about 100 ms
+    /// (`cpu_iterations`); its path.
+    fn cpu_loop(&mut self, dir: &Path) -> Result<String> {
         let src = dir.join("cpuloop.c");
         fs::write(
             &src,
@@ -79,7 +123,6 @@ impl Suite {
         if !st.success() {
             bail!("cannot compile {}", src.display());
         }
-        // Calibrate to about 100 ms.
         let probe = 50_000_000u64;
         let mut best = f64::MAX;
         for _ in 0..3 {
@@ -88,40 +131,46 @@ impl Suite {
             best = best.min(t.elapsed().as_secs_f64());
         }
         self.cpu_iterations = (probe as f64 * 0.1 / best) as u64;
-        let cpu = bin.display().to_string();
-        let cases: Vec<(&str, Vec<String>, u32, u32)> = vec![
-            (
-                "sleep-50ms",
-                vec!["sleep".into(), "0.05".into()],
-                self.sizes.fidelity_runs,
-                self.sizes.fidelity_warmup,
-            ),
-            (
-                "cpu-100ms",
-                vec![cpu, self.cpu_iterations.to_string()],
-                self.sizes.fidelity_runs,
-                self.sizes.fidelity_warmup,
-            ),
-            ("true", vec!["true".into()], self.sizes.true_runs, 0),
-        ];
-        // Each tool's one-time start-up (process start, and for kiln the first perf counter,
-        // which makes the kernel patch its text): a run of `true` alone, less that run.
-        // Per-run overhead is then also given without it, as a per-run figure should be.
-        let mut startup: BTreeMap<String, f64> = BTreeMap::new();
+        Ok(bin.display().to_string())
+    }
+
+    /// The measuring tools: hyperfine (`None`), then every kiln version.
+    fn tools(&self) -> Vec<Option<Version>> {
+        let mut tools: Vec<Option<Version>> = vec![None];
+        tools.extend(self.versions.iter().cloned().map(Some));
+        tools
+    }
+
+    /// `tool` (hyperfine where `None`) on `argv`.
+    fn measure_with(
+        &self,
+        tool: &Option<Version>,
+        dir: &Path,
+        argv: &[String],
+        runs: u32,
+        warmup: u32,
+    ) -> Result<ToolRun> {
+        match tool {
+            None => self.hyperfine(dir, argv, runs, warmup),
+            Some(v) => self.kiln_measure(dir, v, argv, runs, warmup),
+        }
+    }
+
+    /// Each tool's one-time start-up (process start, and for kiln the first perf counter,
+    /// which makes the kernel patch its text): a run of `true` alone, less that run; seconds
+    /// by tool label, the median of `STARTUP_SAMPLES`. Per-run overhead is then also given
+    /// without it, as a per-run figure should be.
+    fn startups(&mut self, dir: &Path) -> Result<BTreeMap<String, f64>> {
         let argv_true = ["true".to_string()];
         for rep in 0..STARTUP_SAMPLES {
-            let mut tools: Vec<Option<Version>> = vec![None];
-            tools.extend(self.versions.iter().cloned().map(Some));
-            for tool in tools {
-                let run = match &tool {
-                    None => self.hyperfine(&dir, &argv_true, 1, 0)?,
-                    Some(v) => self.kiln_measure(&dir, v, &argv_true, 1, 0)?,
-                };
+            for tool in self.tools() {
+                let run = self.measure_with(&tool, dir, &argv_true, 1, 0)?;
                 let ms = 1e3 * (run.wall - run.sum_all);
                 self.results
                     .add("fidelity", "startup", &run.label, rep, "startup_ms", ms);
             }
         }
+        let mut startup = BTreeMap::new();
         for label in std::iter::once("hyperfine".to_string())
             .chain(self.versions.iter().map(|v| v.label.clone()))
         {
@@ -130,9 +179,19 @@ impl Suite {
                 .median("fidelity", "startup", &label, "startup_ms");
             startup.insert(label, ms.unwrap_or(0.0) * 1e-3);
         }
-        // Fine-grained interleaving against the machine's other load: each
-        // repetition is three rounds of a third of the runs per tool, the
-        // tools' order rotating; medians are over every run a tool measured.
+        Ok(startup)
+    }
+
+    /// Every case by every tool, interleaved finely against the machine's other load: each
+    /// repetition is three rounds of a third of the runs per tool, the tools' order rotating;
+    /// medians are over every run a tool measured, and the kernel's record of the runs, where
+    /// it can be taken, gives their exit → exec gaps.
+    fn rounds(
+        &mut self,
+        dir: &Path,
+        cases: &[Case],
+        startup: &BTreeMap<String, f64>,
+    ) -> Result<()> {
         let mut pooled: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
         let rounds = 3 * self.sizes.reps;
         let mut invocations = Vec::new();
@@ -140,73 +199,27 @@ impl Suite {
             .map_err(|e| eprintln!("  no kernel view of the runs (sched trace events): {e:#}"))
             .ok();
         for rep in 0..rounds {
-            for (name, argv, runs, warmup) in &cases {
-                let runs = &runs.div_ceil(3).max(3);
-                let mut tools: Vec<Option<Version>> = vec![None];
-                tools.extend(self.versions.iter().cloned().map(Some));
+            for (name, argv, runs, warmup) in cases {
+                let runs = runs.div_ceil(3).max(3);
+                let mut tools = self.tools();
                 let n = tools.len();
                 tools.rotate_left(rep % n);
                 for tool in tools {
-                    let ToolRun {
-                        label,
-                        pid,
-                        median,
-                        mean,
-                        wall,
-                        sum_all,
-                        times,
-                    } = match &tool {
-                        None => self.hyperfine(&dir, argv, *runs, *warmup)?,
-                        Some(v) => self.kiln_measure(&dir, v, argv, *runs, *warmup)?,
-                    };
-                    pooled
-                        .entry((name.to_string(), label.clone()))
-                        .or_default()
-                        .extend(times);
+                    let run = self.measure_with(&tool, dir, argv, runs, *warmup)?;
+                    let startup = startup[&run.label];
+                    self.record_tool_run(name, rep, &run, runs + warmup, startup);
                     invocations.push(Invocation {
                         case: name,
-                        label: label.clone(),
+                        label: run.label.clone(),
                         rep,
-                        pid,
+                        pid: run.pid,
                         program: program_name(argv),
                         runs: runs + warmup,
                     });
-                    let total = f64::from(runs + warmup);
-                    let res = &mut self.results;
-                    res.add("fidelity", name, &label, rep, "median_ms", 1e3 * median);
-                    res.add("fidelity", name, &label, rep, "mean_ms", 1e3 * mean);
-                    res.add("fidelity", name, &label, rep, "tool_wall_s", wall);
-                    res.add(
-                        "fidelity",
-                        name,
-                        &label,
-                        rep,
-                        "per_run_ms",
-                        1e3 * wall / total,
-                    );
-                    res.add(
-                        "fidelity",
-                        name,
-                        &label,
-                        rep,
-                        "overhead_ms_per_run",
-                        1e3 * (wall - sum_all) / total,
-                    );
-                    res.add(
-                        "fidelity",
-                        name,
-                        &label,
-                        rep,
-                        "overhead_ex_startup_ms_per_run",
-                        1e3 * (wall - sum_all - startup[&label]) / total,
-                    );
-                    eprintln!(
-                        "  {name:<10} {label:<10} rep {rep}: median {:.3} ms, tool {:.2} s, {:.3} ms per run, overhead {:.3} ms per run",
-                        1e3 * median,
-                        wall,
-                        1e3 * wall / total,
-                        1e3 * (wall - sum_all) / total
-                    );
+                    pooled
+                        .entry((name.to_string(), run.label))
+                        .or_default()
+                        .extend(run.times);
                 }
             }
         }
@@ -217,7 +230,8 @@ impl Suite {
         }
         for ((name, label), times) in pooled {
             let median = report::median(&times);
-            self.results.add(
+            let res = &mut self.results;
+            res.add(
                 "fidelity",
                 &name,
                 &label,
@@ -225,7 +239,7 @@ impl Suite {
                 "pooled_median_ms",
                 1e3 * median,
             );
-            self.results.add(
+            res.add(
                 "fidelity",
                 &name,
                 &label,
@@ -235,6 +249,35 @@ impl Suite {
             );
         }
         Ok(())
+    }
+
+    /// Records a tool run of case `name` in round `rep`, `runs` runs in all: its median and
+    /// mean, and its wall time per run, less the time it measured as runs (overhead), and
+    /// less its `startup` (s) too.
+    fn record_tool_run(&mut self, name: &str, rep: usize, run: &ToolRun, runs: u32, startup: f64) {
+        let (label, median, wall, sum_all) = (&run.label, run.median, run.wall, run.sum_all);
+        let total = f64::from(runs);
+        for (metric, value) in [
+            ("median_ms", 1e3 * median),
+            ("mean_ms", 1e3 * run.mean),
+            ("tool_wall_s", wall),
+            ("per_run_ms", 1e3 * wall / total),
+            ("overhead_ms_per_run", 1e3 * (wall - sum_all) / total),
+            (
+                "overhead_ex_startup_ms_per_run",
+                1e3 * (wall - sum_all - startup) / total,
+            ),
+        ] {
+            self.results
+                .add("fidelity", name, label, rep, metric, value);
+        }
+        eprintln!(
+            "  {name:<10} {label:<10} rep {rep}: median {:.3} ms, tool {:.2} s, {:.3} ms per run, overhead {:.3} ms per run",
+            1e3 * median,
+            wall,
+            1e3 * wall / total,
+            1e3 * (wall - sum_all) / total
+        );
     }
 
     /// Per-run overhead from the kernel's record: for each tool run, the
@@ -292,31 +335,21 @@ impl Suite {
     /// hyperfine on `argv`.
     fn hyperfine(&self, dir: &Path, argv: &[String], runs: u32, warmup: u32) -> Result<ToolRun> {
         let json = dir.join("hyperfine.json");
-        let t = Instant::now();
-        let child = Command::new("hyperfine")
-            .args([
-                "-N",
-                "--style",
-                "none",
-                "--warmup",
-                &warmup.to_string(),
-                "--runs",
-                &runs.to_string(),
-                "--export-json",
-            ])
-            .arg(&json)
-            .arg(argv.join(" "))
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        let pid = child.id();
-        let out = child.wait_with_output()?;
-        let wall = t.elapsed().as_secs_f64();
-        if !out.status.success() {
-            bail!("hyperfine failed: {}", String::from_utf8_lossy(&out.stderr));
-        }
+        let mut cmd = Command::new("hyperfine");
+        cmd.args([
+            "-N",
+            "--style",
+            "none",
+            "--warmup",
+            &warmup.to_string(),
+            "--runs",
+            &runs.to_string(),
+            "--export-json",
+        ])
+        .arg(&json)
+        .arg(argv.join(" "))
+        .current_dir(dir);
+        let (pid, _, wall) = timed(cmd, "hyperfine")?;
         let v: serde_json::Value = serde_json::from_slice(&fs::read(&json)?)?;
         let r = &v["results"][0];
         let times: Vec<f64> = r["times"]
@@ -347,33 +380,20 @@ impl Suite {
         runs: u32,
         warmup: u32,
     ) -> Result<ToolRun> {
-        let t = Instant::now();
-        let child = Command::new(v.worker())
-            .args([
-                "measure",
-                "--json",
-                "--warmup",
-                &warmup.to_string(),
-                "--runs",
-                &runs.to_string(),
-                "--",
-            ])
-            .args(argv)
-            .current_dir(dir)
-            .env("KILN_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()?;
-        let pid = child.id();
-        let out = child.wait_with_output()?;
-        let wall = t.elapsed().as_secs_f64();
-        if !out.status.success() {
-            bail!(
-                "kiln-worker measure failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        let mut cmd = Command::new(v.worker());
+        cmd.args([
+            "measure",
+            "--json",
+            "--warmup",
+            &warmup.to_string(),
+            "--runs",
+            &runs.to_string(),
+            "--",
+        ])
+        .args(argv)
+        .current_dir(dir)
+        .env("KILN_LOG", "warn");
+        let (pid, out, wall) = timed(cmd, "kiln-worker measure")?;
         let m: serde_json::Value = serde_json::from_slice(&out.stdout)?;
         let s = &m["summary"]["wall-time"];
         let runs = m["runs"].as_array().context("kiln runs")?;
@@ -394,15 +414,22 @@ impl Suite {
         })
     }
 
-    /// §2 of the report: kiln-worker measure against hyperfine, and its targets.
+    /// §2 of the report: the medians and per-run overhead of each tool, and their targets.
     pub(super) fn write_fidelity(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
-        let (r, after) = (p.r, p.after);
-        let fi = "fidelity";
-        let mut targets = Vec::new();
         writeln!(
             o,
             "## 2. Measurement fidelity and overhead against hyperfine\n"
         )?;
+        let kernel = p.r.rows.iter().any(|x| x.metric == "pooled_kernel_gap_ms");
+        self.fidelity_intro(p.r, kernel, o)?;
+        self.fidelity_table(p.r, kernel).write(o)?;
+        Ok(fidelity_targets(p, kernel))
+    }
+
+    /// What §2 compares and how, with each tool's start-up, and the kernel's clock where
+    /// its record of the runs was taken.
+    fn fidelity_intro(&self, r: &Results, kernel: bool, o: &mut Vec<u8>) -> Result<()> {
+        let fi = "fidelity";
         writeln!(
             o,
             "`kiln-worker measure --json --warmup W --runs R -- CMD` against `hyperfine -N --warmup W \
@@ -432,34 +459,38 @@ impl Suite {
              its first perf counters, for which the kernel patches its text once per process.\n",
             startups.join(", ")
         )?;
-        if r.rows.iter().any(|x| x.metric == "pooled_kernel_gap_ms") {
+        if kernel {
             writeln!(
                 o,
                 "exit→exec: per-run overhead on the kernel's clock, the same span for both tools:                      the median time from one run's exit (`sched_process_exit`) to the next run's exec                      (`sched_process_exec`), over every pair of consecutive runs, recorded in a tracefs                      instance of the bench's own (ftrace, so no perf events that would change how the                      kernel switches kiln's counted runs). It holds the end of the exit, waking the tool,                      reaping, reading counters, bookkeeping and the next spawn up to the exec; after a                      long run the tool's idle CPU wakes more slowly, for both tools alike. The targets                      use it.\n"
             )?;
+        }
+        Ok(())
+    }
+
+    /// One row per command: each tool's median (kiln's against hyperfine's), then per tool,
+    /// hyperfine first, each kind of per-run overhead (exit → exec where the kernel's record
+    /// was taken).
+    fn fidelity_table(&self, r: &Results, kernel: bool) -> Table {
+        let fi = "fidelity";
+        // (heading after the tool's name, metric)
+        let mut per_tool = vec![
+            (" overhead ms/run", "overhead_ms_per_run"),
+            (" overhead w/o start-up", "overhead_ex_startup_ms_per_run"),
+            (" cost ms/run", "per_run_ms"),
+        ];
+        if kernel {
+            per_tool.push((" exit→exec ms", "pooled_kernel_gap_ms"));
         }
         let mut head = vec!["command".to_string(), "hyperfine median ms".to_string()];
         for v in &self.versions {
             head.push(format!("kiln '{}' median ms", v.label));
             head.push(format!("'{}' vs hyperfine", v.label));
         }
-        head.push("hyperfine overhead ms/run".into());
-        for v in &self.versions {
-            head.push(format!("'{}' overhead ms/run", v.label));
-        }
-        head.push("hyperfine overhead w/o start-up".into());
-        for v in &self.versions {
-            head.push(format!("'{}' overhead w/o start-up", v.label));
-        }
-        head.push("hyperfine cost ms/run".into());
-        for v in &self.versions {
-            head.push(format!("'{}' cost ms/run", v.label));
-        }
-        let kernel = r.rows.iter().any(|x| x.metric == "pooled_kernel_gap_ms");
-        if kernel {
-            head.push("hyperfine exit→exec ms".into());
+        for (heading, _) in &per_tool {
+            head.push(format!("hyperfine{heading}"));
             for v in &self.versions {
-                head.push(format!("'{}' exit→exec ms", v.label));
+                head.push(format!("'{}'{heading}", v.label));
             }
         }
         let hr: Vec<&str> = head.iter().map(String::as_str).collect();
@@ -477,84 +508,79 @@ impl Suite {
                     format!("{:+.2} %", 100.0 * (k / h - 1.0))
                 }));
             }
-            row.push(fmt(r.median(fi, c, "hyperfine", "overhead_ms_per_run")));
-            for v in &self.versions {
-                row.push(fmt(r.median(fi, c, &v.label, "overhead_ms_per_run")));
-            }
-            let ex = "overhead_ex_startup_ms_per_run";
-            row.push(fmt(r.median(fi, c, "hyperfine", ex)));
-            for v in &self.versions {
-                row.push(fmt(r.median(fi, c, &v.label, ex)));
-            }
-            row.push(fmt(r.median(fi, c, "hyperfine", "per_run_ms")));
-            for v in &self.versions {
-                row.push(fmt(r.median(fi, c, &v.label, "per_run_ms")));
-            }
-            if kernel {
-                row.push(fmt(r.median(fi, c, "hyperfine", "pooled_kernel_gap_ms")));
+            for (_, metric) in &per_tool {
+                row.push(fmt(r.median(fi, c, "hyperfine", metric)));
                 for v in &self.versions {
-                    row.push(fmt(r.median(fi, c, &v.label, "pooled_kernel_gap_ms")));
+                    row.push(fmt(r.median(fi, c, &v.label, metric)));
                 }
             }
             t.row(row);
         }
-        t.write(o)?;
-        for c in ["sleep-50ms", "cpu-100ms"] {
-            let h = r.median(fi, c, "hyperfine", "pooled_median_ms");
-            let k = r.median(fi, c, after, "pooled_median_ms");
-            let d = k.zip(h).map(|(k, h)| 100.0 * (k / h - 1.0));
-            targets.push((
-                format!("{c}: median within 2 % of hyperfine's"),
-                d.map_or("—".into(), |d| format!("{d:+.2} %")),
-                format!("kiln {} ms vs hyperfine {} ms", fmt(k), fmt(h)),
-                d.map(|d| d.abs() <= 2.0),
-            ));
-        }
-        let ho = r.median(fi, "true", "hyperfine", "per_run_ms");
-        let ko = r.median(fi, "true", after, "per_run_ms");
+        t
+    }
+}
+
+/// §2's targets: kiln's medians within 2 % of hyperfine's, its per-run cost and overhead no
+/// more than hyperfine's.
+fn fidelity_targets(p: &Page<'_>, kernel: bool) -> Vec<Target> {
+    let (r, after) = (p.r, p.after);
+    let fi = "fidelity";
+    let mut targets = Vec::new();
+    for c in ["sleep-50ms", "cpu-100ms"] {
+        let h = r.median(fi, c, "hyperfine", "pooled_median_ms");
+        let k = r.median(fi, c, after, "pooled_median_ms");
+        let d = k.zip(h).map(|(k, h)| 100.0 * (k / h - 1.0));
         targets.push((
-            "per-run cost with `true` ≤ hyperfine's".into(),
-            format!("{} vs {} ms", fmt(ko), fmt(ho)),
-            p.pair(fi, "true", "per_run_ms"),
+            format!("{c}: median within 2 % of hyperfine's"),
+            d.map_or("—".into(), |d| format!("{d:+.2} %")),
+            format!("kiln {} ms vs hyperfine {} ms", fmt(k), fmt(h)),
+            d.map(|d| d.abs() <= 2.0),
+        ));
+    }
+    let ho = r.median(fi, "true", "hyperfine", "per_run_ms");
+    let ko = r.median(fi, "true", after, "per_run_ms");
+    targets.push((
+        "per-run cost with `true` ≤ hyperfine's".into(),
+        format!("{} vs {} ms", fmt(ko), fmt(ho)),
+        p.pair(fi, "true", "per_run_ms"),
+        ko.zip(ho).map(|(k, h)| k <= h),
+    ));
+    // Per-run overhead by the kernel's clock where it was recorded,
+    // else by each tool's own (which bills kiln for what hyperfine times as run).
+    let (metric, what) = if kernel {
+        (
+            "pooled_kernel_gap_ms",
+            "per-run overhead (exit → next exec, kernel clock)",
+        )
+    } else {
+        (
+            "overhead_ex_startup_ms_per_run",
+            "per-run overhead (start-up excluded)",
+        )
+    };
+    for c in ["sleep-50ms", "cpu-100ms", "true"] {
+        let ho = r.median(fi, c, "hyperfine", metric);
+        let ko = r.median(fi, c, after, metric);
+        if !kernel && c == "true" {
+            continue;
+        }
+        // How sure: kiln − hyperfine with its bootstrap interval.
+        let diff = |m: &str| r.median(fi, c, after, m);
+        let sure = match diff("kernel_gap_vs_hyperfine_ms") {
+            Some(d) if kernel => format!(
+                "; kiln − hyperfine {} ms (95 % CI {} … {})",
+                fmt(Some(d)),
+                fmt(diff("kernel_gap_vs_hyperfine_lo_ms")),
+                fmt(diff("kernel_gap_vs_hyperfine_hi_ms"))
+            ),
+            _ => String::new(),
+        };
+        targets.push((
+            format!("{c}: {what} ≤ hyperfine's"),
+            format!("{} vs {} ms{sure}", fmt(ko), fmt(ho)),
+            p.pair(fi, c, metric),
             ko.zip(ho).map(|(k, h)| k <= h),
         ));
-        // Per-run overhead by the kernel's clock where it was recorded,
-        // else by each tool's own (which bills kiln for what hyperfine times as run).
-        let (metric, what) = if kernel {
-            (
-                "pooled_kernel_gap_ms",
-                "per-run overhead (exit → next exec, kernel clock)",
-            )
-        } else {
-            (
-                "overhead_ex_startup_ms_per_run",
-                "per-run overhead (start-up excluded)",
-            )
-        };
-        for c in ["sleep-50ms", "cpu-100ms", "true"] {
-            let ho = r.median(fi, c, "hyperfine", metric);
-            let ko = r.median(fi, c, after, metric);
-            if !kernel && c == "true" {
-                continue;
-            }
-            // How sure: kiln − hyperfine with its bootstrap interval.
-            let diff = |m: &str| r.median(fi, c, after, m);
-            let sure = match diff("kernel_gap_vs_hyperfine_ms") {
-                Some(d) if kernel => format!(
-                    "; kiln − hyperfine {} ms (95 % CI {} … {})",
-                    fmt(Some(d)),
-                    fmt(diff("kernel_gap_vs_hyperfine_lo_ms")),
-                    fmt(diff("kernel_gap_vs_hyperfine_hi_ms"))
-                ),
-                _ => String::new(),
-            };
-            targets.push((
-                format!("{c}: {what} ≤ hyperfine's"),
-                format!("{} vs {} ms{sure}", fmt(ko), fmt(ho)),
-                p.pair(fi, c, metric),
-                ko.zip(ho).map(|(k, h)| k <= h),
-            ));
-        }
-        Ok(targets)
     }
+    targets
 }
