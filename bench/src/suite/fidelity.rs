@@ -416,10 +416,6 @@ impl Suite {
 
     /// §2 of the report: the medians and per-run overhead of each tool, and their targets.
     pub(super) fn write_fidelity(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
-        writeln!(
-            o,
-            "## 2. Measurement fidelity and overhead against hyperfine\n"
-        )?;
         let kernel = p.r.rows.iter().any(|x| x.metric == "pooled_kernel_gap_ms");
         self.fidelity_intro(p.r, kernel, o)?;
         self.fidelity_table(p.r, kernel).write(o)?;

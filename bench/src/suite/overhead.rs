@@ -153,8 +153,6 @@ impl Suite {
     pub(super) fn write_overhead(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
         let (r, after) = (p.r, p.after);
         let ov = "overhead";
-        let mut targets = Vec::new();
-        writeln!(o, "## 1. Orchestration overhead (no-op steps)\n")?;
         writeln!(
             o,
             "Benchmark `true` as a knobs benchmark (12 knobs × 20 values, random walk, so proposals \
@@ -235,6 +233,7 @@ impl Suite {
             t.write(o)?;
         }
         let local = r.median(ov, "local", after, "steps_per_s");
+        let mut targets = Vec::new();
         targets.push((
             "≥ 500 no-op steps/s through the local worker".into(),
             fmt(local),

@@ -30,8 +30,6 @@ impl Suite {
         let (r, after) = (p.r, p.after);
         let ov = "overhead";
         let sc = "scale";
-        let mut targets = Vec::new();
-        writeln!(o, "## 4. Scale: 64 worker slots\n")?;
         writeln!(
             o,
             "8 local workers × 8 slots, the no-op benchmark, 16 chains × parallel 4 ({} steps per chain). \
@@ -61,7 +59,7 @@ impl Suite {
         let share = r.median(sc, "local-64", after, "ctl_share_of_cpu");
         let busy = r.median(sc, "local-64", after, "machine_busy");
         let cores = r.median(sc, "local-64", after, "ctl_cores");
-        targets.push((
+        Ok(vec![(
             "64 slots: cores saturated before the controller is".into(),
             format!(
                 "ctl {} of a core, {} of all CPU; machine {} busy",
@@ -71,7 +69,6 @@ impl Suite {
             ),
             p.pair(sc, "local-64", "steps_per_s") + " steps/s",
             cores.zip(busy).map(|(c, b)| c < 0.5 && b > 0.9),
-        ));
-        Ok(targets)
+        )])
     }
 }

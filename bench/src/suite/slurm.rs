@@ -137,7 +137,6 @@ impl Suite {
     pub(super) fn write_slurm(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
         let (r, after) = (p.r, p.after);
         let sl = "slurm";
-        writeln!(o, "## 5. Slurm workers\n")?;
         writeln!(
             o,
             "A single-node Slurm (scripts/slurm-rig) on this machine, {after} only. Serial no-op \

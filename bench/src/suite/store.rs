@@ -18,7 +18,16 @@ use crate::synth;
 
 impl Suite {
     pub(super) fn store(&mut self) -> Result<()> {
-        // Latency of persisting one step, as the campaign loop does.
+        self.persist_latency()?;
+        // Exports of big stores, built once and kept in the scratch folder.
+        for &n in &self.sizes.stores.clone() {
+            self.exports(n)?;
+        }
+        Ok(())
+    }
+
+    /// Latency of persisting one step, as the campaign loop does.
+    fn persist_latency(&mut self) -> Result<()> {
         let dir = self.work.join("store-latency");
         if dir.exists() {
             fs::remove_dir_all(&dir)?;
@@ -57,164 +66,156 @@ impl Suite {
             );
         }
         fs::remove_dir_all(&dir)?;
-        // Exports of big stores, built once and kept in the scratch folder.
-        for &n in &self.sizes.stores.clone() {
-            let sdir = self.work.join(format!("store-{n}"));
-            let marker = self.work.join(format!("store-{n}.built"));
-            // v3: layout 2, an export row beside every step.
-            let want = format!("v3 {n}");
-            if fs::read_to_string(&marker).ok().as_deref() != Some(want.as_str()) {
-                if sdir.exists() {
-                    fs::remove_dir_all(&sdir)?;
-                }
-                eprintln!("  building a store of {n} steps");
-                let b = synth::build(&sdir, n, 4)?;
-                self.results.add(
-                    "store",
-                    &format!("build-{n}"),
-                    "store-api",
-                    0,
-                    "steps_per_s",
-                    b.steps as f64 / b.seconds,
-                );
-                for (metric, bytes) in
-                    [("record_bytes", b.record_bytes), ("row_bytes", b.row_bytes)]
-                {
-                    let config = format!("build-{n}");
-                    let res = &mut self.results;
-                    res.add("store", &config, "store-api", 0, metric, bytes as f64);
-                }
-                eprintln!(
-                    "  built in {:.1} s ({:.0} steps/s, {} bytes per record, {} per export row)",
-                    b.seconds,
-                    b.steps as f64 / b.seconds,
-                    b.record_bytes,
-                    b.row_bytes
-                );
-                fs::write(&marker, &want)?;
-            }
-            // Kilns older than the store's layout (the baseline) refuse it:
-            // they export a copy as they wrote stores, made once.
-            let layout1 = self.work.join(format!("store-{n}-layout1"));
-            let layout1_marker = self.work.join(format!("store-{n}-layout1.built"));
-            let mut reads_current = BTreeMap::new();
-            for v in &self.versions {
-                reads_current.insert(v.label.clone(), reads_store(v, &sdir)?);
-            }
-            let want_layout1 = reads_current.values().any(|r| !r);
-            if want_layout1
-                && fs::read_to_string(&layout1_marker).ok().as_deref() != Some(want.as_str())
-            {
-                if layout1.exists() {
-                    fs::remove_dir_all(&layout1)?;
-                }
+        Ok(())
+    }
+
+    /// The `n`-step store, built once, exported by every version (a kiln that refuses its
+    /// layout exports a copy in layout 1), and that copy by the version under test.
+    fn exports(&mut self, n: u64) -> Result<()> {
+        let sdir = self.work.join(format!("store-{n}"));
+        // v3: layout 2, an export row beside every step.
+        let want = format!("v3 {n}");
+        let marker = self.work.join(format!("store-{n}.built"));
+        once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
+        // Kilns older than the store's layout (the baseline) refuse it:
+        // they export a copy as they wrote stores, made once.
+        let layout1 = self.work.join(format!("store-{n}-layout1"));
+        let layout1_marker = self.work.join(format!("store-{n}-layout1.built"));
+        let mut reads_current = BTreeMap::new();
+        for v in &self.versions {
+            reads_current.insert(v.label.clone(), reads_store(v, &sdir)?);
+        }
+        let want_layout1 = reads_current.values().any(|r| !r);
+        if want_layout1 {
+            once(&layout1, &layout1_marker, &want, || {
                 eprintln!("  copying the store of {n} steps in layout 1, for older kilns");
-                synth::copy_as_layout_1(&sdir, &layout1)?;
-                fs::write(&layout1_marker, &want)?;
-            }
-            let size = dir_size(&sdir);
-            // Warm the page cache: the exports measure kiln, not the disk.
-            let t = Instant::now();
-            read_all(&sdir)?;
-            if want_layout1 {
-                read_all(&layout1)?;
-            }
-            let warm_s = t.elapsed().as_secs_f64();
-            self.results.add(
-                "store",
-                &format!("export-{n}"),
-                "store",
-                0,
-                "warm_read_mib_per_s",
-                size as f64 / 1048576.0 / warm_s,
-            );
-            self.results.add(
-                "store",
-                &format!("export-{n}"),
-                "store",
-                0,
-                "db_mib",
-                size as f64 / 1048576.0,
-            );
-            let reps = if n >= 1_000_000 {
-                self.sizes.reps.min(2)
-            } else {
-                self.sizes.reps
-            };
-            // Every version on the store it reads; once more (first repetition),
-            // the working tree on the layout-1 copy: how stores written before
-            // export rows export now.
-            let mut runs = Vec::new();
-            for rep in 0..reps {
-                for v in self.order(rep) {
-                    // The baseline's 1 M export takes a minute: once.
-                    if n >= 1_000_000 && rep > 0 && v.label != self.versions[0].label {
-                        continue;
-                    }
-                    let store = if reads_current[&v.label] {
-                        &sdir
-                    } else {
-                        &layout1
-                    };
-                    runs.push((rep, v, store, format!("export-{n}")));
+                synth::copy_as_layout_1(&sdir, &layout1).map(drop)
+            })?;
+        }
+        let size = dir_size(&sdir);
+        // Warm the page cache: the exports measure kiln, not the disk.
+        let t = Instant::now();
+        read_all(&sdir)?;
+        if want_layout1 {
+            read_all(&layout1)?;
+        }
+        let warm_s = t.elapsed().as_secs_f64();
+        let mib = size as f64 / 1048576.0;
+        let config = format!("export-{n}");
+        let res = &mut self.results;
+        res.add(
+            "store",
+            &config,
+            "store",
+            0,
+            "warm_read_mib_per_s",
+            mib / warm_s,
+        );
+        res.add("store", &config, "store", 0, "db_mib", mib);
+        let reps = if n >= 1_000_000 {
+            self.sizes.reps.min(2)
+        } else {
+            self.sizes.reps
+        };
+        // Every version on the store it reads; once more (first repetition),
+        // the working tree on the layout-1 copy: how stores written before
+        // export rows export now.
+        let mut runs = Vec::new();
+        for rep in 0..reps {
+            for v in self.order(rep) {
+                // The baseline's 1 M export takes a minute: once.
+                if n >= 1_000_000 && rep > 0 && v.label != self.versions[0].label {
+                    continue;
                 }
-                if rep == 0 && want_layout1 {
-                    let v = self.versions[0].clone();
-                    runs.push((rep, v, &layout1, format!("export-{n}-layout1")));
-                }
+                let store = if reads_current[&v.label] {
+                    &sdir
+                } else {
+                    &layout1
+                };
+                runs.push((rep, v, store, format!("export-{n}")));
             }
-            for (rep, v, store, config) in runs {
-                let run = self.work.join("runs").join(format!("export-{}", v.label));
-                fs::create_dir_all(&run)?;
-                let csv = run.join("steps.csv");
-                let cmd = vec![
-                    v.kiln().display().to_string(),
-                    "export".into(),
-                    store.display().to_string(),
-                    "--table".into(),
-                    "steps".into(),
-                    "-o".into(),
-                    csv.display().to_string(),
-                ];
-                let a = self.accounted(&cmd, &run, &[], 900.0)?;
-                let said = fs::read_to_string(run.join("stderr.txt")).unwrap_or_default();
-                let rows: f64 = said
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|r| r.parse().ok())
-                    .unwrap_or(f64::NAN);
-                if rows as u64 != n {
-                    bail!("export wrote {rows} rows of {n}: {said}");
-                }
-                let res = &mut self.results;
-                res.add(
-                    "store",
-                    &config,
-                    &v.label,
-                    rep,
-                    "rows_per_s",
-                    rows / a.wall_s,
-                );
-                res.add("store", &config, &v.label, rep, "wall_s", a.wall_s);
-                res.add("store", &config, &v.label, rep, "cpu_s", a.self_cpu_s());
-                res.add(
-                    "store",
-                    &config,
-                    &v.label,
-                    rep,
-                    "max_rss_mib",
-                    a.max_rss_kib as f64 / 1024.0,
-                );
-                eprintln!(
-                    "  {config:<22} {:<10} rep {rep}: {:.1} s, {:.0} rows/s, peak RSS {:.0} MiB",
-                    v.label,
-                    a.wall_s,
-                    rows / a.wall_s,
-                    a.max_rss_kib as f64 / 1024.0
-                );
-                fs::remove_dir_all(&run)?;
+            if rep == 0 && want_layout1 {
+                let v = self.versions[0].clone();
+                runs.push((rep, v, &layout1, format!("export-{n}-layout1")));
             }
         }
+        for (rep, v, store, config) in runs {
+            self.export(n, rep, &v, store, &config)?;
+        }
+        Ok(())
+    }
+
+    /// Builds the `n`-step store in `dir` through the Store API and records how fast.
+    fn build_store(&mut self, n: u64, dir: &Path) -> Result<()> {
+        eprintln!("  building a store of {n} steps");
+        let b = synth::build(dir, n, 4)?;
+        let config = format!("build-{n}");
+        let res = &mut self.results;
+        for (metric, value) in [
+            ("steps_per_s", b.steps as f64 / b.seconds),
+            ("record_bytes", b.record_bytes as f64),
+            ("row_bytes", b.row_bytes as f64),
+        ] {
+            res.add("store", &config, "store-api", 0, metric, value);
+        }
+        eprintln!(
+            "  built in {:.1} s ({:.0} steps/s, {} bytes per record, {} per export row)",
+            b.seconds,
+            b.steps as f64 / b.seconds,
+            b.record_bytes,
+            b.row_bytes
+        );
+        Ok(())
+    }
+
+    /// `kiln export STORE --table steps` of the `n`-step store by `v`, recorded under `config`.
+    fn export(
+        &mut self,
+        n: u64,
+        rep: usize,
+        v: &Version,
+        store: &Path,
+        config: &str,
+    ) -> Result<()> {
+        let run = self.work.join("runs").join(format!("export-{}", v.label));
+        fs::create_dir_all(&run)?;
+        let csv = run.join("steps.csv");
+        let cmd = vec![
+            v.kiln().display().to_string(),
+            "export".into(),
+            store.display().to_string(),
+            "--table".into(),
+            "steps".into(),
+            "-o".into(),
+            csv.display().to_string(),
+        ];
+        let a = self.accounted(&cmd, &run, &[], 900.0)?;
+        let said = fs::read_to_string(run.join("stderr.txt")).unwrap_or_default();
+        let rows: f64 = said
+            .split_whitespace()
+            .nth(1)
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(f64::NAN);
+        if rows as u64 != n {
+            bail!("export wrote {rows} rows of {n}: {said}");
+        }
+        for (metric, value) in [
+            ("rows_per_s", rows / a.wall_s),
+            ("wall_s", a.wall_s),
+            ("cpu_s", a.self_cpu_s()),
+            ("max_rss_mib", a.max_rss_kib as f64 / 1024.0),
+        ] {
+            self.results
+                .add("store", config, &v.label, rep, metric, value);
+        }
+        eprintln!(
+            "  {config:<22} {:<10} rep {rep}: {:.1} s, {:.0} rows/s, peak RSS {:.0} MiB",
+            v.label,
+            a.wall_s,
+            rows / a.wall_s,
+            a.max_rss_kib as f64 / 1024.0
+        );
+        fs::remove_dir_all(&run)?;
         Ok(())
     }
 
@@ -222,8 +223,6 @@ impl Suite {
     pub(super) fn write_store(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
         let (r, after) = (p.r, p.after);
         let st = "store";
-        let mut targets = Vec::new();
-        writeln!(o, "## 3. The store\n")?;
         writeln!(
             o,
             "Persisting one step through the Store API into a fresh store, {} steps one at a time: \
@@ -257,6 +256,7 @@ impl Suite {
             &p.both("export s"),
             &p.both("peak RSS MiB"),
         ]);
+        let mut targets = Vec::new();
         for n in &self.sizes.stores {
             let c = format!("export-{n}");
             if r.median(st, &c, after, "rows_per_s").is_none() {
@@ -315,7 +315,20 @@ impl Suite {
     }
 }
 
-/// Reads every file under `dir` (into the page cache).
+/// Makes `dir` with `make` unless its `marker` says `want` (what is made once and kept in the
+/// scratch folder), first clearing what a make of another kind left there.
+fn once(dir: &Path, marker: &Path, want: &str, make: impl FnOnce() -> Result<()>) -> Result<()> {
+    if fs::read_to_string(marker).ok().as_deref() == Some(want) {
+        return Ok(());
+    }
+    if dir.exists() {
+        fs::remove_dir_all(dir)?;
+    }
+    make()?;
+    fs::write(marker, want)?;
+    Ok(())
+}
+
 /// Whether kiln `v` reads the store in `dir`: false if it refuses the
 /// store's layout as newer than its own.
 fn reads_store(v: &Version, dir: &Path) -> Result<bool> {
@@ -337,6 +350,7 @@ fn reads_store(v: &Version, dir: &Path) -> Result<bool> {
     }
 }
 
+/// Reads every file under `dir` (into the page cache).
 fn read_all(dir: &Path) -> Result<()> {
     let mut buf = vec![0u8; 1 << 20];
     for e in fs::read_dir(dir)?.flatten() {

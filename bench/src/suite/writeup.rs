@@ -12,7 +12,8 @@ use crate::report::{fmt, Results, Table};
 /// A target and how it fared: (target, measured, detail, met).
 pub(super) type Target = (String, String, String, Option<bool>);
 
-/// One section's part of the report: written into the page, giving the targets it checked.
+/// One section's part of the report, below its heading: written into the page, giving the
+/// targets it checked.
 type Part = fn(&Suite, &Page<'_>, &mut Vec<u8>) -> Result<Vec<Target>>;
 
 /// What every part of the report reads: the results, and the labels of the version
@@ -97,17 +98,26 @@ impl Suite {
             t.row(vec![k.clone(), v.clone()]);
         }
         t.write(o)?;
-        // Only the sections that ran have a part.
-        let parts: [(&str, Part); 5] = [
-            ("overhead", Suite::write_overhead),
-            ("fidelity", Suite::write_fidelity),
-            ("store", Suite::write_store),
-            ("scale", Suite::write_scale),
-            ("slurm", Suite::write_slurm),
+        // (section, heading, part); only the sections that ran have a part.
+        let parts: [(&str, &str, Part); 5] = [
+            (
+                "overhead",
+                "1. Orchestration overhead (no-op steps)",
+                Suite::write_overhead,
+            ),
+            (
+                "fidelity",
+                "2. Measurement fidelity and overhead against hyperfine",
+                Suite::write_fidelity,
+            ),
+            ("store", "3. The store", Suite::write_store),
+            ("scale", "4. Scale: 64 worker slots", Suite::write_scale),
+            ("slurm", "5. Slurm workers", Suite::write_slurm),
         ];
         let mut targets = Vec::new();
-        for (section, part) in parts {
+        for (section, heading, part) in parts {
             if self.results.rows.iter().any(|x| x.section == section) {
+                writeln!(o, "## {heading}\n")?;
                 targets.extend(part(self, &page, o)?);
             }
         }
