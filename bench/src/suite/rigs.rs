@@ -10,43 +10,94 @@ use anyhow::{bail, Result};
 
 use super::Suite;
 
-/// The SSH rig, taken down on drop.
-pub(super) struct Rig {
+/// A rig its script brought up (`SCRIPT up DIR ...`), taken down (`SCRIPT down DIR`) on drop.
+pub(super) struct ScriptRig {
     script: PathBuf,
-    dir: PathBuf,
-    pub(super) port: u16,
-    /// Per daemon: address and pid.
-    pub(super) daemons: Vec<(String, i32)>,
+    /// The rig's folder.
+    pub(super) dir: PathBuf,
 }
 
-impl Rig {
+impl ScriptRig {
+    /// The rig, or why it cannot run here (the script exits 77).
     fn up(
         script: &Path,
         dir: &Path,
-        n: usize,
-        port: u16,
-    ) -> Result<std::result::Result<Rig, String>> {
+        args: &[String],
+        env: (&str, String),
+    ) -> Result<std::result::Result<ScriptRig, String>> {
         let out = Command::new(script)
             .arg("up")
             .arg(dir)
-            .arg(n.to_string())
-            .env("SSH_RIG_PORT", port.to_string())
+            .args(args)
+            .env(env.0, env.1)
             .stdin(Stdio::null())
             .output()?;
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         if out.status.code() == Some(77) {
             return Ok(Err(stderr));
         }
-        let dir = dir.canonicalize()?;
-        let mut rig = Rig {
+        // Made before the check, so a rig that came up in part is taken down.
+        let rig = ScriptRig {
             script: script.to_path_buf(),
-            dir: dir.clone(),
+            dir: dir.canonicalize()?,
+        };
+        if !out.status.success() {
+            let name = script.file_name().unwrap_or_default().to_string_lossy();
+            bail!("{name} up failed: {stderr}");
+        }
+        Ok(Ok(rig))
+    }
+
+    /// The single-node Slurm of scripts/slurm-rig, or why it cannot run here.
+    pub(super) fn slurm(
+        script: &Path,
+        dir: &Path,
+    ) -> Result<std::result::Result<ScriptRig, String>> {
+        ScriptRig::up(script, dir, &[], ("SLURM_RIG_PORT", "6997".into()))
+    }
+}
+
+impl Drop for ScriptRig {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.script)
+            .arg("down")
+            .arg(&self.dir)
+            .stdin(Stdio::null())
+            .status();
+    }
+}
+
+/// The SSH rig of scripts/ssh-rig: sshd daemons on loopback.
+pub(super) struct Rig {
+    rig: ScriptRig,
+    pub(super) port: u16,
+    /// Per daemon: address and pid.
+    pub(super) daemons: Vec<(String, i32)>,
+}
+
+impl Rig {
+    /// `n` daemons from `port` on, or why they cannot run here.
+    fn up(
+        script: &Path,
+        dir: &Path,
+        n: usize,
+        port: u16,
+    ) -> Result<std::result::Result<Rig, String>> {
+        let rig = match ScriptRig::up(
+            script,
+            dir,
+            &[n.to_string()],
+            ("SSH_RIG_PORT", port.to_string()),
+        )? {
+            Ok(rig) => rig,
+            Err(why) => return Ok(Err(why)),
+        };
+        let dir = rig.dir.clone();
+        let mut rig = Rig {
+            rig,
             port,
             daemons: Vec::new(),
         };
-        if !out.status.success() {
-            bail!("ssh-rig up failed: {stderr}");
-        }
         for line in fs::read_to_string(dir.join("hosts"))?.lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
             let pid: i32 = fs::read_to_string(dir.join(format!("d{}/pid", f[0])))?
@@ -70,9 +121,12 @@ impl Rig {
                  (known-hosts \"{}\") (rundir \"{}\") (slots {slots}))\n    ",
                 k + 1,
                 self.port,
-                self.dir.join("client_key").display(),
-                self.dir.join("known_hosts").display(),
-                self.dir.join(format!("rundir-{}-{label}", k + 1)).display(),
+                self.rig.dir.join("client_key").display(),
+                self.rig.dir.join("known_hosts").display(),
+                self.rig
+                    .dir
+                    .join(format!("rundir-{}-{label}", k + 1))
+                    .display(),
             ));
         }
         s
@@ -83,11 +137,11 @@ impl Rig {
             "-F".into(),
             "/dev/null".into(),
             "-i".into(),
-            self.dir.join("client_key").display().to_string(),
+            self.rig.dir.join("client_key").display().to_string(),
             "-o".into(),
             format!(
                 "UserKnownHostsFile={}",
-                self.dir.join("known_hosts").display()
+                self.rig.dir.join("known_hosts").display()
             ),
             "-o".into(),
             "StrictHostKeyChecking=yes".into(),
@@ -98,56 +152,6 @@ impl Rig {
             "-o".into(),
             "ControlPath=none".into(),
         ]
-    }
-}
-
-impl Drop for Rig {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.script)
-            .arg("down")
-            .arg(&self.dir)
-            .stdin(Stdio::null())
-            .status();
-    }
-}
-
-/// The single-node Slurm of scripts/slurm-rig, taken down on drop.
-pub(super) struct SlurmRig {
-    script: PathBuf,
-    pub(super) dir: PathBuf,
-}
-
-impl SlurmRig {
-    /// The rig, or why it cannot run here.
-    pub(super) fn up(script: &Path, dir: &Path) -> Result<std::result::Result<SlurmRig, String>> {
-        let out = Command::new(script)
-            .arg("up")
-            .arg(dir)
-            .env("SLURM_RIG_PORT", "6997")
-            .stdin(Stdio::null())
-            .output()?;
-        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        if out.status.code() == Some(77) {
-            return Ok(Err(stderr));
-        }
-        let rig = SlurmRig {
-            script: script.to_path_buf(),
-            dir: dir.canonicalize()?,
-        };
-        if !out.status.success() {
-            bail!("slurm-rig up failed: {stderr}");
-        }
-        Ok(Ok(rig))
-    }
-}
-
-impl Drop for SlurmRig {
-    fn drop(&mut self) {
-        let _ = Command::new(&self.script)
-            .arg("down")
-            .arg(&self.dir)
-            .stdin(Stdio::null())
-            .status();
     }
 }
 

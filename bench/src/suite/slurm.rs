@@ -11,7 +11,7 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 
 use super::campaign::noop_config;
-use super::rigs::{slurm_workers, SlurmRig};
+use super::rigs::{slurm_workers, ScriptRig};
 use super::writeup::{Page, Target};
 use super::{first_line, Suite, Version};
 use crate::report::{fmt, Table};
@@ -24,7 +24,7 @@ impl Suite {
     pub(super) fn slurm(&mut self) -> Result<()> {
         let dir = self.work.join("slurm-rig");
         let script = self.opts.repo.join("scripts/slurm-rig");
-        let rig = SlurmRig::up(&script, &dir)?;
+        let rig = ScriptRig::slurm(&script, &dir)?;
         let Ok(rig) = rig else {
             let reason = rig.err().unwrap_or_default();
             eprintln!("  no slurm rig: {reason}");
