@@ -148,6 +148,7 @@ struct Sizes {
 }
 
 impl Sizes {
+    /// The sizes of a full or `--quick` run, with `--reps` and `--max-store` applied.
     fn new(opts: &Options) -> Sizes {
         let quick = opts.quick;
         let reps = opts.reps.unwrap_or(if quick { 1 } else { 3 });
@@ -264,6 +265,7 @@ pub fn run(opts: Options) -> Result<()> {
     }
 }
 
+/// The first line `cmd` prints (its stdout, else its stderr), or "missing".
 fn first_line(cmd: &str, args: &[&str]) -> String {
     Command::new(cmd)
         .args(args)
@@ -286,6 +288,7 @@ fn first_line(cmd: &str, args: &[&str]) -> String {
 }
 
 impl Suite {
+    /// Notes the machine, the versions and the mode at the start, and the load at `when`.
     fn describe_machine(&mut self, when: &str) {
         let load = fs::read_to_string("/proc/loadavg").unwrap_or_default();
         let load: Vec<&str> = load.split_whitespace().take(3).collect();
