@@ -1,0 +1,203 @@
+//! The no-op campaign that the overhead, scale and slurm sections run: its
+//! config, one accounted `kiln run` of it, and the metrics recorded from it.
+
+use std::fs;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::{Suite, Version};
+use crate::procs::{self, Account};
+use crate::report;
+
+/// What one `kiln run` of the no-op campaign gave.
+pub(super) struct CampaignRun {
+    steps: usize,
+    ok: usize,
+    cached: usize,
+    /// First dispatch to last decision, seconds.
+    span_s: f64,
+    /// Median measured wall time of a run of the benchmark, seconds.
+    run_s: f64,
+    account: Account,
+    /// CPU of the SSH daemons' trees (sshd, kiln-worker, the benchmark), seconds.
+    remote_cpu_s: f64,
+    /// Busy and total CPU seconds of the machine during the run.
+    machine_busy_s: f64,
+    machine_total_s: f64,
+}
+
+/// The noop benchmark's knobs: 12 knobs of 20 values, so a random walk's
+/// proposals rarely repeat (a repeat reuses an earlier measurement).
+fn knobs() -> String {
+    (0..12)
+        .map(|k| {
+            let values: Vec<String> = (0..20).map(|v| v.to_string()).collect();
+            format!("(k{k} {})", values.join(" "))
+        })
+        .collect::<Vec<_>>()
+        .join("\n            ")
+}
+
+/// A campaign of `chains` random walks of `steps` steps over the no-op benchmark, `parallel`
+/// in flight each, on `workers`.
+pub(super) fn noop_config(steps: u32, chains: u32, parallel: u32, workers: &str) -> String {
+    format!(
+        r#"(campaign
+  (name noop)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    ((benchmark noop) (search (random-walk (steps {steps}))) (chains {chains}) (seed 1) (parallel {parallel})))
+  (benchmarks
+    ((name noop) (kind knobs)
+     (knobs {knobs})
+     (sources "noop") (build ()) (run ("true")) (check-output none) (timeout-s 10)))
+  (workers
+    {workers}))
+"#,
+        knobs = knobs()
+    )
+}
+
+/// Steps, ok steps, cached steps, first dispatch to last decision (s) and the median run (s)
+/// of a campaign's exported steps table.
+fn parse_steps_csv(path: &Path) -> Result<(usize, usize, usize, f64, f64)> {
+    let mut r = csv::Reader::from_path(path)?;
+    let head = r.headers()?.clone();
+    let col = |name: &str| {
+        head.iter()
+            .position(|h| h == name)
+            .with_context(|| format!("{} has no column {name}", path.display()))
+    };
+    let (c_disp, c_dec, c_wall, c_out, c_cached) = (
+        col("dispatched_ms")?,
+        col("decided_ms")?,
+        col("wall-time.median")?,
+        col("outcome")?,
+        col("cached_from")?,
+    );
+    let (mut first, mut last) = (u64::MAX, 0u64);
+    let (mut steps, mut ok, mut cached) = (0, 0, 0);
+    let mut walls = Vec::new();
+    for rec in r.records() {
+        let rec = rec?;
+        steps += 1;
+        if &rec[c_out] == "ok" {
+            ok += 1;
+        }
+        if !rec[c_cached].is_empty() {
+            cached += 1;
+        }
+        first = first.min(rec[c_disp].parse().unwrap_or(u64::MAX));
+        last = last.max(rec[c_dec].parse().unwrap_or(0));
+        if let Ok(w) = rec[c_wall].parse::<f64>() {
+            walls.push(w * 1e-9);
+        }
+    }
+    let span = last.saturating_sub(first) as f64 / 1e3;
+    Ok((steps, ok, cached, span, report::median(&walls)))
+}
+
+impl Suite {
+    /// Runs the no-op campaign `config` with version `v` in a fresh folder.
+    pub(super) fn campaign(
+        &self,
+        v: &Version,
+        name: &str,
+        config: &str,
+        daemons: &[i32],
+    ) -> Result<CampaignRun> {
+        let dir = self.fresh_run_dir(v, name)?;
+        fs::write(
+            dir.join("noop/README"),
+            "a benchmark that does nothing: `true`\n",
+        )?;
+        fs::write(dir.join("campaign.sexp"), config)?;
+        let remote0: f64 = daemons
+            .iter()
+            .map(|p| procs::cpu_with_reaped_children(*p))
+            .sum();
+        let (b0, t0) = procs::machine_jiffies();
+        let cmd = vec![
+            v.kiln().display().to_string(),
+            "run".into(),
+            "campaign.sexp".into(),
+        ];
+        let account = self.accounted(&cmd, &dir, &[("KILN_WORKER", &v.worker())], 600.0)?;
+        procs::wait_childless(daemons, std::time::Duration::from_secs(5));
+        let remote1: f64 = daemons
+            .iter()
+            .map(|p| procs::cpu_with_reaped_children(*p))
+            .sum();
+        let (b1, t1) = procs::machine_jiffies();
+        let (steps, ok, cached, span_s, run_s) = parse_steps_csv(&dir.join("store/steps.csv"))?;
+        fs::remove_dir_all(&dir)?;
+        Ok(CampaignRun {
+            steps,
+            ok,
+            cached,
+            span_s,
+            run_s,
+            account,
+            remote_cpu_s: remote1 - remote0,
+            machine_busy_s: procs::jiffies_s(b1 - b0),
+            machine_total_s: procs::jiffies_s(t1 - t0),
+        })
+    }
+
+    /// Records a campaign run's metrics under (section, config, tool, rep).
+    pub(super) fn record_campaign(
+        &mut self,
+        section: &str,
+        config: &str,
+        tool: &str,
+        rep: usize,
+        r: &CampaignRun,
+    ) {
+        let n = r.steps as f64;
+        let a = &r.account;
+        let all = a.tree_cpu_s + r.remote_cpu_s;
+        for (metric, value) in [
+            ("steps", n),
+            ("failed_steps", (r.steps - r.ok) as f64),
+            ("cached_steps", r.cached as f64),
+            ("wall_s", a.wall_s),
+            ("span_s", r.span_s),
+            ("steps_per_s", n / r.span_s),
+            ("steps_per_s_end_to_end", n / a.wall_s),
+            ("step_ms", 1e3 * r.span_s / n),
+            ("run_ms", 1e3 * r.run_s),
+            ("overhead_ms", 1e3 * (r.span_s / n - r.run_s)),
+            ("ctl_cpu_ms_per_step", 1e3 * a.self_cpu_s() / n),
+            ("ctl_user_ms_per_step", 1e3 * a.self_user_s / n),
+            ("ctl_sys_ms_per_step", 1e3 * a.self_sys_s / n),
+            (
+                "children_cpu_ms_per_step",
+                1e3 * (a.tree_cpu_s - a.self_cpu_s()) / n,
+            ),
+            ("remote_cpu_ms_per_step", 1e3 * r.remote_cpu_s / n),
+            ("ctl_cores", a.self_cpu_s() / a.wall_s),
+            ("ctl_share_of_cpu", a.self_cpu_s() / all),
+            ("tree_cores", all / a.wall_s),
+            (
+                "machine_busy",
+                r.machine_busy_s / r.machine_total_s.max(1e-9),
+            ),
+            ("ctl_max_rss_mib", a.max_rss_kib as f64 / 1024.0),
+        ] {
+            self.results.add(section, config, tool, rep, metric, value);
+        }
+        eprintln!(
+            "  {config:<10} {tool:<10} rep {rep}: {:>5} steps, {:>7.1} steps/s ({:.1} end to end), step {:.3} ms, run {:.3} ms, controller CPU {:.3} ms/step{}",
+            r.steps,
+            n / r.span_s,
+            n / a.wall_s,
+            1e3 * r.span_s / n,
+            1e3 * r.run_s,
+            1e3 * a.self_cpu_s() / n,
+            if r.steps != r.ok { format!(", {} FAILED", r.steps - r.ok) } else { String::new() }
+        );
+    }
+}

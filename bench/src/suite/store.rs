@@ -1,0 +1,380 @@
+//! §3, the store: persisting one step through the Store API, and exporting
+//! synthetic stores of 100 k and 1 M steps (rows/s, peak RSS), each version on
+//! a store it reads.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+
+use super::writeup::{Page, Target};
+use super::{Suite, Version};
+use crate::report::{self, fmt, Table};
+use crate::synth;
+
+impl Suite {
+    pub(super) fn store(&mut self) -> Result<()> {
+        self.persist_latency()?;
+        // Exports of big stores, built once and kept in the scratch folder.
+        for &n in &self.sizes.stores.clone() {
+            self.exports(n)?;
+        }
+        Ok(())
+    }
+
+    /// Latency of persisting one step, as the campaign loop does.
+    fn persist_latency(&mut self) -> Result<()> {
+        let dir = self.work.join("store-latency");
+        if dir.exists() {
+            fs::remove_dir_all(&dir)?;
+        }
+        for rep in 0..self.sizes.reps {
+            let dir = dir.join(rep.to_string());
+            let l = synth::latency(&dir, self.sizes.latency_steps)?;
+            let both: Vec<f64> = l
+                .put_result
+                .iter()
+                .zip(&l.decide)
+                .map(|(a, b)| a + b)
+                .collect();
+            for (metric, v) in [
+                ("put_result", &l.put_result),
+                ("decide", &l.decide),
+                ("put_result_and_decide", &both),
+            ] {
+                for p in [50.0, 99.0] {
+                    self.results.add(
+                        "store",
+                        "persist-step",
+                        "store-api",
+                        rep,
+                        &format!("{metric}_p{p}_ms"),
+                        1e3 * report::percentile(v, p),
+                    );
+                }
+            }
+            eprintln!(
+                "  persist rep {rep}: put_result p50 {:.3} ms p99 {:.3} ms; decide p50 {:.3} ms p99 {:.3} ms",
+                1e3 * report::percentile(&l.put_result, 50.0),
+                1e3 * report::percentile(&l.put_result, 99.0),
+                1e3 * report::percentile(&l.decide, 50.0),
+                1e3 * report::percentile(&l.decide, 99.0)
+            );
+        }
+        fs::remove_dir_all(&dir)?;
+        Ok(())
+    }
+
+    /// The `n`-step store, built once, exported by every version (a kiln that refuses its
+    /// layout exports a copy in layout 1), and that copy by the version under test.
+    fn exports(&mut self, n: u64) -> Result<()> {
+        let sdir = self.work.join(format!("store-{n}"));
+        // v3: layout 2, an export row beside every step.
+        let want = format!("v3 {n}");
+        let marker = self.work.join(format!("store-{n}.built"));
+        once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
+        // Kilns older than the store's layout (the baseline) refuse it:
+        // they export a copy as they wrote stores, made once.
+        let layout1 = self.work.join(format!("store-{n}-layout1"));
+        let layout1_marker = self.work.join(format!("store-{n}-layout1.built"));
+        let mut reads_current = BTreeMap::new();
+        for v in &self.versions {
+            reads_current.insert(v.label.clone(), reads_store(v, &sdir)?);
+        }
+        let want_layout1 = reads_current.values().any(|r| !r);
+        if want_layout1 {
+            once(&layout1, &layout1_marker, &want, || {
+                eprintln!("  copying the store of {n} steps in layout 1, for older kilns");
+                synth::copy_as_layout_1(&sdir, &layout1).map(drop)
+            })?;
+        }
+        let size = dir_size(&sdir);
+        // Warm the page cache: the exports measure kiln, not the disk.
+        let t = Instant::now();
+        read_all(&sdir)?;
+        if want_layout1 {
+            read_all(&layout1)?;
+        }
+        let warm_s = t.elapsed().as_secs_f64();
+        let mib = size as f64 / 1048576.0;
+        let config = format!("export-{n}");
+        let res = &mut self.results;
+        res.add(
+            "store",
+            &config,
+            "store",
+            0,
+            "warm_read_mib_per_s",
+            mib / warm_s,
+        );
+        res.add("store", &config, "store", 0, "db_mib", mib);
+        let reps = if n >= 1_000_000 {
+            self.sizes.reps.min(2)
+        } else {
+            self.sizes.reps
+        };
+        // Every version on the store it reads; once more (first repetition),
+        // the working tree on the layout-1 copy: how stores written before
+        // export rows export now.
+        let mut runs = Vec::new();
+        for rep in 0..reps {
+            for v in self.order(rep) {
+                // The baseline's 1 M export takes a minute: once.
+                if n >= 1_000_000 && rep > 0 && v.label != self.versions[0].label {
+                    continue;
+                }
+                let store = if reads_current[&v.label] {
+                    &sdir
+                } else {
+                    &layout1
+                };
+                runs.push((rep, v, store, format!("export-{n}")));
+            }
+            if rep == 0 && want_layout1 {
+                let v = self.versions[0].clone();
+                runs.push((rep, v, &layout1, format!("export-{n}-layout1")));
+            }
+        }
+        for (rep, v, store, config) in runs {
+            self.export(n, rep, &v, store, &config)?;
+        }
+        Ok(())
+    }
+
+    /// Builds the `n`-step store in `dir` through the Store API and records how fast.
+    fn build_store(&mut self, n: u64, dir: &Path) -> Result<()> {
+        eprintln!("  building a store of {n} steps");
+        let b = synth::build(dir, n, 4)?;
+        let config = format!("build-{n}");
+        let res = &mut self.results;
+        for (metric, value) in [
+            ("steps_per_s", b.steps as f64 / b.seconds),
+            ("record_bytes", b.record_bytes as f64),
+            ("row_bytes", b.row_bytes as f64),
+        ] {
+            res.add("store", &config, "store-api", 0, metric, value);
+        }
+        eprintln!(
+            "  built in {:.1} s ({:.0} steps/s, {} bytes per record, {} per export row)",
+            b.seconds,
+            b.steps as f64 / b.seconds,
+            b.record_bytes,
+            b.row_bytes
+        );
+        Ok(())
+    }
+
+    /// `kiln export STORE --table steps` of the `n`-step store by `v`, recorded under `config`.
+    fn export(
+        &mut self,
+        n: u64,
+        rep: usize,
+        v: &Version,
+        store: &Path,
+        config: &str,
+    ) -> Result<()> {
+        let run = self.work.join("runs").join(format!("export-{}", v.label));
+        fs::create_dir_all(&run)?;
+        let csv = run.join("steps.csv");
+        let cmd = vec![
+            v.kiln().display().to_string(),
+            "export".into(),
+            store.display().to_string(),
+            "--table".into(),
+            "steps".into(),
+            "-o".into(),
+            csv.display().to_string(),
+        ];
+        let a = self.accounted(&cmd, &run, &[], 900.0)?;
+        let said = fs::read_to_string(run.join("stderr.txt")).unwrap_or_default();
+        let rows: f64 = said
+            .split_whitespace()
+            .nth(1)
+            .and_then(|r| r.parse().ok())
+            .unwrap_or(f64::NAN);
+        if rows as u64 != n {
+            bail!("export wrote {rows} rows of {n}: {said}");
+        }
+        for (metric, value) in [
+            ("rows_per_s", rows / a.wall_s),
+            ("wall_s", a.wall_s),
+            ("cpu_s", a.self_cpu_s()),
+            ("max_rss_mib", a.max_rss_kib as f64 / 1024.0),
+        ] {
+            self.results
+                .add("store", config, &v.label, rep, metric, value);
+        }
+        eprintln!(
+            "  {config:<22} {:<10} rep {rep}: {:.1} s, {:.0} rows/s, peak RSS {:.0} MiB",
+            v.label,
+            a.wall_s,
+            rows / a.wall_s,
+            a.max_rss_kib as f64 / 1024.0
+        );
+        fs::remove_dir_all(&run)?;
+        Ok(())
+    }
+
+    /// §3 of the report: persisting a step, exports, and their targets.
+    pub(super) fn write_store(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
+        let (r, after) = (p.r, p.after);
+        let st = "store";
+        writeln!(
+            o,
+            "Persisting one step through the Store API into a fresh store, {} steps one at a time: \
+             `put_result` (the measured step, inserted and flushed) and `decide` (decided step + chain \
+             state in one atomic batch, flushed). The campaign used to do both for every step; it now \
+             writes only `decide` for a step decided on arrival, and group-commits (one flush for every \
+             result that arrived together). Stores for export: {} chains of random-walk steps like the \
+             no-op campaign's (one run, every timed metric, hardware counters unsupported; about 2.8 KB \
+             of JSON each, and beside each its export row, about 270 bytes, which the steps table reads \
+             instead of the JSON), written through the Store API (`Store::import_steps`, atomic batches \
+             of 1000, each chain's state once). A kiln that predates export rows (store layout 2) \
+             refuses such a store: it exports a copy in layout 1, as it wrote stores (the same keys, no \
+             rows). Export: `kiln export STORE --table steps -o FILE` on a warm page cache (the store \
+             is read once before); peak RSS is the larger of wait4's ru_maxrss (what `/usr/bin/time -v` \
+             reports) and the sampled VmHWM. The baseline's 1 M export runs once.\n",
+            self.sizes.latency_steps, 4
+        )?;
+        let mut t = Table::new(&["persist one step", "p50 ms", "p99 ms"]);
+        for m in ["put_result", "decide", "put_result_and_decide"] {
+            t.row(vec![
+                m.replace('_', " "),
+                fmt(r.median(st, "persist-step", "store-api", &format!("{m}_p50_ms"))),
+                fmt(r.median(st, "persist-step", "store-api", &format!("{m}_p99_ms"))),
+            ]);
+        }
+        t.write(o)?;
+        let mut t = Table::new(&[
+            "store",
+            "db MiB",
+            &p.both("export rows/s"),
+            &p.both("export s"),
+            &p.both("peak RSS MiB"),
+        ]);
+        let mut targets = Vec::new();
+        for n in &self.sizes.stores {
+            let c = format!("export-{n}");
+            if r.median(st, &c, after, "rows_per_s").is_none() {
+                continue;
+            }
+            t.row(vec![
+                format!("{n} steps"),
+                fmt(r.median(st, &c, "store", "db_mib")),
+                p.pair(st, &c, "rows_per_s"),
+                p.pair(st, &c, "wall_s"),
+                p.pair(st, &c, "max_rss_mib"),
+            ]);
+            let rate = r.median(st, &c, after, "rows_per_s");
+            targets.push((
+                format!("export ≥ 200 k rows/s ({n} steps)"),
+                fmt(rate),
+                p.pair(st, &c, "rows_per_s"),
+                rate.map(|v| v >= 200_000.0),
+            ));
+            let rss = r.median(st, &c, after, "max_rss_mib");
+            targets.push((
+                format!("peak RSS < 200 MB exporting {n} steps"),
+                format!("{} MiB", fmt(rss)),
+                p.pair(st, &c, "max_rss_mib"),
+                rss.map(|v| v * 1.048576 < 200.0),
+            ));
+        }
+        t.write(o)?;
+        for n in &self.sizes.stores {
+            let c = format!("export-{n}-layout1");
+            if let Some(rate) = r.median(st, &c, after, "rows_per_s") {
+                writeln!(
+                    o,
+                    "The layout-1 copy of the {n}-step store (a store written before export rows, \
+                     read through its steps' JSON until a step is next written into it) exports at \
+                     {} rows/s ({after}; peak RSS {} MiB).\n",
+                    fmt(Some(rate)),
+                    fmt(r.median(st, &c, after, "max_rss_mib"))
+                )?;
+            }
+        }
+        for n in &self.sizes.stores {
+            let c = format!("build-{n}");
+            if let Some(rate) = r.median(st, &c, "store-api", "steps_per_s") {
+                writeln!(
+                    o,
+                    "Building the {n}-step store ran at {} steps/s (one record: {} bytes of JSON, its \
+                     export row {} bytes).\n",
+                    fmt(Some(rate)),
+                    fmt(r.median(st, &c, "store-api", "record_bytes")),
+                    fmt(r.median(st, &c, "store-api", "row_bytes"))
+                )?;
+            }
+        }
+        Ok(targets)
+    }
+}
+
+/// Makes `dir` with `make` unless its `marker` says `want` (what is made once and kept in the
+/// scratch folder), first clearing what a make of another kind left there.
+fn once(dir: &Path, marker: &Path, want: &str, make: impl FnOnce() -> Result<()>) -> Result<()> {
+    if fs::read_to_string(marker).ok().as_deref() == Some(want) {
+        return Ok(());
+    }
+    if dir.exists() {
+        fs::remove_dir_all(dir)?;
+    }
+    make()?;
+    fs::write(marker, want)?;
+    Ok(())
+}
+
+/// Whether kiln `v` reads the store in `dir`: false if it refuses the
+/// store's layout as newer than its own.
+fn reads_store(v: &Version, dir: &Path) -> Result<bool> {
+    let out = Command::new(v.kiln())
+        .arg("export")
+        .arg(dir)
+        .args(["--table", "sites", "-o", "/dev/null"])
+        .stdin(Stdio::null())
+        .output()?;
+    let said = String::from_utf8_lossy(&out.stderr);
+    match out.status.success() {
+        true => Ok(true),
+        false if said.contains("schema version") => Ok(false),
+        false => bail!(
+            "{} cannot read {}: {said}",
+            v.kiln().display(),
+            dir.display()
+        ),
+    }
+}
+
+/// Reads every file under `dir` (into the page cache).
+fn read_all(dir: &Path) -> Result<()> {
+    let mut buf = vec![0u8; 1 << 20];
+    for e in fs::read_dir(dir)?.flatten() {
+        let path = e.path();
+        if e.file_type()?.is_dir() {
+            read_all(&path)?;
+        } else {
+            let mut f = fs::File::open(&path)?;
+            while std::io::Read::read(&mut f, &mut buf)? > 0 {}
+        }
+    }
+    Ok(())
+}
+
+fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(entries) = fs::read_dir(dir) {
+        for e in entries.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
