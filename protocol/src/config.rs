@@ -607,6 +607,77 @@ fn lexically_normal(path: &Path) -> PathBuf {
     out
 }
 
+/// The arguments of a `(WORD args...)` form, if `node` is one.
+fn form_args<'a>(node: &'a Sexp, word: &str) -> Option<&'a [Sexp]> {
+    match node.as_list()? {
+        [first, args @ ..] if matches!(&first.kind, SexpKind::Symbol(s) if s == word) => Some(args),
+        _ => None,
+    }
+}
+
+/// The benchmarks an `(include "PATH")` entry of `(benchmarks ...)` names: the
+/// one entry of the file PATH, or of each `.sexp` file of the folder PATH in
+/// name order, relative to the including config's folder `base`. Errors in
+/// an included file name that file; the paths in its entry are relative to
+/// its own folder.
+fn included_benchmarks(
+    src: Src<'_>,
+    entry: &Sexp,
+    args: &[Sexp],
+    base: Option<&Path>,
+) -> Result<Vec<BenchmarkSpec>, SexpError> {
+    let [target] = args else {
+        return Err(src.error(entry.pos, "include takes one path: (include \"corpus\")"));
+    };
+    let target = decode::string(src, target, "include")?;
+    let Some(base) = base else {
+        return Err(src.error(
+            entry.pos,
+            "include needs a config file to start from; config text alone cannot include",
+        ));
+    };
+    let path = lexically_normal(&base.join(&target));
+    let cannot =
+        |e: std::io::Error| src.error(entry.pos, format!("cannot include {}: {e}", path.display()));
+    let files: Vec<PathBuf> = if path.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&path)
+            .map_err(cannot)?
+            .map(|e| e.map(|e| e.path()))
+            .collect::<Result<_, _>>()
+            .map_err(cannot)?;
+        files.retain(|f| f.extension().is_some_and(|x| x == "sexp"));
+        files.sort();
+        files
+    } else {
+        vec![path.clone()]
+    };
+    if files.is_empty() {
+        return Err(src.error(
+            entry.pos,
+            format!("{} holds no .sexp file to include", path.display()),
+        ));
+    }
+    files
+        .iter()
+        .map(|file| {
+            let node = sexp::parse_file(file, CONFIG_MAX_BYTES)?;
+            let name = file.display().to_string();
+            let mut b = benchmark(Src(&name), &node)?;
+            // Relative to the included file: made absolute, as the config's own
+            // relative paths are made relative to its folder later.
+            let dir = file
+                .parent()
+                .unwrap_or(Path::new("."))
+                .canonicalize()
+                .map_err(cannot)?;
+            if b.sources.is_relative() {
+                b.sources = lexically_normal(&dir.join(&b.sources));
+            }
+            Ok(b)
+        })
+        .collect()
+}
+
 impl CampaignConfig {
     /// Reads and checks a config file (a regular file of at most [`CONFIG_MAX_BYTES`]).
     ///
@@ -615,7 +686,8 @@ impl CampaignConfig {
     /// config means the same from any folder it is run in.
     pub fn read(path: &Path) -> Result<Self, SexpError> {
         let node = sexp::parse_file(path, CONFIG_MAX_BYTES)?;
-        let mut config = Self::from_sexp(Src(&path.display().to_string()), &node)?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        let mut config = Self::from_sexp(Src(&path.display().to_string()), &node, Some(base))?;
         config.resolve_paths(path.parent().unwrap_or(Path::new("")));
         Ok(config)
     }
@@ -647,7 +719,7 @@ impl CampaignConfig {
     /// Parses and checks config text; `source_name` labels errors.
     pub fn parse(text: &str, source_name: &str) -> Result<Self, SexpError> {
         let node = sexp::parse_single(text, source_name)?;
-        Self::from_sexp(Src(source_name), &node)
+        Self::from_sexp(Src(source_name), &node, None)
     }
 
     /// The run limits some benchmark sets, each at its largest: what every worker
@@ -680,7 +752,9 @@ impl CampaignConfig {
         format!("{}\n", self.to_sexp())
     }
 
-    fn from_sexp(src: Src<'_>, node: &Sexp) -> Result<Self, SexpError> {
+    /// The config in `node`; `base`, the config file's folder, is where
+    /// `(include ...)` paths start (none for config text without a file).
+    fn from_sexp(src: Src<'_>, node: &Sexp, base: Option<&Path>) -> Result<Self, SexpError> {
         let rec = Record::open(
             src,
             node,
@@ -721,19 +795,42 @@ impl CampaignConfig {
         // quadratic in a generated config of many thousand entries.
         let mut benchmark_names = HashSet::new();
         for entry in decode::entries(&benchmarks_field)? {
-            let b = benchmark(src, entry)?;
-            if !benchmark_names.insert(b.name.clone()) {
-                return Err(src.error(
-                    entry.pos,
-                    format!("benchmark '{}' is defined twice", b.name),
-                ));
+            let found = match form_args(entry, "include") {
+                Some(args) => included_benchmarks(src, entry, args, base)?,
+                None => vec![benchmark(src, entry)?],
+            };
+            for b in found {
+                if !benchmark_names.insert(b.name.clone()) {
+                    return Err(src.error(
+                        entry.pos,
+                        format!("benchmark '{}' is defined twice", b.name),
+                    ));
+                }
+                benchmarks.push(b);
             }
-            benchmarks.push(b);
         }
         let experiments_field = rec.req("experiments")?;
         let mut experiments: Vec<Experiment> = Vec::new();
         let mut experiment_names = HashSet::new();
+        let mut generated: Vec<Sexp> = Vec::new();
         for entry in decode::entries(&experiments_field)? {
+            match form_args(entry, "each-benchmark") {
+                // One experiment per benchmark, named after it, with the form's fields.
+                Some(fields) => generated.extend(benchmarks.iter().map(|b| {
+                    let mut items = vec![
+                        Sexp::field("name", vec![name_sexp(&b.name)]),
+                        Sexp::field("benchmark", vec![name_sexp(&b.name)]),
+                    ];
+                    items.extend(fields.iter().cloned());
+                    Sexp {
+                        pos: entry.pos,
+                        kind: SexpKind::List(items),
+                    }
+                })),
+                None => generated.push(entry.clone()),
+            }
+        }
+        for entry in &generated {
             let e = experiment(src, entry)?;
             if !benchmark_names.contains(&e.benchmark) {
                 let known: Vec<_> = benchmarks.iter().map(|b| b.name.as_str()).collect();

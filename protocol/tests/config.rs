@@ -613,3 +613,68 @@ fn random_search_and_hill_climbing_parse_round_trip_and_locate_errors() {
     assert!(error_of(&with("(search (tabu (steps 3)))"))
         .contains("(random-search ...) or (hill-climbing ...)"));
 }
+
+/// `(include "FOLDER")` in `(benchmarks ...)` takes one benchmark entry from each `.sexp` file
+/// of the folder, its paths relative to its own file; `(each-benchmark ...)` makes one
+/// experiment per benchmark; an error in an included file names that file, line and column.
+#[test]
+fn included_benchmark_files_and_one_experiment_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus");
+    std::fs::create_dir_all(&corpus).unwrap();
+    for name in ["alpha", "beta"] {
+        std::fs::write(
+            corpus.join(format!("{name}.sexp")),
+            format!(
+                "; the {name} program\n((name {name}) (kind knobs) (sources \"../src/{name}\") (knobs (k 0 1))\n (run (\"./run\")))\n"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(corpus.join("README.md"), "not a benchmark").unwrap();
+    let config = |extra: &str| {
+        format!(
+            r#"(campaign (name c) (store "s")
+  (experiments (each-benchmark (search (random-walk (steps 5))) (seed 3)))
+  (benchmarks (include "corpus") {extra})
+  (workers (local)))"#
+        )
+    };
+    let path = dir.path().join("c.sexp");
+    std::fs::write(&path, config("")).unwrap();
+    let c = CampaignConfig::read(&path).unwrap();
+    let names: Vec<&str> = c.benchmarks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["alpha", "beta"]);
+    let src = dir.path().canonicalize().unwrap().join("src/alpha");
+    assert_eq!(c.benchmarks[0].sources, src);
+    let experiments: Vec<(&str, &str, u64)> = c
+        .experiments
+        .iter()
+        .map(|e| (e.name.as_str(), e.benchmark.as_str(), e.seed))
+        .collect();
+    assert_eq!(experiments, [("alpha", "alpha", 3), ("beta", "beta", 3)]);
+    // The normalized text holds what was included, and reads back alike.
+    let again = CampaignConfig::parse(&c.to_text(), "printed").unwrap();
+    assert_eq!(again, c);
+
+    // A twin of an included benchmark is refused where it is written.
+    std::fs::write(
+        &path,
+        config("((name alpha) (kind knobs) (sources \"x\") (knobs (k 0)) (run (\"r\")))"),
+    )
+    .unwrap();
+    let twice = CampaignConfig::read(&path).unwrap_err().to_string();
+    assert!(twice.contains("defined twice"), "{twice}");
+
+    // An error inside an included file: that file, its line and column.
+    std::fs::write(
+        corpus.join("beta.sexp"),
+        "; the beta program\n((name beta) (kind knobs)\n (srces \"x\"))\n",
+    )
+    .unwrap();
+    std::fs::write(&path, config("")).unwrap();
+    let e = CampaignConfig::read(&path).unwrap_err().to_string();
+    let beta = corpus.join("beta.sexp").display().to_string();
+    assert!(e.starts_with(&format!("{beta}:3:")), "{e}");
+    assert!(e.contains("srces"), "{e}");
+}
