@@ -1195,3 +1195,40 @@ fn screened_flips_export_as_exact_effects() {
         assert_eq!(row["std_error"], serde_json::Value::Null);
     }
 }
+
+/// A screening search flips one point alone per step, every point once before any twice, and
+/// never moves from its start: each step is one flip from the stock set, an effects row each.
+#[test]
+fn screening_flips_each_point_alone_from_the_start() {
+    if !have_valgrind() {
+        return crate::common::skip("valgrind is not installed (callgrind is the objective)");
+    }
+    let dir = setup(&synthetic_config_searching(
+        12,
+        5,
+        2,
+        "(screening (steps 12))",
+    ));
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    let info = store.experiment("synthetic").unwrap().unwrap();
+    let all: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
+    assert_eq!(all.len(), 12);
+    let flipped: Vec<String> = all
+        .iter()
+        .map(|s| {
+            assert_eq!(s.kind, StepKind::Screen);
+            assert!(
+                !s.decision.as_ref().unwrap().accepted,
+                "screening never moves"
+            );
+            let diff = s.decisions.diff_from(&info.discovery.baseline);
+            assert_eq!(diff.0.len(), 1, "{}", s.key);
+            diff.0.keys().next().unwrap().to_string()
+        })
+        .collect();
+    let first: std::collections::BTreeSet<&String> = flipped[..10].iter().collect();
+    assert_eq!(first.len(), 10, "every knob once first: {flipped:?}");
+    assert_eq!(flipped[10..], flipped[..2], "then from the first again");
+}

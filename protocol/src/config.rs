@@ -189,6 +189,14 @@ pub enum Search {
         /// Points a restart moves away from the best set.
         kick: u32,
     },
+    /// Each step flips one point alone away from the starting set, the
+    /// hottest first by the stock build's profile (again from the hottest
+    /// once every point is screened): the per-site effects a dataset of
+    /// effects wants, with no search after.
+    Screening {
+        /// Steps of the chain.
+        steps: u32,
+    },
 }
 
 impl Search {
@@ -198,7 +206,8 @@ impl Search {
             Search::SimulatedAnnealing { steps, .. }
             | Search::RandomWalk { steps, .. }
             | Search::RandomSearch { steps, .. }
-            | Search::HillClimbing { steps, .. } => *steps,
+            | Search::HillClimbing { steps, .. }
+            | Search::Screening { steps } => *steps,
         }
     }
 
@@ -217,7 +226,7 @@ impl Search {
         match self {
             Search::SimulatedAnnealing { flips, .. } | Search::RandomWalk { flips, .. } => *flips,
             Search::RandomSearch { flips, .. } => flips.unwrap_or(0),
-            Search::HillClimbing { .. } => 1,
+            Search::HillClimbing { .. } | Search::Screening { .. } => 1,
         }
     }
 }
@@ -1332,11 +1341,17 @@ fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
                 kick: rec.opt_value("kick", decode::positive32)?.unwrap_or(3),
             })
         }
+        Some("screening") => {
+            let rec = Record::open(src, node, "screening", Some("screening"), &["steps"])?;
+            Ok(Search::Screening {
+                steps: rec.req_value("steps", decode::positive32)?,
+            })
+        }
         _ => Err(src.error(
             node.pos,
             format!(
                 "expected a search: (simulated-annealing ...), (random-walk ...), \
-                 (random-search ...) or (hill-climbing ...), found `{}`",
+                 (random-search ...), (hill-climbing ...) or (screening ...), found `{}`",
                 decode::short(node)
             ),
         )),
@@ -1383,6 +1398,7 @@ impl Search {
                 "hill-climbing",
                 vec![f("steps", vec![int(*steps)]), f("kick", vec![int(*kick)])],
             ),
+            Search::Screening { steps } => f("screening", vec![f("steps", vec![int(*steps)])]),
         }
     }
 }

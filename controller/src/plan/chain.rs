@@ -56,10 +56,17 @@ impl ChainContext<'_> {
         every > 0 && (step + 1).is_multiple_of(every) && step >= self.screen_steps()
     }
 
-    /// Steps of the screening phase that opens a chain with guided proposals:
-    /// one per movable point, at most a quarter of the budget (the rest is for
-    /// the search it guides).
+    /// Steps of the screening phase: a screening search's every step; for
+    /// guided proposals, one per movable point, at most a quarter of the
+    /// budget (the rest is for the search it guides).
     fn screen_steps(&self) -> u32 {
+        if let Search::Screening { steps } = self.search() {
+            // No point to flip: nothing to screen (the chain proposes nothing).
+            return match search::movable(self.points).is_empty() {
+                true => 0,
+                false => *steps,
+            };
+        }
         match self.experiment.proposals {
             Proposals::Uniform => 0,
             Proposals::Guided => (search::movable(self.points).len() as u32).min(self.steps() / 4),
@@ -68,10 +75,12 @@ impl ChainContext<'_> {
 
     /// The point screening step `step` flips: every movable point when the
     /// budget allows, else the hottest by the stock build's profile, else
-    /// (no profile: knobs, no valgrind) points evenly spaced over them.
+    /// (no profile: knobs, no valgrind) points evenly spaced over them. A
+    /// screening search with more steps than points starts over.
     fn screened_point(&self, step: u32) -> &DecisionPoint {
         let movable = search::movable(self.points);
-        let screened = self.screen_steps() as usize;
+        let screened = (self.screen_steps() as usize).min(movable.len());
+        let step = step % screened as u32;
         if screened == movable.len() {
             return movable[step as usize];
         }

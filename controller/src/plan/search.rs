@@ -277,9 +277,10 @@ pub fn temperature(search: &Search, k: u32) -> f64 {
             schedule,
             ..
         } => schedule.temperature(*t_max, *t_min, k, *steps),
-        Search::RandomWalk { .. } | Search::RandomSearch { .. } | Search::HillClimbing { .. } => {
-            0.0
-        }
+        Search::RandomWalk { .. }
+        | Search::RandomSearch { .. }
+        | Search::HillClimbing { .. }
+        | Search::Screening { .. } => 0.0,
     }
 }
 
@@ -302,7 +303,7 @@ pub fn accept(
         return false;
     };
     match search {
-        Search::RandomSearch { .. } => false,
+        Search::RandomSearch { .. } | Search::Screening { .. } => false,
         Search::HillClimbing { .. } => candidate < current,
         Search::RandomWalk { .. } => {
             let _: f64 = rng.random();
@@ -411,7 +412,7 @@ pub fn race(
     p: f64,
 ) -> Option<Race> {
     match search {
-        Search::RandomWalk { .. } | Search::RandomSearch { .. } => None,
+        Search::RandomWalk { .. } | Search::RandomSearch { .. } | Search::Screening { .. } => None,
         Search::SimulatedAnnealing { .. } | Search::HillClimbing { .. } => {
             incumbent.is_finite().then(|| Race {
                 incumbent,
