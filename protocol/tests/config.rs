@@ -611,7 +611,7 @@ fn random_search_and_hill_climbing_parse_round_trip_and_locate_errors() {
          random-walk only: random-search and hill-climbing draw their own moves"
     );
     assert!(error_of(&with("(search (tabu (steps 3)))"))
-        .contains("(random-search ...) or (hill-climbing ...)"));
+        .contains("(hill-climbing ...) or (screening ...)"));
 }
 
 /// `(include "FOLDER")` in `(benchmarks ...)` takes one benchmark entry from each `.sexp` file
