@@ -7,8 +7,12 @@ use std::path::{Path, PathBuf};
 
 use kiln_fuzz_targets::TARGETS;
 
+fn fuzz_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+}
+
 fn inputs(target: &str) -> Vec<PathBuf> {
-    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let fuzz = fuzz_dir();
     let mut files: Vec<PathBuf> = ["corpus", "regressions"]
         .iter()
         .filter_map(|kind| std::fs::read_dir(fuzz.join(kind).join(target)).ok())
@@ -35,7 +39,8 @@ fn every_kept_input_passes_its_target() {
                     .map(String::as_str)
                     .or_else(|| panic.downcast_ref::<&str>().copied())
                     .unwrap_or("(no message)");
-                failures.push(format!("{target}: {}: {message}", file.display()));
+                let name = file.strip_prefix(fuzz_dir()).unwrap_or(&file);
+                failures.push(format!("fuzz/{}: {message}", name.display()));
             }
         }
     }
