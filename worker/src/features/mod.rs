@@ -96,7 +96,8 @@ impl<'a> Index<'a> {
         }
         let mut calls = HashMap::new();
         for (key, count) in evidence.profile.iter().flat_map(|p| &p.calls) {
-            *calls.entry((key.callee.as_str(), key.line)).or_default() += count;
+            let sum: &mut u64 = calls.entry((key.callee.as_str(), key.line)).or_default();
+            *sum = sum.saturating_add(*count);
         }
         Index {
             evidence,
