@@ -1734,10 +1734,25 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<Vec<WorkerSpec>, Se
             let login = ssh_login(src, &rec)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
             let (cpus, gpus) = slot_devices(src, &rec, slots)?;
+            let name = match rec.opt_value("name", decode::name)? {
+                Some(name) => name,
+                // The host names the worker only where it can name a folder.
+                None => match decode::unsafe_name(&login.host) {
+                    Some(why) => {
+                        return Err(src.error(
+                            rec.req("host")?.pos,
+                            format!(
+                                "host '{}' cannot be the worker's name ({why}); give the worker \
+                                 a (name ...)",
+                                login.host
+                            ),
+                        ))
+                    }
+                    None => login.host.clone(),
+                },
+            };
             Ok(vec![WorkerSpec::Ssh(SshWorker {
-                name: rec
-                    .opt_value("name", decode::name)?
-                    .unwrap_or_else(|| login.host.clone()),
+                name,
                 rundir: rec.req_value("rundir", decode::string)?,
                 slots,
                 cpus,

@@ -442,6 +442,15 @@ fn every_name_kiln_may_file_something_under_is_checked() {
         );
         assert!(err.contains("' cannot be a name: "), "{err}");
     }
+    // An SSH worker without a name takes its host's, which must be a name too (found by the
+    // config fuzz target: the normalized config did not parse).
+    assert_eq!(
+        error_of(&SKETCH.replace("(host \"10.0.0.2\")", "(host \"fe80::1\")")),
+        "prod-configs/x.sexp:13:11: host 'fe80::1' cannot be the worker's name (use letters, \
+         digits, '-', '_' and '.', not starting with '.' or '-'); give the worker a (name ...)"
+    );
+    let named = SKETCH.replace("(host \"10.0.0.2\")", "(name w) (host \"fe80::1\")");
+    assert!(CampaignConfig::parse(&named, "x").is_ok());
 }
 
 #[test]
