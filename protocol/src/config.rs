@@ -1868,10 +1868,25 @@ fn worker(src: Src<'_>, node: &Sexp, index: usize) -> Result<Vec<WorkerSpec>, Se
             let login = ssh_login(src, &rec)?;
             let slots = rec.opt_value("slots", decode::positive32)?.unwrap_or(1);
             let (cpus, gpus) = slot_devices(src, &rec, slots)?;
+            let name = match rec.opt_value("name", decode::name)? {
+                Some(name) => name,
+                // The host names the worker only where it can name a folder.
+                None => match decode::unsafe_name(&login.host) {
+                    Some(why) => {
+                        return Err(src.error(
+                            rec.req("host")?.pos,
+                            format!(
+                                "host '{}' cannot be the worker's name ({why}); give the worker \
+                                 a (name ...)",
+                                login.host
+                            ),
+                        ))
+                    }
+                    None => login.host.clone(),
+                },
+            };
             Ok(vec![WorkerSpec::Ssh(SshWorker {
-                name: rec
-                    .opt_value("name", decode::name)?
-                    .unwrap_or_else(|| login.host.clone()),
+                name,
                 rundir: rec.req_value("rundir", decode::string)?,
                 slots,
                 cpus,
@@ -1976,6 +1991,9 @@ fn srun_value(src: Src<'_>, node: &Sexp, field: &str) -> Result<String, SexpErro
     Ok(v)
 }
 
+/// The most workers one `(slurm (nodes N) ...)` entry expands into.
+pub const MAX_SLURM_NODES: u32 = 1024;
+
 /// The workers of a `(slurm ...)` entry: one per node, named `NAME-1`..`NAME-N` when
 /// `(nodes N)` is more than 1.
 fn slurm_workers(src: Src<'_>, node: &Sexp, index: usize) -> Result<Vec<WorkerSpec>, SexpError> {
@@ -1984,6 +2002,23 @@ fn slurm_workers(src: Src<'_>, node: &Sexp, index: usize) -> Result<Vec<WorkerSp
         .opt_value("name", decode::name)?
         .unwrap_or_else(|| format!("slurm-{index}"));
     let nodes = rec.opt_value("nodes", decode::positive32)?.unwrap_or(1);
+    if nodes > 1 {
+        let pos = rec.opt("nodes").map_or(rec.pos(), |f| f.pos);
+        if nodes > MAX_SLURM_NODES {
+            return Err(src.error(
+                pos,
+                format!(
+                    "(nodes {nodes}) is more than {MAX_SLURM_NODES} workers: each is an srun and an \
+                     allocation of its own"
+                ),
+            ));
+        }
+        // The last node's name is the longest.
+        let last = format!("{name}-{nodes}");
+        if let Some(why) = decode::unsafe_name(&last) {
+            return Err(src.error(pos, format!("'{last}' cannot be a worker name: {why}")));
+        }
+    }
     let rundir = rec.req_value("rundir", decode::string)?;
     let worker_binary = rec
         .opt_value("worker-binary", decode::string)?

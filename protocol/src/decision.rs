@@ -185,10 +185,15 @@ impl TryFrom<String> for ContentHash {
                 s.len()
             ));
         }
+        // Byte by byte: a slice of the text could cut a multi-byte character,
+        // and `from_str_radix` would take a sign (`+f`) for a digit.
+        let digit = |b: u8| char::from(b).to_digit(16);
         let mut out = [0u8; 32];
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&s[2 * i..2 * i + 2], 16)
-                .map_err(|_| format!("'{s}' is not a hex content hash"))?;
+        for (byte, pair) in out.iter_mut().zip(s.as_bytes().chunks(2)) {
+            let (Some(high), Some(low)) = (digit(pair[0]), digit(pair[1])) else {
+                return Err(format!("'{s}' is not a hex content hash"));
+            };
+            *byte = (high << 4 | low) as u8;
         }
         Ok(ContentHash(out))
     }
@@ -472,6 +477,19 @@ mod tests {
         assert_ne!(a.set.hash(), c.set.hash());
         let parsed: ContentHash = ContentHash::try_from(a.set.hash().to_string()).unwrap();
         assert_eq!(parsed, a.set.hash());
+    }
+
+    #[test]
+    fn hash_text_is_hex_digits_only() {
+        // 64 bytes, with two-byte characters across the pairs (found by the frame fuzz
+        // target: a panic).
+        let err = ContentHash::try_from(format!("0{}0", "é".repeat(31))).unwrap_err();
+        assert!(err.contains("is not a hex content hash"), "{err}");
+        assert!(ContentHash::try_from("+f".repeat(32)).is_err());
+        assert_eq!(
+            ContentHash::try_from("0F".repeat(32)),
+            Ok(ContentHash([15; 32]))
+        );
     }
 
     #[test]

@@ -271,14 +271,15 @@ pub fn positive_number(src: Src<'_>, node: &Sexp, field: &str) -> Result<f64, Se
 
 /// A size in bytes: an integer, or a string with a binary unit as `docker run
 /// --memory` reads one (`"512m"`, `"2g"`, `"64KiB"`; k, m and g are powers of 1024).
+/// At most `i64::MAX`, so that it prints as the integer it is.
 pub fn byte_size(src: Src<'_>, node: &Sexp, field: &str) -> Result<u64, SexpError> {
-    const EXPECTED: &str = "a positive size in bytes, like 536870912 or \"512m\"";
+    const EXPECTED: &str = "a positive size in bytes below 8 EiB, like 536870912 or \"512m\"";
     let size = match &node.kind {
         SexpKind::Int(i) if *i > 0 => Some(*i as u64),
         SexpKind::Str(s) | SexpKind::Symbol(s) => parse_byte_size(s),
         _ => None,
     };
-    size.filter(|&b| b > 0)
+    size.filter(|&b| b > 0 && i64::try_from(b).is_ok())
         .ok_or_else(|| type_error(src, node, field, EXPECTED))
 }
 

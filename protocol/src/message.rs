@@ -848,6 +848,19 @@ mod tests {
     }
 
     #[test]
+    fn floats_cross_the_wire_exactly() {
+        // serde_json's default float reader can be an ulp off (5e-75 read back as
+        // 5.000000000000001e-75); found by the config fuzz target.
+        let race = Race {
+            incumbent: 5e-75,
+            bound: 0.1 + 0.2,
+            p: 0.01,
+        };
+        let back: Race = crate::frame::decode(&serde_json::to_vec(&race).unwrap()).unwrap();
+        assert_eq!(back, race);
+    }
+
+    #[test]
     fn bundle_hash_detects_tampering() {
         let mut b = Bundle::new(vec![BundleFile {
             path: "main.c".into(),

@@ -304,9 +304,13 @@ fn golden_run_limit_errors() {
     let with = |l: &str| SKETCH.replace("(timeout-s 30)", l);
     assert_eq!(
         error_of(&with("(limits (memory \"lots\"))")),
-        "prod-configs/x.sexp:10:93: field 'memory' expects a positive size in bytes, like \
-         536870912 or \"512m\", found a string `\"lots\"`"
+        "prod-configs/x.sexp:10:93: field 'memory' expects a positive size in bytes below 8 EiB, \
+         like 536870912 or \"512m\", found a string `\"lots\"`"
     );
+    // 2^63 bytes and more would print as a negative integer, which does not read back.
+    assert!(error_of(&with("(limits (memory \"8388608t\"))")).contains("below 8 EiB"));
+    assert!(error_of(&with("(limits (memory \"9223372036854775808\"))")).contains("below 8 EiB"));
+    assert!(CampaignConfig::parse(&with("(limits (memory \"8388607t\"))"), "x").is_ok());
     assert_eq!(
         error_of(&with("(limits (cpus 0))")),
         "prod-configs/x.sexp:10:91: field 'cpus' expects a number greater than 0, found \
@@ -438,6 +442,15 @@ fn every_name_kiln_may_file_something_under_is_checked() {
         );
         assert!(err.contains("' cannot be a name: "), "{err}");
     }
+    // An SSH worker without a name takes its host's, which must be a name too (found by the
+    // config fuzz target: the normalized config did not parse).
+    assert_eq!(
+        error_of(&SKETCH.replace("(host \"10.0.0.2\")", "(host \"fe80::1\")")),
+        "prod-configs/x.sexp:13:11: host 'fe80::1' cannot be the worker's name (use letters, \
+         digits, '-', '_' and '.', not starting with '.' or '-'); give the worker a (name ...)"
+    );
+    let named = SKETCH.replace("(host \"10.0.0.2\")", "(name w) (host \"fe80::1\")");
+    assert!(CampaignConfig::parse(&named, "x").is_ok());
 }
 
 #[test]
@@ -503,6 +516,20 @@ fn golden_slurm_errors() {
         error_of(&worker("((slurm (rundir \"k\") (via-ssh (port 22))))"))
             .ends_with("missing required field 'host' in via-ssh"),
     );
+    // Four billion workers filled memory; a name at the length limit gave node names past it,
+    // and a printed config that did not parse.
+    assert_eq!(
+        error_of(&worker("((slurm (rundir \"k\") (nodes 4000000000)))")),
+        "prod-configs/x.sexp:13:26: (nodes 4000000000) is more than 1024 workers: each is an \
+         srun and an allocation of its own"
+    );
+    let long = "n".repeat(kiln_protocol::decode::MAX_NAME_LEN - 1);
+    assert!(error_of(&worker(&format!(
+        "((slurm (name {long}) (rundir \"k\") (nodes 10)))"
+    )))
+    .contains(&format!(
+        "'{long}-10' cannot be a worker name: it is longer than 100 bytes"
+    )),);
 }
 
 #[test]

@@ -105,8 +105,9 @@ impl Profile {
                     _ => position.parse().unwrap_or(line),
                 };
                 let ir: u64 = fields.next().and_then(|n| n.parse().ok()).unwrap_or(0);
+                // Sums saturate: a corrupt profile's counts must not overflow.
                 let cost = profile.functions.entry(function.clone()).or_default();
-                cost.inclusive_ir += ir;
+                cost.inclusive_ir = cost.inclusive_ir.saturating_add(ir);
                 match pending_calls.take() {
                     Some(count) => {
                         let key = CallKey {
@@ -114,9 +115,10 @@ impl Profile {
                             callee: callee.clone(),
                             line,
                         };
-                        *profile.calls.entry(key).or_default() += count;
+                        let calls = profile.calls.entry(key).or_default();
+                        *calls = calls.saturating_add(count);
                     }
-                    None => cost.self_ir += ir,
+                    None => cost.self_ir = cost.self_ir.saturating_add(ir),
                 }
             }
         }
@@ -201,6 +203,24 @@ mod tests {
             line: 12,
         };
         assert_eq!(p.calls[&key], 4);
+    }
+
+    #[test]
+    fn huge_counts_saturate() {
+        // Found by the callgrind fuzz target: sums past u64::MAX panicked.
+        let max = u64::MAX;
+        let profile = format!(
+            "fn=main\n1 {max}\n2 {max}\ncfn=f\ncalls={max} 1\n3 {max}\ncalls={max} 1\n3 {max}\n"
+        );
+        let p = Profile::parse(&profile);
+        assert_eq!(p.functions["main"].self_ir, max);
+        assert_eq!(p.functions["main"].inclusive_ir, max);
+        let key = CallKey {
+            caller: "main".into(),
+            callee: "f".into(),
+            line: 3,
+        };
+        assert_eq!(p.calls[&key], max);
     }
 
     #[test]

@@ -158,6 +158,12 @@ fn field<'a>(fields: &'a str, name: &str) -> Option<&'a str> {
         .find_map(|f| f.strip_prefix(name)?.strip_prefix(": "))
 }
 
+/// The longest call-site chain read, far above any real one (rustc's longest
+/// in kiln's benchmarks is 1.5 KB). Each call's site id holds its chain, so
+/// without a bound 40 KB of IR whose locations chain through a long name made
+/// ids of 2 GB.
+const MAX_CHAIN_BYTES: usize = 64 << 10;
+
 /// The debug metadata of a unit that site elements are made from.
 #[derive(Default)]
 struct Metadata {
@@ -228,20 +234,30 @@ impl Metadata {
     }
 
     /// The call-site chain of a location, innermost first, without
-    /// discriminators: `f:3:5 @ main:10:3`.
+    /// discriminators: `f:3:5 @ main:10:3`; `None` past [`MAX_CHAIN_BYTES`]
+    /// or where the locations loop.
     fn chain(&self, mut location: u32) -> Option<String> {
-        let mut elements = Vec::new();
-        for _ in 0..1000 {
+        let mut chain = String::new();
+        let mut seen = HashSet::new();
+        loop {
+            if !seen.insert(location) {
+                return None;
+            }
             let (line, column, scope, inlined_at) = *self.locations.get(&location)?;
             let (name, first) = self.subprogram(scope)?;
             let offset = i64::from(line) - i64::from(*first);
-            elements.push(format!("{name}:{offset}:{column}"));
+            if !chain.is_empty() {
+                chain.push_str(" @ ");
+            }
+            chain.push_str(&format!("{name}:{offset}:{column}"));
+            if chain.len() > MAX_CHAIN_BYTES {
+                return None;
+            }
             match inlined_at {
                 Some(next) => location = next,
-                None => return Some(elements.join(" @ ")),
+                None => return Some(chain),
             }
         }
-        None
     }
 }
 
@@ -483,5 +499,25 @@ define internal i32 @sum(i32* noundef %0, i32 noundef %1) #0 !dbg !10 {
         assert_eq!(program.call_sites["sum"], 1);
         // A location without a scope gives no site.
         assert_eq!(program.calls.len(), 1);
+    }
+
+    #[test]
+    fn chains_that_loop_or_run_past_the_bound_give_no_site() {
+        let long = "f".repeat(MAX_CHAIN_BYTES / 2);
+        let unit = format!(
+            "define void @main() !dbg !1 {{\n  call void @a(), !dbg !2\n  call void @b(), !dbg !4\n  \
+             call void @c(), !dbg !5\n  ret void\n}}\n\
+             !1 = distinct !DISubprogram(name: \"main\", line: 1)\n\
+             !2 = !DILocation(line: 3, column: 5, scope: !1, inlinedAt: !3)\n\
+             !3 = !DILocation(line: 4, column: 1, scope: !1)\n\
+             !4 = !DILocation(line: 3, column: 5, scope: !1, inlinedAt: !4)\n\
+             !5 = !DILocation(line: 3, column: 5, scope: !6, inlinedAt: !7)\n\
+             !6 = distinct !DISubprogram(name: \"{long}\", line: 1)\n\
+             !7 = !DILocation(line: 3, column: 5, scope: !6)\n"
+        );
+        let mut program = Program::default();
+        program.add_unit(&unit);
+        let sites: Vec<&String> = program.calls.keys().collect();
+        assert_eq!(sites, ["a @ main:2:5 @ main:3:1"]);
     }
 }

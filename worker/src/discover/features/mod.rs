@@ -89,14 +89,17 @@ impl<'a> Index<'a> {
             let parts = llvm_inline::site_parts(&remark.site);
             if let (Some(line), Some((_, elements))) = (remark.line, parts) {
                 let inner = elements[0];
-                if let Ok(first) = u32::try_from(i64::from(line) - inner.offset) {
+                // Checked: an id's offset can be any i64.
+                let first = i64::from(line).checked_sub(inner.offset);
+                if let Some(first) = first.and_then(|f| u32::try_from(f).ok()) {
                     lines.entry(inner.function).or_insert(first);
                 }
             }
         }
         let mut calls = HashMap::new();
         for (key, count) in evidence.profile.iter().flat_map(|p| &p.calls) {
-            *calls.entry((key.callee.as_str(), key.line)).or_default() += count;
+            let sum: &mut u64 = calls.entry((key.callee.as_str(), key.line)).or_default();
+            *sum = sum.saturating_add(*count);
         }
         Index {
             evidence,
@@ -114,7 +117,7 @@ impl<'a> Index<'a> {
             .ir
             .and_then(|p| p.functions.get(element.function)?.line);
         let first = ir_line.or_else(|| self.lines.get(element.function).copied())?;
-        u32::try_from(i64::from(first) + element.offset).ok()
+        u32::try_from(i64::from(first).checked_add(element.offset)?).ok()
     }
 
     fn features(&self, id: &SiteId, stock_inline: bool) -> Option<SiteFeatures> {
@@ -179,5 +182,38 @@ impl<'a> Index<'a> {
             };
         }
         Some(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_far_outside_the_lines_give_no_line() {
+        // Offsets near i64's ends overflowed (found reading the code while
+        // writing the remarks fuzz target).
+        let remarks = llvm_inline::parse_remarks(
+            "a.c:5:3: remark: 'f' inlined into 'g' with (cost=1, threshold=2) at callsite \
+             g:-9223372036854775808:3; [-Rpass=inline]\n\
+             x: 'h' inlined into 'g' at callsite g:9223372036854775807:1;\n\
+             a.c:5:3: remark: 'k' inlined into 'g' with (cost=1, threshold=2) at callsite \
+             g:0:3; [-Rpass=inline]\n",
+        );
+        assert_eq!(remarks.len(), 3);
+        let points: Vec<DecisionPoint> = remarks
+            .iter()
+            .map(|r| DecisionPoint::inline_site(r.site.clone()))
+            .collect();
+        let evidence = Evidence {
+            discovery: &remarks,
+            stock: &remarks,
+            missed: &[],
+            ir: None,
+            profile: None,
+        };
+        let features = site_features(&points, &DecisionSet::default(), &evidence);
+        assert_eq!(features.len(), 3);
+        assert_eq!(features[&remarks[0].site].inline_cost, Some(1));
     }
 }

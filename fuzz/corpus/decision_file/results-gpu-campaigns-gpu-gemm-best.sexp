@@ -1,0 +1,6 @@
+;; kiln decision file
+(decisions
+  (benchmark gpu-gemm)
+  (values
+    (tile 16)
+    (work 8)))

@@ -1,0 +1,4 @@
+(campaign (name t) (store "s")
+  (experiments ((benchmark k) (search (random-walk (steps 1)))))
+  (benchmarks ((name k) (kind knobs) (knobs (a 1)) (sources "k") (run ("./k")) (limits (memory "9000000t"))))
+  (workers (local)))
