@@ -466,3 +466,83 @@ fn a_store_the_user_may_not_read_says_so() {
     assert!(said.contains(&store.display().to_string()), "{said}");
     assert!(!said.contains("not a kiln store"), "{said}");
 }
+
+/// A unit whose stock build inlines nothing into `f` (its one call is too costly): a decision
+/// that inlines that call must compile the unit again, not take the stock object kept a moment
+/// before. The unit's decisions are the replay lines of every function it defines, whatever
+/// the first compile inlined.
+#[test]
+fn a_changed_decision_in_a_function_with_no_inlined_call_compiles_its_unit_again() {
+    if !common::have("clang") || !common::have("make") {
+        return skip("needs clang and make");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("b");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("a.c"), A_C).unwrap();
+    std::fs::write(src.join("main.c"), MAIN_C).unwrap();
+    std::fs::write(
+        src.join("Makefile"),
+        "CFLAGS = -O2 -g\nbench: main.o a.o\n\t$(CC) $(CFLAGS) main.o a.o -o bench\n\
+         %.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
+    )
+    .unwrap();
+    let config = r#"(campaign (name stale) (store "store")
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark b) (search (random-walk (steps 1)))))
+  (benchmarks ((name b) (kind llvm-inline) (compiler clang) (sources "b") (build ("make")) (run ("./bench" "2000"))))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let sites = common::run_kiln(dir.path(), &["sites", "c.sexp", "b", "-o", "stock.sexp"]);
+    assert!(sites.status.success(), "{}", common::text(&sites));
+    let stock = std::fs::read_to_string(dir.path().join("stock.sexp")).unwrap();
+    let site = stock
+        .lines()
+        .find(|l| l.contains("\"big @ f:"))
+        .unwrap_or_else(|| panic!("no site of big in f:\n{stock}"));
+    assert!(
+        site.contains("no-inline"),
+        "the stock build inlines it: {site}"
+    );
+    std::fs::write(
+        dir.path().join("inline.sexp"),
+        stock.replace(site, &site.replace("no-inline", "inline")),
+    )
+    .unwrap();
+    let out = common::run_kiln(
+        dir.path(),
+        &["benchmark", "c.sexp", "b", "inline.sexp", "--json"],
+    );
+    let said = common::text(&out);
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {said}"));
+    assert_eq!(json["candidate"]["outcome"]["outcome"], "ok", "{said}");
+}
+
+const A_C: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+static int big(int x) {
+  int s = 0;
+  for (int i = 0; i < x; i++) {
+    switch ((i * 7 + x) % 9) {
+    case 0: s += i * 3; break; case 1: s ^= i << 2; break; case 2: s -= i / 3; break;
+    case 3: s = s * 31 + i; break; case 4: s += (i ^ s) >> 2; break; case 5: s ^= s * 2654435761u; break;
+    case 6: s += (i % 13) * (s % 17); break; case 7: s = (s >> 3) | (s << 29); break; default: s += 7;
+    }
+    if (s % 5 == 0) s ^= i; else s += i >> 7;
+    switch ((s + i) % 7) { case 0: s += 11; break; case 1: s ^= 0x55; break; case 2: s -= i * 5; break; case 3: s *= 3; break; case 4: s += s >> 4; break; default: s -= 1; }
+    if (s % 3 == 1) s += x; else s -= x >> 1;
+  }
+  return s;
+}
+int f(int x) { return big(x) + 1; }
+int g(int x) { return big(x + 1) * 2; }
+"#;
+
+const MAIN_C: &str = r#"#include <stdio.h>
+#include <stdlib.h>
+int f(int x);
+int g(int x);
+int main(int argc, char **argv) { int n = atoi(argv[1]); printf("%d\n", f(n) + g(n)); return 0; }
+"#;

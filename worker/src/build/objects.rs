@@ -7,10 +7,10 @@
 //! A unit's inputs are the compiler, its arguments, the working folder (it is
 //! in the object's debug info) and the preprocessed source (headers and macros
 //! included). Its decisions are the replay file's lines whose caller is a
-//! function of the unit: the callers named by the unit's inline remarks, which
-//! do not depend on the decisions (a function's own calls are always
-//! remarked), kept the first time the unit is compiled. The cache lives under
-//! `<rundir>/objects/`: `<unit>.callers`, and per key `<key>.o` with the
+//! function the unit defines, read from its IR before any pass the first time
+//! the unit is compiled (remarks would not do: they name only the functions
+//! that a decision inlined into). The cache lives under `<rundir>/objects/`:
+//! `<unit>.functions`, and per key `<key>.o` with the
 //! compile's output `<key>.log` and their content hash `<key>.sum`, written
 //! last; files are written whole and renamed into place, and the oldest go
 //! past [`MAX_FILES`]. A restore checks the object and output against the
@@ -23,8 +23,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use kiln_protocol::decision::ContentHash;
-
-use crate::build::llvm_inline;
 
 /// The folder of the cache, given to the wrapper by the worker.
 pub const OBJECTS_ENV: &str = "KILN_WRAP_OBJECTS";
@@ -47,6 +45,10 @@ pub struct Unit {
     inputs: ContentHash,
     /// The replay file the compile reads.
     replay: PathBuf,
+    /// The compiler and the compile's options (no output, no dependency
+    /// files): what writes the unit's IR before any pass.
+    program: PathBuf,
+    options: Vec<OsString>,
 }
 
 impl Unit {
@@ -106,20 +108,47 @@ impl Unit {
             object,
             inputs: ContentHash::of(&bytes),
             replay,
+            program: program.to_path_buf(),
+            options: preprocess,
         })
     }
 
-    fn callers_file(&self) -> PathBuf {
-        self.dir.join(format!("{}.callers", self.inputs))
+    fn functions_file(&self) -> PathBuf {
+        self.dir.join(format!("{}.functions", self.inputs))
     }
 
-    /// The key of this unit under the replay file's decisions, once its callers are known.
+    /// Every function the unit defines, static ones included: the callers a
+    /// replay line of this unit can name. Read from the unit's IR before any
+    /// pass (once per inputs, then kept), never from a compile's remarks,
+    /// which name only the functions that some decision inlined into: a
+    /// decision about a call in another function would then be left out of
+    /// the key, and a changed decision would reuse a stale object.
+    fn functions(&self) -> Option<BTreeSet<String>> {
+        if let Ok(text) = std::fs::read_to_string(self.functions_file()) {
+            return Some(text.lines().map(str::to_string).collect());
+        }
+        let ir = Command::new(&self.program)
+            .args(&self.options)
+            .args([
+                "-S",
+                "-emit-llvm",
+                "-Xclang",
+                "-disable-llvm-optzns",
+                "-o",
+                "-",
+            ])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        let functions = defined_functions(&String::from_utf8_lossy(&ir.stdout));
+        let text: String = functions.iter().map(|f| format!("{f}\n")).collect();
+        write_whole(&self.functions_file(), text.as_bytes());
+        Some(functions)
+    }
+
+    /// The key of this unit under the replay file's decisions.
     fn key(&self) -> Option<ContentHash> {
-        let callers: BTreeSet<String> = std::fs::read_to_string(self.callers_file())
-            .ok()?
-            .lines()
-            .map(str::to_string)
-            .collect();
+        let callers = self.functions()?;
         let replay = std::fs::read_to_string(&self.replay).ok()?;
         let mut lines: Vec<&str> = replay
             .lines()
@@ -167,15 +196,6 @@ impl Unit {
 
     /// Keeps a successful compile's object and output (`log`, its remarks).
     pub fn keep(&self, log: &[u8]) {
-        if !self.callers_file().exists() {
-            let callers: BTreeSet<String> =
-                llvm_inline::parse_remarks(&String::from_utf8_lossy(log))
-                    .into_iter()
-                    .map(|r| r.caller)
-                    .collect();
-            let text: String = callers.iter().map(|c| format!("{c}\n")).collect();
-            write_whole(&self.callers_file(), text.as_bytes());
-        }
         let Some(key) = self.key() else { return };
         let Ok(object) = std::fs::read(&self.object) else {
             return;
@@ -204,6 +224,20 @@ fn entry_hash(object: &[u8], log: &[u8]) -> ContentHash {
     bytes.extend(object);
     bytes.extend(log);
     ContentHash::of(&bytes)
+}
+
+/// The functions an LLVM IR module defines: `define ... @NAME(` or `@"NAME"(`.
+fn defined_functions(ir: &str) -> BTreeSet<String> {
+    ir.lines()
+        .filter(|l| l.starts_with("define "))
+        .filter_map(|l| {
+            let name = &l[l.find('@')? + 1..];
+            match name.strip_prefix('"') {
+                Some(quoted) => quoted.split_once('"').map(|(n, _)| n.to_string()),
+                None => name.split_once('(').map(|(n, _)| n.to_string()),
+            }
+        })
+        .collect()
 }
 
 /// The caller a replay line names: `x: 'CALLEE' inlined into 'CALLER' at callsite ...;`.
@@ -241,6 +275,16 @@ fn evict(dir: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn defined_functions_are_read_from_ir() {
+        let ir = "declare i32 @printf(i8*, ...)\n\
+                  define internal i32 @callbinTM(i32 %0) #0 !dbg !7 {\n\
+                  define dso_local i32 @\"odd.name\"() {\n\
+                  define i32 @main() {\n";
+        let found: Vec<String> = defined_functions(ir).into_iter().collect();
+        assert_eq!(found, ["callbinTM", "main", "odd.name"]);
+    }
 
     #[test]
     fn replay_lines_name_their_caller() {
