@@ -193,6 +193,7 @@ fn experiment_info() -> ExperimentInfo {
             points: points(),
             baseline: baseline(),
             features: Default::default(),
+            fallbacks: Vec::new(),
         },
         bundle: ContentHash::of(b"noop"),
         baseline: Reference {

@@ -196,6 +196,7 @@ fn synthetic_store_pinning(
             points: points(),
             baseline: baseline.clone(),
             features: Default::default(),
+            fallbacks: Vec::new(),
         },
         bundle: ContentHash::of(b"linear"),
         baseline: Reference {
@@ -293,6 +294,7 @@ fn add_manual_step(store: &Store) {
             points: points(),
             baseline: baseline.clone(),
             features: Default::default(),
+            fallbacks: Vec::new(),
         },
         bundle: ContentHash::of(b"linear"),
         baseline: Reference {

@@ -546,3 +546,53 @@ fn inherited_heat(
         .filter_map(|p| inherited_heat(&p.id, points, features, depth - 1))
         .max()
 }
+
+/// A build that is one clang command, whose every-call-inlined compile blows up (each of 25
+/// functions calls the one before twice): discovery bounds it as it bounds a make build's units,
+/// compiles it again with the stock decisions, and says so in `kiln sites` and its `--json`.
+#[test]
+fn discovery_bounds_a_one_command_build_and_names_the_units_that_fell_back() {
+    if !have("clang") {
+        return skip("needs clang");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("b");
+    std::fs::create_dir_all(&src).unwrap();
+    let mut program = String::from(
+        "#include <stdio.h>\n#include <stdlib.h>\nstatic int f0(int x) { return x * 3 + 1; }\n",
+    );
+    for k in 1..=25 {
+        program += &format!(
+            "static int f{k}(int x) {{ return f{}(x) + f{}(x ^ {k}); }}\n",
+            k - 1,
+            k - 1
+        );
+    }
+    program +=
+        "int main(int argc, char **argv) { printf(\"%d\\n\", f25(atoi(argv[1]))); return 0; }\n";
+    std::fs::write(src.join("main.c"), program).unwrap();
+    let config = r#"(campaign (name blow) (store "store")
+  (experiments ((benchmark b) (search (random-walk (steps 1)))))
+  (benchmarks ((name b) (kind llvm-inline) (sources "b") (build ("clang" "-O2" "main.c" "-o" "bench"))
+    (run ("./bench" "3")) (discovery-cpu-s 2) (build-timeout-s 300)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["sites", "c.sexp", "b"]);
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("compiled with the stock decisions in discovery"),
+        "{said}"
+    );
+    assert!(said.contains("main.c: failed"), "{said}");
+    let json = run_kiln(dir.path(), &["sites", "c.sexp", "b", "--json"]);
+    let discovery: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(
+        discovery["fallbacks"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("main.c"),
+        "{discovery}"
+    );
+}

@@ -80,6 +80,7 @@ fn info() -> ExperimentInfo {
             }],
             baseline: baseline.clone(),
             features: Default::default(),
+            fallbacks: Vec::new(),
         },
         bundle: ContentHash::of(b"knobs"),
         baseline: Reference {

@@ -327,6 +327,10 @@ pub struct Discovery {
     /// have no features (knobs, and stores written before features existed).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub features: BTreeMap<SiteId, crate::features::SiteFeatures>,
+    /// The units whose compile with every call inlined passed its limits, so
+    /// that their sites are the stock compiler's (`UNIT: why`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub fallbacks: Vec<String>,
 }
 
 impl Discovery {
@@ -341,6 +345,7 @@ impl Discovery {
             ),
             points: points.to_vec(),
             features: BTreeMap::new(),
+            fallbacks: Vec::new(),
         }
     }
 }

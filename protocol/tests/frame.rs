@@ -219,6 +219,7 @@ fn responses() -> Vec<Response> {
                     },
                 )]
                 .into(),
+                fallbacks: vec!["big.c: failed (signal: 9) within its limits".into()],
             }),
         },
         Response::Discovered {

@@ -196,6 +196,13 @@ impl Preparation {
             experiment.name,
             discovery.points.len()
         ));
+        for unit in &discovery.fallbacks {
+            logging::note(format_args!(
+                "{}: sites of the stock decisions only, its compile with every call inlined \
+                 passed its limits: {unit}",
+                experiment.name
+            ));
+        }
         let mut references = vec![("baseline".to_string(), baseline_set, BASELINE_REPEATS)];
         if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
             let none = DecisionSet(

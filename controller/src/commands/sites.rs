@@ -80,6 +80,24 @@ fn sites_table(discovery: &Discovery) -> String {
     }
     let mut out = table(&header, &right, rows);
     out.push_str(&format!("{} decision points\n", discovery.points.len()));
+    out.push_str(&fallbacks_text(discovery));
+    out
+}
+
+/// The units whose sites are the stock compiler's, since their compile with
+/// every call inlined passed its limits: what discovery could not search.
+fn fallbacks_text(discovery: &Discovery) -> String {
+    if discovery.fallbacks.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "{} unit(s) compiled with the stock decisions in discovery (every call inlined passed \
+         its limits), so their sites are the stock compiler's:\n",
+        discovery.fallbacks.len()
+    );
+    for f in &discovery.fallbacks {
+        out.push_str(&format!("  {f}\n"));
+    }
     out
 }
 

@@ -265,6 +265,21 @@ impl Build<'_> {
         ))
     }
 
+    /// The wrapper's name for the build command's program, where the build is
+    /// one clang command the wrapper can stand in for.
+    fn wrapper_name(&self) -> Option<String> {
+        let BenchmarkKind::LlvmInline {
+            compiler: Compiler::Clang,
+            ..
+        } = self.spec.kind
+        else {
+            return None;
+        };
+        let program = self.spec.build.first()?;
+        let name = Path::new(program).file_name()?.to_str()?;
+        wrap::answers_to(name).then(|| name.to_string())
+    }
+
     /// Whether kiln's flags reach the compiles through the compiler wrapper:
     /// the build command is no compiler (make, cargo).
     pub(crate) fn wrapped(&self) -> bool {
@@ -327,8 +342,16 @@ impl Build<'_> {
             &self.work.join(DECISIONS_FILE),
         );
         let mut env = build_env(self.spec, self.decisions, self.home);
+        // A bounded build that is one clang command runs through the wrapper too,
+        // so that its compile is bounded and falls back as a make build's units do.
+        let bounded_command = fallback
+            .as_ref()
+            .and_then(|_| self.wrapper_name())
+            .filter(|_| !self.wrapped());
         let wrapper = match &self.spec.kind {
-            BenchmarkKind::LlvmInline { compiler, .. } if !flags.is_empty() && self.wrapped() => {
+            BenchmarkKind::LlvmInline { compiler, .. }
+                if !flags.is_empty() && (self.wrapped() || bounded_command.is_some()) =>
+            {
                 Some(*compiler)
             }
             _ => None,
@@ -342,6 +365,9 @@ impl Build<'_> {
                 let path = launch::search_path(&env).to_string();
                 let dir = self.work.join(WRAP_DIR);
                 let crates = &self.spec.dependency_crates;
+                if let Some(name) = &bounded_command {
+                    argv[0] = dir.join(name).display().to_string();
+                }
                 wrap::prepare(
                     compiler,
                     &dir,

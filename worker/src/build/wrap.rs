@@ -51,6 +51,27 @@ const ACTIVE_ENV: &str = "KILN_WRAP_ACTIVE";
 /// inlining (see [`super::ir`]), for discovery's site features.
 const IR_ENV: &str = "KILN_WRAP_IR";
 
+/// The note a compile that fell back to the stock decisions leaves in the
+/// build log, in three parts around its units and why: what [`fallbacks`] reads.
+const FELL_BACK_START: &str = "kiln: compiling ";
+const FELL_BACK_MIDDLE: &str = " with every call inlined ";
+const FELL_BACK_END: &str =
+    ": it was compiled again with the stock compiler's decisions, which give its sites";
+
+/// The units of a discovery build's log that fell back to the stock
+/// decisions, each `UNITS: why`.
+pub fn fallbacks(log: &str) -> Vec<String> {
+    log.lines()
+        .filter_map(|line| {
+            let rest = line
+                .strip_prefix(FELL_BACK_START)?
+                .strip_suffix(FELL_BACK_END)?;
+            let (units, why) = rest.split_once(FELL_BACK_MIDDLE)?;
+            Some(format!("{units}: {why}"))
+        })
+        .collect()
+}
+
 /// The address space one bounded compile may use.
 pub const LIMIT_BYTES: u64 = 4 << 30;
 
@@ -70,6 +91,11 @@ const NAMES: &[(&str, &str)] = &[
     ("cc", "clang"),
     ("c++", "clang++"),
 ];
+
+/// Whether the wrapper answers to `name` as a clang compiler.
+pub fn answers_to(name: &str) -> bool {
+    NAMES.iter().any(|(n, _)| *n == name)
+}
 
 /// The name kiln-worker answers to as cargo's `RUSTC_WORKSPACE_WRAPPER`.
 const RUSTC_WRAPPER: &str = "kiln-rustc";
@@ -329,13 +355,14 @@ pub fn run_if_wrapped() {
             } else {
                 // What the failed compile said (remarks of a part of the unit) is dropped.
                 let mut again = run(command(&flag_list(FALLBACK_ENV, &fallback)));
-                let note = format!(
-                    "kiln: compiling {} with every call inlined failed ({}) within its limits \
-                     ({} GiB, {cpu_s} s of CPU): it was compiled again with the stock \
-                     compiler's decisions, which give its sites\n",
-                    sources(&args),
+                let why = format!(
+                    "failed ({}) within its limits ({} GiB, {cpu_s} s of CPU)",
                     first.status,
                     LIMIT_BYTES >> 30
+                );
+                let note = format!(
+                    "{FELL_BACK_START}{}{FELL_BACK_MIDDLE}{why}{FELL_BACK_END}\n",
+                    sources(&args)
                 );
                 again.stderr.splice(0..0, note.into_bytes());
                 again

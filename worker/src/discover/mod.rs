@@ -18,6 +18,7 @@ use kiln_protocol::decision::{ContentHash, DecisionSet, SiteId};
 use kiln_protocol::message::{Discovery, StepId};
 
 use crate::build::env::{expand_all, seconds, step_env, DECISIONS_FILE};
+use crate::build::wrap;
 use crate::build::{
     check_llvm_args_path, fresh_subdir, fresh_work, llvm_inline, Build, INCREMENTAL_DIR,
     REPLAY_FILE,
@@ -80,6 +81,7 @@ fn discover_in(
     let ir_dir = dir.join("ir");
     fresh_dir(&ws.rundir, &ir_dir)?;
     let mut remarks = Vec::new();
+    let mut fallbacks = Vec::new();
     let mut stock_log = String::new();
     let mut profile = None;
     for what in ["discovery", "stock"] {
@@ -109,9 +111,13 @@ fn discover_in(
             log
         };
         remarks.push(llvm_inline::parse_remarks(&log));
+        if what == "discovery" {
+            fallbacks = wrap::fallbacks(&log);
+        }
         stock_log = log;
     }
     let mut discovery = llvm_inline::discovery_from_remarks(&remarks[0], &remarks[1]);
+    discovery.fallbacks = fallbacks;
     let program = features::ir::Program::read_dir(&ir_dir)?;
     let missed = llvm_inline::parse_missed_remarks(&stock_log);
     let evidence = features::Evidence {

@@ -225,6 +225,7 @@ pub fn discovery_from_remarks(all_inlined: &[InlineRemark], stock: &[InlineRemar
         points,
         baseline: DecisionSet(baseline),
         features: BTreeMap::new(),
+        fallbacks: Vec::new(),
     }
 }
 
