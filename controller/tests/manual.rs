@@ -161,6 +161,7 @@ fn a_decision_file_with_an_unknown_site_is_refused_naming_file_line_and_column()
         "{}",
         text(&out)
     );
-    // Nothing was measured, so no store was made.
-    assert!(!Path::new(&path.join("store")).exists());
+    // Nothing was measured, so no database was made; the discovery is kept for the next command.
+    assert!(!Path::new(&path.join("store/db")).exists());
+    assert!(path.join("store/discoveries").is_dir());
 }

@@ -18,13 +18,12 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::breakdown::TimeBreakdown;
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, RunPolicy};
+use kiln_protocol::config::{BenchmarkSpec, RunPolicy};
 use kiln_protocol::message::{Bundle, Discovery, StepResult};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome};
 
 use crate::cli::BenchmarkArgs;
 use crate::dispatch::bundle;
-use crate::dispatch::pool::{Answer, Work};
 use crate::error::{BadInput, Outcome};
 use crate::measure::{compare, pick_worker, single_slot, Measurement, Session, Slot};
 use crate::plan::step::objective_of;
@@ -185,23 +184,9 @@ async fn measure(
     runs: RunPolicy,
     store: Option<&Path>,
 ) -> Result<(Measured, Option<Store>)> {
-    let discovery = match &spec.kind {
-        BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
-        BenchmarkKind::LlvmInline { .. } => {
-            match session
-                .run(bundle, Work::Discover(Box::new(spec.clone())))
-                .await?
-            {
-                Answer::Discovered(Ok(d)) => d,
-                Answer::Discovered(Err(e)) => bail!(
-                    "cannot find the decision points of benchmark {} on worker {}: {e}",
-                    spec.name,
-                    session.worker
-                ),
-                Answer::Step(_) => bail!("unexpected step result during discovery"),
-            }
-        }
-    };
+    // The campaign's discovery where it kept one: `--store`'s, else the config's store's.
+    let kept_in = store.unwrap_or(&config.store);
+    let discovery = super::discovery(kept_in, spec, bundle, &mut session).await?;
     // The located error names file:line:col of an unknown site or a bad value.
     let file = DecisionFile::parse_checked(text, &path.display().to_string(), &discovery.points)
         .map_err(|e| BadInput(e.to_string()))?;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
-use kiln_protocol::config::{BenchmarkSpec, Limits};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Limits};
 use kiln_protocol::CampaignConfig;
 
 use kiln_protocol::message::{Bundle, Discovery};
@@ -23,9 +23,12 @@ use kiln_protocol::DecisionSet;
 use crate::cli::{Cli, Command, StoreCommand};
 use crate::dispatch::calibration::Calibrator;
 use crate::dispatch::pool::PoolSettings;
+use crate::dispatch::pool::{Answer, Work};
 use crate::dispatch::transport::worker_binary;
 use crate::error::{BadInput, Outcome};
-use crate::measure::Measurement;
+use crate::logging;
+use crate::measure::{Measurement, Session};
+use crate::store::kept;
 use crate::store::{
     manual_experiment, now_ms, Decision, ExperimentInfo, Reference, StepKey, StepKind, StepRecord,
     Store,
@@ -205,4 +208,41 @@ pub(super) fn record_manual(
     };
     store.record_manual(&info, &record)?;
     Ok(key)
+}
+
+/// A benchmark's decision points: those of its knobs, the discovery kept
+/// beside the store in `store_dir` (by `kiln run`, `kiln sites`, an earlier
+/// command), or found now on the session's worker (and kept there).
+async fn discovery(
+    store_dir: &Path,
+    spec: &BenchmarkSpec,
+    bundle: &Arc<Bundle>,
+    session: &mut Session<'_>,
+) -> Result<Discovery> {
+    if let BenchmarkKind::Knobs { points } = &spec.kind {
+        return Ok(Discovery::of_knobs(points));
+    }
+    if let Some((found, path)) = kept::load_discovery(store_dir, &bundle.hash, spec) {
+        logging::note(format_args!(
+            "decision points of {} from {} (an earlier discovery)",
+            spec.name,
+            path.display()
+        ));
+        return Ok(found);
+    }
+    match session
+        .run(bundle, Work::Discover(Box::new(spec.clone())))
+        .await?
+    {
+        Answer::Discovered(Ok(found)) => {
+            kept::save_discovery(store_dir, &bundle.hash, spec, &found)?;
+            Ok(found)
+        }
+        Answer::Discovered(Err(e)) => bail!(
+            "cannot find the decision points of benchmark {} on worker {}: {e}",
+            spec.name,
+            session.worker
+        ),
+        Answer::Step(_) => bail!("unexpected step result during discovery"),
+    }
 }

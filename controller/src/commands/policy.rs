@@ -19,7 +19,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde::Serialize;
 
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec};
@@ -29,13 +29,12 @@ use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue};
 use crate::atomic;
 use crate::cli::PolicyArgs;
 use crate::dispatch::bundle;
-use crate::dispatch::pool::{Answer, Work};
 use crate::error::{BadInput, Outcome};
 use crate::export::site_records;
 use crate::logging;
 use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Session, Slot};
 use crate::plan::step::{self, Repeatability};
-use crate::store::{kept, layout, time_ratio, Store};
+use crate::store::{layout, time_ratio, Store};
 use crate::text::{escape_controls, format_ratio, table, TIME_RATIO};
 
 /// Rounds of a noisy objective's comparison (as `kiln rewards` measures).
@@ -293,7 +292,7 @@ async fn evaluate(
     timeout: Duration,
 ) -> Result<Row> {
     let bundle = Arc::new(bundle::pack(&spec.sources)?);
-    let discovery = discovery(store, spec, &bundle, session).await?;
+    let discovery = super::discovery(store.dir(), spec, &bundle, session).await?;
     let decisions = match policy.decide(spec, &discovery, timeout) {
         Ok(decisions) => decisions,
         Err(why) => return Ok(Row::failed(&spec.name, why)),
@@ -355,30 +354,6 @@ async fn evaluate(
         failure: (!failures.is_empty()).then(|| failures.join("; ")),
         ..row
     })
-}
-
-/// The benchmark's decision points: kept beside the store by an earlier
-/// discovery, or found now on the slot (and kept).
-async fn discovery(
-    store: &Store,
-    spec: &BenchmarkSpec,
-    bundle: &Arc<Bundle>,
-    session: &mut Session<'_>,
-) -> Result<Discovery> {
-    if let Some((found, _)) = kept::load_discovery(store.dir(), &bundle.hash, spec) {
-        return Ok(found);
-    }
-    match session
-        .run(bundle, Work::Discover(Box::new(spec.clone())))
-        .await?
-    {
-        Answer::Discovered(Ok(found)) => {
-            kept::save_discovery(store.dir(), &bundle.hash, spec, &found)?;
-            Ok(found)
-        }
-        Answer::Discovered(Err(e)) => bail!("cannot find the decision points: {e}"),
-        Answer::Step(_) => bail!("unexpected step result during discovery"),
-    }
 }
 
 /// The decisions of the store's best step of `spec` (over the chains of every
