@@ -423,7 +423,9 @@ fn force_new_with_the_config_folder_as_store_moves_only_the_store() {
     std::fs::remove_dir_all(&aside[0]).unwrap();
 }
 
-/// A source file whose name is not UTF-8 is bad input (exit 2), named, and nothing is measured.
+/// A source file whose name is not UTF-8 stops its experiment as one that could not be prepared
+/// (exit 1, as any experiment's failed preparation: other experiments would go on), named, and
+/// nothing is measured.
 #[test]
 fn a_source_file_name_that_is_not_utf8_is_bad_input() {
     use std::os::unix::ffi::OsStrExt;
@@ -432,11 +434,13 @@ fn a_source_file_name_that_is_not_utf8_is_bad_input() {
     std::fs::write(dir.path().join("bench").join(odd), "int x;\n").unwrap();
     let out = common::run_kiln(dir.path(), &["run", "campaign.sexp"]);
     let said = common::text(&out);
-    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
-        said.contains("is not UTF-8") && said.contains("caf"),
+        said.contains("is not UTF-8") && said.contains("caf") && said.contains("not prepared"),
         "{said}"
     );
+    let store = kiln_controller::store::Store::open_existing(&dir.path().join("store")).unwrap();
+    assert_eq!(store.steps(None).count(), 0, "{said}");
 }
 
 /// A store the user may not read is reported as such, naming the path and the permission

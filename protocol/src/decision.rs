@@ -244,9 +244,10 @@ impl DecisionSet {
         // Indexed once: a search per decision is quadratic on 100 000 sites.
         let by_id: HashMap<&SiteId, &DecisionPoint> = points.iter().map(|p| (&p.id, p)).collect();
         for (id, value) in &self.0 {
-            let point = by_id
-                .get(id)
-                .ok_or_else(|| DecisionError::UnknownSite(id.clone()))?;
+            let point = by_id.get(id).ok_or_else(|| DecisionError::UnknownSite {
+                id: id.clone(),
+                closest: closest(id, points),
+            })?;
             if !point.domain.contains(value) {
                 return Err(DecisionError::OutsideDomain {
                     id: id.clone(),
@@ -267,12 +268,36 @@ impl DecisionSet {
     }
 }
 
+/// The point whose id is most like `id` (a typo, a shifted line or column),
+/// where one is like it at all.
+fn closest(id: &SiteId, points: &[DecisionPoint]) -> Option<SiteId> {
+    points
+        .iter()
+        .map(|p| {
+            (
+                strsim::normalized_levenshtein(id.as_str(), p.id.as_str()),
+                p,
+            )
+        })
+        .filter(|(similar, _)| *similar >= 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, p)| p.id.clone())
+}
+
 /// Why a decision set does not fit a benchmark.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecisionError {
     /// The id names no decision point of the benchmark.
-    #[error("unknown decision point '{0}': the benchmark has no such site or knob")]
-    UnknownSite(SiteId),
+    #[error(
+        "unknown decision point '{id}': the benchmark has no such site or knob{}",
+        closest.as_ref().map_or(String::new(), |c| format!("; did you mean '{c}'?"))
+    )]
+    UnknownSite {
+        /// The id.
+        id: SiteId,
+        /// The benchmark's point whose id is most like it, where one is close.
+        closest: Option<SiteId>,
+    },
     /// The value is not in the point's domain.
     #[error(
         "value '{value}' is outside the domain of '{id}'; expected one of: {}",
@@ -338,7 +363,9 @@ impl DecisionFile {
         let file = Self::from_sexp(Src(source_name), &node)?;
         if let Err(e) = file.set.check(points) {
             let id = match &e {
-                DecisionError::UnknownSite(id) | DecisionError::OutsideDomain { id, .. } => id,
+                DecisionError::UnknownSite { id, .. } | DecisionError::OutsideDomain { id, .. } => {
+                    id
+                }
             };
             let pos = find_entry(&node, id).unwrap_or(node.pos);
             return Err(Src(source_name).error(pos, e.to_string()));

@@ -182,6 +182,18 @@ fn golden_bad_decision_id() {
     );
 }
 
+/// A site id that is one line off a real one (a source edited since the file was written) names
+/// the real one.
+#[test]
+fn golden_near_miss_decision_id_suggests_the_closest() {
+    let text = "(decisions (values (\"fir @ main:4:5\" inline)))";
+    let err = DecisionFile::parse_checked(text, "best.sexp", &points()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "best.sexp:1:20: unknown decision point 'fir @ main:4:5': the benchmark has no such site or knob; did you mean 'fir @ main:3:5'?"
+    );
+}
+
 #[test]
 fn golden_value_outside_domain() {
     let text = "(decisions (values (tile 12)))";

@@ -11,7 +11,7 @@ use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck,
 use kiln_protocol::decision::SiteId;
 use kiln_protocol::message::{Bundle, BundleFile, Discovery, StepId};
 use kiln_worker::launch::CancelToken;
-use kiln_worker::step::{discover, Workspace};
+use kiln_worker::step::discover;
 
 use crate::common::{have, skip};
 
@@ -33,7 +33,7 @@ fn discover_bundled(name: &str, compiler: Compiler, build: &[&str], run: &[&str]
         .collect();
     let bundle = Bundle::new(files);
     let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(dir.path()).unwrap();
+    let ws = crate::common::workspace(dir.path());
     ws.cache.store(&bundle).unwrap();
     let spec = BenchmarkSpec {
         name: name.into(),

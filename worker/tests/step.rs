@@ -44,7 +44,7 @@ struct Fixture {
 
 fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(dir.path()).unwrap();
+    let ws = crate::common::workspace(dir.path());
     let bundle = Bundle::new(vec![BundleFile {
         path: "main.sh".into(),
         executable: true,
@@ -319,7 +319,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         return skip("clang is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
-    let ws = Workspace::open(dir.path()).unwrap();
+    let ws = crate::common::workspace(dir.path());
     let bundle = Bundle::new(vec![BundleFile {
         path: "main.c".into(),
         executable: false,

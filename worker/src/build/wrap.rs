@@ -223,10 +223,25 @@ fn flags_json(flags: &[String]) -> String {
     serde_json::to_string(flags).expect("strings serialize")
 }
 
-/// Links each name in `dir` to this kiln-worker.
+/// The kiln-worker binary the wrapper's names link to, where this process
+/// is not it (see [`use_executable`]).
+static EXECUTABLE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Names the kiln-worker binary that wrapped compilers run, for a process
+/// that runs the worker's builds without being kiln-worker itself (the
+/// worker's own tests): such a process cannot stand in for a compiler. The
+/// first call wins.
+pub fn use_executable(path: PathBuf) {
+    let _ = EXECUTABLE.set(path);
+}
+
+/// Links each name in `dir` to kiln-worker.
 fn link_names<'a>(dir: &Path, names: impl IntoIterator<Item = &'a str>) -> Result<(), String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("cannot locate kiln-worker for the compiler wrapper: {e}"))?;
+    let exe = match EXECUTABLE.get() {
+        Some(exe) => exe.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| format!("cannot locate kiln-worker for the compiler wrapper: {e}"))?,
+    };
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for name in names {
         let link = dir.join(name);

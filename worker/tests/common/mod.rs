@@ -13,6 +13,13 @@ mod skip;
 
 pub use skip::skip;
 
+/// The worker's workspace in `dir`, with compilers wrapped by the kiln-worker binary: this test
+/// binary cannot stand in for a compiler as kiln-worker does.
+pub fn workspace(dir: &Path) -> kiln_worker::step::Workspace {
+    kiln_worker::build::wrap::use_executable(env!("CARGO_BIN_EXE_kiln-worker").into());
+    kiln_worker::step::Workspace::open(dir).unwrap()
+}
+
 /// Whether `program --version` runs.
 pub fn have(program: &str) -> bool {
     output_std(std::process::Command::new(program).arg("--version"))
