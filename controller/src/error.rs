@@ -5,7 +5,7 @@
 //! |-------:|---------|
 //! | 0 | success; also a reader that closed kiln's output early (`kiln export \| head`) |
 //! | 1 | failure: a worker, a build, a store that cannot be opened, problems found |
-//! | 2 | bad usage or input: flags, a config or decision file, a name the config (or store) lacks, a folder that holds no store |
+//! | 2 | bad usage or input: flags, a config or decision file, a name the config (or store) lacks, a folder that holds no store, sources that cannot be sent ([`Outcome::BadInput`]) |
 //! | 130, 143, 129 | stopped by SIGINT (Ctrl-C), SIGTERM or SIGHUP (128 + the signal, as a shell reports it); what was measured is stored and the same command resumes |
 //!
 //! Layers report failures as `anyhow` errors; the ones that are not plain
@@ -95,6 +95,9 @@ pub enum Outcome {
     /// It ran, and what it found is a failure (problems in a store, a failed
     /// candidate, an unreachable worker); its output says which.
     Failure,
+    /// It ran as far as the input allowed, and the input is at fault (a
+    /// benchmark's sources that cannot be sent); its output says where.
+    BadInput,
 }
 
 /// The exit status of a command's result; prints the error, if any, first.
@@ -102,6 +105,7 @@ pub fn exit(result: anyhow::Result<Outcome>) -> ExitCode {
     match result {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failure) => ExitCode::FAILURE,
+        Ok(Outcome::BadInput) => ExitCode::from(2),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // An error may quote a benchmark's output: shown, never obeyed by the terminal.

@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkSpec, RunPolicy, WorkerSpec};
-use kiln_protocol::message::{Bundle, StepResult};
+use kiln_protocol::message::StepResult;
 use kiln_protocol::{CampaignConfig, DecisionSet, StepOutcome, StepRequest};
 
 use crate::dispatch::pool::PoolSettings;

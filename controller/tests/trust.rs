@@ -424,7 +424,7 @@ fn force_new_with_the_config_folder_as_store_moves_only_the_store() {
 }
 
 /// A source file whose name is not UTF-8 stops its experiment as one that could not be prepared
-/// (exit 1, as any experiment's failed preparation: other experiments would go on), named, and
+/// (other experiments would go on) and the run ends as bad input (exit 2); the file is named and
 /// nothing is measured.
 #[test]
 fn a_source_file_name_that_is_not_utf8_is_bad_input() {
@@ -434,7 +434,7 @@ fn a_source_file_name_that_is_not_utf8_is_bad_input() {
     std::fs::write(dir.path().join("bench").join(odd), "int x;\n").unwrap();
     let out = common::run_kiln(dir.path(), &["run", "campaign.sexp"]);
     let said = common::text(&out);
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert_eq!(out.status.code(), Some(2), "{said}");
     assert!(
         said.contains("is not UTF-8") && said.contains("caf") && said.contains("not prepared"),
         "{said}"

@@ -3,6 +3,7 @@
 //! their statistics, and the framing of messages on a byte stream.
 
 pub mod breakdown;
+pub mod bundle;
 pub mod config;
 pub mod decision;
 pub mod decode;

@@ -3,12 +3,13 @@
 use std::collections::BTreeMap;
 use std::io::Cursor;
 
+use kiln_protocol::bundle::{Bundle, BundleFile};
 use kiln_protocol::config::{
     BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback, RunPolicy,
 };
 use kiln_protocol::frame::{self, FrameError, MAX_FRAME};
 use kiln_protocol::message::{
-    BuildRecord, Bundle, BundleFile, Capabilities, CutShort, Discovery, GpuInfo, Race, RunRecord,
+    BuildRecord, Capabilities, CutShort, Discovery, GpuInfo, Race, RunRecord,
 };
 use kiln_protocol::{
     DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, Request, Response, SiteId,

@@ -9,8 +9,8 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use kiln_protocol::bundle::BundleHasher;
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::BundleHasher;
 
 use crate::launch;
 
@@ -18,7 +18,7 @@ use crate::launch;
 /// every regular file by its `/`-separated path, in path order, executable
 /// where any execute bit is set.
 ///
-/// [`Bundle::new`]: kiln_protocol::message::Bundle::new
+/// [`Bundle::new`]: kiln_protocol::bundle::Bundle::new
 pub(crate) fn hash_dir(dir: &Path) -> Result<ContentHash, String> {
     let mut files = Vec::new();
     let mut stack = vec![PathBuf::new()];

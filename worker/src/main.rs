@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use kiln_protocol::config::{Limits, RunPolicy};
+use kiln_protocol::config::benchmark::{Limits, RunPolicy};
 use kiln_protocol::frame::MAX_FRAME;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::{ContentHash, Metric};

@@ -4,9 +4,10 @@
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use kiln_protocol::config::{BenchmarkSpec, OutputCheck};
+use kiln_protocol::bundle::is_confined_path;
+use kiln_protocol::config::benchmark::{BenchmarkSpec, OutputCheck};
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::{is_confined_path, BuildRecord, StepOutcome, StepRequest, StepResult};
+use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest, StepResult};
 
 use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, DECISIONS_FILE};

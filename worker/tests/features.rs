@@ -7,9 +7,12 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback};
+use kiln_protocol::bundle::{Bundle, BundleFile};
+use kiln_protocol::config::benchmark::{
+    BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck, ReplayFallback,
+};
 use kiln_protocol::decision::SiteId;
-use kiln_protocol::message::{Bundle, BundleFile, Discovery, StepId};
+use kiln_protocol::message::{Discovery, StepId};
 use kiln_worker::launch::CancelToken;
 use kiln_worker::step::discover;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use kiln_protocol::config::RunPolicy;
+use kiln_protocol::config::benchmark::RunPolicy;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::{Metric, MetricValue};
 use kiln_worker::launch::output_std;

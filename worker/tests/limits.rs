@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use kiln_protocol::config::Limits;
+use kiln_protocol::config::benchmark::Limits;
 use kiln_protocol::message::StepOutcome;
 use kiln_protocol::metric::Metric;
 use kiln_worker::launch::cgroup::{self, RunCgroup};

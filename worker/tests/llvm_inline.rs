@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use kiln_protocol::config::{Compiler, ReplayFallback};
+use kiln_protocol::config::benchmark::{Compiler, ReplayFallback};
 use kiln_protocol::decision::{DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::Discovery;
 use kiln_worker::build::llvm_inline::{

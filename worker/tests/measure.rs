@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use kiln_protocol::config::RunPolicy;
+use kiln_protocol::config::benchmark::RunPolicy;
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{Race, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue};

@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy};
+use kiln_protocol::bundle::{Bundle, BundleFile};
+use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy};
 use kiln_protocol::decision::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::frame::{read_frame, write_frame, MAX_FRAME};
-use kiln_protocol::message::{
-    Bundle, BundleFile, Request, Response, StepId, StepOutcome, StepRequest,
-};
+use kiln_protocol::message::{Request, Response, StepId, StepOutcome, StepRequest};
 use kiln_protocol::{Metric, PROTOCOL_VERSION};
 use kiln_worker::launch::spawn_std;
 

@@ -2,9 +2,10 @@
 
 use std::path::PathBuf;
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy};
+use kiln_protocol::bundle::{Bundle, BundleFile};
+use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, OutputCheck, RunPolicy};
 use kiln_protocol::decision::{DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
-use kiln_protocol::message::{Bundle, BundleFile, StepId, StepOutcome, StepRequest};
+use kiln_protocol::message::{StepId, StepOutcome, StepRequest};
 use kiln_protocol::Metric;
 use kiln_worker::launch::{self, output_std, CancelToken};
 use kiln_worker::step::{run_step, SlotState, Workspace};
@@ -329,8 +330,8 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
     let spec = BenchmarkSpec {
         name: "inline-test".into(),
         kind: BenchmarkKind::LlvmInline {
-            compiler: kiln_protocol::config::Compiler::Clang,
-            fallback: kiln_protocol::config::ReplayFallback::NeverInline,
+            compiler: kiln_protocol::config::benchmark::Compiler::Clang,
+            fallback: kiln_protocol::config::benchmark::ReplayFallback::NeverInline,
         },
         sources: PathBuf::from("unused"),
         build: ["clang", "-O2", "main.c", "-o", "bench"]

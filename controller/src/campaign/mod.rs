@@ -17,8 +17,9 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy};
-use kiln_protocol::message::{Bundle, StepResult};
+use kiln_protocol::message::StepResult;
 use kiln_protocol::{CampaignConfig, ContentHash, DecisionFile, DecisionSet, StepOutcome};
 
 use crate::dispatch::calibration::Calibrator;
@@ -370,12 +371,12 @@ impl Running<'_> {
             prepare::Progress::Waiting(preparation) => {
                 self.preparing.insert(experiment.to_string(), *preparation);
             }
-            prepare::Progress::Failed(why) => {
+            prepare::Progress::Failed(failed) => {
                 logging::note(format_args!(
                     "experiment {experiment} stopped: {}",
-                    crate::text::escape_controls(&why)
+                    crate::text::escape_controls(&failed.why)
                 ));
-                self.store.put_failed(experiment, &why)?;
+                self.store.put_failed(experiment, &failed)?;
             }
             prepare::Progress::Ready(prepared) => {
                 let prepared: Arc<Prepared> = Arc::from(prepared);

@@ -11,16 +11,18 @@ use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
-use kiln_protocol::message::{Bundle, Discovery, StepRequest, StepResult};
+use kiln_protocol::message::{Discovery, StepRequest, StepResult};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue, StepOutcome};
 
 use super::{reference_of, repeated, uneven_counts, Prepared, Tag, BASELINE_REPEATS};
+use crate::dispatch::bundle::BadSources;
 use crate::dispatch::pool::{Answer, Job, Work};
 use crate::error::BadInput;
 use crate::logging;
 use crate::plan::step;
-use crate::store::{kept, ExperimentInfo, Reference, Store};
+use crate::store::{kept, ExperimentInfo, NotPrepared, Reference, Store};
 
 /// An experiment being prepared.
 pub(super) struct Preparation {
@@ -50,7 +52,17 @@ pub(super) enum Progress {
     Waiting(Box<Preparation>),
     /// The experiment cannot be prepared (its sources, discovery or baseline
     /// failed), and why: it stops, the campaign's other experiments go on.
-    Failed(String),
+    Failed(NotPrepared),
+}
+
+impl Progress {
+    /// A failure that is not the user's input's fault.
+    fn failed(why: String) -> Self {
+        Self::Failed(NotPrepared {
+            why,
+            bad_input: false,
+        })
+    }
 }
 
 impl Preparation {
@@ -68,7 +80,12 @@ impl Preparation {
             .clone();
         let bundle = match crate::dispatch::bundle::pack(&benchmark.sources) {
             Ok(bundle) => Arc::new(bundle),
-            Err(e) => return Ok(Progress::Failed(format!("{e:#}"))),
+            Err(e) => {
+                return Ok(Progress::Failed(NotPrepared {
+                    why: format!("{e:#}"),
+                    bad_input: e.chain().any(|cause| cause.is::<BadSources>()),
+                }))
+            }
         };
         let flips = match benchmark.kind {
             // Knob benchmarks move one knob at a time (guided proposals always move one).
@@ -78,7 +95,7 @@ impl Preparation {
         let stored = store.experiment(&experiment.name)?;
         if let Some(info) = &stored {
             if info.bundle != bundle.hash {
-                return Ok(Progress::Failed(format!(
+                return Ok(Progress::failed(format!(
                     "the sources of benchmark {} ({}) changed since experiment {} started; \
                      restore them or run with --force-new",
                     benchmark.name,
@@ -142,7 +159,7 @@ impl Preparation {
                 kept::save_discovery(store.dir(), &self.bundle.hash, benchmark, &found)?;
                 self.measure(config, store, found, outbox)
             }
-            (Tag::Discover(_), Answer::Discovered(Err(e)), None) => Ok(Progress::Failed(format!(
+            (Tag::Discover(_), Answer::Discovered(Err(e)), None) => Ok(Progress::failed(format!(
                 "cannot find the decision points of benchmark {}: {e}",
                 benchmark.name
             ))),
@@ -277,7 +294,7 @@ impl Preparation {
                     config.objective.metric
                 )
             });
-            return Ok(Progress::Failed(format!(
+            return Ok(Progress::failed(format!(
                 "the baseline failed: {why}; the experiment needs a working baseline"
             )));
         }

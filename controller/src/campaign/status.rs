@@ -223,9 +223,12 @@ fn finished_phase(rows: &[ChainRow], failed: &BTreeMap<String, String>) -> Strin
 
 /// The experiments of `config` whose preparation failed, with why.
 fn failed_of(store: &Store, config: &CampaignConfig) -> Result<BTreeMap<String, String>> {
-    let mut failed = store.failed_experiments()?;
-    failed.retain(|name, _| config.experiment(name).is_some());
-    Ok(failed)
+    let failed = store.failed_experiments()?;
+    Ok(failed
+        .into_iter()
+        .filter(|(name, _)| config.experiment(name).is_some())
+        .map(|(name, failed)| (name, failed.why))
+        .collect())
 }
 
 /// Writes the running campaign's report as `status.json` (atomically).

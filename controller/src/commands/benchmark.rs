@@ -18,8 +18,9 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::breakdown::TimeBreakdown;
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkSpec, RunPolicy};
-use kiln_protocol::message::{Bundle, Discovery, StepResult};
+use kiln_protocol::message::{Discovery, StepResult};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome};
 
 use crate::cli::BenchmarkArgs;

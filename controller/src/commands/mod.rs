@@ -17,7 +17,8 @@ use anyhow::{bail, Context, Result};
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Limits};
 use kiln_protocol::CampaignConfig;
 
-use kiln_protocol::message::{Bundle, Discovery};
+use kiln_protocol::bundle::Bundle;
+use kiln_protocol::message::Discovery;
 use kiln_protocol::DecisionSet;
 
 use crate::cli::{Cli, Command, StoreCommand};

@@ -22,8 +22,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec};
-use kiln_protocol::message::{Bundle, Discovery};
+use kiln_protocol::message::Discovery;
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue};
 
 use crate::atomic;

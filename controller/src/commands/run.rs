@@ -28,15 +28,10 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let dir = super::runtime()?.block_on(campaign::run(config.clone(), options))?;
     let store = Store::open_existing(&dir)?;
     write_steps_csv(&store)?;
-    let (summary, stopped) = final_summary(&config, &store)?;
+    let (summary, outcome) = final_summary(&config, &store)?;
     // A stopped chain's reason quotes the benchmark's stderr: shown, never obeyed.
     write!(out, "{}", escape_controls(&summary))?;
-    // A chain stopped on failures is a failure of the campaign, as a script should learn.
-    Ok(if stopped {
-        Outcome::Failure
-    } else {
-        Outcome::Success
-    })
+    Ok(outcome)
 }
 
 /// Exports the steps table beside the store, so a finished campaign has its dataset at hand.
@@ -49,12 +44,14 @@ fn write_steps_csv(store: &Store) -> Result<()> {
 }
 
 /// What `kiln run` prints at the end: best against the references, and where
-/// everything is; and whether a chain stopped on failures or an experiment
-/// could not be prepared.
-fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool)> {
+/// everything is; and how the campaign ends: a chain stopped on failures or an
+/// experiment that could not be prepared is a failure, as a script should
+/// learn, and bad input when its sources were at fault.
+fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, Outcome)> {
     let store_dir = store.dir();
     let mut out = String::new();
     let mut any_stopped = false;
+    let mut bad_input = false;
     let metric = config.objective.metric;
     let unit = metric.unit();
     let _ = writeln!(
@@ -66,12 +63,13 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool
     );
     let failed = store.failed_experiments()?;
     for e in &config.experiments {
-        if let Some(why) = failed.get(&e.name) {
+        if let Some(failed) = failed.get(&e.name) {
             any_stopped = true;
+            bad_input |= failed.bad_input;
             let _ = writeln!(
                 out,
-                "\nexperiment {} (benchmark {}): not prepared: {why}",
-                e.name, e.benchmark
+                "\nexperiment {} (benchmark {}): not prepared: {}",
+                e.name, e.benchmark, failed.why
             );
         }
         let Some(info) = store.experiment(&e.name)? else {
@@ -136,5 +134,10 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, bool
         let _ = writeln!(out, "steps CSV:   {}", csv.display());
     }
     let _ = writeln!(out, "status:      kiln status {}", store_dir.display());
-    Ok((out, any_stopped))
+    let outcome = match (bad_input, any_stopped) {
+        (true, _) => Outcome::BadInput,
+        (false, true) => Outcome::Failure,
+        (false, false) => Outcome::Success,
+    };
+    Ok((out, outcome))
 }

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec};
-use kiln_protocol::message::{Bundle, Discovery};
+use kiln_protocol::message::Discovery;
 use kiln_protocol::{CampaignConfig, DecisionFile};
 
 use crate::atomic;

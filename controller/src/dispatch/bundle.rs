@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use kiln_protocol::message::{Bundle, BundleFile};
+use kiln_protocol::bundle::{Bundle, BundleFile};
 
 /// Largest bundle kiln sends (sources and build files, not data sets).
 const MAX_BUNDLE_BYTES: u64 = 48 << 20;

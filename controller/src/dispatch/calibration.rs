@@ -15,8 +15,8 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkKind, Calibration};
-use kiln_protocol::message::Bundle;
 use kiln_protocol::{CampaignConfig, DecisionSet, Metric, StepId, StepOutcome, StepRequest};
 
 use super::connection::{Connection, Lost};

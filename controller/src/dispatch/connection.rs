@@ -14,8 +14,9 @@ use anyhow::{Context, Result};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{oneshot, watch, Mutex};
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::frame::{self, FrameError, MAX_FRAME};
-use kiln_protocol::message::{Bundle, Capabilities, Discovery};
+use kiln_protocol::message::{Capabilities, Discovery};
 use kiln_protocol::{
     ContentHash, Request, Response, StepId, StepRequest, StepResult, PROTOCOL_VERSION,
 };
@@ -440,7 +441,7 @@ fn mark_lost(lost_tx: &watch::Sender<Option<String>>, waiters: &Waiters, reason:
 mod tests {
     use super::*;
     use crate::dispatch::transport::{Channel, ChannelGuard};
-    use kiln_protocol::message::BundleFile;
+    use kiln_protocol::bundle::BundleFile;
 
     fn capabilities() -> Capabilities {
         Capabilities {

@@ -1,8 +1,9 @@
 //! A step as the search sees it: the request for one decision set, and the
 //! objective of its result.
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy};
-use kiln_protocol::message::{Bundle, Race, StepResult};
+use kiln_protocol::message::{Race, StepResult};
 use kiln_protocol::{
     CampaignConfig, ContentHash, DecisionSet, Statistic, StepId, StepOutcome, StepRequest,
 };

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
-use serde::{de::DeserializeOwned, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
 use kiln_protocol::message::{Capabilities, StepResult};
 use kiln_protocol::{CampaignConfig, ContentHash, Metric};
@@ -65,6 +65,16 @@ const CACHE_BYTES: u64 = 32 << 20;
 
 /// See [`Store::scan_bounded`].
 const TOUCH_EVERY_STEP: usize = 2;
+
+/// Why an experiment could not be prepared; the campaign went on without it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotPrepared {
+    /// What went wrong, as the user reads it.
+    pub why: String,
+    /// Whether the user's input is at fault (its sources), not a build or a
+    /// worker: `kiln run` then exits as for bad input.
+    pub bad_input: bool,
+}
 
 /// An open campaign store.
 pub struct Store {
@@ -299,14 +309,14 @@ impl Store {
 
     /// Records why an experiment could not be prepared (durably: the
     /// campaign goes on without it).
-    pub fn put_failed(&self, name: &str, why: &str) -> Result<()> {
-        self.put(&layout::failed_key(name), &why)?;
+    pub fn put_failed(&self, name: &str, failed: &NotPrepared) -> Result<()> {
+        self.put(&layout::failed_key(name), failed)?;
         self.flush()
     }
 
     /// Experiments whose preparation failed, with why.
-    pub fn failed_experiments(&self) -> Result<BTreeMap<String, String>> {
-        self.scan::<String>(layout::FAILED)
+    pub fn failed_experiments(&self) -> Result<BTreeMap<String, NotPrepared>> {
+        self.scan::<NotPrepared>(layout::FAILED)
             .map(|item| item.map(|(key, why)| (key[layout::FAILED.len()..].to_string(), why)))
             .collect()
     }

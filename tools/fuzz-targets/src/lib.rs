@@ -148,7 +148,7 @@ fn request(payload: &[u8]) {
     let _ = message::check_hello(&request);
     if let Request::BundlePart(part) = &request {
         // A part's files as a bundle: checked and cut into parts again.
-        let bundle = message::Bundle::new(part.files.clone());
+        let bundle = kiln_protocol::bundle::Bundle::new(part.files.clone());
         let _ = bundle.validate();
         let _ = bundle.parts();
     }

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use kiln_protocol::config::BenchmarkSpec;
+use kiln_protocol::config::benchmark::BenchmarkSpec;
 use kiln_protocol::decision::{DecisionFile, DecisionSet};
 
 use crate::launch;

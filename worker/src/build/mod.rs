@@ -27,9 +27,10 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler};
+use kiln_protocol::bundle::is_confined_path;
+use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler};
 use kiln_protocol::decision::{ContentHash, DecisionSet};
-use kiln_protocol::message::{is_confined_path, BuildRecord, StepOutcome, StepRequest};
+use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest};
 
 use crate::files::{copy_tree, fresh_dir};
 use crate::launch::{self, CancelToken, End, Launch, Output, TAIL_BYTES};

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use std::os::unix::process::ExitStatusExt;
 
-use kiln_protocol::config::Compiler;
+use kiln_protocol::config::benchmark::Compiler;
 
 use crate::build::objects::{Restore, Unit, OBJECTS_ENV};
 

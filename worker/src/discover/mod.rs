@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Compiler, ReplayFallback};
+use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler, ReplayFallback};
 use kiln_protocol::decision::{ContentHash, DecisionSet, SiteId};
 use kiln_protocol::message::{Discovery, StepId};
 

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use kiln_protocol::config::Limits;
+use kiln_protocol::config::benchmark::Limits;
 pub use kiln_protocol::message::CgroupVersion;
 use kiln_protocol::message::LimitSupport;
 

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use kiln_protocol::config::Container;
+use kiln_protocol::config::benchmark::Container;
 
 use crate::launch;
 
@@ -173,7 +173,7 @@ fn oom_record_names(record: &str, id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_protocol::config::{ContainerEngine, Limits};
+    use kiln_protocol::config::benchmark::{ContainerEngine, Limits};
 
     #[test]
     fn the_command_line_limits_mounts_and_passes_the_environment() {

@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use kiln_protocol::config::{Container, Limits, RunPolicy};
+use kiln_protocol::config::benchmark::{Container, Limits, RunPolicy};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{CutShort, Race, RunRecord, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};

@@ -25,8 +25,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use kiln_protocol::bundle::{is_confined_path, Bundle, BundlePart};
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::{is_confined_path, Bundle, BundlePart};
 
 use crate::files::{clear_leftovers, hash_dir, temp_name};
 
@@ -304,7 +304,7 @@ fn sync_filesystem(dir: &Path) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::files::{copy_tree, fresh_dir, temp_writer, TEMP_PREFIX};
-    use kiln_protocol::message::BundleFile;
+    use kiln_protocol::bundle::BundleFile;
     use std::os::unix::fs::PermissionsExt;
 
     fn file(path: &str, executable: bool, contents: &[u8]) -> BundleFile {
@@ -345,7 +345,7 @@ mod tests {
     #[test]
     fn a_transfer_cut_off_resumes_at_the_first_missing_part() {
         let tmp = tempfile::tempdir().unwrap();
-        let files = (0..3 * kiln_protocol::message::PART_FILES)
+        let files = (0..3 * kiln_protocol::bundle::PART_FILES)
             .map(|i| {
                 file(
                     &format!("d{}/f{i}.c", i % 7),

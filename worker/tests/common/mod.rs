@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use kiln_protocol::config::{Limits, RunPolicy};
+use kiln_protocol::config::benchmark::{Limits, RunPolicy};
 use kiln_protocol::metric::Metric;
 use kiln_worker::launch::{clean_env, output_std};
 use kiln_worker::measure::{OutputSpec, Plan};

@@ -29,8 +29,9 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use tokio::sync::mpsc;
 
+use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkSpec, Limits, Timeouts, WorkerSpec};
-use kiln_protocol::message::{Bundle, Capabilities, Discovery};
+use kiln_protocol::message::{Capabilities, Discovery};
 use kiln_protocol::{StepRequest, StepResult};
 
 use super::calibration::{Calibrator, SlotCalibration, RECHECK};

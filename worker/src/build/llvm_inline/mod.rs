@@ -49,7 +49,7 @@ mod remarks;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
-use kiln_protocol::config::{Compiler, ReplayFallback};
+use kiln_protocol::config::benchmark::{Compiler, ReplayFallback};
 use kiln_protocol::decision::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::Discovery;
 pub use remarks::*;

@@ -1,0 +1,481 @@
+//! The search part: experiments, their search algorithms, schedules and
+//! proposals.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::{float, int, path_sexp};
+use crate::decision::name_sexp;
+use crate::decode::{self, Record, Src};
+use crate::sexp::{Sexp, SexpError, SexpKind};
+
+/// The words of this part of the config language that decoding, the lists of
+/// allowed fields and printing share: each spelled once, here.
+mod word {
+    pub const BASELINE: &str = "baseline";
+    pub const BENCHMARK: &str = "benchmark";
+    pub const CHAINS: &str = "chains";
+    pub const EXPONENTIAL: &str = "exponential";
+    pub const FLIPS: &str = "flips";
+    pub const GUIDED: &str = "guided";
+    pub const HILL_CLIMBING: &str = "hill-climbing";
+    pub const KICK: &str = "kick";
+    pub const LINEAR: &str = "linear";
+    pub const NAME: &str = "name";
+    pub const OFF: &str = "off";
+    pub const PARALLEL: &str = "parallel";
+    pub const PROPOSALS: &str = "proposals";
+    pub const RACE: &str = "race";
+    pub const RANDOM_SEARCH: &str = "random-search";
+    pub const RANDOM_WALK: &str = "random-walk";
+    pub const REMEASURE_EVERY: &str = "remeasure-every";
+    pub const SCHEDULE: &str = "schedule";
+    pub const SCREENING: &str = "screening";
+    pub const SEARCH: &str = "search";
+    pub const SEED: &str = "seed";
+    pub const SIMULATED_ANNEALING: &str = "simulated-annealing";
+    pub const STEPS: &str = "steps";
+    pub const T_MAX: &str = "t-max";
+    pub const T_MIN: &str = "t-min";
+}
+
+/// One search over one benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Experiment {
+    /// The experiment's name (defaults to the benchmark's).
+    pub name: String,
+    /// The benchmark it searches.
+    pub benchmark: String,
+    /// The search algorithm.
+    pub search: Search,
+    /// Independent chains.
+    pub chains: u32,
+    /// Seed of chain 0; chain i uses a seed derived from it.
+    pub seed: u64,
+    /// A decision file to start from instead of the stock decisions.
+    pub baseline: Option<PathBuf>,
+    /// Re-measure the incumbent every this many steps (0: never).
+    pub remeasure_every: u32,
+    /// Proposals of one chain in flight at once.
+    pub parallel: u32,
+    /// How proposals pick the decisions they change.
+    pub proposals: Proposals,
+    /// Racing: a proposal of an annealing chain under a noisy objective stops
+    /// being repeated once Metropolis would accept it with probability below
+    /// this, even at the lower end of its interval; `None`: never (`(race off)`).
+    pub race: Option<f64>,
+}
+
+impl Experiment {
+    /// The acceptance probability below which a candidate is raced out, unless configured.
+    pub const DEFAULT_RACE: f64 = 0.01;
+}
+
+/// How a chain's proposals pick the decision points they change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Proposals {
+    /// Every movable point equally likely.
+    #[default]
+    Uniform,
+    /// A first phase measures one flip of every movable point away from the
+    /// starting set; then points are drawn in proportion to the size and
+    /// uncertainty of their measured effect.
+    Guided,
+}
+
+/// The search algorithm of an experiment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Search {
+    /// Simulated annealing with Metropolis acceptance.
+    SimulatedAnnealing {
+        /// Steps of the chain.
+        steps: u32,
+        /// Starting temperature.
+        t_max: f64,
+        /// Final temperature.
+        t_min: f64,
+        /// Decisions changed per proposal.
+        flips: u32,
+        /// How temperature falls.
+        schedule: Schedule,
+    },
+    /// A random walk that accepts every proposal.
+    RandomWalk {
+        /// Steps of the chain.
+        steps: u32,
+        /// Decisions changed per proposal.
+        flips: u32,
+    },
+    /// Independent random decision sets, drawn without regard to any result.
+    RandomSearch {
+        /// Steps of the chain.
+        steps: u32,
+        /// `None`: every point takes a uniformly drawn value of its domain
+        /// (uniform over the whole space). `Some(k)`: the starting set with `k`
+        /// distinct points moved, the annealers' move without its feedback.
+        flips: Option<u32>,
+    },
+    /// Greedy one-flip hill climbing: one flip of the incumbent at a time,
+    /// taken only when it is better; at a local optimum (every flip of the
+    /// incumbent tried, none better) it restarts from the best set with
+    /// `kick` points moved.
+    HillClimbing {
+        /// Steps of the chain.
+        steps: u32,
+        /// Points a restart moves away from the best set.
+        kick: u32,
+    },
+    /// Each step flips one point alone away from the starting set, the
+    /// hottest first by the stock build's profile (again from the hottest
+    /// once every point is screened): the per-site effects a dataset of
+    /// effects wants, with no search after.
+    Screening {
+        /// Steps of the chain.
+        steps: u32,
+    },
+}
+
+impl Search {
+    /// Steps of the chain.
+    pub fn steps(&self) -> u32 {
+        match self {
+            Search::SimulatedAnnealing { steps, .. }
+            | Search::RandomWalk { steps, .. }
+            | Search::RandomSearch { steps, .. }
+            | Search::HillClimbing { steps, .. }
+            | Search::Screening { steps } => *steps,
+        }
+    }
+
+    /// Whether proposals move points drawn by `(proposals ...)` (annealing and
+    /// the random walk), rather than by a rule of the search's own.
+    pub fn draws_flips(&self) -> bool {
+        matches!(
+            self,
+            Search::SimulatedAnnealing { .. } | Search::RandomWalk { .. }
+        )
+    }
+
+    /// Decisions changed per proposal (random search over the whole space
+    /// draws every point and reads 0 here).
+    pub fn flips(&self) -> u32 {
+        match self {
+            Search::SimulatedAnnealing { flips, .. } | Search::RandomWalk { flips, .. } => *flips,
+            Search::RandomSearch { flips, .. } => flips.unwrap_or(0),
+            Search::HillClimbing { .. } | Search::Screening { .. } => 1,
+        }
+    }
+}
+
+/// The temperature schedule of simulated annealing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Schedule {
+    /// `T(k) = t_max · exp(−ln(t_max/t_min) · k/steps)`.
+    Exponential,
+    /// `T(k) = t_max − (t_max − t_min) · k/steps`.
+    Linear,
+}
+
+impl Schedule {
+    /// The temperature at step `k` of `steps`.
+    pub fn temperature(self, t_max: f64, t_min: f64, k: u32, steps: u32) -> f64 {
+        let frac = if steps == 0 {
+            1.0
+        } else {
+            f64::from(k) / f64::from(steps)
+        };
+        match self {
+            Schedule::Exponential => t_max * (-(t_max / t_min).ln() * frac).exp(),
+            Schedule::Linear => t_max - (t_max - t_min) * frac,
+        }
+    }
+}
+
+pub(super) fn decode_experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
+    let rec = Record::open(
+        src,
+        node,
+        "experiment",
+        None,
+        &[
+            word::NAME,
+            word::BENCHMARK,
+            word::SEARCH,
+            word::CHAINS,
+            word::SEED,
+            word::BASELINE,
+            word::REMEASURE_EVERY,
+            word::PARALLEL,
+            word::PROPOSALS,
+            word::RACE,
+        ],
+    )?;
+    let benchmark = rec.req_value(word::BENCHMARK, decode::name)?;
+    let search_field = rec.req(word::SEARCH)?;
+    let search = search(src, search_field.one()?)?;
+    let proposals = match rec.opt(word::PROPOSALS) {
+        Some(f) => {
+            let node = f.one()?;
+            match decode::choice(src, node, word::PROPOSALS, &["uniform", word::GUIDED])? {
+                word::GUIDED => {
+                    if !search.draws_flips() {
+                        return Err(src.error(
+                            node.pos,
+                            "(proposals guided) applies to simulated-annealing and random-walk \
+                             only: random-search and hill-climbing draw their own moves"
+                                .to_string(),
+                        ));
+                    }
+                    Proposals::Guided
+                }
+                _ => Proposals::Uniform,
+            }
+        }
+        None => Proposals::Uniform,
+    };
+    Ok(Experiment {
+        name: rec
+            .opt_value(word::NAME, decode::name)?
+            .unwrap_or_else(|| benchmark.clone()),
+        benchmark,
+        search,
+        chains: rec
+            .opt_value(word::CHAINS, decode::positive32)?
+            .unwrap_or(1),
+        seed: rec.opt_value(word::SEED, decode::uint)?.unwrap_or(0),
+        baseline: rec
+            .opt_value(word::BASELINE, decode::string)?
+            .map(PathBuf::from),
+        remeasure_every: rec
+            .opt_value(word::REMEASURE_EVERY, decode::uint32)?
+            .unwrap_or(0),
+        parallel: rec
+            .opt_value(word::PARALLEL, decode::positive32)?
+            .unwrap_or(1),
+        proposals,
+        race: match rec.opt(word::RACE) {
+            Some(f) => race(src, f.one()?)?,
+            None => Some(Experiment::DEFAULT_RACE),
+        },
+    })
+}
+
+/// `(race off)` or `(race P)` with `P` strictly between 0 and 1.
+fn race(src: Src<'_>, node: &Sexp) -> Result<Option<f64>, SexpError> {
+    if node.as_symbol() == Some(word::OFF) {
+        return Ok(None);
+    }
+    let bad = || {
+        src.error(
+            node.pos,
+            "'race' must be off or an acceptance probability between 0 and 1 (exclusive), \
+             like 0.01"
+                .to_string(),
+        )
+    };
+    let p = decode::number(src, node, word::RACE).map_err(|_| bad())?;
+    if p > 0.0 && p < 1.0 {
+        Ok(Some(p))
+    } else {
+        Err(bad())
+    }
+}
+
+impl Experiment {
+    pub(super) fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        let mut fields = vec![
+            f(word::NAME, vec![name_sexp(&self.name)]),
+            f(word::BENCHMARK, vec![name_sexp(&self.benchmark)]),
+            f(word::SEARCH, vec![self.search.to_sexp()]),
+            f(word::CHAINS, vec![int(self.chains)]),
+            f(word::SEED, vec![Sexp::new(SexpKind::Int(self.seed as i64))]),
+        ];
+        if let Some(b) = &self.baseline {
+            fields.push(f(word::BASELINE, vec![path_sexp(b)]));
+        }
+        fields.push(f(word::REMEASURE_EVERY, vec![int(self.remeasure_every)]));
+        fields.push(f(word::PARALLEL, vec![int(self.parallel)]));
+        if self.proposals == Proposals::Guided {
+            // Written only when not the default, so stored configs of earlier versions compare equal.
+            fields.push(f(word::PROPOSALS, vec![Sexp::symbol(word::GUIDED)]));
+        }
+        // Likewise written only when not the default.
+        match self.race {
+            Some(p) if p == Experiment::DEFAULT_RACE => {}
+            Some(p) => fields.push(f(word::RACE, vec![float(p)])),
+            None => fields.push(f(word::RACE, vec![Sexp::symbol(word::OFF)])),
+        }
+        Sexp::list(fields)
+    }
+}
+
+fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
+    let head = node
+        .as_list()
+        .and_then(|l| l.first())
+        .and_then(Sexp::as_symbol);
+    match head {
+        Some(word::SIMULATED_ANNEALING) => {
+            let rec = Record::open(
+                src,
+                node,
+                word::SIMULATED_ANNEALING,
+                Some(word::SIMULATED_ANNEALING),
+                &[
+                    word::STEPS,
+                    word::T_MAX,
+                    word::T_MIN,
+                    word::FLIPS,
+                    word::SCHEDULE,
+                ],
+            )?;
+            let t_max = rec
+                .opt_value(word::T_MAX, decode::positive_number)?
+                .unwrap_or(0.04);
+            let t_min = rec
+                .opt_value(word::T_MIN, decode::positive_number)?
+                .unwrap_or(0.001);
+            if t_min > t_max {
+                return Err(src.error(
+                    rec.pos(),
+                    format!("t-min ({t_min}) is above t-max ({t_max})"),
+                ));
+            }
+            let schedule = match rec.opt(word::SCHEDULE) {
+                Some(f) => {
+                    match decode::choice(
+                        src,
+                        f.one()?,
+                        word::SCHEDULE,
+                        &[word::EXPONENTIAL, word::LINEAR],
+                    )? {
+                        word::LINEAR => Schedule::Linear,
+                        _ => Schedule::Exponential,
+                    }
+                }
+                None => Schedule::Exponential,
+            };
+            Ok(Search::SimulatedAnnealing {
+                steps: rec.req_value(word::STEPS, decode::positive32)?,
+                t_max,
+                t_min,
+                flips: rec.opt_value(word::FLIPS, decode::positive32)?.unwrap_or(3),
+                schedule,
+            })
+        }
+        Some(word::RANDOM_WALK) => {
+            let rec = Record::open(
+                src,
+                node,
+                word::RANDOM_WALK,
+                Some(word::RANDOM_WALK),
+                &[word::STEPS, word::FLIPS],
+            )?;
+            Ok(Search::RandomWalk {
+                steps: rec.req_value(word::STEPS, decode::positive32)?,
+                flips: rec.opt_value(word::FLIPS, decode::positive32)?.unwrap_or(3),
+            })
+        }
+        Some(word::RANDOM_SEARCH) => {
+            let rec = Record::open(
+                src,
+                node,
+                word::RANDOM_SEARCH,
+                Some(word::RANDOM_SEARCH),
+                &[word::STEPS, word::FLIPS],
+            )?;
+            Ok(Search::RandomSearch {
+                steps: rec.req_value(word::STEPS, decode::positive32)?,
+                flips: rec.opt_value(word::FLIPS, decode::positive32)?,
+            })
+        }
+        Some(word::HILL_CLIMBING) => {
+            let rec = Record::open(
+                src,
+                node,
+                word::HILL_CLIMBING,
+                Some(word::HILL_CLIMBING),
+                &[word::STEPS, word::KICK],
+            )?;
+            Ok(Search::HillClimbing {
+                steps: rec.req_value(word::STEPS, decode::positive32)?,
+                kick: rec.opt_value(word::KICK, decode::positive32)?.unwrap_or(3),
+            })
+        }
+        Some(word::SCREENING) => {
+            let rec = Record::open(
+                src,
+                node,
+                word::SCREENING,
+                Some(word::SCREENING),
+                &[word::STEPS],
+            )?;
+            Ok(Search::Screening {
+                steps: rec.req_value(word::STEPS, decode::positive32)?,
+            })
+        }
+        _ => Err(src.error(
+            node.pos,
+            format!(
+                "expected a search: (simulated-annealing ...), (random-walk ...), \
+                 (random-search ...), (hill-climbing ...) or (screening ...), found `{}`",
+                decode::short(node)
+            ),
+        )),
+    }
+}
+
+impl Search {
+    pub(super) fn to_sexp(&self) -> Sexp {
+        let f = Sexp::field;
+        match self {
+            Search::SimulatedAnnealing {
+                steps,
+                t_max,
+                t_min,
+                flips,
+                schedule,
+            } => f(
+                word::SIMULATED_ANNEALING,
+                vec![
+                    f(word::STEPS, vec![int(*steps)]),
+                    f(word::T_MAX, vec![float(*t_max)]),
+                    f(word::T_MIN, vec![float(*t_min)]),
+                    f(word::FLIPS, vec![int(*flips)]),
+                    f(
+                        word::SCHEDULE,
+                        vec![Sexp::symbol(match schedule {
+                            Schedule::Exponential => word::EXPONENTIAL,
+                            Schedule::Linear => word::LINEAR,
+                        })],
+                    ),
+                ],
+            ),
+            Search::RandomWalk { steps, flips } => f(
+                word::RANDOM_WALK,
+                vec![
+                    f(word::STEPS, vec![int(*steps)]),
+                    f(word::FLIPS, vec![int(*flips)]),
+                ],
+            ),
+            Search::RandomSearch { steps, flips } => {
+                let mut fields = vec![f(word::STEPS, vec![int(*steps)])];
+                // No `flips`: uniform over the whole space.
+                fields.extend(flips.map(|k| f(word::FLIPS, vec![int(k)])));
+                f(word::RANDOM_SEARCH, fields)
+            }
+            Search::HillClimbing { steps, kick } => f(
+                word::HILL_CLIMBING,
+                vec![
+                    f(word::STEPS, vec![int(*steps)]),
+                    f(word::KICK, vec![int(*kick)]),
+                ],
+            ),
+            Search::Screening { steps } => {
+                f(word::SCREENING, vec![f(word::STEPS, vec![int(*steps)])])
+            }
+        }
+    }
+}
