@@ -334,9 +334,22 @@ impl Build<'_> {
     /// the compiler wrapper ([`wrap`]), the build's command left as it is.
     pub(crate) fn launch(
         &self,
-        flags: Vec<String>,
+        mut flags: Vec<String>,
         fallback: Option<wrap::Fallback<'_>>,
     ) -> Result<Launch, String> {
+        if let BenchmarkKind::LlvmInline {
+            compiler: Compiler::Clang,
+            ..
+        } = self.spec.kind
+        {
+            if !flags.is_empty() {
+                // A C++ lambda's name holds its file's path ("__find_if<(lambda at
+                // /…/work/json.cpp:9:5)>"), and site ids hold such names: built in
+                // another folder, the site would be another and its replay line would
+                // never match. Paths under the work folder are written relative to it.
+                flags.push(format!("-fdebug-prefix-map={}=.", self.work.display()));
+            }
+        }
         let mut argv = expand_all(
             &self.spec.build,
             knobs_of(self.spec, self.decisions),
