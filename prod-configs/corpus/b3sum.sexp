@@ -7,4 +7,4 @@
  (build ("cargo" "build" "--release" "--features" "pure"))
  (run ("./target/release/b3sum" "--no-mmap" "--num-threads" "1" "input.txt" "input.txt" "input.txt" "input.txt"))
  (dependency-crates ("blake3"))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

@@ -5,4 +5,4 @@
 ((name bc) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/bc")
  (build ("sh" "-c" "./configure CC=clang && make -j2 ACLOCAL=true AUTOCONF=true AUTOMAKE=true AUTOHEADER=true MAKEINFO=true"))
  (run ("./bc/bc" "-q" "Test/fact.b"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

@@ -6,4 +6,4 @@
 ((name brotli) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/brotli")
  (build ("cargo" "build" "--release"))
  (run ("./target/release/brotli" "-c" "-q9" "src/enc/encode.rs"))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

@@ -6,4 +6,4 @@
 ((name bzip2) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/bzip2")
  (build ("make" "-j2" "CC=clang" "bzip2"))
  (run ("./bzip2" "-9" "-c" "sample1.ref" "sample2.ref" "sample3.ref"))
- (timeout-s 120) (build-timeout-s 300))
+ (timeout-s 120) (build-timeout-s 300) (discovery-cpu-s 20))

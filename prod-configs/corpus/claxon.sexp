@@ -7,4 +7,4 @@
  (build ("cargo" "build" "--release" "--example" "decode"))
  (run ("./target/release/examples/decode" "input.flac"))
  (check-output (command ("sha256sum" "input.wav")))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

@@ -7,4 +7,4 @@
  (build ("make" "CC=clang" "BUILD_TYPE=Release"))
  (run ("./build/src/cmark" "test/spec.txt" "test/spec.txt" "test/spec.txt" "test/spec.txt"
        "test/spec.txt" "test/spec.txt" "test/spec.txt" "test/spec.txt"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

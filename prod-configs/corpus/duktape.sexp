@@ -5,4 +5,4 @@
 ((name duktape) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/duktape")
  (build ("make" "-f" "Makefile.cmdline" "CC=clang"))
  (run ("./duk" "mandel.js"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

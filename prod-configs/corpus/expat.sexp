@@ -8,4 +8,4 @@
  (build ("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DEXPAT_BUILD_TESTS=OFF -DEXPAT_BUILD_EXAMPLES=OFF -DEXPAT_BUILD_DOCS=OFF -DEXPAT_SHARED_LIBS=OFF && cmake --build build -j2"))
  (run ("./build/xmlwf/xmlwf" "-d" "." "data/nes96.xml"))
  (check-output (command ("sha256sum" "nes96.xml")))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

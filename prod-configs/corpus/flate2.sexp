@@ -10,4 +10,4 @@
  (run ("./target/release/examples/compress_file" "input.txt" "out.gz"))
  (dependency-crates ("miniz_oxide"))
  (check-output (command ("sha256sum" "out.gz")))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

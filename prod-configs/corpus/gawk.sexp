@@ -6,4 +6,4 @@
 ((name gawk) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/gawk")
  (build ("sh" "-c" "./configure CC=clang --disable-nls && make -j2 ACLOCAL=true AUTOCONF=true AUTOMAKE=true AUTOHEADER=true MAKEINFO=true"))
  (run ("./gawk" "-f" "awklib/eg/prog/wordfreq.awk" "input.txt"))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

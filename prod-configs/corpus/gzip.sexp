@@ -7,4 +7,4 @@
 ((name gzip) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/gzip")
  (build ("sh" "-c" "./configure CC=clang && make -j2 ACLOCAL=true AUTOCONF=true AUTOMAKE=true AUTOHEADER=true MAKEINFO=true"))
  (run ("./gzip" "-9" "-c" "input.txt"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

@@ -6,4 +6,4 @@
 ((name libjpeg-turbo) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/libjpeg-turbo")
  (build ("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DWITH_SIMD=0 -DENABLE_SHARED=0 && cmake --build build -j2 --target cjpeg-static"))
  (run ("./build/cjpeg-static" "-quality" "90" "-optimize" "input.ppm"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

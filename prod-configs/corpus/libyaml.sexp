@@ -6,4 +6,4 @@
 ((name libyaml) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/libyaml")
  (build ("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DBUILD_TESTING=ON && cmake --build build -j2 --target run-parser-test-suite"))
  (run ("./build/tests/run-parser-test-suite" "twitter.json"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

@@ -5,4 +5,4 @@
 ((name lz4) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/lz4")
  (build ("make" "-j2" "CC=clang" "lz4"))
  (run ("./lz4" "-9" "-c" "input.txt"))
- (timeout-s 120) (build-timeout-s 300))
+ (timeout-s 120) (build-timeout-s 300) (discovery-cpu-s 20))

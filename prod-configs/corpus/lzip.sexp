@@ -5,4 +5,4 @@
 ((name lzip) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/lzip")
  (build ("sh" "-c" "./configure CXX=clang++ && make -j2"))
  (run ("./lzip" "-9" "-c" "input.txt"))
- (timeout-s 120) (build-timeout-s 300))
+ (timeout-s 120) (build-timeout-s 300) (discovery-cpu-s 20))

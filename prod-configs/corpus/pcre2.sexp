@@ -6,4 +6,4 @@
 ((name pcre2) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/pcre2")
  (build ("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang && cmake --build build -j2 --target pcre2grep"))
  (run ("./build/pcre2grep" "-c" "-i" "(match|pattern|subject)[a-z]*( [a-z]+){2}|[0-9]+[.][0-9]+" "input.txt" "input.txt" "input.txt"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

@@ -7,4 +7,4 @@
 ((name pulldown-cmark) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/pulldown-cmark")
  (build ("cargo" "build" "--release"))
  (run ("./target/release/pulldown-cmark" "spec.txt" "spec.txt" "spec.txt"))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

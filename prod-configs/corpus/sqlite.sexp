@@ -8,4 +8,4 @@
  (build ("sh" "-c" "./configure CC=clang --disable-tcl && make -j2 speedtest1"))
  (run ("./speedtest1" "--size" "2" "--memdb" "--verify" "--nomemstat"))
  (check-output (lines "^Verification Hash"))
- (timeout-s 300) (build-timeout-s 1200))
+ (timeout-s 300) (build-timeout-s 1200) (discovery-cpu-s 20))

@@ -6,4 +6,4 @@
 ((name toml) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/toml")
  (build ("cargo" "build" "--release" "--example" "toml2json"))
  (run ("./target/release/examples/toml2json" "input.toml"))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

@@ -5,4 +5,4 @@
 ((name xz) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/xz")
  (build ("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang && cmake --build build -j2 --target xz"))
  (run ("./build/xz" "-6" "-c" "input.txt"))
- (timeout-s 120) (build-timeout-s 600))
+ (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))

@@ -6,4 +6,4 @@
 ((name yaml-rust) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/yaml-rust")
  (build ("cargo" "build" "--release" "--example" "dump_yaml"))
  (run ("./target/release/examples/dump_yaml" "twitter.json"))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))

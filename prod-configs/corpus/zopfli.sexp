@@ -5,4 +5,4 @@
 ((name zopfli) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/zopfli")
  (build ("make" "-j2" "CC=clang" "zopfli"))
  (run ("./zopfli" "--i5" "-c" "src/zopfli/squeeze.c"))
- (timeout-s 120) (build-timeout-s 300))
+ (timeout-s 120) (build-timeout-s 300) (discovery-cpu-s 20))

@@ -10,4 +10,4 @@
  (run ("./target/release/examples/zstd" "input.txt" "input.txt" "input.txt" "input.txt" "input.txt"))
  (dependency-crates ("zstd-sys" "zstd-safe"))
  (check-output (command ("sha256sum" "input.txt.zst")))
- (timeout-s 120) (build-timeout-s 900))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))
