@@ -5,4 +5,4 @@
 ((name zstd) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/zstd")
  (build ("make" "-j2" "CC=clang" "zstd-release"))
  (run ("./programs/zstd" "-5" "-c" "input.txt"))
- (timeout-s 120) (build-timeout-s 600) (discovery-cpu-s 20))
+ (timeout-s 120) (build-timeout-s 900) (discovery-cpu-s 20))
