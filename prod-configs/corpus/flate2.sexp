@@ -1,8 +1,8 @@
 ; flate2 1.1.11 from crates.io, DEFLATE streams over the pure Rust miniz_oxide
 ; backend (its default), built by `cargo build --release --example
-; compress_file`: gzip-compresses zstd's C library sources (input.txt, 3 MB,
-; from Debian's `zstd`, copied at fetch time) into out.gz, whose digest is
-; checked.
+; compress_file`: gzip-compresses lz4's C sources (input.txt, 610 kB, from
+; Debian's `lz4`, copied at fetch time) into out.gz, whose digest is checked
+; (~110 M instructions).
 ; miniz_oxide, where the compressor lives, is opted in.
 ; corpus: language Rust; domain compression; build cargo
 ((name flate2) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/flate2")
