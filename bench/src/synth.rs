@@ -192,8 +192,7 @@ fn experiment_info() -> ExperimentInfo {
         discovery: Discovery {
             points: points(),
             baseline: baseline(),
-            features: Default::default(),
-            fallbacks: Vec::new(),
+            ..Default::default()
         },
         bundle: ContentHash::of(b"noop"),
         baseline: Reference {

@@ -195,8 +195,7 @@ fn synthetic_store_pinning(
         discovery: Discovery {
             points: points(),
             baseline: baseline.clone(),
-            features: Default::default(),
-            fallbacks: Vec::new(),
+            ..Default::default()
         },
         bundle: ContentHash::of(b"linear"),
         baseline: Reference {
@@ -293,8 +292,7 @@ fn add_manual_step(store: &Store) {
         discovery: Discovery {
             points: points(),
             baseline: baseline.clone(),
-            features: Default::default(),
-            fallbacks: Vec::new(),
+            ..Default::default()
         },
         bundle: ContentHash::of(b"linear"),
         baseline: Reference {

@@ -79,8 +79,7 @@ fn info() -> ExperimentInfo {
                 domain: (0..3).map(DecisionValue::Int).collect(),
             }],
             baseline: baseline.clone(),
-            features: Default::default(),
-            fallbacks: Vec::new(),
+            ..Default::default()
         },
         bundle: ContentHash::of(b"knobs"),
         baseline: Reference {

@@ -183,7 +183,7 @@ pub fn request_name(r: &Request) -> &'static str {
 }
 
 /// A benchmark's decision points and the stock compiler's own decisions.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Discovery {
     /// Every decision point, in a stable order.
     pub points: Vec<crate::decision::DecisionPoint>,
@@ -197,6 +197,11 @@ pub struct Discovery {
     /// that their sites are the stock compiler's (`UNIT: why`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub fallbacks: Vec<String>,
+    /// Sites left out of the search because the compiler does not take one
+    /// of their two decisions (it will not replay its own, or will not take
+    /// the other), with why: a search there would only lose steps.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub fixed: BTreeMap<SiteId, String>,
 }
 
 impl Discovery {
@@ -210,8 +215,7 @@ impl Discovery {
                     .collect(),
             ),
             points: points.to_vec(),
-            features: BTreeMap::new(),
-            fallbacks: Vec::new(),
+            ..Default::default()
         }
     }
 }

@@ -221,6 +221,12 @@ fn responses() -> Vec<Response> {
                 )]
                 .into(),
                 fallbacks: vec!["big.c: failed (signal: 9) within its limits".into()],
+                fixed: [(
+                    SiteId::from("g @ main:3:4"),
+                    "the compiler does not take the other decision: requested inline but not inlined"
+                        .into(),
+                )]
+                .into(),
             }),
         },
         Response::Discovered {

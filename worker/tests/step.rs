@@ -405,6 +405,78 @@ int main(int argc, char** argv) {
     assert_eq!(none.outcome, StepOutcome::Ok, "{none:?}");
 }
 
+/// clang 14 takes both decisions at calls LLVM's own heuristic never inlines (a variadic callee,
+/// one that calls setjmp, a `noinline` one, a recursive call) when the replay file asks: such
+/// sites are decision points, kept by both discovery probes, and a step with every decision
+/// flipped from stock realises them all. A site the compiler would not take one decision at is
+/// left out of the points with why (`Discovery::fixed`).
+#[test]
+fn sites_llvm_never_inlines_by_itself_are_decisions_under_replay() {
+    if !have("clang") {
+        return skip("clang is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = crate::common::workspace(dir.path());
+    let program = r#"#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+static jmp_buf env;
+__attribute__((noinline)) static int bump(int x) { return x + 1; }
+static int sq(int x) { if (x > 1000000) longjmp(env, 1); return x * bump(x); }
+static int guarded(int (*f)(int), int x) {
+    if (setjmp(env)) return -1;
+    return f(x);
+}
+static int sum(int n, ...) {
+    va_list ap;
+    va_start(ap, n);
+    int s = 0;
+    for (int i = 0; i < n; i++) s += va_arg(ap, int);
+    va_end(ap);
+    return s;
+}
+static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]), t = 0;
+    for (int i = 0; i < n; i++) t += guarded(sq, i % 100) + sum(3, i, i + 1, i + 2);
+    printf("%d %d\n", t, fib(20));
+    return 0;
+}
+"#;
+    let bundle = Bundle::new(vec![BundleFile {
+        path: "main.c".into(),
+        executable: false,
+        contents: program.as_bytes().to_vec(),
+    }]);
+    ws.cache.store(&bundle).unwrap();
+    let spec = inline_spec(
+        &["clang", "-O2", "main.c", "-o", "bench"],
+        &["./bench", "1000"],
+    );
+    let cancel = CancelToken::new().unwrap();
+    let discovery =
+        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, &ws, &cancel, &|_| {}).unwrap();
+    let ids: Vec<&str> = discovery.points.iter().map(|p| p.id.as_str()).collect();
+    for callee in [
+        "guarded @ main:",
+        "sum @ main:",
+        "bump @ sq:",
+        "fib @ main:",
+    ] {
+        assert!(
+            ids.iter().any(|id| id.starts_with(callee)),
+            "{callee} among {ids:?}, left out: {:?}",
+            discovery.fixed
+        );
+    }
+    assert!(discovery.fixed.is_empty(), "{:?}", discovery.fixed);
+    let flipped = kiln_worker::build::llvm_inline::flipped(&discovery.baseline);
+    let req = inline_request(spec, &bundle, flipped);
+    let r = run_step(&req, &ws, &mut SlotState::default(), &cancel);
+    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+}
+
 /// A one-run step of `spec` under `decisions` on slot 0.
 fn inline_request(spec: BenchmarkSpec, bundle: &Bundle, decisions: DecisionSet) -> StepRequest {
     StepRequest {

@@ -213,6 +213,14 @@ impl Preparation {
             experiment.name,
             discovery.points.len()
         ));
+        if !discovery.fixed.is_empty() {
+            logging::note(format_args!(
+                "{}: {} site(s) left out, as the compiler does not take one of their decisions \
+                 (kiln sites lists them with why)",
+                experiment.name,
+                discovery.fixed.len()
+            ));
+        }
         for unit in &discovery.fallbacks {
             logging::note(format_args!(
                 "{}: sites of the stock decisions only, its compile with every call inlined \

@@ -82,6 +82,23 @@ fn sites_table(discovery: &Discovery) -> String {
     let mut out = table(&header, &right, rows);
     out.push_str(&format!("{} decision points\n", discovery.points.len()));
     out.push_str(&fallbacks_text(discovery));
+    out.push_str(&fixed_text(discovery));
+    out
+}
+
+/// The sites left out of the search, as the compiler does not take one of
+/// their decisions, with why.
+fn fixed_text(discovery: &Discovery) -> String {
+    if discovery.fixed.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "{} site(s) left out: the compiler does not take one of their decisions\n",
+        discovery.fixed.len()
+    );
+    for (site, why) in &discovery.fixed {
+        out.push_str(&format!("  {site}: {why}\n"));
+    }
     out
 }
 

@@ -9,7 +9,7 @@
 
 pub mod features;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -128,43 +128,108 @@ fn discover_in(
         profile: profile.as_ref(),
     };
 
-    // The stock decisions replayed: a site the compiler cannot replay as it
-    // decided it (a real program has a few) would fail every step as a
-    // decision mismatch, the baseline's first; such sites are left out.
-    fresh_work(&ws.rundir, bundle_dir, &work, spec, &no_decisions)?;
-    let replay = work.join(REPLAY_FILE);
-    std::fs::write(&replay, llvm_inline::replay_file_text(&discovery.baseline))
-        .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
-    let incremental = fresh_subdir(&ws.rundir, &work, INCREMENTAL_DIR)?;
-    let flags = llvm_inline::replay_build_args(
-        compiler,
-        &replay,
-        ReplayFallback::NeverInline,
-        &incremental,
-    );
-    let replayed =
-        llvm_inline::parse_remarks(&build.compile(flags, None, None, "replay check", progress)?);
-    let unreplayable: BTreeSet<SiteId> = llvm_inline::verify(&discovery.baseline, &replayed)
-        .iter()
-        // Each problem names its site first, quoted.
-        .filter_map(|p| p.strip_prefix('\'')?.split_once('\''))
-        .map(|(id, _)| SiteId::from(id))
-        .collect();
-    if !unreplayable.is_empty() {
+    // Two probes, each a build under a replay file: the stock decisions (a
+    // site the compiler cannot replay as it decided it would fail every step,
+    // the baseline's first), then every decision flipped from stock (a site
+    // whose other decision the compiler will not take: a callee it never
+    // inlines, an attribute). Either way the site cannot be searched: it is
+    // left out, and the discovery says why.
+    let flipped = llvm_inline::flipped(&discovery.baseline);
+    let probes = [
+        (
+            &discovery.baseline,
+            "replay check",
+            "the compiler does not replay its own decision",
+        ),
+        (
+            &flipped,
+            "flip probe",
+            "the compiler does not take the other decision",
+        ),
+    ];
+    for (decisions, what, cause) in probes {
+        let problems = {
+            let probe = Probe {
+                compiler,
+                spec,
+                bundle_dir,
+                work: &work,
+                ws,
+                build: &build,
+            };
+            probe.problems(decisions, what, progress)?
+        };
+        for (id, problem) in problems {
+            discovery
+                .fixed
+                .entry(id)
+                .or_insert(format!("{cause}: {problem}"));
+        }
+    }
+    if !discovery.fixed.is_empty() {
         tracing::info!(
-            "{}: {} of {} sites left out, as the compiler does not replay its own decision there",
+            "{}: {} of {} sites left out, as the compiler does not take one of their decisions",
             spec.name,
-            unreplayable.len(),
+            discovery.fixed.len(),
             discovery.points.len()
         );
-        discovery.points.retain(|p| !unreplayable.contains(&p.id));
-        discovery
-            .baseline
-            .0
-            .retain(|id, _| !unreplayable.contains(id));
+        let fixed = &discovery.fixed;
+        discovery.points.retain(|p| !fixed.contains_key(&p.id));
+        discovery.baseline.0.retain(|id, _| !fixed.contains_key(id));
     }
     discovery.features = features::site_features(&discovery.points, &discovery.baseline, &evidence);
     Ok(discovery)
+}
+
+/// A build of the discovery's sources under a replay file, to learn which
+/// decisions the compiler takes.
+struct Probe<'a> {
+    compiler: Compiler,
+    spec: &'a BenchmarkSpec,
+    bundle_dir: &'a Path,
+    work: &'a Path,
+    ws: &'a Workspace,
+    build: &'a Build<'a>,
+}
+
+impl Probe<'_> {
+    /// The sites of `decisions` that a build under them does not realise,
+    /// each with the problem [`llvm_inline::verify`] names.
+    fn problems(
+        &self,
+        decisions: &DecisionSet,
+        what: &str,
+        progress: &(dyn Fn(String) + Sync),
+    ) -> Result<BTreeMap<SiteId, String>, String> {
+        let no_decisions = DecisionSet::default();
+        fresh_work(
+            &self.ws.rundir,
+            self.bundle_dir,
+            self.work,
+            self.spec,
+            &no_decisions,
+        )?;
+        let replay = self.work.join(REPLAY_FILE);
+        std::fs::write(&replay, llvm_inline::replay_file_text(decisions))
+            .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
+        let incremental = fresh_subdir(&self.ws.rundir, self.work, INCREMENTAL_DIR)?;
+        let flags = llvm_inline::replay_build_args(
+            self.compiler,
+            &replay,
+            ReplayFallback::NeverInline,
+            &incremental,
+        );
+        let log = self.build.compile(flags, None, None, what, progress)?;
+        let remarks = llvm_inline::parse_remarks(&log);
+        Ok(llvm_inline::verify(decisions, &remarks)
+            .iter()
+            // Each problem names its site first, quoted; sites the fallback
+            // decided are no decision of this set.
+            .filter_map(|p| p.strip_prefix('\'')?.split_once("': "))
+            .map(|(id, problem)| (SiteId::from(id), problem.to_string()))
+            .filter(|(id, _)| decisions.0.contains_key(id))
+            .collect())
+    }
 }
 
 /// One callgrind run of the stock build in `work`, for the sites' profile

@@ -224,9 +224,26 @@ pub fn discovery_from_remarks(all_inlined: &[InlineRemark], stock: &[InlineRemar
     Discovery {
         points,
         baseline: DecisionSet(baseline),
-        features: BTreeMap::new(),
-        fallbacks: Vec::new(),
+        ..Default::default()
     }
+}
+
+/// Every decision of `stock` the other way: inline where it says no-inline,
+/// and no-inline elsewhere.
+pub fn flipped(stock: &DecisionSet) -> DecisionSet {
+    DecisionSet(
+        stock
+            .0
+            .iter()
+            .map(|(id, value)| {
+                let other = match value.is_inline() {
+                    true => DecisionValue::no_inline(),
+                    false => DecisionValue::inline(),
+                };
+                (id.clone(), other)
+            })
+            .collect(),
+    )
 }
 
 /// Compares what a build realised (its remarks) with what was requested; returns one human-readable line per mismatch
