@@ -59,6 +59,43 @@ pub(crate) fn hash_dir(dir: &Path) -> Result<ContentHash, String> {
     Ok(hasher.finish())
 }
 
+/// What a file's metadata says of its contents. Writing, truncating or
+/// replacing a file changes its stamp (its change time cannot be set back by
+/// any process), so a file whose stamp is the one it had when its contents
+/// were checked still holds those contents.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    device: u64,
+    inode: u64,
+    len: u64,
+    modified_ns: i128,
+    changed_ns: i128,
+}
+
+impl Stamp {
+    pub(crate) fn of(meta: &fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let ns = |secs: i64, nanos: i64| i128::from(secs) * 1_000_000_000 + i128::from(nanos);
+        Stamp {
+            device: meta.dev(),
+            inode: meta.ino(),
+            len: meta.len(),
+            modified_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            changed_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// Copies `from` to `to` (replacing it, with `mode`) in the kernel, unread;
+/// written under [`launch::writing`], as the copy may be executed.
+pub(crate) fn copy_unread(from: &Path, to: &Path, mode: u32) -> io::Result<()> {
+    launch::writing(|| {
+        let _ = fs::remove_file(to);
+        fs::copy(from, to)?;
+        fs::set_permissions(to, fs::Permissions::from_mode(mode))
+    })
+}
+
 /// Copies `from` to `to` (replacing it, with `mode`), returning the content
 /// hash of the bytes copied; written under [`launch::writing`], as the copy
 /// may be executed.
