@@ -10,7 +10,7 @@
 //! function the unit defines, read from its IR before any pass the first time
 //! the unit is compiled (remarks would not do: they name only the functions
 //! that a decision inlined into). The cache lives under `<rundir>/objects/`:
-//! `<unit>.functions`, and per key `<key>.o` with the
+//! `<unit>.names` (the functions' symbols and debug names), and per key `<key>.o` with the
 //! compile's output `<key>.log` and their content hash `<key>.sum`, written
 //! last; files are written whole and renamed into place, and the oldest go
 //! past [`MAX_FILES`]. A restore checks the object and output against the
@@ -114,7 +114,9 @@ impl Unit {
     }
 
     fn functions_file(&self) -> PathBuf {
-        self.dir.join(format!("{}.functions", self.inputs))
+        // `.names`: `.functions` files of earlier workers hold symbols only,
+        // and would key a C++ unit without its methods' lines.
+        self.dir.join(format!("{}.names", self.inputs))
     }
 
     /// Every function the unit defines, static ones included: the callers a
@@ -226,9 +228,15 @@ fn entry_hash(object: &[u8], log: &[u8]) -> ContentHash {
     ContentHash::of(&bytes)
 }
 
-/// The functions an LLVM IR module defines: `define ... @NAME(` or `@"NAME"(`.
+/// The functions an LLVM IR module defines, by every name a replay line may
+/// give them: the symbol (`define ... @NAME(` or `@"NAME"(`) and the debug
+/// name (`DISubprogram(name: "NAME"`), which is what a call-site chain holds:
+/// a C++ method `_ZN10Arg_parser8set_nameEPKc` is `set_name` there. A name too
+/// many only makes a key cover more lines.
 fn defined_functions(ir: &str) -> BTreeSet<String> {
-    ir.lines()
+    const DEBUG_NAME: &str = "DISubprogram(name: \"";
+    let symbols = ir
+        .lines()
         .filter(|l| l.starts_with("define "))
         .filter_map(|l| {
             let name = &l[l.find('@')? + 1..];
@@ -236,8 +244,35 @@ fn defined_functions(ir: &str) -> BTreeSet<String> {
                 Some(quoted) => quoted.split_once('"').map(|(n, _)| n.to_string()),
                 None => name.split_once('(').map(|(n, _)| n.to_string()),
             }
-        })
-        .collect()
+        });
+    let debug_names = ir.lines().filter_map(|l| {
+        let name = &l[l.find(DEBUG_NAME)? + DEBUG_NAME.len()..];
+        name.split_once('"').map(|(n, _)| unescape_ir(n))
+    });
+    symbols.chain(debug_names).collect()
+}
+
+/// An LLVM IR string's text: `\XX` is the byte of hex XX.
+fn unescape_ir(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+        match (bytes[i], hex) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The caller a replay line names: `x: 'CALLEE' inlined into 'CALLER' at callsite ...;`.
@@ -284,6 +319,16 @@ mod tests {
                   define i32 @main() {\n";
         let found: Vec<String> = defined_functions(ir).into_iter().collect();
         assert_eq!(found, ["callbinTM", "main", "odd.name"]);
+    }
+
+    /// A C++ method's chain names it by its debug name, not its symbol: both count.
+    #[test]
+    fn defined_functions_include_their_debug_names() {
+        let ir = "define dso_local void @_ZN1A8set_nameEPKc(%struct.A* %0) !dbg !9 {\n\
+                  !9 = distinct !DISubprogram(name: \"set_name\", scope: !1, file: !1)\n\
+                  !12 = distinct !DISubprogram(name: \"find<\\22x\\22>\", scope: !1)\n";
+        let found: Vec<String> = defined_functions(ir).into_iter().collect();
+        assert_eq!(found, ["_ZN1A8set_nameEPKc", "find<\"x\">", "set_name"]);
     }
 
     #[test]
