@@ -477,20 +477,59 @@ fn a_store_the_user_may_not_read_says_so() {
 /// the first compile inlined.
 #[test]
 fn a_changed_decision_in_a_function_with_no_inlined_call_compiles_its_unit_again() {
-    if !common::have("clang") || !common::have("make") {
-        return skip("needs clang and make");
+    changed_decision_compiles_its_unit_again(Unit::C);
+}
+
+/// As above in C++, where `f` is a method: a call-site chain names it `f`, its symbol is
+/// `_ZN1S1fEi`, and the unit's key must count the line either way.
+#[test]
+fn a_changed_decision_in_a_cpp_method_compiles_its_unit_again() {
+    changed_decision_compiles_its_unit_again(Unit::Cpp);
+}
+
+#[derive(Clone, Copy)]
+enum Unit {
+    C,
+    Cpp,
+}
+
+fn changed_decision_compiles_its_unit_again(unit: Unit) {
+    let (compiler, a, main, makefile) = match unit {
+        Unit::C => (
+            "clang",
+            ("a.c", A_C.to_string()),
+            ("main.c", MAIN_C.to_string()),
+            "CFLAGS = -O2 -g\nbench: main.o a.o\n\t$(CC) $(CFLAGS) main.o a.o -o bench\n\
+             %.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
+        ),
+        Unit::Cpp => (
+            "clang++",
+            (
+                "a.cpp",
+                A_C.replace("int g(int x)", "int S::g(int x)").replace(
+                    "int f(int x)",
+                    "struct S { int f(int x); int g(int x); };\nint S::f(int x)",
+                ),
+            ),
+            (
+                "main.cpp",
+                MAIN_C
+                    .replace("int f(int x);\nint g(int x);", "struct S { int f(int x); int g(int x); };")
+                    .replace("f(n) + g(n)", "S().f(n) + S().g(n)"),
+            ),
+            "CXX = c++\nCXXFLAGS = -O2 -g\nbench: main.o a.o\n\t$(CXX) $(CXXFLAGS) main.o a.o -o bench\n\
+             %.o: %.cpp\n\t$(CXX) $(CXXFLAGS) -c $< -o $@\n",
+        ),
+    };
+    if !common::have(compiler) || !common::have("make") {
+        return skip(&format!("needs {compiler} and make"));
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("b");
     std::fs::create_dir_all(&src).unwrap();
-    std::fs::write(src.join("a.c"), A_C).unwrap();
-    std::fs::write(src.join("main.c"), MAIN_C).unwrap();
-    std::fs::write(
-        src.join("Makefile"),
-        "CFLAGS = -O2 -g\nbench: main.o a.o\n\t$(CC) $(CFLAGS) main.o a.o -o bench\n\
-         %.o: %.c\n\t$(CC) $(CFLAGS) -c $< -o $@\n",
-    )
-    .unwrap();
+    std::fs::write(src.join(a.0), a.1).unwrap();
+    std::fs::write(src.join(main.0), main.1).unwrap();
+    std::fs::write(src.join("Makefile"), makefile).unwrap();
     let config = r#"(campaign (name stale) (store "store")
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark b) (search (random-walk (steps 1)))))
@@ -503,7 +542,7 @@ fn a_changed_decision_in_a_function_with_no_inlined_call_compiles_its_unit_again
     let stock = std::fs::read_to_string(dir.path().join("stock.sexp")).unwrap();
     let site = stock
         .lines()
-        .find(|l| l.contains("\"big @ f:"))
+        .find(|l| l.contains("big") && l.contains(" @ f:"))
         .unwrap_or_else(|| panic!("no site of big in f:\n{stock}"));
     assert!(
         site.contains("no-inline"),
