@@ -522,7 +522,7 @@ fn changed_decision_compiles_its_unit_again(unit: Unit) {
         ),
     };
     if !common::have(compiler) || !common::have("make") {
-        return skip(&format!("needs {compiler} and make"));
+        return skip(format!("needs {compiler} and make"));
     }
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("b");
