@@ -383,6 +383,7 @@ int main(int argc, char** argv) {
         .filter(|id| id.contains("(lambda at "))
         .collect();
     assert!(!in_lambdas.is_empty(), "{discovery:?}");
+    assert!(discovery.fixed.is_empty(), "{:?}", discovery.fixed);
     assert!(
         in_lambdas
             .iter()

@@ -242,6 +242,7 @@ fn link_names<'a>(dir: &Path, names: impl IntoIterator<Item = &'a str>) -> Resul
         None => std::env::current_exe()
             .map_err(|e| format!("cannot locate kiln-worker for the compiler wrapper: {e}"))?,
     };
+    still_there(&exe)?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     for name in names {
         let link = dir.join(name);
@@ -250,6 +251,21 @@ fn link_names<'a>(dir: &Path, names: impl IntoIterator<Item = &'a str>) -> Resul
             .map_err(|e| format!("cannot create {}: {e}", link.display()))?;
     }
     Ok(())
+}
+
+/// Whether the worker's binary `exe` is still where it ran from. A binary
+/// replaced while the worker runs (kiln rebuilt or upgraded) is
+/// "PATH (deleted)": links to it would dangle, and the build would find the
+/// real compiler further along PATH and build without kiln's flags.
+fn still_there(exe: &Path) -> Result<(), String> {
+    match exe.is_file() {
+        true => Ok(()),
+        false => Err(format!(
+            "this worker's binary {} was replaced or removed while it ran; the compiler \
+             wrapper must run the binary the worker runs: restart the worker",
+            exe.display()
+        )),
+    }
 }
 
 /// When this process was started as a wrapped compiler, runs the real one
@@ -539,5 +555,21 @@ mod tests {
         assert!(!compiles(&args(&["lvm.o", "lapi.o", "-o", "lua", "-lm"])));
         assert!(!compiles(&args(&["--version"])));
         assert!(!compiles(&args(&["-Wl,-soname,x.c"])));
+    }
+
+    /// A worker whose binary was replaced while it ran refuses to wrap compilers (its links
+    /// would dangle and the build would run the real compiler without kiln's flags).
+    #[test]
+    fn a_replaced_worker_binary_is_named_not_linked() {
+        let tmp = tempfile::tempdir().unwrap();
+        let exe = tmp.path().join("kiln-worker");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        assert_eq!(still_there(&exe), Ok(()));
+        let replaced = tmp.path().join("kiln-worker (deleted)");
+        let why = still_there(&replaced).unwrap_err();
+        assert!(
+            why.contains("kiln-worker (deleted)") && why.contains("restart"),
+            "{why}"
+        );
     }
 }
