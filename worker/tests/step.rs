@@ -387,7 +387,7 @@ int main(int argc, char** argv) {
     assert!(
         in_lambdas
             .iter()
-            .all(|id| id.contains("(lambda at ./main.cpp:")),
+            .all(|id| id.contains("(lambda at <work>/main.cpp:")),
         "{in_lambdas:?}"
     );
     let mut req = inline_request(spec, &bundle, discovery.baseline.clone());

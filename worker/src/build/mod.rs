@@ -117,10 +117,11 @@ impl Build<'_> {
         if let BenchmarkKind::LlvmInline { compiler, fallback } = &spec.kind {
             let text = llvm_inline::replay_file_text(decisions);
             let replay = self.work.join(REPLAY_FILE);
+            let in_work = llvm_inline::in_work(&text, self.work);
             if let Err(reason) = check_llvm_args_path(*compiler, &replay) {
                 return (None, Err(StepOutcome::Rejected { reason }));
             }
-            if let Err(e) = std::fs::write(&replay, &text) {
+            if let Err(e) = std::fs::write(&replay, in_work) {
                 let reason = format!("cannot write {}: {e}", replay.display());
                 return (None, Err(StepOutcome::Rejected { reason }));
             }
@@ -192,7 +193,7 @@ impl Build<'_> {
                         "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
                     );
                 }
-                let mismatched = llvm_inline::verify(decisions, &llvm_inline::parse_remarks(&log));
+                let mismatched = llvm_inline::verify(decisions, &llvm_inline::parse_remarks_in(&log, self.work));
                 if mismatched.is_empty() {
                     Ok(())
                 } else {
@@ -334,22 +335,9 @@ impl Build<'_> {
     /// the compiler wrapper ([`wrap`]), the build's command left as it is.
     pub(crate) fn launch(
         &self,
-        mut flags: Vec<String>,
+        flags: Vec<String>,
         fallback: Option<wrap::Fallback<'_>>,
     ) -> Result<Launch, String> {
-        if let BenchmarkKind::LlvmInline {
-            compiler: Compiler::Clang,
-            ..
-        } = self.spec.kind
-        {
-            if !flags.is_empty() {
-                // A C++ lambda's name holds its file's path ("__find_if<(lambda at
-                // /…/work/json.cpp:9:5)>"), and site ids hold such names: built in
-                // another folder, the site would be another and its replay line would
-                // never match. Paths under the work folder are written relative to it.
-                flags.push(format!("-fdebug-prefix-map={}=.", self.work.display()));
-            }
-        }
         let mut argv = expand_all(
             &self.spec.build,
             knobs_of(self.spec, self.decisions),

@@ -110,7 +110,7 @@ fn discover_in(
             profile = profile_stock(spec, &work, dir, cancel, progress);
             log
         };
-        remarks.push(llvm_inline::parse_remarks(&log));
+        remarks.push(llvm_inline::parse_remarks_in(&log, &work));
         if what == "discovery" {
             fallbacks = wrap::fallbacks(&log);
         }
@@ -119,7 +119,7 @@ fn discover_in(
     let mut discovery = llvm_inline::discovery_from_remarks(&remarks[0], &remarks[1]);
     discovery.fallbacks = fallbacks;
     let program = features::ir::Program::read_dir(&ir_dir)?;
-    let missed = llvm_inline::parse_missed_remarks(&stock_log);
+    let missed = llvm_inline::parse_missed_remarks(&llvm_inline::from_work(&stock_log, &work));
     let evidence = features::Evidence {
         discovery: &remarks[0],
         stock: &remarks[1],
@@ -210,7 +210,8 @@ impl Probe<'_> {
             &no_decisions,
         )?;
         let replay = self.work.join(REPLAY_FILE);
-        std::fs::write(&replay, llvm_inline::replay_file_text(decisions))
+        let text = llvm_inline::replay_file_text(decisions);
+        std::fs::write(&replay, llvm_inline::in_work(&text, self.work))
             .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
         let incremental = fresh_subdir(&self.ws.rundir, self.work, INCREMENTAL_DIR)?;
         let flags = llvm_inline::replay_build_args(
@@ -220,7 +221,7 @@ impl Probe<'_> {
             &incremental,
         );
         let log = self.build.compile(flags, None, None, what, progress)?;
-        let remarks = llvm_inline::parse_remarks(&log);
+        let remarks = llvm_inline::parse_remarks_in(&log, self.work);
         Ok(llvm_inline::verify(decisions, &remarks)
             .iter()
             // Each problem names its site first, quoted; sites the fallback

@@ -67,6 +67,26 @@ const NEGATIVE: &str = "' will not be inlined into '";
 /// What precedes the call-site chain in a remark or replay line.
 const AT_CALLSITE: &str = " at callsite ";
 
+/// What a site id holds in place of the work folder a build ran in: C++
+/// names that hold a path (`__find_if<(lambda at /…/work/json.cpp:9:5)>`,
+/// `(unnamed struct at …)`) are the same site built in any folder.
+pub const WORK: &str = "<work>/";
+
+/// `log` with the work folder `work` written as [`WORK`].
+pub fn from_work(log: &str, work: &Path) -> String {
+    log.replace(&format!("{}/", work.display()), WORK)
+}
+
+/// A replay file's text for a build in `work`: [`WORK`] is that folder again.
+pub fn in_work(replay_text: &str, work: &Path) -> String {
+    replay_text.replace(WORK, &format!("{}/", work.display()))
+}
+
+/// The remarks of a build in `work` ([`parse_remarks`]), ids free of the folder.
+pub fn parse_remarks_in(log: &str, work: &Path) -> Vec<InlineRemark> {
+    parse_remarks(&from_work(log, work))
+}
+
 /// The decision set as an LLVM replay file (one line per site: inlined / will not be inlined).
 ///
 /// Ids that are not call sites (knobs) and values other than inline /
