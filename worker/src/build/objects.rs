@@ -131,7 +131,10 @@ impl Unit {
         }
         let ir = Command::new(&self.program)
             .args(&self.options)
+            // Line tables give every function its debug name (a build without
+            // -g has none), which is what a call-site chain holds.
             .args([
+                "-gline-tables-only",
                 "-S",
                 "-emit-llvm",
                 "-Xclang",
