@@ -697,6 +697,56 @@ fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
     }
 }
 
+/// Counts that differ by a few instructions of tens of millions (a program's start varies that
+/// much) are measured once a step: repeats would cost three times the step for a spread far below
+/// any effect; the spread is noted.
+#[test]
+fn a_negligible_spread_of_instruction_counts_keeps_one_run_a_step() {
+    if !have_valgrind() || !have("cc") {
+        return skip("needs valgrind and cc");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks/steady");
+    std::fs::create_dir_all(&bench).unwrap();
+    // Fixed work of tens of millions of instructions, and a few more that depend on the pid.
+    std::fs::write(
+        bench.join("main.c"),
+        "#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n\
+         volatile unsigned long s = 0;\n\
+         unsigned long n = 8000000 + (unsigned long)getpid() % 97;\n\
+         for (unsigned long i = 0; i < n; i++) s += i;\n\
+         printf(\"%d\\n\", (int)(s > 0));\n  return 0;\n}\n",
+    )
+    .unwrap();
+    let config = r#"(campaign
+  (name steady)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark steady) (search (random-walk (steps 2))) (seed 1)))
+  (benchmarks
+    ((name steady) (kind knobs) (knobs (o 1 2))
+     (sources "benchmarks/steady") (build ("cc" "-O{o}" "main.c" "-o" "steady"))
+     (run ("./steady")) (check-output none)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("so each step is measured once"),
+        "{}",
+        text(&out)
+    );
+    let decided = steps(dir.path());
+    assert_eq!(decided.len(), 2);
+    for step in &decided {
+        let counted = &step.result.summary[&kiln_protocol::Metric::Instructions];
+        assert_eq!(counted.n, 1, "{}", step.key);
+    }
+}
+
 #[test]
 fn a_line_filter_passes_a_program_that_prints_timings_and_catches_a_wrong_result() {
     let dir = tempfile::tempdir().unwrap();

@@ -255,31 +255,55 @@ fn reference_of(config: &CampaignConfig, set: &DecisionSet, results: &[StepResul
     }
 }
 
-/// What to say when an objective that should count exactly (callgrind's
-/// instructions) came out different in the baseline's measurements: the
-/// program itself is not deterministic (a hash seeded from the time or from
-/// addresses), and differences between steps below that spread are noise.
-fn uneven_counts(config: &CampaignConfig, samples: &[f64]) -> Option<String> {
+/// How far apart the baseline's counts of an objective that should count
+/// exactly (callgrind's instructions) came out.
+pub(super) enum Spread {
+    /// Equal, or apart by less than [`NEGLIGIBLE_SPREAD`] of the count (the
+    /// loader's few instructions): one run a step, as for equal counts, with a
+    /// note of the spread.
+    Negligible(Option<String>),
+    /// Further apart: the program itself does not run the same way each time
+    /// (a hash seeded from the time or from addresses), and differences
+    /// between steps below that spread are noise; what to say.
+    Uneven(String),
+}
+
+/// The relative spread of a baseline's counts below which a step is measured
+/// once (0.01 %): above what a program's start alone varies by (24
+/// instructions of 118 M on a CPU benchmark suite, 6,623 of 85 M on an
+/// interpreter), and ten times below the 0.1 % a single decision is worth
+/// measuring a step again for.
+pub(super) const NEGLIGIBLE_SPREAD: f64 = 1e-4;
+
+pub(super) fn spread(config: &CampaignConfig, samples: &[f64]) -> Spread {
     let metric = config.objective.metric;
-    if !metric.needs_callgrind() {
-        return None;
-    }
     let (lo, hi) = samples
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
             (lo.min(x), hi.max(x))
         });
-    (hi > lo).then(|| {
-        format!(
-            "the baseline's {metric} differ by up to {} ({:.3} %) between its {} measurements: \
-             the program does not run the same way each time, so each step is measured at \
-             least {UNEVEN_MIN_RUNS} times and until its interval is within the configured \
-             target, and differences below that spread are noise",
-            hi - lo,
-            100.0 * (hi - lo) / lo,
-            samples.len()
-        )
-    })
+    if !metric.needs_callgrind() || hi <= lo {
+        return Spread::Negligible(None);
+    }
+    let relative = (hi - lo) / lo;
+    let apart = format!(
+        "the baseline's {metric} differ by up to {} ({:.5} %) between its {} measurements",
+        hi - lo,
+        100.0 * relative,
+        samples.len()
+    );
+    if relative < NEGLIGIBLE_SPREAD {
+        return Spread::Negligible(Some(format!(
+            "{apart}: below {} % of the count, far below any effect a step acts on, so each \
+             step is measured once",
+            100.0 * NEGLIGIBLE_SPREAD
+        )));
+    }
+    Spread::Uneven(format!(
+        "{apart}: the program does not run the same way each time, so each step is measured \
+         at least {UNEVEN_MIN_RUNS} times and until its interval is within the configured \
+         target, and differences below that spread are noise"
+    ))
 }
 
 /// The fewest runs a step of a program with uneven counts gets: its median

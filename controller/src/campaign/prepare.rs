@@ -16,7 +16,7 @@ use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
 use kiln_protocol::message::{Discovery, StepRequest, StepResult};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue, StepOutcome};
 
-use super::{reference_of, repeated, uneven_counts, Prepared, Tag, BASELINE_REPEATS};
+use super::{reference_of, repeated, spread, Prepared, Spread, Tag, BASELINE_REPEATS};
 use crate::dispatch::bundle::BadSources;
 use crate::dispatch::pool::{Answer, Job, Work};
 use crate::error::BadInput;
@@ -306,10 +306,18 @@ impl Preparation {
                 "the baseline failed: {why}; the experiment needs a working baseline"
             )));
         }
-        let runs = uneven_counts(config, &baseline.samples).map(|note| {
-            logging::note(format_args!("experiment {name}: {note}"));
-            repeated(config.runs)
-        });
+        let runs = match spread(config, &baseline.samples) {
+            Spread::Negligible(note) => {
+                if let Some(note) = note {
+                    logging::note(format_args!("experiment {name}: {note}"));
+                }
+                None
+            }
+            Spread::Uneven(note) => {
+                logging::note(format_args!("experiment {name}: {note}"));
+                Some(repeated(config.runs))
+            }
+        };
         let info = ExperimentInfo {
             discovery: m.discovery,
             bundle: self.bundle.hash,

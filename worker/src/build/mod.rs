@@ -193,7 +193,8 @@ impl Build<'_> {
                         "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
                     );
                 }
-                let mismatched = llvm_inline::verify(decisions, &llvm_inline::parse_remarks_in(&log, self.work));
+                let mismatched =
+                    llvm_inline::verify(decisions, &llvm_inline::parse_remarks_in(&log, self.work));
                 if mismatched.is_empty() {
                     Ok(())
                 } else {
