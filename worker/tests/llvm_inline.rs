@@ -59,6 +59,22 @@ note: /rustc/x/library/alloc/src/raw_vec/mod.rs:527:33 inline (missed): '_ZN5all
 warning: unused variable: `x`
 ";
 
+/// A chain element of line 0 (code LLVM merged or made: 0 minus the function's first line,
+/// wrapped to 32 bits, column 0) is told from an ordinary one, negative offsets included.
+#[test]
+fn chain_elements_without_a_source_line_are_told_apart() {
+    let no_line = |id: &str| {
+        let id = kiln_protocol::SiteId::from(id);
+        let (_, chain) = kiln_worker::build::llvm_inline::site_parts(&id).unwrap();
+        chain.iter().map(|e| e.has_no_line()).collect::<Vec<bool>>()
+    };
+    assert_eq!(
+        no_line("test_then_block @ ifstat:4294965622:0 @ statement:9:7"),
+        [true, false]
+    );
+    assert_eq!(no_line("f @ g:3:0 @ h:-2:5"), [false, false]);
+}
+
 #[test]
 fn parses_clang_remarks() {
     let remarks = parse_remarks(CLANG_OUTPUT);

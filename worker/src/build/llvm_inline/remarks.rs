@@ -408,6 +408,15 @@ pub struct SiteElement<'a> {
     pub column: u32,
 }
 
+impl SiteElement<'_> {
+    /// Whether the call has no source line of its own: LLVM gives code it
+    /// merged or made line 0, printed as 0 minus the function's first line
+    /// wrapped to 32 bits (`ifstat:4294965622:0`), column 0.
+    pub fn has_no_line(&self) -> bool {
+        self.column == 0 && (self.offset >= 1 << 31 || self.offset < 0)
+    }
+}
+
 impl std::fmt::Display for SiteElement<'_> {
     /// `function:offset:column`, as LLVM prints an element (no discriminator).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
