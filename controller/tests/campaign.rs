@@ -650,39 +650,57 @@ fn a_worker_that_rejects_steps_is_set_aside_and_its_steps_run_elsewhere() {
     }
 }
 
+/// A 2-step random walk over the knob benchmark `name` (its source `file`, name and text; its
+/// knobs, build form and run command as config text) on callgrind's instructions, one run a step
+/// configured; the campaign's folder and what `kiln run` said on stderr.
+fn counted_walk(
+    name: &str,
+    file: (&str, &str),
+    knobs: &str,
+    build: &str,
+    run: &str,
+) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("benchmarks").join(name);
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(bench.join(file.0), file.1).unwrap();
+    let config = format!(
+        r#"(campaign
+  (name {name})
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark {name}) (search (random-walk (steps 2))) (seed 1)))
+  (benchmarks
+    ((name {name}) (kind knobs) (knobs {knobs}) (sources "benchmarks/{name}") {build}
+     (run {run}) (check-output none)))
+  (workers (local (slots 1))))
+"#
+    );
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    (dir, said)
+}
+
 #[test]
 fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
     if !have_valgrind() {
         return skip("valgrind is not installed");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/uneven");
-    std::fs::create_dir_all(&bench).unwrap();
     // Work that depends on the process id, as a hash seeded from addresses does.
-    std::fs::write(
-        bench.join("run.sh"),
-        "i=0; n=$(( $$ % 97 + 20 )); while [ $i -lt $n ]; do i=$((i+1)); done\n",
-    )
-    .unwrap();
-    let config = r#"(campaign
-  (name uneven)
-  (store "store")
-  (objective (metric instructions) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark uneven) (search (random-walk (steps 2))) (seed 1)))
-  (benchmarks
-    ((name uneven) (kind knobs) (knobs (k 1 2))
-     (sources "benchmarks/uneven") (run ("sh" "run.sh")) (check-output none)))
-  (workers (local (slots 1))))
-"#;
-    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
-    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let said = String::from_utf8_lossy(&out.stderr);
+    let script = "i=0; n=$(( $$ % 97 + 20 )); while [ $i -lt $n ]; do i=$((i+1)); done\n";
+    let (dir, said) = counted_walk(
+        "uneven",
+        ("run.sh", script),
+        "(k 1 2)",
+        "",
+        r#"("sh" "run.sh")"#,
+    );
     assert!(
         said.contains("kiln: experiment uneven: the baseline's instructions differ by up to"),
-        "{}",
-        text(&out)
+        "{said}"
     );
     // One run a step cannot tell a step from that spread: each gets at least three.
     assert!(
@@ -705,40 +723,20 @@ fn a_negligible_spread_of_instruction_counts_keeps_one_run_a_step() {
     if !have_valgrind() || !have("cc") {
         return skip("needs valgrind and cc");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/steady");
-    std::fs::create_dir_all(&bench).unwrap();
     // Fixed work of tens of millions of instructions, and a few more that depend on the pid.
-    std::fs::write(
-        bench.join("main.c"),
-        "#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n\
+    let program = "#include <stdio.h>\n#include <unistd.h>\nint main(void) {\n\
          volatile unsigned long s = 0;\n\
          unsigned long n = 8000000 + (unsigned long)getpid() % 97;\n\
          for (unsigned long i = 0; i < n; i++) s += i;\n\
-         printf(\"%d\\n\", (int)(s > 0));\n  return 0;\n}\n",
-    )
-    .unwrap();
-    let config = r#"(campaign
-  (name steady)
-  (store "store")
-  (objective (metric instructions) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark steady) (search (random-walk (steps 2))) (seed 1)))
-  (benchmarks
-    ((name steady) (kind knobs) (knobs (o 1 2))
-     (sources "benchmarks/steady") (build ("cc" "-O{o}" "main.c" "-o" "steady"))
-     (run ("./steady")) (check-output none)))
-  (workers (local (slots 1))))
-"#;
-    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
-    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        said.contains("so each step is measured once"),
-        "{}",
-        text(&out)
+         printf(\"%d\\n\", (int)(s > 0));\n  return 0;\n}\n";
+    let (dir, said) = counted_walk(
+        "steady",
+        ("main.c", program),
+        "(o 1 2)",
+        r#"(build ("cc" "-O{o}" "main.c" "-o" "steady"))"#,
+        r#"("./steady")"#,
     );
+    assert!(said.contains("so each step is measured once"), "{said}");
     let decided = steps(dir.path());
     assert_eq!(decided.len(), 2);
     for step in &decided {

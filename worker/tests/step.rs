@@ -314,6 +314,27 @@ fn a_slots_gpus_are_the_only_ones_its_runs_see() {
     assert_eq!(r.outcome.name(), "run-failed", "{r:?}");
 }
 
+/// The discovery of a clang benchmark of one source `file` (name, text), built with `build` and
+/// run with `run`, with its bundle (stored in `ws`) and spec.
+fn discovered(
+    ws: &Workspace,
+    file: (&str, &str),
+    build: &[&str],
+    run: &[&str],
+) -> (Bundle, BenchmarkSpec, kiln_protocol::message::Discovery) {
+    let bundle = Bundle::new(vec![BundleFile {
+        path: file.0.into(),
+        executable: false,
+        contents: file.1.as_bytes().to_vec(),
+    }]);
+    ws.cache.store(&bundle).unwrap();
+    let spec = inline_spec(build, run);
+    let cancel = CancelToken::new().unwrap();
+    let discovery =
+        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, ws, &cancel, &|_| {}).unwrap();
+    (bundle, spec, discovery)
+}
+
 /// An llvm-inline benchmark built by clang with `build` and run with `run`.
 fn inline_spec(build: &[&str], run: &[&str]) -> BenchmarkSpec {
     BenchmarkSpec {
@@ -362,20 +383,14 @@ int main(int argc, char** argv) {
     printf("%d\n", find(v, 5));
 }
 "#;
-    let bundle = Bundle::new(vec![BundleFile {
-        path: "main.cpp".into(),
-        executable: false,
-        contents: program.as_bytes().to_vec(),
-    }]);
-    ws.cache.store(&bundle).unwrap();
     // By its absolute path, as CMake names sources.
-    let spec = inline_spec(
+    let (bundle, spec, discovery) = discovered(
+        &ws,
+        ("main.cpp", program),
         &["sh", "-c", "clang++ -O2 \"$PWD/main.cpp\" -o bench"],
         &["./bench", "1000"],
     );
     let cancel = CancelToken::new().unwrap();
-    let discovery =
-        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, &ws, &cancel, &|_| {}).unwrap();
     let in_lambdas: Vec<&str> = discovery
         .points
         .iter()
@@ -445,19 +460,13 @@ int main(int argc, char **argv) {
     return 0;
 }
 "#;
-    let bundle = Bundle::new(vec![BundleFile {
-        path: "main.c".into(),
-        executable: false,
-        contents: program.as_bytes().to_vec(),
-    }]);
-    ws.cache.store(&bundle).unwrap();
-    let spec = inline_spec(
+    let (bundle, spec, discovery) = discovered(
+        &ws,
+        ("main.c", program),
         &["clang", "-O2", "main.c", "-o", "bench"],
         &["./bench", "1000"],
     );
     let cancel = CancelToken::new().unwrap();
-    let discovery =
-        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, &ws, &cancel, &|_| {}).unwrap();
     let ids: Vec<&str> = discovery.points.iter().map(|p| p.id.as_str()).collect();
     for callee in [
         "guarded @ main:",
@@ -509,19 +518,13 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
     }
     let dir = tempfile::tempdir().unwrap();
     let ws = crate::common::workspace(dir.path());
-    let bundle = Bundle::new(vec![BundleFile {
-        path: "main.c".into(),
-        executable: false,
-        contents: INLINE_PROGRAM.as_bytes().to_vec(),
-    }]);
-    ws.cache.store(&bundle).unwrap();
-    let spec = inline_spec(
+    let (bundle, spec, discovery) = discovered(
+        &ws,
+        ("main.c", INLINE_PROGRAM),
         &["clang", "-O2", "main.c", "-o", "bench"],
         &["./bench", "200"],
     );
     let cancel = CancelToken::new().unwrap();
-    let discovery =
-        kiln_worker::step::discover(StepId(9), &spec, &bundle.hash, &ws, &cancel, &|_| {}).unwrap();
     assert!(!discovery.points.is_empty(), "{discovery:?}");
     assert!(
         !ws.rundir.join("discover/9").exists(),
