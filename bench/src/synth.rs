@@ -8,8 +8,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::Result;
+
+#[path = "../../test-support/splitmix.rs"]
+mod splitmix;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use splitmix::Gen;
 
 use kiln_controller::store::{
     ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
@@ -49,23 +53,6 @@ pub fn config_text() -> String {
 "#,
         knobs.join(" ")
     )
-}
-
-/// SplitMix64: a tiny deterministic generator.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 fn points() -> Vec<DecisionPoint> {

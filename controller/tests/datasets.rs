@@ -7,6 +7,7 @@ use std::path::Path;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use crate::common::splitmix::Gen;
 use crate::common::{kiln_cmd, reopen, run_kiln, run_kiln_when_free, text};
 use kiln_controller::export::{
     self, names, ExportOptions, Table, DECISION_COLUMNS, REWARD_TABLE_COLUMNS, RUN_COLUMNS,
@@ -42,23 +43,6 @@ const CONFIG: &str = r#"(campaign
      (sources "benchmarks/linear") (build ("true")) (run ("true")) (timeout-s 5)))
   (workers (local (slots 2))))
 "#;
-
-/// A small deterministic generator (SplitMix64), so the data never depends on a crate's stream.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 fn site(i: usize) -> SiteId {
     // Spaces, '@' and ':' as in real call-site keys, to exercise CSV quoting.

@@ -11,6 +11,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use crate::common::splitmix::Gen;
 use crate::common::*;
 use kiln_controller::export::{self, ExportOptions, Table};
 use kiln_controller::store::{
@@ -45,23 +46,6 @@ const CONFIG: &str = r#"(campaign
 /// and since export schema 2 a metric a worker cannot measure is an empty
 /// field, not `unsupported`.
 const GOLDEN_STEPS: &str = include_str!("golden/store_format_steps.csv");
-
-/// SplitMix64: the data never depends on a crate's stream.
-struct Gen(u64);
-
-impl Gen {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// A campaign's stored data: experiments, then decided steps in the order
 /// they were written, each with its chain's state after it (`None`: a manual step).

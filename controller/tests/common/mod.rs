@@ -4,6 +4,9 @@ pub mod campaign;
 #[path = "../../../test-support/skip.rs"]
 mod skip;
 
+#[path = "../../../test-support/splitmix.rs"]
+pub mod splitmix;
+
 pub use skip::skip;
 
 use std::path::{Path, PathBuf};
