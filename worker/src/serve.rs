@@ -22,6 +22,7 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -62,6 +63,7 @@ pub fn serve(
         out: Mutex::new(Box::new(output)),
         slots: Mutex::new(HashMap::new()),
         running: Mutex::new(HashMap::new()),
+        stopping: AtomicBool::new(false),
     });
     exit_on_signals(Arc::clone(&shared))?;
     let mut session = Session {
@@ -140,6 +142,7 @@ fn exit_on_signals(shared: Arc<Shared>) -> Result<(), String> {
             "{} received: cancelling every step",
             crate::launch::signal_name(signal)
         );
+        shared.stopping.store(true, Ordering::SeqCst);
         shared.cancel_all();
         let deadline = Instant::now() + SIGNAL_GRACE;
         while !lock(&shared.running).is_empty() && Instant::now() < deadline {
@@ -169,6 +172,8 @@ struct Shared {
     slots: Mutex<HashMap<u32, Option<SlotState>>>,
     /// Cancel tokens of running steps and discoveries.
     running: Mutex<HashMap<StepId, Arc<CancelToken>>>,
+    /// Set once a signal told the worker to stop.
+    stopping: AtomicBool,
 }
 
 impl Shared {
@@ -188,7 +193,34 @@ impl Shared {
             token.cancel();
         }
     }
+
+    /// A failed step that ended because the worker was stopped is cancelled,
+    /// never the candidate's failure. A scheduler stops a job by signalling
+    /// every process in it (`scancel`): the benchmark may die of the signal
+    /// before the worker hears its own, so a run killed by a stopping signal
+    /// waits a moment for the worker's.
+    fn settle(&self, mut result: StepResult, token: &CancelToken) -> StepResult {
+        if result.outcome == StepOutcome::Ok {
+            return result;
+        }
+        let stop_signal = matches!(
+            result.outcome,
+            StepOutcome::RunFailed { signal: Some(s), .. } if [SIGTERM, SIGINT, SIGHUP].contains(&s)
+        );
+        let deadline = Instant::now() + STOP_HEARD_WITHIN;
+        while stop_signal && !self.stopping.load(Ordering::SeqCst) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if token.is_cancelled() || self.stopping.load(Ordering::SeqCst) {
+            result.outcome = StepOutcome::Cancelled;
+        }
+        result
+    }
 }
+
+/// How long a run killed by a stopping signal waits for the worker to hear
+/// one too before it counts as the program's failure.
+const STOP_HEARD_WITHIN: Duration = Duration::from_secs(1);
 
 /// Locks a mutex, recovering the data if a thread panicked while holding it.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -344,6 +376,7 @@ impl Session {
                 step::run_step(&req, &shared.ws, &mut state, &token)
             }))
             .unwrap_or_else(|_| StepResult::rejected(id, PANICKED.to_string()));
+            let result = shared.settle(result, &token);
             if result.outcome == StepOutcome::Ok {
                 tracing::debug!("step {id} finished: ok");
             } else {
@@ -365,5 +398,49 @@ impl Session {
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(dir: &std::path::Path) -> Shared {
+        Shared {
+            ws: Workspace::open(dir).unwrap(),
+            out: Mutex::new(Box::new(io::sink())),
+            slots: Mutex::default(),
+            running: Mutex::default(),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    fn killed_by(signal: i32) -> StepResult {
+        StepResult::new(
+            StepId(1),
+            StepOutcome::RunFailed {
+                code: None,
+                signal: Some(signal),
+                signal_name: None,
+                stderr_tail: String::new(),
+            },
+        )
+    }
+
+    /// A run killed by SIGTERM is the program's failure unless the worker is stopping too (a
+    /// scheduler's scancel signals every process of the job): then it is cancelled, and the
+    /// controller runs the step again.
+    #[test]
+    fn a_run_killed_as_the_worker_stops_is_cancelled_not_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = shared(dir.path());
+        let token = CancelToken::new().unwrap();
+        let failed = shared.settle(killed_by(SIGTERM), &token);
+        assert_eq!(failed.outcome.name(), "run-failed");
+        shared.stopping.store(true, Ordering::SeqCst);
+        let stopped = shared.settle(killed_by(SIGTERM), &token);
+        assert_eq!(stopped.outcome, StepOutcome::Cancelled);
+        let ok = shared.settle(StepResult::new(StepId(2), StepOutcome::Ok), &token);
+        assert_eq!(ok.outcome, StepOutcome::Ok, "a finished measurement stands");
     }
 }
