@@ -4,8 +4,8 @@
 //! - discoveries: `kiln sites` discovers a benchmark once, and `kiln run` (or
 //!   the next `kiln sites`) takes its decision points from the file instead of
 //!   discovering again, which on a large program takes minutes. Keyed by the
-//!   bundle's content and the benchmark's spec: changed sources or build
-//!   settings discover anew.
+//!   bundle's content and the benchmark's spec (less the path of its
+//!   sources): changed sources or build settings discover anew.
 //! - reference measurements (the baseline's repeats, inline-nothing) of an
 //!   experiment's preparation, saved as each one lands: a controller stopped
 //!   during preparation resumes it instead of starting over. Keyed by the
@@ -26,8 +26,15 @@ use super::layout::{self, Kept};
 
 /// What identifies a discovery: the bundle and the benchmark's spec.
 fn discovery_key(bundle: &ContentHash, spec: &BenchmarkSpec) -> ContentHash {
+    // The sources by their content (the bundle), not by the path they were read
+    // from: a config given as `prod-configs/x.sexp` or by its absolute path, or
+    // read by another command, names one folder two ways.
+    let spec = BenchmarkSpec {
+        sources: PathBuf::new(),
+        ..spec.clone()
+    };
     let mut bytes = bundle.0.to_vec();
-    bytes.extend(serde_json::to_vec(spec).unwrap_or_default());
+    bytes.extend(serde_json::to_vec(&spec).unwrap_or_default());
     ContentHash::of(&bytes)
 }
 
@@ -115,4 +122,37 @@ fn save<T: Serialize>(store: &Path, kind: Kept, key: &ContentHash, value: &T) ->
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One benchmark read through a relative and an absolute config path has one discovery.
+    #[test]
+    fn a_discovery_is_keyed_by_the_sources_contents_not_their_path() {
+        let config = kiln_protocol::CampaignConfig::read(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../prod-configs/quickstart.sexp"
+        )))
+        .unwrap();
+        let spec = config.benchmarks[0].clone();
+        let elsewhere = BenchmarkSpec {
+            sources: PathBuf::from("benchmarks/sample-dsp"),
+            ..spec.clone()
+        };
+        let bundle = ContentHash::of(b"sources");
+        assert_eq!(
+            discovery_key(&bundle, &spec),
+            discovery_key(&bundle, &elsewhere)
+        );
+        let other = BenchmarkSpec {
+            build: vec!["make".into()],
+            ..spec.clone()
+        };
+        assert_ne!(
+            discovery_key(&bundle, &spec),
+            discovery_key(&bundle, &other)
+        );
+    }
 }
