@@ -165,3 +165,87 @@ fn a_decision_file_with_an_unknown_site_is_refused_naming_file_line_and_column()
     assert!(!Path::new(&path.join("store/db")).exists());
     assert!(path.join("store/discoveries").is_dir());
 }
+
+/// A decision that takes a call away from a nested site makes that site's
+/// decision moot: graph-walk's `heap_push @ top_k_far:4:13 @ main:19:15` is
+/// the copy of a call that reaches `main` with `top_k_far`. Inlining
+/// `heap_push` inside `top_k_far` first (or keeping `top_k_far` out of
+/// `main`) leaves no such call, so the stock decision "inline" there decides
+/// nothing: the step is measured, never a mismatch, and `kiln show` and the
+/// dataset say which decision was moot and why.
+#[test]
+fn a_decision_that_takes_a_nested_call_away_makes_its_site_moot() {
+    if !have("clang") || !have_valgrind() {
+        return skip("needs clang and valgrind (the objective is callgrind's)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    copy_benchmark("graph-walk", path);
+    let config = CONFIG
+        .replace("sample-dsp", "graph-walk")
+        .replace("\"80\"", "\"5\"");
+    std::fs::write(path.join("q.sexp"), config).unwrap();
+    let out = run_kiln(path, &["sites", "q.sexp", "graph-walk", "-o", "stock.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let stock = std::fs::read_to_string(path.join("stock.sexp")).unwrap();
+    let nested = "heap_push @ top_k_far:4:13 @ main:19:15";
+    assert!(stock.contains(&format!("(\"{nested}\" inline)")), "{stock}");
+    let cases = [
+        (
+            "(\"heap_push @ top_k_far:4:13\" no-inline)",
+            "(\"heap_push @ top_k_far:4:13\" inline)",
+            "'heap_push' was inlined at 'top_k_far:4:13' already",
+        ),
+        (
+            "(\"top_k_far @ main:19:15\" inline)",
+            "(\"top_k_far @ main:19:15\" no-inline)",
+            "'top_k_far' was not inlined at 'main:19:15'",
+        ),
+    ];
+    for (step, (from, to, why)) in cases.iter().enumerate() {
+        assert!(stock.contains(from), "{stock}");
+        std::fs::write(path.join("moot.sexp"), stock.replace(from, to)).unwrap();
+        let out = run_kiln(
+            path,
+            &[
+                "benchmark",
+                "q.sexp",
+                "graph-walk",
+                "moot.sexp",
+                "--store",
+                "store",
+            ],
+        );
+        assert!(out.status.success(), "{}", text(&out));
+        let key = format!("manual:graph-walk/0/{step}");
+        let out = run_kiln(path, &["show", "store", &key]);
+        assert!(out.status.success(), "{}", text(&out));
+        let shown = stdout(&out);
+        assert!(shown.contains("outcome: ok"), "{shown}");
+        assert!(shown.contains("1 moot decision(s)"), "{shown}");
+        assert!(shown.contains(&format!("  {nested}: {why}")), "{shown}");
+    }
+
+    let out = run_kiln(
+        path,
+        &["export", "store", "--table", "dataset", "-o", "dataset.csv"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let mut reader = csv::Reader::from_path(path.join("dataset.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let mut moot: Vec<(String, String)> = reader
+        .records()
+        .map(Result::unwrap)
+        .filter(|r| &r[col("moot")] == "true")
+        .map(|r| (r[col("step")].to_string(), r[col("site")].to_string()))
+        .collect();
+    moot.sort();
+    assert_eq!(
+        moot,
+        [
+            ("0".to_string(), nested.to_string()),
+            ("1".into(), nested.into())
+        ]
+    );
+}

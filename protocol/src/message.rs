@@ -489,6 +489,11 @@ pub struct BuildRecord {
     pub replay_file: Option<String>,
     /// Whether the build was reused from an earlier step.
     pub reused: bool,
+    /// Moot decisions of an llvm-inline build: sites requested inline whose
+    /// call does not exist in this build (their chain's context was not
+    /// inlined, or an inner function took the call first), with why.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub moot: BTreeMap<SiteId, String>,
 }
 
 /// The result of one step.

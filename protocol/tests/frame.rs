@@ -151,6 +151,7 @@ fn responses() -> Vec<Response> {
                     log_tail: String::new(),
                     replay_file: Some("x: 'f' inlined into 'main' at callsite main:1:2;".into()),
                     reused: false,
+                    moot: Default::default(),
                 }),
                 runs: vec![RunRecord {
                     index: 0,

@@ -13,7 +13,7 @@ use kiln_protocol::decision::{DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::Discovery;
 use kiln_worker::build::llvm_inline::{
     discovery_build_args, discovery_from_remarks, parse_remarks, replay_build_args,
-    replay_file_text, stock_build_args, strip_remarks, text_size, verify, InlineRemark,
+    replay_file_text, stock_build_args, strip_remarks, text_size, verify, InlineRemark, Verified,
 };
 use kiln_worker::build::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
 use kiln_worker::launch::output_std;
@@ -214,7 +214,7 @@ fn replay_file_leaves_out_what_llvm_cannot_read() {
         replay_file_text(&set),
         "x: 'f' inlined into 'main' at callsite main:1:2;\n"
     );
-    let problems = verify(&set, &parse_remarks(&replay_file_text(&set)));
+    let problems = verify(&set, &parse_remarks(&replay_file_text(&set))).mismatched;
     assert_eq!(problems.len(), 4, "{problems:#?}");
 }
 
@@ -358,7 +358,7 @@ fn verify_reports_mismatches() {
         ("d @ main:4:1", true),
         ("e @ main:5:1", false),
     ]);
-    let problems = verify(&requested, &realised);
+    let problems = verify(&requested, &realised).mismatched;
     assert_eq!(problems.len(), 3, "{problems:#?}");
     assert!(problems[0].contains("'b @ main:2:1'") && problems[0].contains("no-inline"));
     assert!(problems[1].contains("'d @ main:4:1'") && problems[1].contains("not inlined"));
@@ -369,11 +369,12 @@ fn verify_reports_mismatches() {
         &decisions(&[("a @ main:1:1", true)]),
         &remarks(&["a @ main:1:1"])
     )
+    .mismatched
     .is_empty());
 }
 
 #[test]
-fn verify_skips_nested_sites_whose_context_was_not_realised() {
+fn verify_calls_nested_sites_whose_context_was_not_realised_moot() {
     let nested = "blend @ transform:2:36 @ main:2:46";
     // transform was not inlined into main: the nested call does not exist.
     let requested = decisions(&[
@@ -381,7 +382,12 @@ fn verify_skips_nested_sites_whose_context_was_not_realised() {
         ("blend @ transform:2:36", false),
         (nested, true),
     ]);
-    assert!(verify(&requested, &[]).is_empty());
+    let verified = verify(&requested, &[]);
+    assert!(verified.mismatched.is_empty(), "{verified:#?}");
+    assert_eq!(
+        verified.moot[&SiteId::from(nested)],
+        "'transform' was not inlined at 'main:2:46', so this copy of the call does not exist"
+    );
     // blend was inlined inside transform first: the copy in main has no call.
     let requested = decisions(&[
         ("transform @ main:2:46", true),
@@ -389,17 +395,27 @@ fn verify_skips_nested_sites_whose_context_was_not_realised() {
         (nested, true),
     ]);
     let realised = remarks(&["transform @ main:2:46", "blend @ transform:2:36"]);
-    assert!(verify(&requested, &realised).is_empty());
-    // The context is there and the site was not inlined: reported.
+    let verified = verify(&requested, &realised);
+    assert!(verified.mismatched.is_empty(), "{verified:#?}");
+    assert_eq!(
+        verified.moot[&SiteId::from(nested)],
+        "'blend' was inlined at 'transform:2:36' already, so this copy arrived without the call"
+    );
+    // The context is there and the site was not inlined: a mismatch, not moot.
     let requested = decisions(&[
         ("transform @ main:2:46", true),
         ("blend @ transform:2:36", false),
         (nested, true),
     ]);
     let realised = remarks(&["transform @ main:2:46"]);
-    let problems = verify(&requested, &realised);
-    assert_eq!(problems.len(), 1, "{problems:#?}");
-    assert!(problems[0].contains(nested));
+    let verified = verify(&requested, &realised);
+    assert_eq!(verified.mismatched.len(), 1, "{verified:#?}");
+    assert!(verified.mismatched[0].contains(nested));
+    assert!(verified.moot.is_empty());
+    // A decision of no-inline has nothing to be moot about: only those the
+    // build could not take are listed.
+    let requested = decisions(&[("transform @ main:2:46", false), (nested, false)]);
+    assert_eq!(verify(&requested, &[]), Verified::default());
 }
 
 #[test]
@@ -407,7 +423,7 @@ fn verify_reports_llvm_key_collisions() {
     // LLVM concatenates callee and site: "ab" + "c:1:2" == "a" + "bc:1:2".
     let requested = decisions(&[("ab @ c:1:2", true), ("a @ bc:1:2", false)]);
     let realised = remarks(&["ab @ c:1:2"]);
-    let problems = verify(&requested, &realised);
+    let problems = verify(&requested, &realised).mismatched;
     assert!(
         problems.iter().any(|p| p.contains("key collision")),
         "{problems:#?}"
@@ -740,7 +756,7 @@ fn check_discovery_and_round_trip(bench: &Bench) -> Discovery {
                 .collect(),
         );
         let (_, realised) = bench.replay(&set);
-        let problems = verify(&set, &realised);
+        let problems = verify(&set, &realised).mismatched;
         assert!(
             problems.is_empty(),
             "{:?} round {round}: replay not exact:\n{}",
@@ -764,7 +780,7 @@ fn check_discovery_and_round_trip(bench: &Bench) -> Discovery {
 /// Replaying the stock decisions gives the stock binary's code.
 fn check_baseline_reproduces_stock(bench: &Bench, discovery: &Discovery) {
     let (replayed, realised) = bench.replay(&discovery.baseline);
-    let problems = verify(&discovery.baseline, &realised);
+    let problems = verify(&discovery.baseline, &realised).mismatched;
     assert!(
         problems.is_empty(),
         "baseline replay:\n{}",
@@ -898,7 +914,7 @@ fn a_site_that_does_not_exist_is_reported() {
     let ghost = SiteId::from("mix @ main:99:7");
     set.0.insert(ghost.clone(), DecisionValue::inline());
     let (_, realised) = bench.replay(&set);
-    let problems = verify(&set, &realised);
+    let problems = verify(&set, &realised).mismatched;
     assert_eq!(problems.len(), 1, "{problems:#?}");
     assert!(problems[0].contains(ghost.as_str()) && problems[0].contains("not inlined"));
 }
@@ -924,7 +940,7 @@ fn fallback_always_inline_shows_up_in_verify() {
         &bench.incremental(),
     );
     let realised = parse_remarks(&bench.build(&args).1);
-    let problems = verify(&partial, &realised);
+    let problems = verify(&partial, &realised).mismatched;
     assert_eq!(
         problems.len(),
         1,

@@ -122,6 +122,23 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
                 .map_or(String::new(), |t| format!(", .text {t} bytes")),
             if b.reused { ", reused" } else { "" }
         )?;
+        if !b.moot.is_empty() {
+            writeln!(
+                out,
+                "{} moot decision(s): the site's call is not in this build, so its value decided nothing:",
+                b.moot.len()
+            )?;
+            for (site, why) in b.moot.iter().take(LIST_CHANGES) {
+                writeln!(out, "  {site}: {why}")?;
+            }
+            if b.moot.len() > LIST_CHANGES {
+                writeln!(
+                    out,
+                    "  … and {} more (kiln show --json lists all)",
+                    b.moot.len() - LIST_CHANGES
+                )?;
+            }
+        }
     }
     for warning in &record.result.warnings {
         writeln!(out, "worker warning: {warning}")?;

@@ -15,8 +15,8 @@ use super::Table;
 /// The version of the export schema: 1 was CSV only with `unsupported` in
 /// numeric columns; 2 typed every column (null for a missing or
 /// unsupported value) and added the `support` and `dataset` tables, run
-/// kinds and site features.
-pub const EXPORT_VERSION: u32 = 2;
+/// kinds and site features; 3 added the `dataset` table's `moot` column.
+pub const EXPORT_VERSION: u32 = 3;
 
 /// A column every store's table has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -178,6 +178,7 @@ pub const DATASET_COLUMNS: &[Col] = &[
     col("value", Text, "the step's decision at the site"),
     col("stock", Text, "the stock decision at the site"),
     col("differs", Bool, "whether the step's decision differs from the stock decision"),
+    col("moot", Bool, "whether the decision was moot in the step: the site's call did not exist in its build (a function of its chain was not inlined there, or an inner function took the call first; `kiln show` says which), so the value decided nothing; null without a build"),
     col("outcome", Text, "the step's outcome"),
     col("objective", Float, "the step's objective; null if it failed"),
     col("time_ratio", Float, "the step's objective / the stock build's (the baseline): below 1 is faster; null if the step failed"),
@@ -394,7 +395,7 @@ pub fn schema() -> Schema {
             table(Table::Sites, "one per decision point of every experiment, with its features (null where a feature could not be had)", sites),
             table(Table::Support, "one per (worker, metric present in the store)", columns(SUPPORT_COLUMNS)),
             table(Table::Dataset, "one per (step, decision point of its experiment): ready for training", dataset),
-            table(Table::Effects, "one per (site, value) of every experiment that some successful step measured one flip away from the stock decisions (a guided chain's screening, or any step that happens to be one): the site's own effect, with its features", effects),
+            table(Table::Effects, "one per (site, value) of every experiment that some successful step measured one flip away from the stock decisions (a screening step, or any step that happens to be one; a flip that was moot in its build is left out): the site's own effect, with its features", effects),
             table(Table::Rewards, "one per (site, value) of every experiment, from `kiln rewards` with its defaults (target `log-speedup`, λ = 1, `--min-count 3`); the export measures nothing and writes no file", columns(REWARD_TABLE_COLUMNS)),
         ],
     }

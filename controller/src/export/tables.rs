@@ -338,6 +338,7 @@ fn dataset<W: Writer>(
                 row.opt_text(value.as_deref());
                 row.opt_text(stock.as_deref());
                 row.opt_bool(value.as_ref().zip(stock.as_ref()).map(|(v, s)| v != s));
+                row.opt_bool(r.result.build.as_ref().map(|b| b.moot.contains_key(site)));
                 row.text(r.result.outcome.name());
                 row.opt_float(r.objective);
                 row.opt_float(ratio);
@@ -379,6 +380,14 @@ fn effects<W: Writer>(
                 continue;
             };
             let (site, value) = diff.0.into_iter().next().expect("one flip");
+            // A moot flip decided nothing: no effect of the site's to count.
+            if r.result
+                .build
+                .as_ref()
+                .is_some_and(|b| b.moot.contains_key(&site))
+            {
+                continue;
+            }
             let flipped = flips.entry((site, value.to_string())).or_default();
             flipped.effects.push(objective / stock - 1.0);
             if let Some(s) = metric.and_then(|m| r.result.summary.get(&m)) {

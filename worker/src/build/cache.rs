@@ -342,6 +342,7 @@ mod tests {
             log_tail: String::new(),
             replay_file: None,
             reused: false,
+            moot: BTreeMap::new(),
         }
     }
 

@@ -20,7 +20,7 @@ pub mod llvm_inline;
 pub(crate) mod objects;
 pub mod wrap;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -159,7 +159,7 @@ impl Build<'_> {
             log.clone()
         };
         let binary = resolve_binary(&spec.run, self.work);
-        let record = BuildRecord {
+        let mut record = BuildRecord {
             wall_ns: finished.wall.as_nanos() as u64,
             text_bytes: binary.as_deref().and_then(llvm_inline::text_size),
             binary_hash: binary
@@ -168,6 +168,7 @@ impl Build<'_> {
             log_tail: tail(&shown),
             replay_file: replay_text,
             reused: false,
+            moot: BTreeMap::new(),
         };
         let outcome = match finished.end {
             End::Cancelled => Err(StepOutcome::Cancelled),
@@ -193,12 +194,15 @@ impl Build<'_> {
                         "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
                     );
                 }
-                let mismatched =
+                let verified =
                     llvm_inline::verify(decisions, &llvm_inline::parse_remarks_in(&log, self.work));
-                if mismatched.is_empty() {
+                record.moot = verified.moot;
+                if verified.mismatched.is_empty() {
                     Ok(())
                 } else {
-                    Err(StepOutcome::DecisionMismatch { mismatched })
+                    Err(StepOutcome::DecisionMismatch {
+                        mismatched: verified.mismatched,
+                    })
                 }
             }
             End::Exited(_) => Ok(()),

@@ -237,6 +237,7 @@ impl Probe<'_> {
         let log = self.build.compile(flags, None, None, what, progress)?;
         let remarks = llvm_inline::parse_remarks_in(&log, self.work);
         Ok(llvm_inline::verify(decisions, &remarks)
+            .mismatched
             .iter()
             // Each problem names its site first, quoted; sites the fallback
             // decided are no decision of this set.

@@ -266,23 +266,35 @@ pub fn flipped(stock: &DecisionSet) -> DecisionSet {
     )
 }
 
-/// Compares what a build realised (its remarks) with what was requested; returns one human-readable line per mismatch
-/// (requested inline but not inlined = silent fallback or vanished site; inlined but requested no-inline; key collisions). Empty = exact.
+/// What a build realised against what was requested.
+#[derive(Debug, Default, PartialEq)]
+pub struct Verified {
+    /// One human-readable line per mismatch (requested inline but not
+    /// inlined: a silent fallback; inlined but requested no-inline; key
+    /// collisions). Empty = exact.
+    pub mismatched: Vec<String>,
+    /// Moot decisions: sites requested inline whose call does not exist in
+    /// this build (a function of its chain was not inlined there, or the call
+    /// was already inlined inside an inner function), with why. The step is
+    /// still a measurement of the set; the decision just had nothing to decide.
+    pub moot: BTreeMap<SiteId, String>,
+}
+
+/// Compares what a build realised (its remarks) with what was requested.
 ///
 /// Only inlined sites print remarks (a NeverInline build prints none for the
 /// calls it keeps), so the check is: the inlined sites in the remarks equal the
-/// sites requested inline. Not reported: a requested-inline nested site whose
-/// context was not realised (a function of its chain was not inlined there, or
-/// the call was already inlined inside an inner function), because such a call
-/// does not exist in that build; and repeated remarks of one site (macro
-/// expansions, Rust `drop_in_place`), which LLVM decides together.
-pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Vec<String> {
+/// sites requested inline, less the moot ones. Repeated remarks of one site
+/// (macro expansions, Rust `drop_in_place`), which LLVM decides together,
+/// count once.
+pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Verified {
     let inlined: BTreeSet<&SiteId> = remarks
         .iter()
         .filter(|r| r.inlined)
         .map(|r| &r.site)
         .collect();
     let mut problems = Vec::new();
+    let mut moot = BTreeMap::new();
     // LLVM keys its replay table on callee and site concatenated, with no
     // separator: two ids can meet there.
     let mut llvm_keys: HashMap<String, (&SiteId, &DecisionValue)> = HashMap::new();
@@ -313,11 +325,16 @@ pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Vec<String> 
             }
         }
         let realised = inlined.contains(id);
-        if want_inline && !realised && site.context_realised(&inlined) {
-            problems.push(format!(
-                "'{id}': requested inline but not inlined (the site is not in this build, or the \
-                 replay line did not match and the fallback applied)"
-            ));
+        if want_inline && !realised {
+            match site.absent_because(&inlined) {
+                Some(why) => {
+                    moot.insert(id.clone(), why);
+                }
+                None => problems.push(format!(
+                    "'{id}': requested inline but not inlined (the replay line did not match and \
+                     the fallback applied)"
+                )),
+            }
         } else if !want_inline && realised {
             problems.push(format!("'{id}': requested no-inline but inlined"));
         }
@@ -329,7 +346,10 @@ pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Vec<String> 
             ));
         }
     }
-    problems
+    Verified {
+        mismatched: problems,
+        moot,
+    }
 }
 
 /// Size in bytes of the .text section of an ELF binary (object crate), None if unreadable.

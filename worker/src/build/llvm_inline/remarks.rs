@@ -346,22 +346,37 @@ impl ParsedSite {
         function_of(outer)
     }
 
-    /// Whether the call this nested site names exists in a build that
-    /// inlined `inlined`. A flat site always does. For `X @ s1 @ ... @ sn`
-    /// with `sk` in function `Fk`: the body of every `Fk` (k < n) was inlined
-    /// at `s(k+1)` on this very chain, i.e. some `Fk @ s(k+1) @ ... @ sm`
-    /// (m <= n) was inlined, and `X` was not already inlined at a shorter
-    /// chain `s1 @ ... @ sj` (j < n), whose copy arrived without the call.
-    pub(super) fn context_realised(&self, inlined: &BTreeSet<&SiteId>) -> bool {
+    /// Why the call this nested site names does not exist in a build that
+    /// inlined `inlined`; `None` where it does (a flat site always does). For
+    /// `X @ s1 @ ... @ sn` with `sk` in function `Fk`: the body of every `Fk`
+    /// (k < n) was inlined at `s(k+1)` on this very chain, i.e. some
+    /// `Fk @ s(k+1) @ ... @ sm` (m <= n) was inlined, and `X` was not already
+    /// inlined at a shorter chain `s1 @ ... @ sj` (j < n), whose copy arrived
+    /// without the call.
+    pub(super) fn absent_because(&self, inlined: &BTreeSet<&SiteId>) -> Option<String> {
         let elements = self.elements();
         let n = elements.len();
         let was_inlined = |callee: &str, chain: &[&str]| {
             inlined.contains(&SiteId(format!("{callee}{AT}{}", chain.join(AT))))
         };
-        (0..n - 1).all(|k| {
+        for k in 0..n - 1 {
             let function = function_of(elements[k]);
-            (k + 1..n).any(|m| was_inlined(function, &elements[k + 1..=m]))
-        }) && (1..n).all(|j| !was_inlined(&self.callee, &elements[..j]))
+            if !(k + 1..n).any(|m| was_inlined(function, &elements[k + 1..=m])) {
+                return Some(format!(
+                    "'{function}' was not inlined at '{}', so this copy of the call does not exist",
+                    elements[k + 1..].join(AT)
+                ));
+            }
+        }
+        (1..n)
+            .find(|&j| was_inlined(&self.callee, &elements[..j]))
+            .map(|j| {
+                format!(
+                    "'{}' was inlined at '{}' already, so this copy arrived without the call",
+                    self.callee,
+                    elements[..j].join(AT)
+                )
+            })
     }
 }
 
