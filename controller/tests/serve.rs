@@ -334,6 +334,34 @@ fn serving_a_store_never_holds_it_from_a_controller() {
 }
 
 #[test]
+fn the_live_view_waits_for_a_store_no_campaign_has_made_yet() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("noop")).unwrap();
+    std::fs::write(dir.path().join("noop/README"), "nothing to build\n").unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), noop_config(false)).unwrap();
+    let (_server, url) = serve(dir.path());
+    let (status, body) = get(&format!("{url}api/status"));
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("waiting for a campaign"), "{body}");
+    let (status, body) = get(&url);
+    assert_eq!(status, 200, "{body}");
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (status, body) = get(&format!("{url}api/status"));
+    assert_eq!(status, 200, "{body}");
+    let live: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(live["report"]["campaign"], "noop");
+    // A folder of other things is no store to wait for: bad input.
+    let out = run_kiln(dir.path(), &["serve", "noop", "--port", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(
+        text(&out).contains("holds no campaign store"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
 fn the_live_view_shows_a_benchmark_s_failures_as_text() {
     let Some(binary) = chromium() else {
         return skip("no chromium on PATH (scripts/install-deps installs it)");

@@ -8,19 +8,26 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cli::ServeArgs;
-use crate::error::{self, Interrupted, Outcome};
-use crate::serve::Server;
+use crate::error::{self, BadInput, Interrupted, Outcome};
+use crate::serve::{self, Server};
 
 pub(super) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Outcome> {
-    let server = Arc::new(Server::bind(
-        &args.store,
-        SocketAddr::new(args.bind, args.port),
-    )?);
+    // A store not made yet is waited for; a folder of other things is a mistake.
+    let store = &args.store;
+    let other = store.is_file() || std::fs::read_dir(store).is_ok_and(|mut d| d.next().is_some());
+    if !serve::has_store(store) && other {
+        return Err(BadInput(format!("{} holds no campaign store", store.display())).into());
+    }
+    let server = Arc::new(Server::bind(store, SocketAddr::new(args.bind, args.port))?);
     writeln!(
         out,
-        "serving a live view of {} on http://{}/ (Ctrl-C stops)",
-        args.store.display(),
-        server.addr()?
+        "serving a live view of {} on http://{}/ (Ctrl-C stops){}",
+        store.display(),
+        server.addr()?,
+        match server.waiting() {
+            true => "; no campaign has made it yet: the page waits for one",
+            false => "",
+        }
     )?;
     // Whoever started us reads the address now, not when we exit.
     out.flush()?;

@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::io::Write;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use kiln_protocol::{Metric, StepOutcome};
 
@@ -18,9 +18,14 @@ const LIST_CHANGES: usize = 20;
 pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
     let key = parse_key(&args.step)?;
     let store = Store::open_existing(&args.store)?;
-    let record = store
-        .step(&key)?
-        .with_context(|| format!("store {} holds no decided step {key}", args.store.display()))?;
+    // A name the store lacks is bad input, as `kiln export --experiment` says.
+    let Some(record) = store.step(&key)? else {
+        let why = match store.experiment(&key.experiment)? {
+            None => store.no_such_experiment(&key.experiment),
+            Some(_) => format!("store {} holds no decided step {key}", args.store.display()),
+        };
+        return Err(BadInput(why).into());
+    };
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &record)?;
         writeln!(out)?;

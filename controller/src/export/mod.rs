@@ -188,12 +188,7 @@ impl Tables {
             }
         }
         if let Some(name) = only.filter(|_| experiments.is_empty()) {
-            return Err(BadInput(format!(
-                "store {} holds no experiment named '{name}'; it holds: {}",
-                store.dir().display(),
-                store.experiment_names()?.join(", ")
-            ))
-            .into());
+            return Err(BadInput(store.no_such_experiment(name)).into());
         }
         Ok(Tables {
             config: store.config()?,

@@ -9,6 +9,7 @@ use nalgebra::{Cholesky, DMatrix, DVector, Dyn};
 
 use kiln_protocol::{DecisionSet, DecisionValue, SiteId, StepOutcome};
 
+use crate::error::BadInput;
 use crate::store::{benchmark_of, StepRecord, Store};
 
 use super::*;
@@ -101,12 +102,9 @@ impl Normal {
 /// Assigns rewards over the steps of one experiment.
 pub fn assign(store: &Store, experiment: &str, options: &RewardOptions) -> Result<Assignment> {
     options.check()?;
-    let info = store.experiment(experiment)?.with_context(|| {
-        format!(
-            "store {} holds no experiment named '{experiment}'",
-            store.dir().display()
-        )
-    })?;
+    let info = store
+        .experiment(experiment)?
+        .ok_or_else(|| BadInput(store.no_such_experiment(experiment)))?;
     let baseline = info.baseline.objective().with_context(|| {
         format!("experiment {experiment} has no baseline measurement to compare with")
     })?;

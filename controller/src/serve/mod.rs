@@ -90,6 +90,11 @@ impl Live {
     }
 }
 
+/// Whether `dir` holds a campaign store (or a running controller's status).
+pub fn has_store(dir: &Path) -> bool {
+    layout::db_file(dir).is_file() || layout::status_snapshot(dir).is_file()
+}
+
 /// The modification signature of a store's database files: changes whenever a writer writes.
 type Signature = Vec<(PathBuf, u64, Option<SystemTime>)>;
 
@@ -110,11 +115,9 @@ pub struct Server {
 }
 
 impl Server {
-    /// Listens on `addr` (port 0: any free port) for a view of the store in `store`.
+    /// Listens on `addr` (port 0: any free port) for a view of the store in
+    /// `store`, which a campaign may not have made yet ([`Server::waiting`]).
     pub fn bind(store: &Path, addr: SocketAddr) -> Result<Server> {
-        if !layout::db_file(store).is_file() && !layout::status_snapshot(store).is_file() {
-            bail!("{} holds no campaign store", store.display());
-        }
         let listener =
             TcpListener::bind(addr).with_context(|| format!("cannot listen on {addr}"))?;
         Ok(Server {
@@ -176,6 +179,13 @@ impl Server {
     fn answer(&self, path: &str) -> Result<Response> {
         Ok(match path {
             "/" | "/index.html" => html(include_str!("page.html").into()),
+            "/api/status" if self.waiting() => Response::text(
+                503,
+                &format!(
+                    "waiting for a campaign to make its store in {}",
+                    self.store.display()
+                ),
+            ),
             "/api/status" => {
                 let live = self.status()?;
                 Response::new(200, "application/json", serde_json::to_vec(&live)?)
@@ -192,6 +202,12 @@ impl Server {
                 None => not_found(),
             },
         })
+    }
+
+    /// Whether no campaign has made the store yet: the page says it waits,
+    /// and shows the campaign once a controller starts writing it.
+    pub fn waiting(&self) -> bool {
+        !has_store(&self.store)
     }
 
     /// The campaign's status: the running controller's snapshot while it is

@@ -243,6 +243,19 @@ impl Store {
             .collect()
     }
 
+    /// Why `name` names no experiment of the store, with the names it holds.
+    pub fn no_such_experiment(&self, name: &str) -> String {
+        let held = self.experiment_names().unwrap_or_default();
+        format!(
+            "store {} holds no experiment named '{name}'; it holds: {}",
+            self.dir.display(),
+            match held.is_empty() {
+                true => "none".to_string(),
+                false => held.join(", "),
+            }
+        )
+    }
+
     /// Every experiment of the store with its info, in name order.
     pub fn experiments(&self) -> impl Iterator<Item = Result<(String, ExperimentInfo)>> + '_ {
         self.scan::<ExperimentInfo>(layout::EXPERIMENTS)
