@@ -80,45 +80,7 @@ pub fn table(
 /// How a metric the worker cannot measure reads in tables.
 pub const UNSUPPORTED: &str = "unsupported";
 
-/// A figure with four significant digits and an SI prefix past a thousand:
-/// `1.023 M`, `12.35 k`, `354.5`, `0.9731`; a whole count below a thousand as it is (`9`).
-pub fn format_value(v: f64) -> String {
-    const PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let (scaled, prefix) = match PREFIXES.iter().find(|(scale, _)| v.abs() >= *scale) {
-        Some((scale, prefix)) => (v / scale, format!(" {prefix}")),
-        None if v.fract() == 0.0 => return format!("{v:.0}"),
-        None => (v, String::new()),
-    };
-    let decimals = (3 - scaled.abs().log10().floor() as i32).max(0) as usize;
-    format!("{scaled:.decimals$}{prefix}")
-}
-
-/// A measured figure with its unit, scaled to read: nanoseconds as `12.41 ms`,
-/// bytes as `1.234 MB`, counts as `1.023 M` (`-` where there is none).
-pub fn format_measure(v: f64, unit: &str) -> String {
-    if !v.is_finite() {
-        return "-".into();
-    }
-    let scaled = |steps: &[(f64, &str)]| {
-        let (scale, name) = steps
-            .iter()
-            .find(|(scale, _)| v.abs() >= *scale)
-            .copied()
-            .unwrap_or(*steps.last().expect("a step"));
-        let x = v / scale;
-        let decimals = 3usize.saturating_sub(x.abs().max(1.0).log10().floor() as usize);
-        format!("{x:.decimals$} {name}")
-    };
-    match unit {
-        "ns" => scaled(&[(1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns")]),
-        "bytes" => scaled(&[(1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1.0, "B")]),
-        "count" => format_value(v),
-        other => format!("{} {other}", format_value(v)),
-    }
-}
+pub use kiln_protocol::quantity::{count as format_value, measure as format_measure, plural};
 
 /// Seconds as `1h02m`, `3m05s` or `12.3s`.
 pub fn format_secs(s: f64) -> String {
@@ -135,32 +97,19 @@ pub fn format_secs(s: f64) -> String {
     }
 }
 
-/// A metric's median and its 95 % interval: `1.2345 [1.2000, 1.3000]`.
-pub fn format_summary(s: &Summary) -> String {
+/// A metric's median and its 95 % interval in its unit: `1.234 ms [1.200 ms, 1.300 ms]`.
+pub fn format_summary(s: &Summary, unit: &str) -> String {
     format!(
         "{} [{}, {}]",
-        format_value(s.median),
-        format_value(s.ci_low),
-        format_value(s.ci_high)
+        format_measure(s.median, unit),
+        format_measure(s.ci_low, unit),
+        format_measure(s.ci_high, unit)
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn values_read_with_four_significant_digits() {
-        assert_eq!(format_value(1_023_456.0), "1.023 M");
-        assert_eq!(format_value(12_345.0), "12.35 k");
-        assert_eq!(format_value(354.5), "354.5");
-        assert_eq!(format_value(9.0), "9");
-        assert_eq!(format_value(0.97312), "0.9731");
-        assert_eq!(format_value(0.000_123_4), "0.0001234");
-        assert_eq!(format_value(f64::NAN), "-");
-        assert_eq!(format_measure(12_410_000.0, "ns"), "12.41 ms");
-        assert_eq!(format_measure(1_234_000.0, "bytes"), "1.234 MB");
-    }
 
     #[test]
     fn control_characters_show_as_escapes() {

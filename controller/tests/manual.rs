@@ -222,7 +222,7 @@ fn a_decision_that_takes_a_nested_call_away_makes_its_site_moot() {
         assert!(out.status.success(), "{}", text(&out));
         let shown = stdout(&out);
         assert!(shown.contains("outcome: ok"), "{shown}");
-        assert!(shown.contains("1 moot decision(s)"), "{shown}");
+        assert!(shown.contains("1 moot decision:"), "{shown}");
         assert!(shown.contains(&format!("  {nested}: {why}")), "{shown}");
     }
 

@@ -12,6 +12,7 @@ pub mod frame;
 pub mod gpu_trace;
 pub mod message;
 pub mod metric;
+pub mod quantity;
 pub mod sexp;
 pub mod stats;
 

@@ -264,8 +264,8 @@ fn summary_table(
     );
     let _ = writeln!(
         out,
-        "{:<20} {:>8}  {:>36}  {:>36}  {:>7}",
-        "metric", "unit", "baseline median [95% CI]", "candidate median [95% CI]", "ratio"
+        "{:<20} {:>36}  {:>36}  {:>7}",
+        "metric", "baseline median [95% CI]", "candidate median [95% CI]", "ratio"
     );
     let base = &m.baseline.result;
     let cand = &m.candidate.result;
@@ -285,9 +285,8 @@ fn summary_table(
         };
         let _ = writeln!(
             out,
-            "{:<20} {:>8}  {:>36}  {:>36}  {:>7}",
+            "{:<20} {:>36}  {:>36}  {:>7}",
             metric.name(),
-            metric.unit(),
             b.unwrap_or_else(|| "-".into()),
             c.unwrap_or_else(|| "-".into()),
             ratio
@@ -404,7 +403,7 @@ fn breakdown_table(base: &StepResult, cand: &StepResult) -> String {
 /// cannot measure it, `None` where it was not measured at all.
 fn cell(result: &StepResult, metric: Metric) -> Option<String> {
     if let Some(s) = result.summary.get(&metric) {
-        return Some(format_summary(s));
+        return Some(format_summary(s, metric.unit()));
     }
     result
         .runs

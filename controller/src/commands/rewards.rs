@@ -22,7 +22,7 @@ use crate::rewards::{
 };
 use crate::store::time_ratio;
 use crate::store::{layout, Store};
-use crate::text::{format_ratio, TIME_RATIO};
+use crate::text::{format_ratio, plural, TIME_RATIO};
 
 /// Rewards listed per experiment, largest first.
 const LARGEST: usize = 5;
@@ -256,7 +256,14 @@ fn summary(w: &Written) -> String {
         }
         let rare: Vec<String> = a
             .too_rare()
-            .map(|r| format!("{} = {} ({} steps)", r.site, r.value, r.count))
+            .map(|r| {
+                format!(
+                    "{} = {} ({})",
+                    r.site,
+                    r.value,
+                    plural(r.count as usize, "step")
+                )
+            })
             .collect();
         if !rare.is_empty() {
             let _ = writeln!(

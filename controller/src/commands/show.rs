@@ -10,7 +10,9 @@ use kiln_protocol::{Metric, StepOutcome};
 use crate::cli::ShowArgs;
 use crate::error::{BadInput, Outcome};
 use crate::store::{StepKey, StepKind, StepRecord, Store};
-use crate::text::{escape_controls, format_ratio, format_summary, format_value, TIME_RATIO};
+use crate::text::{
+    escape_controls, format_ratio, format_summary, format_value, plural, TIME_RATIO,
+};
 
 /// Sites listed by name when a step changed that many or fewer.
 const LIST_CHANGES: usize = 20;
@@ -105,11 +107,11 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
             out,
             "{verdict} against {}; temperature {}",
             format_value(d.compared_with),
-            record.temperature
+            format_value(record.temperature)
         )?;
     }
     let changed = &record.diff.0;
-    write!(out, "{} decisions changed", changed.len())?;
+    write!(out, "{} changed", plural(changed.len(), "decision"))?;
     if !changed.is_empty() && changed.len() <= LIST_CHANGES {
         writeln!(out, ":")?;
         for (site, value) in changed {
@@ -130,8 +132,8 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
         if !b.moot.is_empty() {
             writeln!(
                 out,
-                "{} moot decision(s): the site's call is not in this build, so its value decided nothing:",
-                b.moot.len()
+                "{}: the site's call is not in this build, so its value decided nothing:",
+                plural(b.moot.len(), "moot decision")
             )?;
             for (site, why) in b.moot.iter().take(LIST_CHANGES) {
                 writeln!(out, "  {site}: {why}")?;
@@ -162,7 +164,7 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
             format_value(cut.ci_high),
             format_value(cut.race.bound),
             format_value(cut.race.incumbent),
-            record.temperature,
+            format_value(record.temperature),
             cut.race.p
         )?;
     }
@@ -173,10 +175,9 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
             if let Some(s) = record.result.summary.get(metric) {
                 writeln!(
                     out,
-                    "  {:<20} {:>8}  {}",
+                    "  {:<20} {}",
                     metric.name(),
-                    metric.unit(),
-                    format_summary(s)
+                    format_summary(s, metric.unit())
                 )?;
             }
         }

@@ -11,7 +11,9 @@ use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
 use crate::store::time_ratio;
-use crate::text::{escape_controls, format_measure, format_ratio, format_secs, table, TIME_RATIO};
+use crate::text::{
+    escape_controls, format_measure, format_ratio, format_secs, format_value, table, TIME_RATIO,
+};
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     let (report, note) = status::load(&args.store)?;
@@ -186,10 +188,12 @@ fn render(report: &Report, live: bool) -> String {
             .map(|r| r.updated_ms)
             .max()
             .unwrap_or(start);
-        let minutes = end.saturating_sub(start) as f64 / 60_000.0;
+        // Steps an hour, as the report's throughput plot says it: a week's
+        // campaign reads in hours.
+        let hours = end.saturating_sub(start) as f64 / 3_600_000.0;
         let rows = report.workers.iter().map(|w| {
-            let rate = if minutes > 0.0 {
-                format!("{:.1}", w.steps as f64 / minutes)
+            let rate = if hours > 0.0 {
+                format_value(w.steps as f64 / hours)
             } else {
                 "-".into()
             };
@@ -208,7 +212,7 @@ fn render(report: &Report, live: bool) -> String {
             &[
                 "worker",
                 "steps",
-                "steps/min",
+                "steps/h",
                 "losses",
                 "calibration ms",
                 "slurm job",

@@ -12,7 +12,7 @@ use super::data::{ExperimentData, Point};
 use super::font::FAMILY;
 use crate::atomic::Staging;
 use crate::store::manual_benchmark;
-use crate::text::TIME_RATIO;
+use crate::text::{format_value, TIME_RATIO};
 
 /// Pixel size of every plot.
 const SIZE: (u32, u32) = (1200, 500);
@@ -656,8 +656,8 @@ where
         let rate = match (times.first(), times.last()) {
             (Some(first), Some(last)) if n >= 2 && last > first => {
                 format!(
-                    "{:.1} steps/h",
-                    (n - 1) as f64 / ((last - first) as f64 / 3.6e6)
+                    "{} steps/h",
+                    format_value((n - 1) as f64 / ((last - first) as f64 / 3.6e6))
                 )
             }
             _ => "rate unknown".to_string(),

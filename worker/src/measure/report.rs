@@ -122,31 +122,10 @@ fn summary_row(metric: Metric, s: &Summary) -> String {
     )
 }
 
-/// A value in its metric's unit, scaled for reading (`201.3 ms`, `12.0 MiB`).
+/// A value in its metric's unit, scaled for reading as every kiln command
+/// prints it (`201.3 ms`, `12.00 MiB`).
 pub fn value(metric: Metric, x: f64) -> String {
-    match metric.unit() {
-        "ns" => {
-            let (div, unit) = match x.abs() {
-                a if a >= 1e9 => (1e9, "s"),
-                a if a >= 1e6 => (1e6, "ms"),
-                a if a >= 1e3 => (1e3, "µs"),
-                _ => (1.0, "ns"),
-            };
-            format!("{:.3} {unit}", x / div)
-        }
-        "bytes" => {
-            let (div, unit) = match x.abs() {
-                a if a >= (1u64 << 30) as f64 => ((1u64 << 30) as f64, "GiB"),
-                a if a >= (1u64 << 20) as f64 => ((1u64 << 20) as f64, "MiB"),
-                a if a >= 1024.0 => (1024.0, "KiB"),
-                _ => (1.0, "B"),
-            };
-            format!("{:.1} {unit}", x / div)
-        }
-        "count" if x.fract() == 0.0 => format!("{x:.0}"),
-        "count" => format!("{x:.1}"),
-        unit => format!("{x:.1} {unit}"),
-    }
+    kiln_protocol::quantity::measure(x, metric.unit())
 }
 
 #[cfg(test)]
@@ -188,7 +167,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("no {label} in {text}"))
                 .to_string()
         };
-        assert!(line("cpu (user+system)").contains("500.000 ms"));
+        assert!(line("cpu (user+system)").contains("500.0 ms"));
         assert!(line("cpu (user+system)").contains("25.0 %"));
         assert!(line("gpu busy").contains("unsupported"));
         assert!(line("cpu-side").contains("unsupported"));
@@ -248,10 +227,11 @@ mod tests {
 
     #[test]
     fn units_scale() {
-        assert_eq!(value(Metric::WallTime, 201_300_000.0), "201.300 ms");
-        assert_eq!(value(Metric::MaxRss, 3.0 * 1048576.0), "3.0 MiB");
-        assert_eq!(value(Metric::Instructions, 1234.0), "1234");
-        assert_eq!(value(Metric::ContextSwitches, 2.5), "2.5");
-        assert_eq!(value(Metric::CpuPercentAvg, 99.5), "99.5 %");
+        // As every kiln command prints them (kiln_protocol::quantity).
+        assert_eq!(value(Metric::WallTime, 201_300_000.0), "201.3 ms");
+        assert_eq!(value(Metric::MaxRss, 3.0 * 1048576.0), "3.000 MiB");
+        assert_eq!(value(Metric::Instructions, 1234.0), "1.234 k");
+        assert_eq!(value(Metric::ContextSwitches, 2.5), "2.500");
+        assert_eq!(value(Metric::CpuPercentAvg, 99.5), "99.50 %");
     }
 }
