@@ -533,6 +533,26 @@ fn status_of_a_running_campaign_comes_from_its_snapshot() {
     assert!(shown.contains("local"), "{shown}");
 }
 
+/// A view of a store beside the campaign running it (`kiln export`, `show`)
+/// reads a copy of it (as the store would read after a crash then).
+#[test]
+fn a_store_a_running_campaign_holds_is_read_from_a_copy() {
+    let dir = slow_setup(40);
+    let mut running = run_until_decided(dir.path(), 1);
+    let export = run_kiln(dir.path(), &["export", "store", "--table", "steps"]);
+    let show = run_kiln(dir.path(), &["show", "store", "slow/0/0"]);
+    running.kill().unwrap();
+    running.wait().unwrap();
+    assert!(export.status.success(), "{}", text(&export));
+    let rows = String::from_utf8_lossy(&export.stdout).lines().count();
+    assert!(
+        rows >= 2,
+        "a header and at least one step:\n{}",
+        text(&export)
+    );
+    assert!(show.status.success(), "{}", text(&show));
+}
+
 #[test]
 fn a_store_in_use_is_refused_naming_the_path_and_holder() {
     let dir = slow_setup(40);

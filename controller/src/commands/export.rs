@@ -24,7 +24,7 @@ pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
         }
         return Ok(Outcome::Success);
     }
-    let store = Store::open_existing(args.store.as_deref().context("no store given")?)?;
+    let store = Store::open_view(args.store.as_deref().context("no store given")?)?;
     let options = |table| ExportOptions {
         table,
         experiment: args.experiment.as_deref(),

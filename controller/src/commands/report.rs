@@ -10,7 +10,7 @@ use crate::report;
 use crate::store::{layout, Store};
 
 pub(super) fn run(args: &ReportArgs, out: &mut dyn Write) -> Result<Outcome> {
-    let store = Store::open_existing(&args.store)?;
+    let store = Store::open_view(&args.store)?;
     let dir = args
         .output
         .clone()

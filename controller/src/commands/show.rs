@@ -19,7 +19,7 @@ const LIST_CHANGES: usize = 20;
 
 pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
     let key = parse_key(&args.step)?;
-    let store = Store::open_existing(&args.store)?;
+    let store = Store::open_view(&args.store)?;
     // A name the store lacks is bad input, as `kiln export --experiment` says.
     let Some(record) = store.step(&key)? else {
         let why = match store.experiment(&key.experiment)? {

@@ -46,7 +46,7 @@ impl Store {
     pub fn open(dir: &Path) -> Result<Store> {
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
-        let mut store = Store::open_db(dir, true)?;
+        let mut store = Store::open_db(dir, true, false)?;
         store.marks = Some(Mutex::new(marks::Marks::new(store.load_marks()?)));
         Ok(store)
     }
@@ -57,7 +57,16 @@ impl Store {
     /// database, as sled opens its files for writing.
     pub fn open_existing(dir: &Path) -> Result<Store> {
         is_a_store(dir)?;
-        Store::open_db(dir, false)
+        Store::open_db(dir, false, false)
+    }
+
+    /// As [`Store::open_existing`], for a view (`kiln export`, `show`,
+    /// `report`): a store a running campaign holds is read from a copy of its
+    /// database taken now, as the store would read after a crash at that
+    /// moment, so a week-long run can be looked at while it runs.
+    pub fn open_view(dir: &Path) -> Result<Store> {
+        is_a_store(dir)?;
+        Store::open_db(dir, false, true)
     }
 
     /// Opens a temporary copy of the database of the store in `dir`: for a
@@ -71,14 +80,22 @@ impl Store {
         Store::from_db(db, Some(copy), dir, false)
     }
 
-    fn open_db(dir: &Path, writable: bool) -> Result<Store> {
+    /// Opens the database; a reader falls back to a copy where the store may
+    /// not be written, or, with `copy_if_held`, where a controller holds it.
+    fn open_db(dir: &Path, writable: bool, copy_if_held: bool) -> Result<Store> {
         let (db, copy) = match open_sled(&layout::db(dir)) {
             Ok(db) => (db, None),
-            Err(sled::Error::Io(e)) if !writable && is_read_only(&e) => {
+            Err(sled::Error::Io(e))
+                if !writable && (is_read_only(&e) || copy_if_held && is_held(&e)) =>
+            {
                 let copy = copy_db(dir)?;
                 let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
+                let why = match is_held(&e) {
+                    true => "in use by a running controller".to_string(),
+                    false => format!("read-only ({e})"),
+                };
                 tracing::info!(
-                    "store {} is read-only ({e}): reading a copy of its database in {}",
+                    "store {} is {why}: reading a copy of its database taken now, in {}",
                     dir.display(),
                     copy.path().display()
                 );
@@ -164,6 +181,12 @@ fn open_error(dir: &Path, e: sled::Error) -> anyhow::Error {
     } else {
         anyhow::anyhow!("cannot open store {}: {e}", dir.display())
     }
+}
+
+/// Whether opening failed on the lock a running controller holds (sled
+/// says so in words, its kind `Other`).
+fn is_held(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock || e.to_string().contains("could not acquire lock")
 }
 
 /// Whether opening a file for writing failed because it may not be written:
