@@ -524,18 +524,22 @@ fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short(
     assert_eq!(screened.len(), 5, "five distinct sites");
 }
 
-/// A site's heat: its callee's inclusive cost, else its caller's own, else
-/// (up to `depth` levels) the hottest of the sites whose callee is the
-/// function the site's code runs in (`CALLEE @ F:LINE:COL`, outermost `F`).
+/// A site's heat: the calls through it, else how often its caller's body ran
+/// (the caller's own instructions over its size), else (up to `depth`
+/// levels) the hottest of the sites whose callee is the function the site's
+/// code runs in (`CALLEE @ F:LINE:COL`, outermost `F`).
 fn inherited_heat(
     site: &kiln_protocol::SiteId,
     points: &[kiln_protocol::DecisionPoint],
     features: &std::collections::BTreeMap<kiln_protocol::SiteId, kiln_protocol::SiteFeatures>,
     depth: u32,
 ) -> Option<u64> {
-    let own = features
-        .get(site)
-        .and_then(|f| f.callee_inclusive_cost.or(f.caller_self_cost));
+    let own = features.get(site).and_then(|f| {
+        f.site_calls.or_else(|| {
+            let (cost, size) = (f.caller_self_cost?, f.caller_instructions?);
+            (size > 0).then(|| cost / size)
+        })
+    });
     if own.is_some() || depth == 0 {
         return own;
     }

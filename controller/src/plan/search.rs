@@ -317,11 +317,19 @@ pub fn accept(
     }
 }
 
-/// How hot a site is in the stock build's profile: the instructions its
-/// callee ran (all it called included), else, for a callee inlined
-/// everywhere, those its caller ran itself; `None` without a profile.
+/// How hot a site is in the stock build's profile: how often it ran, the
+/// scale of what flipping it can change (a call's overhead, and what inlining
+/// lets the optimiser do, are paid per execution). The calls through it where
+/// the stock build kept the call; else, for a call the stock build inlined,
+/// how many times its caller's body ran (the caller's own instructions over
+/// its size); `None` without a profile. Not the instructions the callee ran:
+/// that ranks `main`'s one call of the whole program first, whose flip
+/// changes one call (the corpus screened such roots, effects of 0, first).
 fn heat(features: &SiteFeatures) -> Option<u64> {
-    features.callee_inclusive_cost.or(features.caller_self_cost)
+    features.site_calls.or_else(|| {
+        let (cost, size) = (features.caller_self_cost?, features.caller_instructions?);
+        (size > 0).then(|| cost / size)
+    })
 }
 
 /// The callee of an inlining site `CALLEE @ F:LINE:COL[ @ ...]` and the
@@ -709,25 +717,34 @@ mod tests {
         assert_eq!(guided_scale(&s, &BTreeMap::new()), 1.0);
     }
 
-    /// A site's profile: its callee's inclusive cost and its caller's own.
-    fn profile(callee: Option<u64>, caller: Option<u64>) -> SiteFeatures {
+    /// A site's profile: the calls through it (where the stock build kept
+    /// the call), and its caller's own instructions and size.
+    fn profile(calls: Option<u64>, caller: Option<(u64, u64)>) -> SiteFeatures {
         SiteFeatures {
-            callee_inclusive_cost: callee,
-            caller_self_cost: caller,
+            site_calls: calls,
+            caller_self_cost: caller.map(|(cost, _)| cost),
+            caller_instructions: caller.map(|(_, size)| size),
+            // A callee's inclusive cost is no measure of a site: main's one
+            // call of the whole program would come first.
+            callee_inclusive_cost: Some(1 << 40),
             ..Default::default()
         }
     }
 
     #[test]
-    fn screening_ranks_sites_by_their_profile_and_needs_one() {
+    fn screening_ranks_sites_by_how_often_they_ran_and_needs_a_profile() {
         let points = points(4);
         let movable = movable(&points);
         let mut features = BTreeMap::new();
         assert_eq!(hottest(&movable, &features), None, "no profile, no ranking");
-        features.insert(points[0].id.clone(), profile(Some(10), Some(1_000)));
-        features.insert(points[1].id.clone(), profile(None, Some(500)));
+        features.insert(
+            points[0].id.clone(),
+            profile(Some(10), Some((1_000_000, 10))),
+        );
+        features.insert(points[1].id.clone(), profile(None, Some((50_000, 100))));
         features.insert(points[3].id.clone(), profile(Some(900), None));
-        // s3's callee ran 900, s1's caller 500 (its callee inlined everywhere), s0's callee 10;
+        // s3 was called 900 times, s1 (inlined) ran as often as its caller's body, about
+        // 500 times, s0 was called 10 times (its caller's figures are not its own);
         // s2 has no profile and comes last.
         assert_eq!(hottest(&movable, &features), Some(vec![3, 1, 0, 2]));
     }
@@ -751,7 +768,10 @@ mod tests {
         let movable = movable(&points);
         let mut features = BTreeMap::new();
         features.insert(points[0].id.clone(), profile(Some(10), None));
-        features.insert(points[4].id.clone(), profile(None, Some(16_000_000)));
+        features.insert(
+            points[4].id.clone(),
+            profile(None, Some((16_000_000, 1_000))),
+        );
         // The sort's sites, two levels down, run in BZ2_blockSort: discovery order among
         // equals. A chain's code runs in its outermost function ('elsewhere': no profile),
         // so 'inner' and 'orphan' stay unranked, last.
