@@ -1,11 +1,21 @@
 //! The policy round trip of `examples/policy/`, end to end on small data: a
 //! real campaign over two bundled benchmarks and a third left out, the dataset
 //! exported as Parquet, a model trained in Python, applied to the left-out
-//! benchmark's sites, and its decision file measured against stock.
+//! benchmark's sites, and its decision file measured against stock; and the
+//! corpus's leave-one-program-out loop (`examples/policy/corpus`) on three.
 
 use std::process::Command;
 
 use crate::common::{self, copy_benchmark, kiln, repo, text, worker};
+
+/// The scripts/python-env interpreter, with examples/policy/requirements.txt.
+fn python() -> String {
+    let python = Command::new(repo().join("scripts/python-env"))
+        .output()
+        .unwrap();
+    assert!(python.status.success(), "{}", text(&python));
+    String::from_utf8(python.stdout).unwrap().trim().to_string()
+}
 
 #[test]
 fn policy_example_runs_end_to_end() {
@@ -25,16 +35,12 @@ fn policy_example_runs_end_to_end() {
         .replace("../../benchmarks/", "benchmarks/");
     std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
 
-    let python = Command::new(repo().join("scripts/python-env"))
-        .output()
-        .unwrap();
-    assert!(python.status.success(), "{}", text(&python));
     let out = Command::new(repo().join("examples/policy/run"))
         .args(["campaign.sexp", "graph-walk", "out"])
         .current_dir(dir.path())
         .env("KILN", kiln())
         .env("KILN_WORKER", worker())
-        .env("PYTHON", String::from_utf8(python.stdout).unwrap().trim())
+        .env("PYTHON", python())
         .output()
         .unwrap();
     let log = text(&out);
@@ -142,4 +148,65 @@ fn kiln_policy_measures_stock_nothing_and_a_failing_policy_per_benchmark() {
     };
     assert!(line("sample-dsp").contains("1.0000"), "{said}");
     assert!(line("tiny-interp").contains("decision file"), "{said}");
+}
+
+/// `examples/policy/corpus` on three bundled programs: screening campaigns,
+/// one model per program trained on the other two's effects (the decision
+/// rule validated on those alone), and `kiln policy` measuring each program
+/// under the model that never saw it; the summary has a row per program.
+#[test]
+fn corpus_policies_decide_each_program_with_a_model_that_never_saw_it() {
+    assert!(
+        common::have_valgrind(),
+        "the campaign's objective needs callgrind"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let names = ["sample-dsp", "tiny-interp", "graph-walk"];
+    for name in names {
+        copy_benchmark(name, dir.path());
+    }
+    let config = std::fs::read_to_string(repo().join("examples/policy/campaign.sexp"))
+        .unwrap()
+        .replace(
+            "(simulated-annealing (steps 150) (t-max 0.002) (t-min 0.00005) (flips 2))",
+            "(screening (steps 6))",
+        )
+        .replace("(chains 2)", "(chains 1)")
+        .replace("../../target/policy/store", "store")
+        .replace("../../benchmarks/", "benchmarks/");
+    assert!(config.contains("(screening (steps 6))"), "{config}");
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = Command::new(repo().join("examples/policy/corpus"))
+        .args(["campaign.sexp", "out"])
+        .current_dir(dir.path())
+        .env("KILN", kiln())
+        .env("KILN_WORKER", worker())
+        .env("PYTHON", python())
+        .output()
+        .unwrap();
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    for name in names {
+        assert!(
+            log.contains(&format!("{name}: trained on ")) && log.contains("of 2 programs"),
+            "{name}'s model is trained on the two others: {log}"
+        );
+    }
+    let rows: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/policy.json")).unwrap())
+            .unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for row in &rows {
+        assert!(row["failure"].is_null(), "{row}");
+        let ratio = row["policy"].as_f64().unwrap() / row["stock"].as_f64().unwrap();
+        assert!(ratio > 0.5 && ratio < 2.0, "{row}");
+    }
+    let summary = std::fs::read_to_string(dir.path().join("out/summary.md")).unwrap();
+    for name in names {
+        assert!(summary.contains(&format!("| {name} |")), "{summary}");
+    }
+    assert!(
+        summary.contains("3 held-out programs measured"),
+        "{summary}"
+    );
 }

@@ -1,0 +1,251 @@
+"""Leave-one-program-out inlining policies from a corpus's per-site effects.
+
+`train` reads kiln's `effects` table (each screened site's exact one-flip
+effect from the stock decisions) and `sites` table (every site of every
+program, with its features) and, for each program P, fits a model of a flip's
+effect on the sites of every other program, then picks how conservative the
+policy is by validation on those training programs alone (each left out of an
+inner fit in turn): flip a site only where the predicted gain is at least
+`margin`, at most `limit` sites a program, only among the program's `hottest`
+sites by the stock profile. P's own effects are never read for P's policy.
+
+`decide` is the policy command `kiln policy` runs: the benchmark's sites on
+stdin (JSON lines, the `sites` table's columns), its name in KILN_BENCHMARK,
+the decision file on stdout, from the model trained without that benchmark.
+
+    lopo.py train --effects effects.parquet --sites sites.parquet --out DIR
+    kiln policy CONFIG -- python lopo.py decide --models DIR
+"""
+
+import argparse
+import itertools
+import json
+import os
+import sys
+
+import joblib
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import HistGradientBoostingRegressor
+
+from features import FEATURES, normalise
+
+FLIP = {"inline": "no-inline", "no-inline": "inline"}
+
+# Profile features, read as fractions of the program's instructions so that
+# one program's hot site means the same as another's.
+COSTS = ["caller_self_cost", "caller_inclusive_cost", "callee_self_cost",
+         "callee_inclusive_cost", "site_calls"]
+MODEL_FEATURES = [f for f in FEATURES if f not in COSTS] + [f"{c}_share" for c in COSTS]
+
+# The conservative rule's choices, each tried by the inner validation.
+MARGINS = [0.0005, 0.001, 0.002, 0.005, 0.01]
+LIMITS = [1, 2, 3, 5]
+
+
+def heat_order(sites: pd.DataFrame) -> pd.Series:
+    """Each site's rank by heat, hottest first, as kiln's screening ranks them
+    (controller/src/plan/search.rs, `heat` and `heats`): the calls through it
+    where the stock build kept the call, else how often its caller's body ran
+    (the caller's own instructions over its size); a site with neither takes
+    the heat of the hottest site calling the function that holds it."""
+    calls = sites["site_calls"].astype("Float64")
+    size = sites["caller_instructions"].astype("Float64")
+    body = (sites["caller_self_cost"].astype("Float64") // size).where(size > 0)
+    own = calls.fillna(body)
+    callee = sites["site"].str.split(" @ ").str[0]
+    outer = sites["site"].str.split(" @ ").str[-1]
+    function = outer.str.rsplit(":", n=2).str[0]
+    heats = own.copy()
+    while True:
+        known = pd.Series(heats.to_numpy(), index=callee.to_numpy()).dropna()
+        of_function = known.groupby(level=0).max()
+        inherited = pd.Series(function.map(of_function).to_numpy(), index=sites.index,
+                              dtype="Float64")
+        new = heats.where(own.notna(), inherited)
+        if new.equals(heats):
+            break
+        heats = new
+    # Ties and sites without heat keep discovery order, coldest last.
+    key = pd.DataFrame({"heat": heats.fillna(-1).astype(float), "index": sites["index"]})
+    order = key.sort_values(["heat", "index"], ascending=[False, True], kind="stable").index
+    return pd.Series(range(len(sites)), index=order).reindex(sites.index)
+
+
+def with_shares(sites: pd.DataFrame) -> pd.DataFrame:
+    """Adds the profile features as shares of the program's instructions (the
+    largest inclusive cost of any caller: the entry function's)."""
+    sites = sites.copy()
+    total = sites.groupby("benchmark")["caller_inclusive_cost"].transform("max").astype(float)
+    for c in COSTS:
+        sites[f"{c}_share"] = sites[c].astype("Float64").astype(float) / total
+    sites["rank"] = pd.concat(heat_order(group) for _, group in sites.groupby("benchmark"))
+    return sites
+
+
+def matrix(frame: pd.DataFrame) -> np.ndarray:
+    return np.column_stack([
+        frame[name].astype("Float64").astype(float).to_numpy() if name in frame
+        else np.full(len(frame), np.nan)
+        for name in MODEL_FEATURES
+    ])
+
+
+def fit(train: pd.DataFrame):
+    """A model of a flip's effect (its share of the program's instructions) on
+    the site's features. Small and regularised: a few hundred sites."""
+    model = HistGradientBoostingRegressor(max_iter=150, max_depth=3, learning_rate=0.05,
+                                          min_samples_leaf=8, random_state=0)
+    return model.fit(matrix(train), train["effect"].to_numpy())
+
+
+def choose(predicted: pd.Series, rank: pd.Series, margin: float, limit: int,
+           hottest: int) -> list:
+    """The sites the rule flips: predicted gain of at least `margin`, among the
+    `hottest` sites, the `limit` largest gains."""
+    candidates = predicted[(predicted <= -margin) & (rank < hottest)]
+    return list(candidates.sort_values().index[:limit])
+
+
+def validate(train: pd.DataFrame, hottest: int) -> dict:
+    """Picks margin and limit by leaving each training program out of an inner
+    fit: the sum of the measured effects of the flips the rule would make, a
+    program at a time (one-flip effects add to a first approximation). The
+    rule kept is the one with the best median that makes no program worse."""
+    predictions = []
+    for program in sorted(train["benchmark"].unique()):
+        inner = train[train["benchmark"] != program]
+        held = train[train["benchmark"] == program]
+        if inner.empty or held.empty:
+            continue
+        p = pd.Series(fit(inner).predict(matrix(held)), index=held.index)
+        predictions.append((held, p))
+    if not predictions:
+        # Nothing to validate on: the rule flips nothing.
+        return {"margin": None, "limit": 0, "median": 0.0, "worst": 0.0, "mean": 0.0}
+    scores = []
+    for margin, limit in itertools.product(MARGINS, LIMITS):
+        gains = [held.loc[choose(p, held["rank"], margin, limit, hottest), "effect"].sum()
+                 for held, p in predictions]
+        scores.append({"margin": margin, "limit": limit, "median": float(np.median(gains)),
+                       "worst": float(max(gains)), "mean": float(np.mean(gains))})
+    safe = [s for s in scores if s["worst"] <= 0.0] or scores
+    return min(safe, key=lambda s: (s["median"], s["mean"], -s["margin"]))
+
+
+def train_all(args) -> int:
+    effects = normalise(pd.read_parquet(args.effects))
+    sites = with_shares(normalise(pd.read_parquet(args.sites)))
+    keys = ["benchmark", "site"]
+    effects = effects.merge(sites[keys + [c for c in sites if c not in effects]], on=keys)
+    effects = effects[effects["value"] == effects["stock"].map(FLIP)]
+    # The policy flips only among a program's hottest sites, as many as the
+    # screening measured: the sites its validation could judge.
+    hottest = args.hottest or int(effects.groupby("benchmark")["site"].nunique().max())
+    os.makedirs(args.out, exist_ok=True)
+    summary = {}
+    for program in sorted(sites["benchmark"].unique()):
+        train = effects[effects["benchmark"] != program]
+        rule = validate(train, hottest)
+        model = fit(train)
+        joblib.dump({"model": model, "rule": rule, "hottest": hottest,
+                     "trained_on": sorted(train["benchmark"].unique())},
+                    os.path.join(args.out, f"{program}.joblib"))
+        summary[program] = {"sites": int(len(train)), **rule}
+        print(f"{program}: trained on {len(train)} flips of "
+              f"{train['benchmark'].nunique()} programs; rule: gain >= {rule['margin']}, "
+              f"at most {rule['limit']} flips (validation median {rule['median']:+.4%}, "
+              f"worst {rule['worst']:+.4%})", file=sys.stderr)
+    with open(os.path.join(args.out, "rules.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    return 0
+
+
+def quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def decide(args) -> int:
+    benchmark = os.environ["KILN_BENCHMARK"]
+    trained = joblib.load(os.path.join(args.models, f"{benchmark}.joblib"))
+    if benchmark in trained["trained_on"]:
+        sys.exit(f"lopo.py: the model for {benchmark} was trained on it")
+    sites = pd.DataFrame([json.loads(line) for line in sys.stdin if line.strip()])
+    sites = with_shares(normalise(sites)).set_index("site", drop=False)
+    predicted = pd.Series(trained["model"].predict(matrix(sites)), index=sites.index)
+    rule = trained["rule"]
+    flips = set() if rule["limit"] == 0 else set(
+        choose(predicted, sites["rank"], rule["margin"], rule["limit"], trained["hottest"]))
+    print(f"lopo.py: {benchmark}: flipping {len(flips)} site(s): "
+          + ", ".join(f"{s} ({predicted[s]:+.4%})" for s in sorted(flips)), file=sys.stderr)
+    lines = [";; kiln decision file, written by examples/policy/lopo.py", "(decisions",
+             f"  (benchmark {benchmark})", "  (values"]
+    for site in sorted(flips):
+        lines.append(f"    ({quoted(site)} {FLIP[sites.loc[site, 'stock']]})")
+    lines[-1] += "))"
+    print("\n".join(lines))
+    return 0
+
+
+def report(args) -> int:
+    """results/policy.md's table from `kiln policy --json` rows and the rules."""
+    with open(args.rows) as f:
+        rows = json.load(f)
+    with open(os.path.join(args.models, "rules.json")) as f:
+        rules = json.load(f)
+
+    def ratio(row, key):
+        return row[key] / row["stock"] if row.get(key) and row.get("stock") else None
+
+    def cell(x):
+        return "-" if x is None else f"{x:.4f}"
+
+    lines = ["| held-out program | flips | rule (gain, flips) | policy | inline nothing | "
+             "search best (one flip) | failure |", "|---|---:|---|---:|---:|---:|---|"]
+    measured = []
+    for row in rows:
+        name = row["benchmark"]
+        rule = rules.get(name, {})
+        policy = ratio(row, "policy")
+        if policy is not None:
+            measured.append(policy)
+        lines.append(
+            f"| {name} | {row.get('changed', '-')} | "
+            f"{rule.get('margin', '-')}, {rule.get('limit', '-')} | {cell(policy)} | "
+            f"{cell(ratio(row, 'nothing'))} | {cell(ratio(row, 'best_step'))} | "
+            f"{(row.get('failure') or '-').replace('|', '/')} |")
+    if measured:
+        median, worst = float(np.median(measured)), max(measured)
+        met = median <= 0.995 and worst <= 1.005 and len(measured) >= 20
+        lines += ["", f"{len(measured)} held-out programs measured: median policy ratio "
+                  f"{median:.4f}, worst {worst:.4f}, best {min(measured):.4f}; target (median "
+                  f"<= 0.995, none above 1.005, 20 or more programs) "
+                  f"{'met' if met else 'not met'}."]
+    with open(args.output, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="one model per left-out program")
+    train.add_argument("--effects", required=True, help="kiln's effects table as Parquet")
+    train.add_argument("--sites", required=True, help="kiln's sites table as Parquet")
+    train.add_argument("--hottest", type=int, default=None,
+                       help="sites a program's policy may flip, its hottest (default: as many "
+                            "as the screening measured of any program)")
+    train.add_argument("--out", required=True, help="the folder of models")
+    use = commands.add_parser("decide", help="the policy command of `kiln policy`")
+    use.add_argument("--models", required=True, help="the folder `train` wrote")
+    summary = commands.add_parser("report", help="the held-out table, as Markdown")
+    summary.add_argument("--rows", required=True, help="`kiln policy --json` output")
+    summary.add_argument("--models", required=True, help="the folder `train` wrote")
+    summary.add_argument("-o", "--output", required=True)
+    args = parser.parse_args()
+    return {"train": train_all, "decide": decide, "report": report}[args.command](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
