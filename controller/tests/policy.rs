@@ -8,6 +8,41 @@ use std::process::Command;
 
 use crate::common::{self, copy_benchmark, kiln, repo, text, worker};
 
+/// The three bundled benchmarks and the example's own campaign, edited by
+/// `edit`, its store and sources in the test's folder.
+fn setup(edit: impl Fn(String) -> String) -> tempfile::TempDir {
+    assert!(
+        common::have_valgrind(),
+        "the campaign's objective needs callgrind"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["sample-dsp", "tiny-interp", "graph-walk"] {
+        copy_benchmark(name, dir.path());
+    }
+    let config = std::fs::read_to_string(repo().join("examples/policy/campaign.sexp"))
+        .unwrap()
+        .replace("../../target/policy/store", "store")
+        .replace("../../benchmarks/", "benchmarks/");
+    std::fs::write(dir.path().join("campaign.sexp"), edit(config)).unwrap();
+    dir
+}
+
+/// Runs `examples/policy/SCRIPT ARGS` in `dir` with this build's kiln; its
+/// output, once it succeeded.
+fn example(dir: &std::path::Path, script: &str, args: &[&str]) -> String {
+    let out = Command::new(repo().join("examples/policy").join(script))
+        .args(args)
+        .current_dir(dir)
+        .env("KILN", kiln())
+        .env("KILN_WORKER", worker())
+        .env("PYTHON", python())
+        .output()
+        .unwrap();
+    let log = text(&out);
+    assert!(out.status.success(), "{log}");
+    log
+}
+
 /// The scripts/python-env interpreter, with examples/policy/requirements.txt.
 fn python() -> String {
     let python = Command::new(repo().join("scripts/python-env"))
@@ -19,32 +54,9 @@ fn python() -> String {
 
 #[test]
 fn policy_example_runs_end_to_end() {
-    assert!(
-        common::have_valgrind(),
-        "the campaign's objective needs callgrind"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    for name in ["sample-dsp", "tiny-interp", "graph-walk"] {
-        copy_benchmark(name, dir.path());
-    }
     // The example's own campaign, cut to a few steps per experiment.
-    let config = std::fs::read_to_string(repo().join("examples/policy/campaign.sexp"))
-        .unwrap()
-        .replace("(steps 150)", "(steps 12)")
-        .replace("../../target/policy/store", "store")
-        .replace("../../benchmarks/", "benchmarks/");
-    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
-
-    let out = Command::new(repo().join("examples/policy/run"))
-        .args(["campaign.sexp", "graph-walk", "out"])
-        .current_dir(dir.path())
-        .env("KILN", kiln())
-        .env("KILN_WORKER", worker())
-        .env("PYTHON", python())
-        .output()
-        .unwrap();
-    let log = text(&out);
-    assert!(out.status.success(), "{log}");
+    let dir = setup(|config| config.replace("(steps 150)", "(steps 12)"));
+    let log = example(dir.path(), "run", &["campaign.sexp", "graph-walk", "out"]);
     assert!(
         log.contains("\"benchmarks\": [\"sample-dsp\", \"tiny-interp\"]"),
         "trained on the two benchmarks not left out: {log}"
@@ -156,36 +168,18 @@ fn kiln_policy_measures_stock_nothing_and_a_failing_policy_per_benchmark() {
 /// under the model that never saw it; the summary has a row per program.
 #[test]
 fn corpus_policies_decide_each_program_with_a_model_that_never_saw_it() {
-    assert!(
-        common::have_valgrind(),
-        "the campaign's objective needs callgrind"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let names = ["sample-dsp", "tiny-interp", "graph-walk"];
-    for name in names {
-        copy_benchmark(name, dir.path());
-    }
-    let config = std::fs::read_to_string(repo().join("examples/policy/campaign.sexp"))
-        .unwrap()
-        .replace(
-            "(simulated-annealing (steps 150) (t-max 0.002) (t-min 0.00005) (flips 2))",
-            "(screening (steps 6))",
-        )
-        .replace("(chains 2)", "(chains 1)")
-        .replace("../../target/policy/store", "store")
-        .replace("../../benchmarks/", "benchmarks/");
+    let dir = setup(|config| {
+        config
+            .replace(
+                "(simulated-annealing (steps 150) (t-max 0.002) (t-min 0.00005) (flips 2))",
+                "(screening (steps 6))",
+            )
+            .replace("(chains 2)", "(chains 1)")
+    });
+    let config = std::fs::read_to_string(dir.path().join("campaign.sexp")).unwrap();
     assert!(config.contains("(screening (steps 6))"), "{config}");
-    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
-    let out = Command::new(repo().join("examples/policy/corpus"))
-        .args(["campaign.sexp", "out"])
-        .current_dir(dir.path())
-        .env("KILN", kiln())
-        .env("KILN_WORKER", worker())
-        .env("PYTHON", python())
-        .output()
-        .unwrap();
-    let log = text(&out);
-    assert!(out.status.success(), "{log}");
+    let log = example(dir.path(), "corpus", &["campaign.sexp", "out"]);
+    let names = ["sample-dsp", "tiny-interp", "graph-walk"];
     for name in names {
         assert!(
             log.contains(&format!("{name}: trained on ")) && log.contains("of 2 programs"),

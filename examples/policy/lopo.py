@@ -36,15 +36,16 @@ FLIP = {"inline": "no-inline", "no-inline": "inline"}
 # one program's hot site means the same as another's.
 COSTS = ["caller_self_cost", "caller_inclusive_cost", "callee_self_cost",
          "callee_inclusive_cost", "site_calls"]
-MODEL_FEATURES = [f for f in FEATURES if f not in COSTS] + [f"{c}_share" for c in COSTS]
+MODEL_FEATURES = ([f for f in FEATURES if f not in COSTS] + [f"{c}_share" for c in COSTS]
+                  + ["heat_share"])
 
 # The conservative rule's choices, each tried by the inner validation.
 MARGINS = [0.0005, 0.001, 0.002, 0.005, 0.01]
 LIMITS = [1, 2, 3, 5]
 
 
-def heat_order(sites: pd.DataFrame) -> pd.Series:
-    """Each site's rank by heat, hottest first, as kiln's screening ranks them
+def heat_order(sites: pd.DataFrame) -> pd.DataFrame:
+    """Each site's heat and rank by it, hottest first, as kiln's screening ranks them
     (controller/src/plan/search.rs, `heat` and `heats`): the calls through it
     where the stock build kept the call, else how often its caller's body ran
     (the caller's own instructions over its size); a site with neither takes
@@ -69,7 +70,8 @@ def heat_order(sites: pd.DataFrame) -> pd.Series:
     # Ties and sites without heat keep discovery order, coldest last.
     key = pd.DataFrame({"heat": heats.fillna(-1).astype(float), "index": sites["index"]})
     order = key.sort_values(["heat", "index"], ascending=[False, True], kind="stable").index
-    return pd.Series(range(len(sites)), index=order).reindex(sites.index)
+    rank = pd.Series(range(len(sites)), index=order).reindex(sites.index)
+    return pd.DataFrame({"rank": rank, "heat": heats.astype(float)})
 
 
 def with_shares(sites: pd.DataFrame) -> pd.DataFrame:
@@ -79,7 +81,11 @@ def with_shares(sites: pd.DataFrame) -> pd.DataFrame:
     total = sites.groupby("benchmark")["caller_inclusive_cost"].transform("max").astype(float)
     for c in COSTS:
         sites[f"{c}_share"] = sites[c].astype("Float64").astype(float) / total
-    sites["rank"] = pd.concat(heat_order(group) for _, group in sites.groupby("benchmark"))
+    heats = pd.concat(heat_order(group) for _, group in sites.groupby("benchmark"))
+    sites["rank"] = heats["rank"]
+    # How often the site ran per instruction of the program: what a flip's
+    # change per execution is multiplied by.
+    sites["heat_share"] = heats["heat"] / total
     return sites
 
 
