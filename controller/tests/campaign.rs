@@ -1076,6 +1076,50 @@ fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
     assert_eq!(trajectory(&after[..before.len()]), trajectory(&before));
 }
 
+/// A signal stops `kiln policy` as a whole, with its status: not only the
+/// benchmark it was measuring (which it used to report failed before going
+/// on to the next, so that Ctrl-C and SIGTERM never ended it).
+#[test]
+fn a_signal_stops_kiln_policy_not_only_its_benchmark() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("benchmarks/slow-build")).unwrap();
+    std::fs::write(
+        dir.path().join("benchmarks/slow-build/build.sh"),
+        "sleep 300\n",
+    )
+    .unwrap();
+    let benchmark = |name: &str| {
+        format!(
+            "(({name}) (kind llvm-inline) (compiler clang) (sources \"benchmarks/slow-build\")
+             (build (\"sh\" \"build.sh\")) (run (\"./bench\")))"
+        )
+        .replace("((", "((name ")
+    };
+    let config = format!(
+        "(campaign (name p) (store \"store\")
+           (experiments ((benchmark one) (search (random-walk (steps 2)))))
+           (benchmarks {} {})
+           (workers (local (slots 1))))",
+        benchmark("one"),
+        benchmark("two")
+    );
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let child = kiln_cmd(dir.path())
+        .args(["policy", "campaign.sexp", "stock"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the first discovery build", || {
+        descendants(child.id())
+            .iter()
+            .any(|(_, cmd)| cmd.contains("sleep 300"))
+    });
+    let out = stop_with(child, libc::SIGINT);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    assert!(!text(&out).contains("two: policy"), "{}", text(&out));
+}
+
 #[test]
 fn sigterm_during_discovery_leaves_no_process_behind() {
     let dir = tempfile::tempdir().unwrap();

@@ -30,7 +30,7 @@ use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue};
 use crate::atomic;
 use crate::cli::PolicyArgs;
 use crate::dispatch::bundle;
-use crate::error::{BadInput, Outcome};
+use crate::error::{BadInput, Interrupted, Outcome};
 use crate::export::site_records;
 use crate::logging;
 use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Session, Slot};
@@ -228,9 +228,14 @@ pub(super) fn run(args: &PolicyArgs, out: &mut dyn Write) -> Result<Outcome> {
         let mut rows = Vec::new();
         for spec in &specs {
             logging::note(format_args!("{}: policy {}", spec.name, policy.name()));
-            let row = evaluate(&config, &store, spec, &policy, &mut slot.session(), timeout)
+            let row = match evaluate(&config, &store, spec, &policy, &mut slot.session(), timeout)
                 .await
-                .unwrap_or_else(|e| Row::failed(&spec.name, format!("{e:#}")));
+            {
+                Ok(row) => row,
+                // A signal stops the command, not only this benchmark.
+                Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(e),
+                Err(e) => Row::failed(&spec.name, format!("{e:#}")),
+            };
             rows.push(row);
         }
         anyhow::Ok(rows)
