@@ -199,16 +199,15 @@ fn rewards_of_knobs_that_do_not_change_the_cost_are_not_trusted_and_write_no_bes
     assert!(e["verification"].is_null(), "{e}");
     assert!(e["best_file"].is_null(), "{e}");
     assert!(!rewards_best_file(&dir.path().join("store/rewards"), "synthetic").exists());
-    // It points at the best measured step instead, a file that exists.
-    let step = e["best_step"]["file"].as_str().unwrap();
-    assert!(
-        Path::new(step).is_absolute() || dir.path().join(step).exists(),
-        "{e}"
-    );
+    // Every step measured as stock did: none is called best, and no step's file is
+    // handed out as the best decisions (stock is).
+    assert_eq!(e["best_step"]["beat_stock"], false, "{e}");
+    assert!(e["best_step"]["file"].is_null(), "{e}");
     let out = run_kiln(dir.path(), &["rewards", "store"]);
     let said = String::from_utf8_lossy(&out.stdout);
     eprintln!("{said}");
     assert!(said.contains("the model is not trustworthy"), "{said}");
+    assert!(said.contains("no step beat stock (the lowest measured: "), "{said}");
     assert!(said.contains("no best decision file written"), "{said}");
 }
 

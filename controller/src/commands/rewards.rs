@@ -295,12 +295,15 @@ fn summary(w: &Written) -> String {
             );
         }
         if let Some(best) = &a.best_step {
-            let _ = writeln!(
-                out,
-                "  best step measured: {}, {TIME_RATIO} {}",
-                best.key,
-                format_ratio(time_ratio(best.objective, a.baseline_objective))
-            );
+            let ratio = format_ratio(time_ratio(best.objective, a.baseline_objective));
+            let _ = match best.beat_stock(a) {
+                true => writeln!(out, "  best step measured: {}, {TIME_RATIO} {ratio}", best.key),
+                false => writeln!(
+                    out,
+                    "  no step beat stock (the lowest measured: {}, {TIME_RATIO} {ratio})",
+                    best.key
+                ),
+            };
         }
         if let Some(v) = &c.verification {
             let _ = writeln!(
@@ -389,6 +392,7 @@ fn experiment_json(c: &Checked) -> serde_json::Value {
             "index": b.key.step,
             "objective": b.objective,
             "time_ratio": time_ratio(b.objective, a.baseline_objective),
+            "beat_stock": b.beat_stock(a),
             "worker": b.worker,
             "file": c.best_step_file,
         })

@@ -242,6 +242,14 @@ pub struct BestStep {
     pub worker: String,
 }
 
+impl BestStep {
+    /// Whether it measured below the experiment's baseline: only then is it
+    /// a best set to use (where no step beat stock, stock is the best).
+    pub fn beat_stock(&self, a: &Assignment) -> bool {
+        self.objective < a.baseline_objective
+    }
+}
+
 /// The rewards of one experiment and what follows from them.
 #[derive(Debug, Clone)]
 pub struct Assignment {

@@ -133,7 +133,8 @@ pub(super) fn best_step_file(
     dir: &Path,
     a: &Assignment,
 ) -> Result<Option<PathBuf>> {
-    let Some(step) = &a.best_step else {
+    // A step no better than stock is no best decisions to hand anyone: stock is.
+    let Some(step) = a.best_step.as_ref().filter(|s| s.beat_stock(a)) else {
         return Ok(None);
     };
     let kept = layout::best_file(store.dir(), &a.experiment, step.key.chain);
