@@ -207,7 +207,10 @@ fn rewards_of_knobs_that_do_not_change_the_cost_are_not_trusted_and_write_no_bes
     let said = String::from_utf8_lossy(&out.stdout);
     eprintln!("{said}");
     assert!(said.contains("the model is not trustworthy"), "{said}");
-    assert!(said.contains("no step beat stock (the lowest measured: "), "{said}");
+    assert!(
+        said.contains("no step beat stock (the lowest measured: "),
+        "{said}"
+    );
     assert!(said.contains("no best decision file written"), "{said}");
 }
 

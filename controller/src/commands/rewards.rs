@@ -297,7 +297,11 @@ fn summary(w: &Written) -> String {
         if let Some(best) = &a.best_step {
             let ratio = format_ratio(time_ratio(best.objective, a.baseline_objective));
             let _ = match best.beat_stock(a) {
-                true => writeln!(out, "  best step measured: {}, {TIME_RATIO} {ratio}", best.key),
+                true => writeln!(
+                    out,
+                    "  best step measured: {}, {TIME_RATIO} {ratio}",
+                    best.key
+                ),
                 false => writeln!(
                     out,
                     "  no step beat stock (the lowest measured: {}, {TIME_RATIO} {ratio})",

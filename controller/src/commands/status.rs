@@ -45,12 +45,13 @@ fn experiment_totals(report: &Report) -> String {
         let best = chains.iter().map(|r| r.best).fold(f64::INFINITY, f64::min);
         let baseline = chains.first().map_or(f64::NAN, |r| r.baseline);
         let failed: u32 = chains.iter().flat_map(|r| r.failures.values()).sum();
+        let [best, ratio] = best_cells(best, baseline, done, &report.unit);
         vec![
             name.to_string(),
             chains.len().to_string(),
             format!("{done}/{total}"),
-            format_measure(best, &report.unit),
-            format_ratio(time_ratio(best, baseline)),
+            best,
+            ratio,
             failed.to_string(),
         ]
     });
@@ -66,6 +67,20 @@ fn experiment_totals(report: &Report) -> String {
         &[1, 2, 3, 4, 5],
         rows,
     )
+}
+
+/// The best and its time ratio, as every view says them: the lowest
+/// objective a step measured, below the baseline; where none was below it,
+/// no figure but the words (the baseline is the reference, not a step).
+fn best_cells(best: f64, baseline: f64, done: u32, unit: &str) -> [String; 2] {
+    match done {
+        0 => ["-".into(), "no step yet".into()],
+        _ if best < baseline => [
+            format_measure(best, unit),
+            format_ratio(time_ratio(best, baseline)),
+        ],
+        _ => ["-".into(), "no step beat stock".into()],
+    }
 }
 
 /// The report as tables; ETAs only for a campaign that runs.
@@ -101,13 +116,14 @@ fn render(report: &Report, live: bool) -> String {
             "0".into()
         };
         let eta = r.eta_s().filter(|_| live).map_or("-".into(), format_secs);
+        let [best, ratio] = best_cells(r.best, r.baseline, r.done, &report.unit);
         vec![
             r.experiment.clone(),
             r.chain.to_string(),
             format!("{}/{}", r.done, r.total),
             accept_rate,
-            format_measure(r.best, &report.unit),
-            format_ratio(time_ratio(r.best, r.baseline)),
+            best,
+            ratio,
             format!("{:.3e}", r.temperature),
             format!(
                 "{}/{} {:.0}%",
