@@ -82,6 +82,17 @@ pub const UNSUPPORTED: &str = "unsupported";
 
 pub use kiln_protocol::quantity::{count as format_value, measure as format_measure, plural};
 
+/// The best and its time ratio, as every view says them: the lowest
+/// objective a step measured, below the baseline; where none was below it,
+/// no figure but the words (the baseline is the reference, not a step).
+pub fn best_cells(best: f64, baseline: f64, done: u32, unit: &str) -> [String; 2] {
+    match done {
+        0 => ["-".into(), "no step yet".into()],
+        _ if best < baseline => [format_measure(best, unit), format_ratio(best / baseline)],
+        _ => ["-".into(), "no step beat stock".into()],
+    }
+}
+
 /// Seconds as `1h02m`, `3m05s` or `12.3s`.
 pub fn format_secs(s: f64) -> String {
     if s >= 3600.0 {

@@ -10,10 +10,7 @@ use crate::cli::StatusArgs;
 use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
-use crate::store::time_ratio;
-use crate::text::{
-    escape_controls, format_measure, format_ratio, format_secs, format_value, table, TIME_RATIO,
-};
+use crate::text::{best_cells, escape_controls, format_secs, format_value, table, TIME_RATIO};
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     let (report, note) = status::load(&args.store)?;
@@ -67,20 +64,6 @@ fn experiment_totals(report: &Report) -> String {
         &[1, 2, 3, 4, 5],
         rows,
     )
-}
-
-/// The best and its time ratio, as every view says them: the lowest
-/// objective a step measured, below the baseline; where none was below it,
-/// no figure but the words (the baseline is the reference, not a step).
-fn best_cells(best: f64, baseline: f64, done: u32, unit: &str) -> [String; 2] {
-    match done {
-        0 => ["-".into(), "no step yet".into()],
-        _ if best < baseline => [
-            format_measure(best, unit),
-            format_ratio(time_ratio(best, baseline)),
-        ],
-        _ => ["-".into(), "no step beat stock".into()],
-    }
 }
 
 /// The report as tables; ETAs only for a campaign that runs.

@@ -27,7 +27,7 @@ use crate::campaign::status::{self, Report};
 use crate::report::{self, ObjectiveAxis};
 use crate::store::time_ratio;
 use crate::store::{layout, now_ms, Store};
-use crate::text::{format_measure, format_ratio};
+use crate::text::{best_cells, format_measure};
 
 mod http;
 
@@ -72,11 +72,13 @@ impl Live {
             .iter()
             .map(|r| {
                 let ratio = time_ratio(r.best, r.baseline);
+                let [best, time_ratio] = best_cells(r.best, r.baseline, r.done, &report.unit);
                 Figures {
-                    best: format_measure(r.best, &report.unit),
+                    best,
                     baseline: format_measure(r.baseline, &report.unit),
-                    time_ratio: format_ratio(ratio),
-                    faster: (ratio.is_finite() && ratio != 1.0).then_some(ratio < 1.0),
+                    time_ratio,
+                    // Only a step below the baseline is a best at all.
+                    faster: (ratio.is_finite() && ratio < 1.0).then_some(true),
                 }
             })
             .collect();
