@@ -510,8 +510,12 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
             _ => assert_ne!(&row[failure], "", "{row:?}"),
         }
     }
+    // A step or experiment the store lacks is a name it lacks: bad input, as the README says.
     let missing = run_kiln(dir.path(), &["show", "store", "flaky/0/99"]);
-    assert_eq!(missing.status.code(), Some(1), "{}", text(&missing));
+    assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
+    let unknown = run_kiln(dir.path(), &["show", "store", "flakey/0/1"]);
+    assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
+    assert!(text(&unknown).contains("it holds: flaky"), "{}", text(&unknown));
     let malformed = run_kiln(dir.path(), &["show", "store", "flaky-17"]);
     assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
 }
@@ -584,9 +588,21 @@ fn an_incompatible_config_change_is_refused_until_force_new() {
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(!refused.status.success());
     assert!(err.contains("the config changed incompatibly"), "{err}");
-    assert!(err.contains("experiment slow"), "{err}");
+    // One line per changed field, not a dump of the whole experiment.
+    assert!(
+        err.contains("  experiment slow: search.simulated-annealing.steps: 2 -> 3\n"),
+        "{err}"
+    );
+    assert!(!err.contains("ExperimentSpec"), "{err}");
     assert!(err.contains("--force-new"), "{err}");
     assert_eq!(steps(dir.path()).len(), 2, "the refusal lost nothing");
+    // Sources that moved are what `kiln check` says they are, before any store is read.
+    let moved = slow_config(2).replace("benchmarks/slow", "benchmarks/gone");
+    std::fs::write(dir.path().join("campaign.sexp"), moved).unwrap();
+    let refused = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(text(&refused).contains("no folder"), "{}", text(&refused));
+    std::fs::write(dir.path().join("campaign.sexp"), slow_config(3)).unwrap();
     let fresh = run_kiln(dir.path(), &["run", "campaign.sexp", "--force-new"]);
     assert!(fresh.status.success(), "{}", text(&fresh));
     assert_eq!(steps(dir.path()).len(), 3);

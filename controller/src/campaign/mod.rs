@@ -207,33 +207,72 @@ fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
     Ok(store)
 }
 
-/// What must not change under a stored campaign: what is searched and how it is measured.
+/// What must not change under a stored campaign: what is searched and how it
+/// is measured; one line per changed field, `field: old -> new`.
 fn incompatible_changes(old: &CampaignConfig, new: &CampaignConfig) -> Vec<String> {
     let mut out = Vec::new();
-    if old.objective != new.objective {
-        out.push(format!(
-            "  objective: {:?} -> {:?}",
-            old.objective, new.objective
-        ));
-    }
-    if old.runs != new.runs {
-        out.push(format!("  runs: {:?} -> {:?}", old.runs, new.runs));
-    }
+    changed_fields("objective", &old.objective, &new.objective, &mut out);
+    changed_fields("runs", &old.runs, &new.runs, &mut out);
     for e in &new.experiments {
-        match old.experiment(&e.name) {
-            None => {}
-            Some(o) if o != e => out.push(format!("  experiment {}: {:?} -> {:?}", e.name, o, e)),
-            Some(_) => {}
+        if let Some(o) = old.experiment(&e.name) {
+            changed_fields(&format!("experiment {}", e.name), o, e, &mut out);
         }
     }
     for b in &new.benchmarks {
         if let Some(o) = old.benchmark(&b.name) {
-            if o != b {
-                out.push(format!("  benchmark {}: {:?} -> {:?}", b.name, o, b));
-            }
+            changed_fields(&format!("benchmark {}", b.name), o, b, &mut out);
         }
     }
     out
+}
+
+/// Adds a line `  WHAT: FIELD: old -> new` for each field that differs
+/// between `old` and `new`, found in their serialized forms.
+fn changed_fields<T: serde::Serialize>(what: &str, old: &T, new: &T, out: &mut Vec<String>) {
+    fn walk(path: &str, old: &serde_json::Value, new: &serde_json::Value, out: &mut Vec<String>) {
+        use serde_json::Value;
+        match (old, new) {
+            (Value::Object(a), Value::Object(b)) => {
+                let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+                for key in keys {
+                    let (x, y) = (&a.get(key), &b.get(key));
+                    let (x, y) = (x.unwrap_or(&Value::Null), y.unwrap_or(&Value::Null));
+                    let field = match path {
+                        "" => config_word(key),
+                        _ => format!("{path}.{}", config_word(key)),
+                    };
+                    walk(&field, x, y, out);
+                }
+            }
+            (a, b) if a != b => out.push(format!("{path}: {a} -> {b}")),
+            _ => {}
+        }
+    }
+    // A serialized name as the config language spells it: `simulated-annealing`
+    // for `SimulatedAnnealing`, `t-max` for `t_max`.
+    fn config_word(key: &str) -> String {
+        let mut word = String::new();
+        for (i, c) in key.chars().enumerate() {
+            if c.is_uppercase() && i > 0 {
+                word.push('-');
+            }
+            word.push(if c == '_' {
+                '-'
+            } else {
+                c.to_ascii_lowercase()
+            });
+        }
+        word
+    }
+    let (Ok(old), Ok(new)) = (serde_json::to_value(old), serde_json::to_value(new)) else {
+        return;
+    };
+    let mut lines = Vec::new();
+    walk("", &old, &new, &mut lines);
+    out.extend(lines.into_iter().map(|line| match line.strip_prefix(": ") {
+        Some(whole) => format!("  {what}: {whole}"),
+        None => format!("  {what}: {line}"),
+    }));
 }
 
 /// A reference from its measurements: every objective, the last outcome, and the output

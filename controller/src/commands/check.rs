@@ -15,16 +15,7 @@ use crate::error::{BadInput, Outcome};
 use crate::logging;
 
 pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Outcome> {
-    let config = super::read_config(&args.config)?;
-    let (problems, doubts) = missing(&config);
-    for doubt in &doubts {
-        logging::note(doubt);
-    }
-    if !problems.is_empty() {
-        let file = args.config.display();
-        let listed: Vec<String> = problems.iter().map(|p| format!("{file}: {p}")).collect();
-        return Err(BadInput(listed.join("\n")).into());
-    }
+    let config = checked(&args.config)?;
     if args.json {
         serde_json::to_writer_pretty(&mut *out, &config)?;
         writeln!(out)?;
@@ -32,6 +23,23 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Outcome> {
         write!(out, "{}", config.to_text())?;
     }
     Ok(Outcome::Success)
+}
+
+/// The config in `path`, read and checked: what it names that is not there is
+/// bad input, each problem naming the file and field (as `kiln check` says
+/// it, which `kiln run` checks first too); doubts are notes.
+pub(super) fn checked(path: &Path) -> Result<CampaignConfig> {
+    let config = super::read_config(path)?;
+    let (problems, doubts) = missing(&config);
+    for doubt in &doubts {
+        logging::note(doubt);
+    }
+    if !problems.is_empty() {
+        let file = path.display();
+        let listed: Vec<String> = problems.iter().map(|p| format!("{file}: {p}")).collect();
+        return Err(BadInput(listed.join("\n")).into());
+    }
+    Ok(config)
 }
 
 /// What the config names that is not there, each naming its field: problems,

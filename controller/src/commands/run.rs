@@ -19,7 +19,7 @@ use crate::store::{layout, Store};
 use crate::text::{escape_controls, format_measure, format_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
-    let config = super::read_config(&args.config)?;
+    let config = super::check::checked(&args.config)?;
     let options = RunOptions {
         worker_binary: worker_binary()?,
         force_new: args.force_new,
