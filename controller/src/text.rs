@@ -93,6 +93,39 @@ pub fn best_cells(best: f64, baseline: f64, done: u32, unit: &str) -> [String; 2
     }
 }
 
+/// A serialized name as the config language spells it: `simulated-annealing`
+/// for `SimulatedAnnealing`, `t-max` for `t_max`.
+pub fn config_word(key: &str) -> String {
+    let mut word = String::new();
+    for (i, c) in key.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            word.push('-');
+        }
+        word.push(if c == '_' {
+            '-'
+        } else {
+            c.to_ascii_lowercase()
+        });
+    }
+    word
+}
+
+/// A serialized config with every name in the config's own words
+/// ([`config_word`]), as `kiln check --json` prints it.
+pub fn in_config_words(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::Object(fields) => Value::Object(
+            fields
+                .into_iter()
+                .map(|(k, v)| (config_word(&k), in_config_words(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(in_config_words).collect()),
+        other => other,
+    }
+}
+
 /// Seconds as `1h02m`, `3m05s` or `12.3s`.
 pub fn format_secs(s: f64) -> String {
     if s >= 3600.0 {

@@ -515,7 +515,11 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     assert_eq!(missing.status.code(), Some(2), "{}", text(&missing));
     let unknown = run_kiln(dir.path(), &["show", "store", "flakey/0/1"]);
     assert_eq!(unknown.status.code(), Some(2), "{}", text(&unknown));
-    assert!(text(&unknown).contains("it holds: flaky"), "{}", text(&unknown));
+    assert!(
+        text(&unknown).contains("it holds: flaky"),
+        "{}",
+        text(&unknown)
+    );
     let malformed = run_kiln(dir.path(), &["show", "store", "flaky-17"]);
     assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
 }

@@ -238,8 +238,8 @@ fn changed_fields<T: serde::Serialize>(what: &str, old: &T, new: &T, out: &mut V
                     let (x, y) = (&a.get(key), &b.get(key));
                     let (x, y) = (x.unwrap_or(&Value::Null), y.unwrap_or(&Value::Null));
                     let field = match path {
-                        "" => config_word(key),
-                        _ => format!("{path}.{}", config_word(key)),
+                        "" => crate::text::config_word(key),
+                        _ => format!("{path}.{}", crate::text::config_word(key)),
                     };
                     walk(&field, x, y, out);
                 }
@@ -247,22 +247,6 @@ fn changed_fields<T: serde::Serialize>(what: &str, old: &T, new: &T, out: &mut V
             (a, b) if a != b => out.push(format!("{path}: {a} -> {b}")),
             _ => {}
         }
-    }
-    // A serialized name as the config language spells it: `simulated-annealing`
-    // for `SimulatedAnnealing`, `t-max` for `t_max`.
-    fn config_word(key: &str) -> String {
-        let mut word = String::new();
-        for (i, c) in key.chars().enumerate() {
-            if c.is_uppercase() && i > 0 {
-                word.push('-');
-            }
-            word.push(if c == '_' {
-                '-'
-            } else {
-                c.to_ascii_lowercase()
-            });
-        }
-        word
     }
     let (Ok(old), Ok(new)) = (serde_json::to_value(old), serde_json::to_value(new)) else {
         return;

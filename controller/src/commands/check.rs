@@ -17,7 +17,9 @@ use crate::logging;
 pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = checked(&args.config)?;
     if args.json {
-        serde_json::to_writer_pretty(&mut *out, &config)?;
+        // The config's own words, never the code's (`simulated-annealing`, `t-max`).
+        let json = crate::text::in_config_words(serde_json::to_value(&config)?);
+        serde_json::to_writer_pretty(&mut *out, &json)?;
         writeln!(out)?;
     } else {
         write!(out, "{}", config.to_text())?;
