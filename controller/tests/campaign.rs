@@ -1096,18 +1096,22 @@ fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
     assert_eq!(trajectory(&after[..before.len()]), trajectory(&before));
 }
 
+/// A folder whose `benchmarks/slow-build` builds for five minutes: a build
+/// to stop.
+fn slow_build_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let sources = dir.path().join("benchmarks/slow-build");
+    std::fs::create_dir_all(&sources).unwrap();
+    std::fs::write(sources.join("build.sh"), "sleep 300\n").unwrap();
+    dir
+}
+
 /// A signal stops `kiln policy` as a whole, with its status: not only the
 /// benchmark it was measuring (which it used to report failed before going
 /// on to the next, so that Ctrl-C and SIGTERM never ended it).
 #[test]
 fn a_signal_stops_kiln_policy_not_only_its_benchmark() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("benchmarks/slow-build")).unwrap();
-    std::fs::write(
-        dir.path().join("benchmarks/slow-build/build.sh"),
-        "sleep 300\n",
-    )
-    .unwrap();
+    let dir = slow_build_dir();
     let benchmark = |name: &str| {
         format!(
             "(({name}) (kind llvm-inline) (compiler clang) (sources \"benchmarks/slow-build\")
@@ -1142,13 +1146,7 @@ fn a_signal_stops_kiln_policy_not_only_its_benchmark() {
 
 #[test]
 fn sigterm_during_discovery_leaves_no_process_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("benchmarks/slow-build")).unwrap();
-    std::fs::write(
-        dir.path().join("benchmarks/slow-build/build.sh"),
-        "sleep 300\n",
-    )
-    .unwrap();
+    let dir = slow_build_dir();
     std::fs::write(
         dir.path().join("campaign.sexp"),
         r#"(campaign
