@@ -524,6 +524,33 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     assert_eq!(malformed.status.code(), Some(2), "{}", text(&malformed));
 }
 
+/// A finished campaign's store held by another command (`kiln policy`, here
+/// `flock`) is read from the snapshot its controller left: finished, not
+/// "running: finished".
+#[test]
+fn status_of_a_finished_campaign_whose_store_is_held_says_it_finished() {
+    if !have("flock") {
+        return skip("no flock (util-linux) to hold the store with");
+    }
+    let dir = slow_setup(2);
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let mut holder = std::process::Command::new("flock")
+        .args(["-x", "store/db/db", "sleep", "30"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let out = run_kiln(dir.path(), &["status", "store"]);
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("when the campaign finished"), "{said}");
+    assert!(said.contains("campaign slow (finished"), "{said}");
+    assert!(!said.contains("running:"), "{said}");
+}
+
 #[test]
 fn status_of_a_running_campaign_comes_from_its_snapshot() {
     let dir = slow_setup(40);

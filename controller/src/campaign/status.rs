@@ -356,13 +356,20 @@ pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
                 .with_context(|| format!("{} is unreadable", path.display()))?;
             let holder = std::fs::read_to_string(layout::holder(store_dir)).unwrap_or_default();
             let age = now_ms().saturating_sub(report.at_ms) as f64 / 1000.0;
-            Ok((
-                report,
-                Some(format!(
+            // A finished campaign's store may be held by another command
+            // (`kiln policy`, `kiln benchmark --store`): its snapshot is final.
+            let note = match report.finished {
+                true => format!(
+                    "the snapshot its controller left when the campaign finished, {age:.0} s ago; \
+                     the store is in use by {}",
+                    holder.trim()
+                ),
+                false => format!(
                     "live snapshot from the running controller ({}), {age:.0} s old",
                     holder.trim()
-                )),
-            ))
+                ),
+            };
+            Ok((report, Some(note)))
         }
     }
 }

@@ -19,8 +19,9 @@ pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
         writeln!(out)?;
         return Ok(Outcome::Success);
     }
-    // A snapshot comes from the controller holding the store: it runs.
-    let live = note.is_some();
+    // A snapshot comes from the controller holding the store: it runs,
+    // unless the snapshot says the campaign finished.
+    let live = note.is_some() && !report.finished;
     if let Some(note) = note {
         writeln!(out, "({note})")?;
     }
