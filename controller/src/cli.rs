@@ -72,8 +72,9 @@ pub enum Command {
     Serve(ServeArgs),
     /// Print a shell completion script (e.g. `kiln completions bash > /etc/bash_completion.d/kiln`).
     Completions(CompletionsArgs),
-    /// Print kiln's man page (roff; e.g. `kiln man | man -l -`).
-    Man,
+    /// Print kiln's man page (roff; e.g. `kiln man | man -l -`), or write it and one page per
+    /// subcommand (the `kiln-run(1)` and others it refers to) into a folder.
+    Man(ManArgs),
 }
 
 #[derive(Subcommand)]
@@ -322,6 +323,15 @@ pub struct ShowArgs {
     /// Print the stored record as JSON instead.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The arguments of `kiln man`.
+#[derive(Args)]
+pub struct ManArgs {
+    /// Write kiln.1 and a page per subcommand (kiln-run.1, kiln-store-verify.1, …) into DIR
+    /// instead of printing kiln.1 (e.g. `kiln man --dir /usr/local/share/man/man1`).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// The arguments of `kiln completions`.

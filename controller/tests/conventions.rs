@@ -43,6 +43,14 @@ fn completions_and_the_man_page_list_every_subcommand() {
             "man lacks {name}"
         );
     }
+    // Every page the main one refers to (`kiln-run(1)`, …) is written with it.
+    let out = run_kiln(dir.path(), &["man", "--dir", "man1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    for name in &names {
+        let written = dir.path().join(format!("man1/kiln-{name}.1"));
+        assert!(written.is_file(), "no {}", written.display());
+    }
+    assert!(dir.path().join("man1/kiln.1").is_file());
 }
 
 /// A knob campaign of `steps` steps of about 0.1 s each in `dir`, sources in `dir/bench`.

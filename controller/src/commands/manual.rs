@@ -3,10 +3,10 @@
 
 use std::io::Write;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::CommandFactory;
 
-use crate::cli::{Cli, CompletionsArgs};
+use crate::cli::{Cli, CompletionsArgs, ManArgs};
 use crate::error::Outcome;
 
 pub(super) fn completions(args: &CompletionsArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -14,8 +14,19 @@ pub(super) fn completions(args: &CompletionsArgs, out: &mut dyn Write) -> Result
     Ok(Outcome::Success)
 }
 
-/// The man page, whose SUBCOMMANDS section lists every subcommand with its summary.
-pub(super) fn man(out: &mut dyn Write) -> Result<Outcome> {
-    clap_mangen::Man::new(Cli::command()).render(out)?;
+/// The man page, whose SUBCOMMANDS section lists every subcommand with its
+/// summary as `kiln-NAME(1)`; with `--dir`, that page and every subcommand's
+/// (nested ones too: `kiln-store-verify.1`), so the references resolve.
+pub(super) fn man(args: &ManArgs, out: &mut dyn Write) -> Result<Outcome> {
+    match &args.dir {
+        None => clap_mangen::Man::new(Cli::command()).render(out)?,
+        Some(dir) => {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+            clap_mangen::generate_to(Cli::command(), dir)
+                .with_context(|| format!("cannot write the man pages into {}", dir.display()))?;
+            writeln!(out, "man pages written to {}", dir.display())?;
+        }
+    }
     Ok(Outcome::Success)
 }

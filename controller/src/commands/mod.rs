@@ -71,7 +71,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Report(args) => report::run(&args, &mut out),
         Command::Serve(args) => serve::run(&args, &mut out),
         Command::Completions(args) => manual::completions(&args, &mut out),
-        Command::Man => manual::man(&mut out),
+        Command::Man(args) => manual::man(&args, &mut out),
     }?;
     out.flush()?;
     Ok(outcome)
