@@ -330,14 +330,15 @@ pub fn run_if_wrapped() {
             .output()
             .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", program.display())))
     };
+    // What the messages call the unit: its sources, or a Rust crate's name.
+    let unit_name = match is_rustc_wrapper {
+        true => format!("crate {}", crate_name(&args)),
+        false => sources(&args),
+    };
     // Left behind if the build is killed mid-compile: it then names the unit.
     let active = std::env::var_os(ACTIVE_ENV).map(|dir| {
         let file = Path::new(&dir).join(std::process::id().to_string());
-        let unit = match is_rustc_wrapper {
-            true => format!("crate {}", crate_name(&args)),
-            false => sources(&args),
-        };
-        let _ = std::fs::write(&file, unit);
+        let _ = std::fs::write(&file, &unit_name);
         file
     });
     // A unit compiled before with the same inputs and decisions is not compiled again.
@@ -391,10 +392,8 @@ pub fn run_if_wrapped() {
                     first.status,
                     LIMIT_BYTES >> 30
                 );
-                let note = format!(
-                    "{FELL_BACK_START}{}{FELL_BACK_MIDDLE}{why}{FELL_BACK_END}\n",
-                    sources(&args)
-                );
+                let note =
+                    format!("{FELL_BACK_START}{unit_name}{FELL_BACK_MIDDLE}{why}{FELL_BACK_END}\n");
                 again.stderr.splice(0..0, note.into_bytes());
                 again
             }
