@@ -1117,6 +1117,13 @@ fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
     std::fs::remove_file(&hang).unwrap();
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
+    // The resume says where it resumes.
+    let resuming = format!("{} of 8 steps decided", before.len());
+    assert!(
+        !before.is_empty() && text(&out).contains(&resuming),
+        "{resuming}: {}",
+        text(&out)
+    );
     let after = steps(dir.path());
     assert_eq!(after.len(), 8);
     // Nothing of the abandoned step was stored as a measurement: the stored prefix is kept.

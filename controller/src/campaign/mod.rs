@@ -81,6 +81,27 @@ struct Prepared {
 pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf> {
     let store = open_store(&config, options.force_new)?;
     let _log_guard = crate::logging::to_file(&layout::log(store.dir()))?;
+    // A resumed campaign says where it resumes.
+    let budget: u64 = config
+        .experiments
+        .iter()
+        .map(|e| u64::from(e.search.steps()) * u64::from(e.chains))
+        .sum();
+    let decided: u64 = config
+        .experiments
+        .iter()
+        .map(|e| {
+            store
+                .decided_at_open(&e.name)
+                .min(u64::from(e.search.steps()) * u64::from(e.chains))
+        })
+        .sum();
+    if decided > 0 {
+        logging::note(format_args!(
+            "resuming the campaign in {}: {decided} of {budget} steps decided",
+            store.dir().display()
+        ));
+    }
     let settings = PoolSettings {
         worker_binary: options.worker_binary.clone(),
         local_rundir: layout::local_workers(store.dir()),

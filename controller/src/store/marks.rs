@@ -92,6 +92,11 @@ pub struct Marks {
 }
 
 impl Marks {
+    /// Decided steps by chain, as written.
+    pub fn written(&self) -> &BTreeMap<Chain, u32> {
+        &self.written
+    }
+
     /// A writer's marks, the file at `path` holding `written`.
     pub fn new(written: BTreeMap<Chain, u32>) -> Marks {
         Marks {

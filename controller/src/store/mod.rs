@@ -243,6 +243,19 @@ impl Store {
             .collect()
     }
 
+    /// Steps decided in `experiment`'s chains when the store was opened for
+    /// writing (from its high-water marks); 0 for a reader.
+    pub fn decided_at_open(&self, experiment: &str) -> u64 {
+        let Some(marks) = &self.marks else { return 0 };
+        let marks = marks.lock().unwrap_or_else(|p| p.into_inner());
+        marks
+            .written()
+            .iter()
+            .filter(|((name, _), _)| name == experiment)
+            .map(|(_, &count)| u64::from(count))
+            .sum()
+    }
+
     /// Why `name` names no experiment of the store, with the names it holds.
     pub fn no_such_experiment(&self, name: &str) -> String {
         let held = self.experiment_names().unwrap_or_default();
