@@ -82,20 +82,16 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     let store = open_store(&config, options.force_new)?;
     let _log_guard = crate::logging::to_file(&layout::log(store.dir()))?;
     // A resumed campaign says where it resumes.
-    let budget: u64 = config
+    let (decided, budget) = config
         .experiments
         .iter()
-        .map(|e| u64::from(e.search.steps()) * u64::from(e.chains))
-        .sum();
-    let decided: u64 = config
-        .experiments
-        .iter()
-        .map(|e| {
-            store
-                .decided_at_open(&e.name)
-                .min(u64::from(e.search.steps()) * u64::from(e.chains))
-        })
-        .sum();
+        .fold((0, 0), |(decided, budget), e| {
+            let steps = u64::from(e.search.steps()) * u64::from(e.chains);
+            (
+                decided + store.decided_at_open(&e.name).min(steps),
+                budget + steps,
+            )
+        });
     if decided > 0 {
         logging::note(format_args!(
             "resuming the campaign in {}: {decided} of {budget} steps decided",
@@ -248,36 +244,37 @@ fn incompatible_changes(old: &CampaignConfig, new: &CampaignConfig) -> Vec<Strin
 }
 
 /// Adds a line `  WHAT: FIELD: old -> new` for each field that differs
-/// between `old` and `new`, found in their serialized forms.
+/// between `old` and `new`, found in their serialized forms and named in the
+/// config's words.
 fn changed_fields<T: serde::Serialize>(what: &str, old: &T, new: &T, out: &mut Vec<String>) {
-    fn walk(path: &str, old: &serde_json::Value, new: &serde_json::Value, out: &mut Vec<String>) {
-        use serde_json::Value;
+    use serde_json::Value;
+    fn walk(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
         match (old, new) {
             (Value::Object(a), Value::Object(b)) => {
                 let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
                 for key in keys {
-                    let (x, y) = (&a.get(key), &b.get(key));
-                    let (x, y) = (x.unwrap_or(&Value::Null), y.unwrap_or(&Value::Null));
-                    let field = match path {
-                        "" => crate::text::config_word(key),
-                        _ => format!("{path}.{}", crate::text::config_word(key)),
-                    };
-                    walk(&field, x, y, out);
+                    let field = format!("{path}.{}", crate::text::config_word(key));
+                    let side = |m: &serde_json::Map<String, Value>| m.get(key).cloned();
+                    let (x, y) = (
+                        side(a).unwrap_or(Value::Null),
+                        side(b).unwrap_or(Value::Null),
+                    );
+                    walk(&field, &x, &y, out);
                 }
             }
             (a, b) if a != b => out.push(format!("{path}: {a} -> {b}")),
             _ => {}
         }
     }
-    let (Ok(old), Ok(new)) = (serde_json::to_value(old), serde_json::to_value(new)) else {
-        return;
-    };
-    let mut lines = Vec::new();
-    walk("", &old, &new, &mut lines);
-    out.extend(lines.into_iter().map(|line| match line.strip_prefix(": ") {
-        Some(whole) => format!("  {what}: {whole}"),
-        None => format!("  {what}: {line}"),
-    }));
+    if let (Ok(old), Ok(new)) = (serde_json::to_value(old), serde_json::to_value(new)) {
+        // The path starts with a dot after the top level: `WHAT: a.b: old -> new`.
+        let mut lines = Vec::new();
+        walk("", &old, &new, &mut lines);
+        out.extend(lines.into_iter().map(|line| match line.strip_prefix('.') {
+            Some(field) => format!("  {what}: {field}"),
+            None => format!("  {what}{line}"),
+        }));
+    }
 }
 
 /// A reference from its measurements: every objective, the last outcome, and the output
