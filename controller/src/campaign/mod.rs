@@ -92,10 +92,14 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
                 budget + steps,
             )
         });
-    if decided > 0 {
+    let dir = store.dir().display();
+    if decided >= budget && budget > 0 {
         logging::note(format_args!(
-            "resuming the campaign in {}: {decided} of {budget} steps decided",
-            store.dir().display()
+            "the campaign in {dir} has decided all its {budget} steps: its summary follows"
+        ));
+    } else if decided > 0 {
+        logging::note(format_args!(
+            "resuming the campaign in {dir}: {decided} of {budget} steps decided"
         ));
     }
     let settings = PoolSettings {
