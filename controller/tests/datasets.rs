@@ -341,24 +341,21 @@ fn read_csv(bytes: &[u8]) -> (Vec<String>, Vec<csv::StringRecord>) {
     (header, rows)
 }
 
-/// The README's "Export schema" section.
+/// docs/export-schema.md up to its first section (the rewards command's).
 fn schema_doc() -> String {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .expect("README.md exists");
-    let start = readme
-        .find("## Export schema")
-        .expect("README.md has a section \"## Export schema\"");
-    let rest = &readme[start + 3..];
-    let end = rest.find("\n## ").map_or(rest.len(), |i| i);
-    rest[..end].to_string()
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/export-schema.md"),
+    )
+    .expect("docs/export-schema.md exists");
+    let end = page.find("\n## ").unwrap_or(page.len());
+    page[..end].to_string()
 }
 
 fn assert_documented(doc: &str, columns: &[&str]) {
     for c in columns {
         assert!(
             doc.contains(&format!("`{c}`")),
-            "column {c} is not documented in README.md's Export schema"
+            "column {c} is not documented in docs/export-schema.md"
         );
     }
 }

@@ -1,4 +1,4 @@
-//! Typed exports: the schema README.md shows is the one the code writes, and
+//! Typed exports: the schema docs/export-schema.md shows is the one the code writes, and
 //! every table of a real campaign (the synthetic knob benchmark under
 //! callgrind) reads back with pyarrow, as JSON lines and as CSV with the
 //! documented types (checked by `exports_check.py`).
@@ -13,18 +13,18 @@ const BEGIN: &str = "<!-- kiln export --schema: begin -->\n";
 const END: &str = "<!-- kiln export --schema: end -->";
 
 #[test]
-fn the_readme_shows_the_schema_the_code_writes() {
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
-    let start = readme
+fn the_docs_show_the_schema_the_code_writes() {
+    let page = std::fs::read_to_string(repo().join("docs/export-schema.md")).unwrap();
+    let start = page
         .find(BEGIN)
-        .expect("README.md marks the export schema")
+        .expect("docs/export-schema.md marks the export schema")
         + BEGIN.len();
-    let end = readme[start..].find(END).expect("and its end") + start;
+    let end = page[start..].find(END).expect("and its end") + start;
     let generated = schema::schema().markdown();
     assert!(
-        readme[start..end] == generated,
-        "README.md's export schema is not `kiln export --schema`'s; put this between its \
-         markers:\n{generated}"
+        page[start..end] == generated,
+        "docs/export-schema.md's export schema is not `kiln export --schema`'s; put this \
+         between its markers:\n{generated}"
     );
     let dir = tempfile::tempdir().unwrap();
     let out = run_kiln(dir.path(), &["export", "--schema"]);

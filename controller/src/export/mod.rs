@@ -2,7 +2,7 @@
 //! training dataset and rewards as CSV, JSON lines or Parquet.
 //!
 //! Every table is a list of typed columns ([`schema`], printed by
-//! `kiln export --schema` and reproduced in README.md's "Export schema")
+//! `kiln export --schema` and reproduced in docs/export-schema.md)
 //! whose rows are pushed cell by cell into a [`format`] writer, so the
 //! three formats write the same cells. Rows are written while the store is
 //! iterated, so memory does not grow with the number of steps. The `steps`

@@ -1,6 +1,6 @@
 //! The columns of every table `kiln export` writes, with their types and
-//! meanings: the schema `kiln export --schema` prints and README.md's
-//! "Export schema" section reproduces. A change here is a change of the
+//! meanings: the schema `kiln export --schema` prints and
+//! docs/export-schema.md reproduces. A change here is a change of the
 //! schema: bump [`EXPORT_VERSION`].
 
 use std::collections::BTreeMap;
@@ -79,7 +79,7 @@ pub const STEP_COLUMNS: &[Col] = &[
     col("time_ratio", Float, "`objective / baseline`: below 1 is faster (the speed convention of every command, file and plot)"),
     col("measured_runs", Int, "runs counted in the statistics (warm-ups excluded)"),
     col("target_met", Bool, "whether the runs reached the configured confidence target"),
-    col("cut_short", Bool, "whether racing stopped the step's runs early: its objective comes from `measured_runs` runs, fewer than a full measurement's (see \"Configs\", racing)"),
+    col("cut_short", Bool, "whether racing stopped the step's runs early: its objective comes from `measured_runs` runs, fewer than a full measurement's (see docs/configs.md, racing)"),
     col("build_ns", Int, "build wall time in ns (of the build it reused, where `build_reused`)"),
     col("build_reused", Bool, "whether the step's binary came from the worker's build cache; null without a build"),
     col("text_bytes", Int, "size of the binary's .text section"),
@@ -402,7 +402,7 @@ pub fn schema() -> Schema {
 }
 
 impl Schema {
-    /// The schema as markdown, as README.md's "Export schema" shows it.
+    /// The schema as markdown, as docs/export-schema.md shows it.
     pub fn markdown(&self) -> String {
         let mut out = format!("Export schema version {}.\n", self.version);
         for t in &self.tables {
