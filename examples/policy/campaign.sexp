@@ -1,7 +1,7 @@
 ;; The policy example's campaign: annealing over the inlining decisions of the
 ;; bundled C benchmarks with callgrind's exact instruction count, so that the
 ;; dataset's time ratios carry no noise. `examples/policy/run` trains on every
-;; benchmark but the one it leaves out (graph-walk in README's example).
+;; benchmark but the one it leaves out (graph-walk in docs/policies.md's example).
 (campaign
   (name policy)
   (store "../../target/policy/store")
