@@ -16,8 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use splitmix::Gen;
 
 use kiln_controller::store::{
-    ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord,
-    StepSummary, Store,
+    ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint, Reference, StepKey, StepKind,
+    StepRecord, StepSummary, Store,
 };
 use kiln_protocol::message::{Discovery, RunRecord, StepResult};
 use kiln_protocol::{
@@ -170,6 +170,21 @@ fn next_step(g: &mut Gen, state: &mut ChainState, chain: u32, step: u32) -> Step
     state.generated = step + 1;
     state.accepted += 1;
     state.updated_ms = t + 1;
+    if objective < state.best.objective() {
+        state.best = state.current.clone();
+    }
+    // The chain's course, as a campaign keeps it.
+    let point = ProgressPoint {
+        steps: state.next_decide,
+        at_ms: state.updated_ms,
+        best: state.best.objective(),
+        accepted: state.accepted,
+        failures: BTreeMap::new(),
+        temperature: 0.0,
+    };
+    if let Some(progress) = &mut state.progress {
+        progress.note(Some(&record.worker), point);
+    }
     record
 }
 

@@ -538,3 +538,44 @@ fn a_campaign_stored_without_export_rows_resumes_and_exports() {
     assert!(verify.status.success(), "{}", text(&verify));
     assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
 }
+
+#[test]
+fn a_chain_stored_before_kiln_kept_its_course_has_it_replayed_from_its_steps() {
+    let mut c = campaign(300);
+    for (_, state) in &mut c.steps {
+        if let Some(state) = state {
+            state.progress = None;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = write_current(dir.path(), &c);
+    let state = store.chain("walk", 1).unwrap().unwrap();
+    let progress = state.progress.expect("replayed");
+    let chain: Vec<&StepRecord> = c
+        .steps
+        .iter()
+        .map(|(r, _)| r)
+        .filter(|r| r.key.experiment == "walk" && r.key.chain == 1)
+        .collect();
+    // Steps per worker, a reused measurement counted for none.
+    let mut workers: BTreeMap<String, u64> = BTreeMap::new();
+    for r in chain.iter().filter(|r| r.cached_from.is_none()) {
+        *workers.entry(r.worker.clone()).or_default() += 1;
+    }
+    assert_eq!(progress.workers, workers);
+    // Downsampled to at most 128 points, evenly; the last point's figures are the chain's.
+    assert!(progress.series.len() <= 128 && progress.stride == 4);
+    let last = progress.series.last().unwrap();
+    assert_eq!(last.steps, 300);
+    let accepted = chain
+        .iter()
+        .filter(|r| r.decision.as_ref().unwrap().accepted)
+        .count();
+    assert_eq!(last.accepted as usize, accepted);
+    let lowest = chain
+        .iter()
+        .filter_map(|r| r.objective)
+        .fold(info().baseline.objective().unwrap(), f64::min);
+    assert_eq!(last.best, lowest);
+    assert_eq!(last.at_ms, chain[299].decision.as_ref().unwrap().decided_ms);
+}

@@ -14,9 +14,11 @@ use serde::{Deserialize, Serialize};
 use kiln_protocol::CampaignConfig;
 
 use crate::dispatch::calibration::SlotCalibration;
-use crate::dispatch::pool::StatusBoard;
+use crate::dispatch::pool::{StatusBoard, WorkerStatus};
 use crate::dispatch::slurm::SlurmJob;
-use crate::store::{layout, now_ms, ChainState, Coverage, ExperimentInfo, Raced, Store};
+use crate::store::{
+    layout, now_ms, ChainState, Coverage, ExperimentInfo, ProgressPoint, Raced, Store,
+};
 
 /// A campaign's status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -81,6 +83,9 @@ pub struct ChainRow {
     /// Steps racing cut short and the runs it spared.
     #[serde(default)]
     pub raced: Raced,
+    /// The chain's course, downsampled (the live page's curves).
+    #[serde(default)]
+    pub series: Vec<ProgressPoint>,
 }
 
 impl Report {
@@ -118,6 +123,10 @@ pub struct WorkerRow {
     pub steps: u64,
     /// Times its connection was lost.
     pub losses: u64,
+    /// The share of its slots' time spent on jobs since the campaign took it on
+    /// (`None`: read from a store, with no controller to know it).
+    #[serde(default)]
+    pub utilisation: Option<f64>,
     /// Per slot: calibration figures and verdict (empty without calibration).
     #[serde(default)]
     pub calibration: Vec<SlotCalibration>,
@@ -157,6 +166,11 @@ fn chain_rows(
                 .map(|i| s.coverage(&i.discovery.points))
                 .unwrap_or_default(),
             raced: s.raced,
+            series: s
+                .progress
+                .as_ref()
+                .map(|p| p.series.clone())
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -231,6 +245,13 @@ fn failed_of(store: &Store, config: &CampaignConfig) -> Result<BTreeMap<String, 
         .collect())
 }
 
+/// The share of a worker's slots' time spent on jobs, from when the pool took it on to `now`.
+fn utilisation(s: &WorkerStatus, now: u64) -> Option<f64> {
+    // One calibration entry per slot.
+    let slot_ms = s.calibration.len() as f64 * now.saturating_sub(s.since_ms) as f64;
+    (slot_ms > 0.0).then(|| (s.busy_ms as f64 / slot_ms).min(1.0))
+}
+
 /// Writes the running campaign's report as `status.json` (atomically).
 pub fn write_snapshot(
     store: &Store,
@@ -247,6 +268,7 @@ pub fn write_snapshot(
     }
     let rows = chain_rows(config, &infos, chains);
     let failed = failed_of(store, config)?;
+    let now = now_ms();
     let workers = board
         .lock()
         .expect("not poisoned")
@@ -256,6 +278,7 @@ pub fn write_snapshot(
             state: s.state.to_string(),
             steps: s.jobs_done,
             losses: s.losses,
+            utilisation: utilisation(s, now),
             calibration: s.calibration.clone(),
             slurm_job: s.slurm.as_ref().map(|w| w.job()),
         })
@@ -263,7 +286,7 @@ pub fn write_snapshot(
     let finished = all_done(config, &rows, &failed);
     let report = Report {
         campaign: config.name.clone(),
-        at_ms: now_ms(),
+        at_ms: now,
         finished,
         unit: config.objective.metric.unit().into(),
         phase: if finished {
@@ -277,7 +300,8 @@ pub fn write_snapshot(
     };
     let path = layout::status_snapshot(store.dir());
     let tmp = layout::status_snapshot_tmp(store.dir());
-    std::fs::write(&tmp, serde_json::to_vec_pretty(&report)?)
+    // Compact: with every chain's series, it is written again every second.
+    std::fs::write(&tmp, serde_json::to_vec(&report)?)
         .with_context(|| format!("cannot write {}", tmp.display()))?;
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
@@ -300,11 +324,11 @@ pub fn from_store(store: &Store) -> Result<Report> {
             }
         }
     }
+    // Kept in each chain's state: no step is read, however many there are.
     let mut per_worker: BTreeMap<String, u64> = BTreeMap::new();
-    for record in store.steps(None) {
-        let record = record?;
-        if record.cached_from.is_none() {
-            *per_worker.entry(record.worker).or_default() += 1;
+    for progress in chains.values().filter_map(|s| s.progress.as_ref()) {
+        for (worker, steps) in &progress.workers {
+            *per_worker.entry(worker.clone()).or_default() += steps;
         }
     }
     let rows = chain_rows(&config, &infos, &chains);
@@ -331,6 +355,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
                 state: "-".into(),
                 steps,
                 losses: 0,
+                utilisation: None,
                 calibration: Vec::new(),
                 slurm_job: None,
             })

@@ -201,6 +201,8 @@ fn render(report: &Report, live: bool) -> String {
                 w.name.clone(),
                 w.steps.to_string(),
                 rate,
+                w.utilisation
+                    .map_or("-".into(), |u| format!("{:.0}%", 100.0 * u)),
                 w.losses.to_string(),
                 cells(&w.calibration),
                 job_cell(w.slurm_job.as_ref()),
@@ -213,12 +215,13 @@ fn render(report: &Report, live: bool) -> String {
                 "worker",
                 "steps",
                 "steps/h",
+                "busy",
                 "losses",
                 "calibration ms",
                 "slurm job",
                 "state",
             ],
-            &[1, 2, 3],
+            &[1, 2, 3, 4],
             rows,
         ));
     }

@@ -18,7 +18,8 @@ use kiln_protocol::{
 use super::search;
 use super::step::Repeatability;
 use crate::store::{
-    now_ms, ChainState, Decision, Effect, Flip, Incumbent, Proposal, StepKind, StepRecord,
+    now_ms, ChainState, Decision, Effect, Flip, Incumbent, ProgressPoint, Proposal, StepKind,
+    StepRecord,
 };
 
 /// Everything a chain needs besides its state.
@@ -406,6 +407,19 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
         compared_with,
         decided_ms: state.updated_ms,
     });
+    let point = ProgressPoint {
+        steps: state.next_decide,
+        at_ms: state.updated_ms,
+        best: state.best.objective(),
+        accepted: state.accepted,
+        failures: state.failures.clone(),
+        temperature: state.temperature,
+    };
+    let measured_by = record.cached_from.is_none().then_some(&*record.worker);
+    // A chain stored before kiln kept its course had it replayed when read.
+    if let Some(progress) = &mut state.progress {
+        progress.note(measured_by, point);
+    }
     if nothing_succeeded(state) && state.failing_alike >= STOP_AFTER_ALIKE_FAILURES {
         let why = state
             .last_failure

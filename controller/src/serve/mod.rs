@@ -5,10 +5,12 @@
 //! time ratio, acceptance and failures; the workers' health. `/report/`
 //! regenerates `kiln report`'s plots when the store changed and serves them.
 //!
-//! The store is never opened in place: sled's lock would make a `kiln run`
-//! started later refuse it. A running controller's `status.json` is read
-//! while it is fresh; otherwise, and for the plots, a temporary copy of the
-//! database ([`Store::open_copy`]), taken again only when its files changed.
+//! A running controller's `status.json` is read while it is fresh. Otherwise
+//! the status is read from the store in place ([`Store::open_view`]: the
+//! chains' states, no step, so sled's lock is held for a moment, which a `kiln
+//! run` starting then waits out), and the plots, which read every step, from
+//! a temporary copy of the database ([`Store::open_copy`]); both again only
+//! when its files changed.
 //!
 //! Requests are read within bounds ([`http`]), each connection on a thread of
 //! its own, at most [`MAX_CONNECTIONS`] at once. [`Server::close`] removes the
@@ -104,8 +106,8 @@ type Signature = Vec<(PathBuf, u64, Option<SystemTime>)>;
 pub struct Server {
     listener: TcpListener,
     store: PathBuf,
-    /// The status read from the last copy of the database, by its signature.
-    copied: Mutex<Option<(Signature, Report)>>,
+    /// The status last read from the store, by the signature of its files then.
+    last_read: Mutex<Option<(Signature, Report)>>,
     /// The plots, drawn into a temporary folder, by the signature they show.
     plots: Mutex<Option<(Signature, tempfile::TempDir)>>,
     /// Set by [`Server::close`]: no plots are drawn any more.
@@ -125,7 +127,7 @@ impl Server {
         Ok(Server {
             listener,
             store: store.to_path_buf(),
-            copied: Mutex::new(None),
+            last_read: Mutex::new(None),
             plots: Mutex::new(None),
             closed: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
@@ -213,7 +215,7 @@ impl Server {
     }
 
     /// The campaign's status: the running controller's snapshot while it is
-    /// fresh and unfinished, else read from a copy of the store.
+    /// fresh and unfinished, else read from the store.
     fn status(&self) -> Result<Live> {
         let snapshot = layout::status_snapshot(&self.store);
         if let Ok(bytes) = std::fs::read(&snapshot) {
@@ -230,12 +232,12 @@ impl Server {
             }
         }
         let signature = signature(&self.store)?;
-        let mut copied = self.copied.lock().unwrap_or_else(|p| p.into_inner());
-        let report = match copied.as_ref() {
+        let mut last_read = self.last_read.lock().unwrap_or_else(|p| p.into_inner());
+        let report = match last_read.as_ref() {
             Some((s, report)) if *s == signature => report.clone(),
             _ => {
-                let report = status::from_store(&self.copy()?)?;
-                *copied = Some((signature, report.clone()));
+                let report = status::from_store(&Store::open_view(&self.store)?)?;
+                *last_read = Some((signature, report.clone()));
                 report
             }
         };
@@ -244,7 +246,7 @@ impl Server {
     }
 
     /// A copy of the store. A controller may add or remove a file of the
-    /// database while it is copied: a failed copy is taken again.
+    /// database while it is last_read: a failed copy is taken again.
     fn copy(&self) -> Result<Store> {
         let mut tries = 0;
         loop {
@@ -257,12 +259,12 @@ impl Server {
         }
     }
 
-    /// The campaign's objective, from its config in a copy of the store (read once).
+    /// The campaign's objective, from its config in the store (read once).
     fn objective(&self) -> Result<ObjectiveAxis> {
         if let Some(o) = self.objective.get() {
             return Ok(o.clone());
         }
-        let config = self.copy()?.config()?;
+        let config = Store::open_view(&self.store)?.config()?;
         Ok(self
             .objective
             .get_or_init(|| ObjectiveAxis::of(config.as_ref().map(|c| &c.objective)))

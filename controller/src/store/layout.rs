@@ -124,12 +124,12 @@ pub fn steps_prefix(experiment: Option<&str>) -> String {
 
 /// The prefix of one chain's decided steps.
 pub fn chain_steps_prefix(experiment: &str, chain: u32) -> String {
-    format!("{STEPS}{experiment}/{chain:06}/")
+    format!("{STEPS}{}", chain_suffix(experiment, chain))
 }
 
-/// The prefix of an experiment's export rows.
-pub fn rows_prefix(experiment: &str) -> String {
-    format!("{ROWS}{experiment}/")
+/// What follows `step/` or `row/` in the keys of one chain's steps.
+pub fn chain_suffix(experiment: &str, chain: u32) -> String {
+    format!("{experiment}/{chain:06}/")
 }
 
 /// `fingerprint/<hash>`.

@@ -37,6 +37,7 @@ pub mod layout;
 mod open;
 pub use aside::move_aside;
 mod marks;
+mod progress;
 mod records;
 mod step_metrics;
 pub(crate) mod summary;
@@ -44,6 +45,7 @@ mod verify;
 
 pub use layout::{manual_benchmark, manual_experiment};
 pub use open::OpenError;
+pub use progress::{ChainProgress, ProgressPoint};
 pub use records::{
     time_ratio, ChainState, Coverage, Decision, Effect, ExperimentInfo, Flip, Incumbent, Proposal,
     Raced, Reference, StepKey, StepKind, StepRecord,
@@ -347,9 +349,24 @@ impl Store {
             .collect()
     }
 
-    /// The stored chain state.
+    /// The stored chain state, with its course replayed from its steps'
+    /// rows where it was stored before kiln kept one.
     pub fn chain(&self, experiment: &str, chain: u32) -> Result<Option<ChainState>> {
-        self.get(&layout::chain_key(experiment, chain))
+        let Some(mut state) = self.get::<ChainState>(&layout::chain_key(experiment, chain))? else {
+            return Ok(None);
+        };
+        if state.progress.is_none() {
+            let start = self
+                .experiment(experiment)?
+                .and_then(|info| info.baseline.objective())
+                .unwrap_or(f64::INFINITY);
+            let mut replay = progress::Replay::new(start);
+            for stored in self.summaries(&layout::chain_suffix(experiment, chain)) {
+                replay.push(&stored?.row()?);
+            }
+            state.progress = Some(replay.finish());
+        }
+        Ok(Some(state))
     }
 
     /// Stores a chain's initial state.
@@ -520,11 +537,17 @@ impl Store {
     /// as stored beside them, or (a layout-1 store) in their JSON. Memory
     /// stays bounded however many steps there are.
     pub fn step_rows(&self, experiment: &str) -> impl Iterator<Item = Result<StoredSummary>> + '_ {
+        self.summaries(&format!("{experiment}/"))
+    }
+
+    /// The export rows of the decided steps whose keys' suffix after `row/`
+    /// (or `step/`) starts with `suffix`, in key order, in bounded memory.
+    fn summaries(&self, suffix: &str) -> impl Iterator<Item = Result<StoredSummary>> + '_ {
         let rows = self.schema() >= ROWS_SINCE;
         let prefix = if rows {
-            layout::rows_prefix(experiment)
+            format!("{}{suffix}", layout::ROWS)
         } else {
-            layout::steps_prefix(Some(experiment))
+            format!("{}{suffix}", layout::STEPS)
         };
         self.scan_bounded(prefix).map(move |item| {
             let value = item?.1;

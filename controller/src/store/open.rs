@@ -5,10 +5,15 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
 use super::*;
+
+/// How long a reader may hold a store's lock (to read a chain's state or a
+/// step) before a controller that wants it calls the store taken.
+const READER_HOLDS: Duration = Duration::from_secs(3);
 
 /// Why a store cannot be opened. Every message names the store's folder.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +88,18 @@ impl Store {
     /// Opens the database; a reader falls back to a copy where the store may
     /// not be written, or, with `copy_if_held`, where a controller holds it.
     fn open_db(dir: &Path, writable: bool, copy_if_held: bool) -> Result<Store> {
-        let (db, copy) = match open_sled(&layout::db(dir)) {
+        let asked = Instant::now();
+        let mut opened = open_sled(&layout::db(dir));
+        // A reader (`kiln serve`, `kiln status`) holds the lock for a moment: a
+        // controller waits that long before it calls the store taken.
+        while writable
+            && asked.elapsed() < READER_HOLDS
+            && matches!(&opened, Err(sled::Error::Io(e)) if is_held(e))
+        {
+            std::thread::sleep(Duration::from_millis(50));
+            opened = open_sled(&layout::db(dir));
+        }
+        let (db, copy) = match opened {
             Ok(db) => (db, None),
             Err(sled::Error::Io(e))
                 if !writable && (is_read_only(&e) || copy_if_held && is_held(&e)) =>

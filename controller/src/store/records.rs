@@ -11,6 +11,8 @@ use kiln_protocol::config::RunPolicy;
 use kiln_protocol::message::{Discovery, Race, StepResult};
 use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteId, StepOutcome};
 
+use super::progress::ChainProgress;
+
 /// Identifies a step of a chain.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct StepKey {
@@ -190,6 +192,10 @@ pub struct ChainState {
     /// it is a local optimum.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub tried: BTreeSet<Flip>,
+    /// The chain's course so far; `None` in a chain stored before kiln kept
+    /// it ([`crate::store::Store::chain`] replays it from the steps).
+    #[serde(default)]
+    pub progress: Option<ChainProgress>,
 }
 
 /// The steps of a chain that racing cut short, and the runs it spared.
@@ -274,6 +280,7 @@ impl ChainState {
             effects: BTreeMap::new(),
             raced: Raced::default(),
             tried: BTreeSet::new(),
+            progress: Some(ChainProgress::default()),
         }
     }
 

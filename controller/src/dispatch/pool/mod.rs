@@ -34,6 +34,8 @@ use kiln_protocol::config::{BenchmarkSpec, Limits, Timeouts, WorkerSpec};
 use kiln_protocol::message::{Capabilities, Discovery};
 use kiln_protocol::{StepRequest, StepResult};
 
+use crate::store::now_ms;
+
 use super::calibration::{Calibrator, SlotCalibration, RECHECK};
 use super::connection::{BadHello, Connection, Heartbeat, Lost, VersionMismatch};
 use super::slot::SlotPlace;
@@ -123,6 +125,11 @@ pub struct WorkerStatus {
     pub capabilities: Option<Capabilities>,
     /// Jobs finished.
     pub jobs_done: u64,
+    /// Time its slots spent on jobs, summed (ms): its utilisation, against
+    /// its slots and the time since `since_ms`.
+    pub busy_ms: u64,
+    /// When the pool took it on (Unix ms).
+    pub since_ms: u64,
     /// Times the connection was lost.
     pub losses: u64,
     /// Per slot: calibration figures and verdict (all default without calibration).
@@ -208,6 +215,8 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
                         address: address_of(spec),
                         capabilities: None,
                         jobs_done: 0,
+                        busy_ms: 0,
+                        since_ms: now_ms(),
                         losses: 0,
                         calibration: vec![SlotCalibration::default(); spec.slots() as usize],
                         slurm: slurm.clone(),

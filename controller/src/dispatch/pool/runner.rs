@@ -4,13 +4,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use anyhow::Result;
 use tokio::sync::mpsc;
 
 use kiln_protocol::{StepId, StepOutcome, StepResult};
-
-use crate::store::now_ms;
 
 use super::*;
 
@@ -79,7 +78,17 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
             turn = self.turn(alone) => turn,
         };
         let id = self.next_id();
-        match run_job(&self.conn, &queued.job, id, &self.place).await {
+        let started = Instant::now();
+        let answered = run_job(&self.conn, &queued.job, id, &self.place).await;
+        if let Some(s) = self
+            .board
+            .lock()
+            .expect("not poisoned")
+            .get_mut(&self.worker)
+        {
+            s.busy_ms += started.elapsed().as_millis() as u64;
+        }
+        match answered {
             Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
                 // The worker could not run the step at all (a CPU it lacks, limits it cannot
                 // apply): that is no result of the candidate's. Another worker takes the step,
