@@ -506,7 +506,7 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
     assert!(err.contains("nope") && err.contains("linear"), "{err}");
 
     drop(store);
-    let verified = kiln_controller::store::verify(&dir.path().join("store")).unwrap();
+    let verified = kiln_controller::store::verify(&dir.path().join("store"), &mut |_| {}).unwrap();
     assert!(verified.problems.is_empty(), "{:?}", verified.problems);
 }
 
@@ -772,6 +772,25 @@ fn report_draws_a_campaign_with_failed_steps() {
     let dir = tempfile::tempdir().unwrap();
     let store = synthetic_store(&dir.path().join("store"), 6, 1);
     check_report(&store, &dir.path().join("report"), 4);
+}
+
+#[test]
+fn report_of_long_chains_draws_one_step_in_a_few_and_counts_every_one() {
+    let dir = tempfile::tempdir().unwrap();
+    // Past 4000 steps a chain's plots draw one step in every few (here 3) and every new best.
+    let store = synthetic_store(&dir.path().join("store"), 8_001, 7);
+    check_report(&store, &dir.path().join("report"), 6);
+    let index = std::fs::read_to_string(dir.path().join("report/index.html")).unwrap();
+    assert!(
+        index.contains("one in every 3 is drawn, and every new best"),
+        "{index}"
+    );
+    // The table counts every step: 8001 per chain, one in 7 failed.
+    assert!(
+        index.contains("<tr><td>0</td><td>8001</td><td>6858</td><td>1143</td>"),
+        "{index}"
+    );
+    assert!(index.contains("run-failed: 2286"), "{index}");
 }
 
 #[test]

@@ -389,7 +389,7 @@ fn a_store_without_export_rows_exports_as_kiln_did_before_them() {
     // Reading leaves the store as it is.
     assert_eq!(store.schema(), 1);
     drop(store);
-    let verified = reopen(|| verify_store(dir.path()));
+    let verified = reopen(|| verify_store(dir.path(), &mut |_| {}));
     assert!(verified.problems.is_empty(), "{:?}", verified.problems);
     let store = reopen(|| Store::open(dir.path()));
     assert_eq!(store.schema(), 1);
@@ -422,7 +422,6 @@ fn a_store_without_export_rows_gains_them_when_a_step_is_written() {
     write_step(&store, &c, &extra, extra_state.as_ref());
     write_step(&current, &c, &extra, extra_state.as_ref());
     assert_eq!(store.schema(), SCHEMA_VERSION);
-    assert_eq!(store.row_problems().unwrap(), Vec::<String>::new());
     let table = steps_table(&store);
     assert!(table == steps_table(&current));
     assert_eq!(table.lines().count(), 1 + c.steps.len() + 1);
@@ -433,7 +432,7 @@ fn a_store_without_export_rows_gains_them_when_a_step_is_written() {
     let stored: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
     assert!(stored == expected, "the stored steps changed");
     drop(store);
-    let verified = reopen(|| verify_store(old.path()));
+    let verified = reopen(|| verify_store(old.path(), &mut |_| {}));
     assert!(verified.problems.is_empty(), "{:?}", verified.problems);
     // Reopened, it is a store of the current layout.
     let store = reopen(|| Store::open(old.path()));
@@ -454,7 +453,7 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
         db.insert(row(1, 99), other).unwrap();
         db.flush().unwrap();
     }
-    let verified = reopen(|| verify_store(dir.path()));
+    let verified = reopen(|| verify_store(dir.path(), &mut |_| {}));
     assert_eq!(
         verified.problems,
         [

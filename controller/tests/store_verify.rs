@@ -94,9 +94,9 @@ fn a_hole_and_a_damaged_step_are_reported() {
         problems,
         [
             "store key step/a/000001/000000003: the step fails its checksum (damaged)",
-            "a/chain 0: step 5 missing below stored step 6",
             // The damaged field is one the export shows.
             "a/chain 1/step 3: its export row differs from it",
+            "a/chain 0: step 5 missing below stored step 6",
         ],
         "{}",
         text(&out)

@@ -142,6 +142,47 @@ impl Suite {
         for (rep, v, store, config) in runs {
             self.export(n, rep, &v, store, &config)?;
         }
+        for v in self.versions.clone() {
+            let store = if reads_current[&v.label] {
+                &sdir
+            } else {
+                &layout1
+            };
+            for view in View::ALL {
+                self.view(n, &v, store, view)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One look at the `n`-step store by `v`: seconds and peak RSS, recorded as `view-NAME-n`.
+    fn view(&mut self, n: u64, v: &Version, store: &Path, view: View) -> Result<()> {
+        let run = self.work.join("runs").join(format!("view-{}", v.label));
+        fs::create_dir_all(&run)?;
+        let mut cmd = vec![v.kiln().display().to_string()];
+        cmd.extend(view.args().iter().map(|a| match *a {
+            "STORE" => store.display().to_string(),
+            a => a.to_string(),
+        }));
+        if view == View::Report {
+            cmd.extend(["-o".into(), run.join("report").display().to_string()]);
+        }
+        let a = self.accounted(&cmd, &run, &[], 900.0)?;
+        let config = format!("view-{}-{n}", view.name());
+        for (metric, value) in [
+            ("wall_s", a.wall_s),
+            ("max_rss_mib", a.max_rss_kib as f64 / 1024.0),
+        ] {
+            self.results
+                .add("store", &config, &v.label, 0, metric, value);
+        }
+        eprintln!(
+            "  {config:<22} {:<10}: {:.2} s, peak RSS {:.0} MiB",
+            v.label,
+            a.wall_s,
+            a.max_rss_kib as f64 / 1024.0
+        );
+        fs::remove_dir_all(&run)?;
         Ok(())
     }
 
@@ -298,6 +339,56 @@ impl Suite {
                 )?;
             }
         }
+        let mut t = Table::new(&[
+            "look at a store",
+            "steps",
+            &p.both("s"),
+            &p.both("peak RSS MiB"),
+        ]);
+        for n in &self.sizes.stores {
+            for view in View::ALL {
+                let c = format!("view-{}-{n}", view.name());
+                if r.median(st, &c, after, "wall_s").is_none() {
+                    continue;
+                }
+                t.row(vec![
+                    view.label().into(),
+                    n.to_string(),
+                    p.pair(st, &c, "wall_s"),
+                    p.pair(st, &c, "max_rss_mib"),
+                ]);
+            }
+            for (view, limit_s, what) in [
+                (View::Status, 1.0, "under 1 s and 200 MB"),
+                (View::StatusJson, 1.0, "under 1 s and 200 MB"),
+                (View::Report, 10.0, "under 10 s"),
+            ] {
+                let c = format!("view-{}-{n}", view.name());
+                let (wall, rss) = (
+                    r.median(st, &c, after, "wall_s"),
+                    r.median(st, &c, after, "max_rss_mib"),
+                );
+                let met = match view {
+                    View::Report => wall.map(|w| w < limit_s),
+                    _ => wall
+                        .zip(rss)
+                        .map(|(w, m)| w < limit_s && m * 1.048576 < 200.0),
+                };
+                targets.push((
+                    format!("{} {what} ({n} steps)", view.label()),
+                    format!("{} s, {} MiB", fmt(wall), fmt(rss)),
+                    p.pair(st, &c, "wall_s"),
+                    met,
+                ));
+            }
+        }
+        writeln!(
+            o,
+            "Looking at the same stores (each command once per version, warm page cache): \
+             `kiln status` and its `--json` (which the live page serves when no controller runs), \
+             `kiln report` (every plot) and `kiln store verify` (every step's checksum and row).\n"
+        )?;
+        t.write(o)?;
         for n in &self.sizes.stores {
             let c = format!("build-{n}");
             if let Some(rate) = r.median(st, &c, "store-api", "steps_per_s") {
@@ -312,6 +403,49 @@ impl Suite {
             }
         }
         Ok(targets)
+    }
+}
+
+/// The commands that look at a store, timed on the big stores (issue 35: views
+/// that do not grow with the store).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum View {
+    Status,
+    StatusJson,
+    Report,
+    Verify,
+}
+
+impl View {
+    const ALL: [View; 4] = [View::Status, View::StatusJson, View::Report, View::Verify];
+
+    fn name(self) -> &'static str {
+        match self {
+            View::Status => "status",
+            View::StatusJson => "status-json",
+            View::Report => "report",
+            View::Verify => "verify",
+        }
+    }
+
+    /// The command's arguments, `STORE` where the store goes.
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            View::Status => &["status", "STORE"],
+            View::StatusJson => &["status", "STORE", "--json"],
+            View::Report => &["report", "STORE"],
+            View::Verify => &["store", "verify", "STORE"],
+        }
+    }
+
+    /// What the report's table calls it.
+    fn label(self) -> &'static str {
+        match self {
+            View::Status => "`kiln status`",
+            View::StatusJson => "`kiln status --json`",
+            View::Report => "`kiln report`",
+            View::Verify => "`kiln store verify`",
+        }
     }
 }
 

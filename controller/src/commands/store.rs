@@ -1,15 +1,39 @@
 //! `kiln store verify`: a store's integrity, as counts and problems.
 
 use std::io::Write;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use kiln_protocol::quantity;
 
 use crate::cli::VerifyArgs;
 use crate::error::Outcome;
-use crate::store;
+use crate::store::{self, Checked};
+
+/// A verification that has taken this long says how far it has read, and again as often.
+const PROGRESS_EVERY: Duration = Duration::from_secs(5);
 
 pub(super) fn verify(args: &VerifyArgs, out: &mut dyn Write) -> Result<Outcome> {
-    let v = store::verify(&args.store)?;
+    // A week's store takes minutes to read: say how far it is, on stderr.
+    let mut said = Instant::now();
+    let mut progress = |c: Checked| {
+        if said.elapsed() >= PROGRESS_EVERY {
+            said = Instant::now();
+            let share = match c.of {
+                0 => String::new(),
+                of => format!(
+                    " of {} ({:.0} %)",
+                    quantity::count(of as f64),
+                    100.0 * c.steps as f64 / of as f64
+                ),
+            };
+            eprintln!(
+                "kiln: {} steps read{share}",
+                quantity::count(c.steps as f64)
+            );
+        }
+    };
+    let v = store::verify(&args.store, &mut progress)?;
     writeln!(
         out,
         "store {} (campaign {})",

@@ -627,15 +627,17 @@ where
     } else {
         ("h", 3.6e6)
     };
-    let mut finished: BTreeMap<&str, Vec<u64>> = BTreeMap::new();
+    // A point drawn for several steps (a long chain's) counts them all, for its worker.
+    let mut finished: BTreeMap<&str, Vec<(u64, u32)>> = BTreeMap::new();
     for p in measured() {
         finished
             .entry(p.worker.as_str())
             .or_default()
-            .push(p.recorded_ms);
+            .push((p.recorded_ms, p.weight));
     }
+    let total = |times: &[(u64, u32)]| times.iter().map(|t| u64::from(t.1)).sum::<u64>();
     let x_hi = (span_ms as f64 / per_ms).max(1e-3) * 1.02;
-    let y_hi = finished.values().map(Vec::len).max().unwrap_or(0) as f64 * 1.05 + 1.0;
+    let y_hi = finished.values().map(|t| total(t)).max().unwrap_or(0) as f64 * 1.05 + 1.0;
     let mut chart = frame(root, "steps finished by each worker")
         .build_cartesian_2d(0.0..x_hi, 0.0..y_hi)
         .map_err(draw_error)?;
@@ -652,23 +654,23 @@ where
     for (k, (worker, mut times)) in finished.into_iter().enumerate() {
         times.sort_unstable();
         let c = color(k as u32);
-        let n = times.len();
+        let n = total(&times);
         let rate = match (times.first(), times.last()) {
-            (Some(first), Some(last)) if n >= 2 && last > first => {
+            (Some(first), Some(last)) if n >= 2 && last.0 > first.0 => {
+                let after_first = n - u64::from(first.1);
                 format!(
                     "{} steps/h",
-                    format_value((n - 1) as f64 / ((last - first) as f64 / 3.6e6))
+                    format_value(after_first as f64 / ((last.0 - first.0) as f64 / 3.6e6))
                 )
             }
             _ => "rate unknown".to_string(),
         };
+        let mut so_far = 0u64;
         let line: Vec<(f64, f64)> = std::iter::once((0.0, 0.0))
-            .chain(
-                times
-                    .iter()
-                    .enumerate()
-                    .map(|(i, t)| ((t - start) as f64 / per_ms, (i + 1) as f64)),
-            )
+            .chain(times.iter().map(|(t, weight)| {
+                so_far += u64::from(*weight);
+                ((t - start) as f64 / per_ms, so_far as f64)
+            }))
             .collect();
         chart
             .draw_series(LineSeries::new(line, c.stroke_width(2)))

@@ -5,9 +5,15 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use kiln_protocol::config::Objective;
-use kiln_protocol::{CampaignConfig, Metric, MetricValue};
+use kiln_protocol::{CampaignConfig, Metric};
 
-use crate::store::{benchmark_of, Coverage, ExperimentInfo, StepKind, StepRecord, Store};
+use crate::store::summary::MetricKey;
+use crate::store::{benchmark_of, Coverage, ExperimentInfo, StepKey, StepKind, StepSummary, Store};
+
+/// Points a chain's plots keep at most, besides its new bests: past it, one
+/// step in every few is drawn, so that a million steps draw in the time of a
+/// few thousand. The tables count every step ([`ChainTally`]).
+const MAX_POINTS: u32 = 4_000;
 
 /// What the plots need of one step.
 pub(super) struct Point {
@@ -15,7 +21,6 @@ pub(super) struct Point {
     pub(super) remeasure: bool,
     /// `None`: the step failed.
     pub(super) objective: Option<f64>,
-    pub(super) outcome: &'static str,
     pub(super) accepted: bool,
     pub(super) temperature: f64,
     /// Whether the measurement was reused from an earlier step.
@@ -29,40 +34,64 @@ pub(super) struct Point {
     pub(super) worker: String,
     pub(super) dispatched_ms: u64,
     pub(super) recorded_ms: u64,
+    /// The steps it stands for: itself and those not drawn since the last point.
+    pub(super) weight: u32,
 }
 
 impl Point {
-    pub(super) fn of(r: &StepRecord) -> Point {
-        let result = &r.result;
-        let median = |m: Metric| result.summary.get(&m).map(|s| s.median);
+    fn of(row: &StepSummary<'_>) -> Point {
+        let median = |m: Metric| {
+            let key = MetricKey::from(m);
+            row.summary
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, stats)| stats.0[0])
+        };
         let cpu = match (median(Metric::UserTime), median(Metric::SystemTime)) {
             (None, None) => None,
             (u, s) => Some(u.unwrap_or(0.0) + s.unwrap_or(0.0)),
         };
         Point {
-            step: r.key.step,
-            remeasure: r.kind == StepKind::Remeasure,
-            objective: r.objective,
-            outcome: result.outcome.name(),
-            accepted: r.decision.as_ref().is_some_and(|d| d.accepted),
-            temperature: r.temperature,
-            cached: r.cached_from.is_some(),
-            walls: result
-                .runs
-                .iter()
-                .filter(|run| !run.warmup)
-                .filter_map(|run| {
-                    run.metrics
-                        .get(&Metric::WallTime)
-                        .and_then(|v| v.measured())
-                })
-                .collect(),
+            step: row.step,
+            remeasure: row.kind == StepKind::Remeasure,
+            objective: row.objective,
+            accepted: row.decision.is_some_and(|d| d.accepted),
+            temperature: row.temperature,
+            cached: row.cached_from.is_some(),
+            walls: Vec::new(),
             wall: median(Metric::WallTime),
             cpu,
             gpu: median(Metric::GpuTime),
-            worker: r.worker.clone(),
-            dispatched_ms: r.dispatched_ms,
-            recorded_ms: r.recorded_ms,
+            worker: row.worker.to_string(),
+            dispatched_ms: row.dispatched_ms,
+            recorded_ms: row.recorded_ms,
+            weight: 1,
+        }
+    }
+}
+
+/// A chain's figures over every one of its steps, drawn or not.
+#[derive(Default)]
+pub(super) struct ChainTally {
+    pub(super) steps: usize,
+    pub(super) ok: usize,
+    pub(super) accepted: usize,
+    /// The lowest objective measured.
+    pub(super) best: Option<f64>,
+    /// Failed steps by outcome.
+    pub(super) failures: BTreeMap<String, usize>,
+}
+
+impl ChainTally {
+    fn add(&mut self, row: &StepSummary<'_>) {
+        self.steps += 1;
+        self.accepted += usize::from(row.decision.is_some_and(|d| d.accepted));
+        match row.objective {
+            Some(o) => {
+                self.ok += 1;
+                self.best = Some(self.best.map_or(o, |b| b.min(o)));
+            }
+            None => *self.failures.entry(row.outcome.to_string()).or_default() += 1,
         }
     }
 }
@@ -107,10 +136,16 @@ pub(super) struct ExperimentData {
     pub(super) benchmark: Option<String>,
     pub(super) info: ExperimentInfo,
     pub(super) objective: ObjectiveAxis,
+    /// Per chain, the steps drawn: every one, or past [`MAX_POINTS`] one in
+    /// every `stride` and every new best.
     pub(super) chains: BTreeMap<u32, Vec<Point>>,
+    /// Per chain, its figures over every step.
+    pub(super) tallies: BTreeMap<u32, ChainTally>,
+    /// The largest stride of a chain's points (1: every step is drawn).
+    pub(super) stride: u32,
     /// Per chain, how much of the decision space it explored.
     pub(super) coverage: BTreeMap<u32, Coverage>,
-    /// Whether any run reported gpu-time as measured.
+    /// Whether any step measured gpu-time.
     pub(super) gpu_measured: bool,
 }
 
@@ -118,11 +153,23 @@ impl ExperimentData {
     pub(super) fn points(&self) -> impl Iterator<Item = &Point> {
         self.chains.values().flatten()
     }
+
+    /// Failed steps of every chain, by outcome.
+    pub(super) fn failures(&self) -> BTreeMap<&str, usize> {
+        let mut all = BTreeMap::new();
+        for (outcome, n) in self.tallies.values().flat_map(|t| &t.failures) {
+            *all.entry(outcome.as_str()).or_default() += n;
+        }
+        all
+    }
 }
 
-/// The store's campaign config (if any) and every experiment's data.
+/// The store's campaign config (if any) and every experiment's data: each
+/// step's row read once (not its record), in bounded memory; the record only
+/// of a step drawn, for its runs.
 pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<ExperimentData>)> {
     let config = store.config()?;
+    let gpu = MetricKey::from(Metric::GpuTime);
     let mut experiments = Vec::new();
     for item in store.experiments() {
         let (name, info) = item?;
@@ -131,27 +178,66 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
             info,
             objective: ObjectiveAxis::of(config.as_ref().map(|c| &c.objective)),
             chains: BTreeMap::new(),
+            tallies: BTreeMap::new(),
+            stride: 1,
             coverage: BTreeMap::new(),
             gpu_measured: false,
             name,
         };
-        for record in store.steps(Some(&data.name)) {
-            let record = record?;
-            data.gpu_measured |= record.result.runs.iter().any(|run| {
-                matches!(
-                    run.metrics.get(&Metric::GpuTime),
-                    Some(MetricValue::Measured(_))
-                )
-            });
-            data.chains
-                .entry(record.key.chain)
-                .or_default()
-                .push(Point::of(&record));
-        }
-        for &chain in data.chains.keys() {
+        let chains = config
+            .as_ref()
+            .and_then(|c| c.experiment(&data.name))
+            .map_or(0, |e| e.chains);
+        let mut strides = BTreeMap::new();
+        for chain in 0..chains {
             if let Some(state) = store.chain(&data.name, chain)? {
                 data.coverage
                     .insert(chain, state.coverage(&data.info.discovery.points));
+                strides.insert(chain, state.next_decide.div_ceil(MAX_POINTS).max(1));
+            }
+        }
+        data.stride = strides.values().copied().max().unwrap_or(1);
+        // Per chain: the steps since the last one drawn, and the best so far.
+        let mut since: BTreeMap<u32, (u32, f64)> = BTreeMap::new();
+        for stored in store.step_rows(&data.name) {
+            let stored = stored?;
+            let row = stored.row()?;
+            data.gpu_measured |= row.summary.iter().any(|(k, _)| *k == gpu);
+            data.tallies.entry(row.chain).or_default().add(&row);
+            let (skipped, best) = since.entry(row.chain).or_insert((0, f64::INFINITY));
+            *skipped += 1;
+            let new_best = row.objective.is_some_and(|o| o < *best);
+            if new_best {
+                *best = row.objective.unwrap_or(*best);
+            }
+            let stride = strides.get(&row.chain).copied().unwrap_or(1);
+            if row.step.is_multiple_of(stride) || new_best {
+                let mut point = Point::of(&row);
+                point.weight = std::mem::take(skipped);
+                data.chains.entry(row.chain).or_default().push(point);
+            }
+        }
+        // The runs of the steps drawn, from their records.
+        for (&chain, points) in &mut data.chains {
+            for p in points.iter_mut().filter(|p| !p.cached) {
+                let key = StepKey {
+                    experiment: data.name.clone(),
+                    chain,
+                    step: p.step,
+                };
+                if let Some(record) = store.step(&key)? {
+                    p.walls = record
+                        .result
+                        .runs
+                        .iter()
+                        .filter(|run| !run.warmup)
+                        .filter_map(|run| {
+                            run.metrics
+                                .get(&Metric::WallTime)
+                                .and_then(|v| v.measured())
+                        })
+                        .collect();
+                }
             }
         }
         experiments.push(data);

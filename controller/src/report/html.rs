@@ -1,13 +1,14 @@
 //! The report's page: captions, per-experiment sections and the index.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
+
+use kiln_protocol::quantity;
 
 use crate::store::time_ratio;
 use crate::text::{format_measure, format_ratio, TIME_RATIO};
 
 use super::charts::MAX_BARS;
-use super::data::ExperimentData;
+use super::data::{ChainTally, ExperimentData};
 
 /// The files of one figure, for the index.
 pub(super) struct Figure {
@@ -38,7 +39,7 @@ pub(super) fn index(campaign: &str, store: &str, sections: &str, workers: &Figur
 }
 
 pub(super) fn objective_caption(e: &ExperimentData) -> String {
-    let failed = e.points().filter(|p| p.objective.is_none()).count();
+    let failed: usize = e.failures().values().sum();
     let mut caption = format!(
         "Objective ({}) of each step per chain: filled dots were accepted, hollow ones \
          rejected, triangles re-measure the incumbent; the line is the best so far and the \
@@ -49,7 +50,15 @@ pub(super) fn objective_caption(e: &ExperimentData) -> String {
     if failed > 0 {
         let _ = write!(
             caption,
-            " {failed} failed steps are the red crosses along the bottom."
+            " {} are the red crosses along the bottom.",
+            quantity::plural(failed, "failed step")
+        );
+    }
+    if e.stride > 1 {
+        let _ = write!(
+            caption,
+            " Of the steps, one in every {} is drawn, and every new best.",
+            e.stride
         );
     }
     caption
@@ -96,13 +105,14 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
          <th title=\"best / baseline objective; below 1 is faster\">{TIME_RATIO}</th>\
          <th>points varied</th><th>distinct sets</th></tr>",
     );
-    for (chain, points) in &e.chains {
-        let ok = points.iter().filter(|p| p.objective.is_some()).count();
-        let accepted = points.iter().filter(|p| p.accepted).count();
-        let best = points
-            .iter()
-            .filter_map(|p| p.objective)
-            .min_by(f64::total_cmp);
+    for (chain, tally) in &e.tallies {
+        let ChainTally {
+            steps,
+            ok,
+            accepted,
+            best,
+            ..
+        } = *tally;
         let ratio = format_ratio(time_ratio(
             best.unwrap_or(f64::NAN),
             baseline.unwrap_or(f64::NAN),
@@ -118,16 +128,13 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             out,
             "<tr><td>{chain}</td><td>{}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
              <td>{}</td><td>{ratio}</td><td>{varied}</td><td>{sets}</td></tr>",
-            points.len(),
-            points.len() - ok,
+            steps,
+            steps - ok,
             best.map_or("-".into(), |b| format_measure(b, e.objective.unit)),
         );
     }
     out.push_str("</table>\n");
-    let mut failures: BTreeMap<&str, usize> = BTreeMap::new();
-    for p in e.points().filter(|p| p.objective.is_none()) {
-        *failures.entry(p.outcome).or_default() += 1;
-    }
+    let failures = e.failures();
     let _ = writeln!(
         out,
         "<p>Objective: {}; baseline {}; the {TIME_RATIO} is best / baseline (below 1 is \

@@ -51,7 +51,7 @@ pub use records::{
     Raced, Reference, StepKey, StepKind, StepRecord,
 };
 pub use summary::StepSummary;
-pub use verify::{verify, Verification};
+pub use verify::{verify, Checked, Verification};
 
 /// Version of the store's layout, bumped on incompatible changes; this kiln
 /// reads every version up to it. 2: an export row beside every decided step.

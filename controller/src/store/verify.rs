@@ -39,9 +39,23 @@ struct Found {
     holes: Vec<(u32, u32)>,
 }
 
+/// How far a verification has read: steps checked, of about how many.
+#[derive(Debug, Clone, Copy)]
+pub struct Checked {
+    /// Steps read so far.
+    pub steps: u64,
+    /// The steps the chain states and the high-water file say were decided.
+    pub of: u64,
+}
+
+/// Steps read between two calls of a verification's progress callback.
+const PROGRESS_EVERY: u64 = 10_000;
+
 /// Checks a store's integrity: every chain's steps contiguous up to what was
 /// decided, decided, sound, artifacts present, export rows matching their steps.
-pub fn verify(dir: &Path) -> Result<Verification> {
+/// Reads each step once, in bounded memory, calling `progress` every few
+/// thousand steps.
+pub fn verify(dir: &Path, progress: &mut dyn FnMut(Checked)) -> Result<Verification> {
     let store = Store::open_existing(dir)?;
     let mut v = Verification::default();
     let marks = match marks::read(&layout::high_water(dir)) {
@@ -70,8 +84,10 @@ pub fn verify(dir: &Path) -> Result<Verification> {
             dir.display()
         )),
     }
-    let found = scan_steps(&store, &mut v)?;
     let states = store.chain_counts()?;
+    let decided = states.values().chain(marks.values()).map(|n| u64::from(*n));
+    let of = decided.sum::<u64>() / if marks.is_empty() { 1 } else { 2 };
+    let found = scan_steps(&store, &mut v, &mut |steps| progress(Checked { steps, of }))?;
     let infos: BTreeSet<String> = store.experiment_names()?.into_iter().collect();
     v.counts.insert(
         "experiments",
@@ -115,17 +131,25 @@ pub fn verify(dir: &Path) -> Result<Verification> {
             marks.get(chain).copied(),
         ));
     }
-    v.problems.extend(store.row_problems()?);
     *v.counts.entry("undecided results").or_default() += store.undecided();
     Ok(v)
 }
 
-/// Reads every decided step: checks each, counts them, and returns which
-/// steps each chain holds.
-fn scan_steps(store: &Store, v: &mut Verification) -> Result<BTreeMap<Chain, Found>> {
+/// Reads every decided step and its export row: checks each, counts them,
+/// and returns which steps each chain holds.
+fn scan_steps(
+    store: &Store,
+    v: &mut Verification,
+    progress: &mut dyn FnMut(u64),
+) -> Result<BTreeMap<Chain, Found>> {
     let mut found: BTreeMap<Chain, Found> = BTreeMap::new();
-    for item in store.scan_bounded(layout::STEPS.to_string()) {
+    let mut rows = Rows::of(store);
+    for (read, item) in store.scan_bounded(layout::STEPS.to_string()).enumerate() {
+        if (read as u64).is_multiple_of(PROGRESS_EVERY) && read > 0 {
+            progress(read as u64);
+        }
         let (key, value) = item?;
+        let row = rows.take(&key[layout::STEPS.len()..], &mut v.problems)?;
         let key = String::from_utf8_lossy(&key);
         let Some((experiment, chain, step)) = layout::step_of_key(&key) else {
             v.problems
@@ -144,6 +168,11 @@ fn scan_steps(store: &Store, v: &mut Verification) -> Result<BTreeMap<Chain, Fou
                 v.problems.push(format!(
                     "store key {key}: the step fails its checksum (damaged)"
                 ));
+                // Where it still reads, its row is compared: the damage may be in a field
+                // the export shows.
+                if let Ok(record) = serde_json::from_slice::<StepRecord>(&value) {
+                    rows.check(&record, row, &mut v.problems)?;
+                }
                 continue;
             }
             None => *v.counts.entry("steps without checksum").or_default() += 1,
@@ -162,6 +191,7 @@ fn scan_steps(store: &Store, v: &mut Verification) -> Result<BTreeMap<Chain, Fou
                 .push(format!("store key {key}: holds the step {k}"));
         }
         v.problems.extend(record_problems(store, &record));
+        rows.check(&record, row, &mut v.problems)?;
         if layout::manual_benchmark(experiment).is_some() {
             *v.counts.entry("manual steps").or_default() += 1;
             continue;
@@ -177,6 +207,7 @@ fn scan_steps(store: &Store, v: &mut Verification) -> Result<BTreeMap<Chain, Fou
             .entry(record.result.outcome.name().to_string())
             .or_default() += 1;
     }
+    rows.rest(&mut v.problems)?;
     Ok(found)
 }
 
@@ -247,56 +278,78 @@ fn record_problems(store: &Store, record: &StepRecord) -> Vec<String> {
     problems
 }
 
-impl Store {
-    /// What is wrong with the export rows (layout 2 on): a decided step
-    /// without its row or with a row that differs from it, a row without its
-    /// step.
-    pub fn row_problems(&self) -> Result<Vec<String>> {
-        let mut problems = Vec::new();
-        if self.schema() < ROWS_SINCE {
-            return Ok(problems);
-        }
-        // Both scans are in suffix order: walk them side by side.
-        let suffix =
-            |key: &[u8], prefix: &str| String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
-        let mut rows = self.scan_bounded(layout::ROWS.to_string()).peekable();
-        for item in self.scan_bounded(layout::STEPS.to_string()) {
-            let (key, json) = item?;
-            let step = suffix(&key, layout::STEPS);
-            let mut stored = None;
-            while let Some(item) = rows.next_if(|r| {
-                r.as_ref()
-                    .map_or(true, |(k, _)| suffix(k, layout::ROWS) <= step)
-            }) {
-                let (k, row) = item?;
-                if suffix(&k, layout::ROWS) == step {
-                    stored = Some(row);
-                } else {
-                    problems.push(format!(
-                        "row/{}: a row without its step",
-                        suffix(&k, layout::ROWS)
-                    ));
-                }
-            }
-            // An unreadable step is reported by the scan of the steps.
-            let Ok(record) = serde_json::from_slice::<StepRecord>(&json) else {
-                continue;
-            };
-            match stored {
-                None => problems.push(format!("{}: no export row", record.key)),
-                Some(row) if *row != *StepSummary::of(&record).encode()? => {
-                    problems.push(format!("{}: its export row differs from it", record.key))
-                }
-                Some(_) => {}
-            }
-        }
-        for item in rows {
-            let k = item?.0;
-            problems.push(format!(
-                "row/{}: a row without its step",
-                suffix(&k, layout::ROWS)
-            ));
-        }
-        Ok(problems)
+/// The export rows (layout 2 on), walked beside the steps: both scans are in
+/// the same suffix order, so a row is taken with its step, and a row left
+/// between two steps has none.
+struct Rows<'a> {
+    rows: Option<std::iter::Peekable<Scan<'a>>>,
+}
+
+/// A scan of keys and values.
+type Scan<'a> = Box<dyn Iterator<Item = Result<(sled::IVec, sled::IVec)>> + 'a>;
+
+impl<'a> Rows<'a> {
+    fn of(store: &'a Store) -> Rows<'a> {
+        let rows = (store.schema() >= ROWS_SINCE).then(|| {
+            let scan: Scan<'a> = Box::new(store.scan_bounded(layout::ROWS.to_string()));
+            scan.peekable()
+        });
+        Rows { rows }
     }
+
+    /// Notes what is wrong with `record`'s export row, `row` as taken.
+    fn check(
+        &self,
+        record: &StepRecord,
+        row: Option<sled::IVec>,
+        problems: &mut Vec<String>,
+    ) -> Result<()> {
+        if self.rows.is_none() {
+            return Ok(());
+        }
+        match row {
+            None => problems.push(format!("{}: no export row", record.key)),
+            Some(row) if *row != *StepSummary::of(record).encode()? => {
+                problems.push(format!("{}: its export row differs from it", record.key))
+            }
+            Some(_) => {}
+        }
+        Ok(())
+    }
+
+    /// The row of the step whose key's suffix (after `step/`) is `step`,
+    /// noting each row passed on the way as one without its step.
+    fn take(&mut self, step: &[u8], problems: &mut Vec<String>) -> Result<Option<sled::IVec>> {
+        let Some(rows) = &mut self.rows else {
+            return Ok(None);
+        };
+        let mut stored = None;
+        while let Some(item) = rows.next_if(|r| {
+            r.as_ref()
+                .map_or(true, |(k, _)| &k[layout::ROWS.len()..] <= step)
+        }) {
+            let (k, row) = item?;
+            if &k[layout::ROWS.len()..] == step {
+                stored = Some(row);
+            } else {
+                problems.push(without_step(&k));
+            }
+        }
+        Ok(stored)
+    }
+
+    /// Notes the rows after the last step, each one without its step.
+    fn rest(self, problems: &mut Vec<String>) -> Result<()> {
+        for item in self.rows.into_iter().flatten() {
+            problems.push(without_step(&item?.0));
+        }
+        Ok(())
+    }
+}
+
+fn without_step(row_key: &[u8]) -> String {
+    format!(
+        "{}: a row without its step",
+        String::from_utf8_lossy(row_key)
+    )
 }
