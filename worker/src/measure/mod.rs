@@ -334,6 +334,7 @@ impl Engine<'_> {
                 Kind::Callgrind => Vec::new(),
             },
             memory_limit: None,
+            stderr_watch: &[],
         };
         let oom_kills_before = self.cgroup.as_ref().map_or(0, RunCgroup::oom_kills);
         let gpu = (kind == Kind::Timed).then(|| self.gpu.begin(&mut launch.env));
@@ -518,6 +519,7 @@ fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String),
         sample_every: None,
         cgroups: Vec::new(),
         memory_limit: None,
+        stderr_watch: &[],
     };
     let finished = launch::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;
     match finished.end {
