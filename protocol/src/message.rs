@@ -528,7 +528,8 @@ pub struct StepResult {
     pub finished_ms: u64,
     /// What the worker found wrong on its side and worked around, for the
     /// log and the step's record: a cached build or object that no longer
-    /// matched its hash, discarded and built again.
+    /// matched its hash, discarded and built again; a CUPTI client of the
+    /// program's own that clashed with kiln's GPU tracing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }

@@ -186,6 +186,8 @@ fn step_inner(
     result.cut_short = m.cut_short;
     result.output_digest = m.output_digest;
     result.checked_output = m.checked_output;
+    // Logged by the measurement already.
+    result.warnings.extend(m.warnings);
     match m.outcome {
         StepOutcome::Ok => Ok(()),
         failed => Err(failed),

@@ -226,3 +226,109 @@ fn calibration_cpu_and_gpu_times_are_within_5_percent() {
         }
     }
 }
+
+/// A stand-in for a program with a CUPTI client of its own (PyTorch under `torch.profiler`): it
+/// says on stderr, in Kineto's words, that its client could not start, then prints more than the
+/// stderr tail a worker keeps, and exits 0. On stdout it says whether kiln's injection library
+/// was set to load into it.
+pub const OWN_PROFILER: &str = "echo \"injection=${CUDA_INJECTION64_PATH:-none}\"; \
+    echo 'function cbapi->getCuptiStatus() failed with error \
+    CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (39)' >&2; \
+    echo 'CUPTI initialization failed - CUDA profiler activities will be missing' >&2; \
+    head -c 65536 /dev/zero | tr '\\0' . >&2";
+
+/// The environment in which a kiln-worker started by a test traces GPU time without a GPU: a
+/// stand-in `libcuda.so.1` (an empty library built by cc into `dir`) first on its loader's path
+/// is all the worker asks of the CUDA driver before it sets a run to load kiln's library, which
+/// is named. A program that never initialises CUDA, as [`OWN_PROFILER`], loads nothing.
+/// `Err`: why it cannot be had here.
+pub fn tracing_env(dir: &Path) -> Result<Vec<(&'static str, PathBuf)>, String> {
+    let library = kiln_worker::measure::cupti::injection_library()?;
+    if !crate::common::have("cc") {
+        return Err("no C compiler (cc) to build a stand-in libcuda.so.1".into());
+    }
+    let stub = dir.join("libcuda.so.1");
+    if !stub.exists() {
+        std::fs::write(dir.join("stub.c"), "int kiln_stand_in_for_libcuda;\n").unwrap();
+        let built = output_std(
+            Command::new("cc")
+                .args(["-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o"])
+                .arg(&stub)
+                .arg(dir.join("stub.c")),
+        )
+        .unwrap();
+        assert!(
+            built.status.success(),
+            "cc failed:\n{}",
+            String::from_utf8_lossy(&built.stderr)
+        );
+    }
+    Ok(vec![
+        ("LD_LIBRARY_PATH", dir.to_path_buf()),
+        (kiln_worker::measure::cupti::LIBRARY_ENV, library),
+    ])
+}
+
+/// `kiln-worker measure ARGS -- sh -c OWN_PROFILER` in [`tracing_env`].
+fn measure_as_a_tracing_worker(dir: &Path, args: &[&str]) -> Result<Measurement, String> {
+    let env = tracing_env(dir)?;
+    let out = output_std(
+        Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
+            .arg("measure")
+            .args(["--runs", "2", "--warmup", "0", "--json"])
+            .args(args)
+            .args(["--", "sh", "-c", OWN_PROFILER])
+            .current_dir(dir)
+            .envs(env)
+            .env("KILN_LOG", "error"),
+    )
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "kiln-worker measure failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: Measurement = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(m.outcome, StepOutcome::Ok, "{m:?}");
+    Ok(m)
+}
+
+#[test]
+fn a_program_whose_own_cupti_client_failed_under_tracing_gets_a_note() {
+    let dir = tempfile::tempdir().unwrap();
+    let traced = match measure_as_a_tracing_worker(dir.path(), &["--metric", "gpu-time"]) {
+        Ok(m) => m,
+        Err(why) => return skip(why),
+    };
+    let library = kiln_worker::measure::cupti::injection_library().unwrap();
+    let stdout = traced.checked_output.clone().unwrap_or_default();
+    assert_eq!(
+        stdout.trim_end(),
+        format!("injection={}", library.display()),
+        "the run was set to load kiln's library"
+    );
+    // Once per measurement, with the messages seen (the first before 64 KiB of other output),
+    // and what to do.
+    assert_eq!(traced.warnings.len(), 1, "{:?}", traced.warnings);
+    let note = &traced.warnings[0];
+    for needle in [
+        "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
+        "CUPTI initialization failed",
+        "gpu-time",
+        "energy or wall-time",
+    ] {
+        assert!(note.contains(needle), "{needle:?} in {note}");
+    }
+
+    // Energy and wall time need no CUPTI: the run loads no library of kiln's, its profiler is
+    // left CUPTI, and what it prints is its own business.
+    let untraced = measure_as_a_tracing_worker(dir.path(), &["--metric", "energy"]).unwrap();
+    let stdout = untraced.checked_output.clone().unwrap_or_default();
+    assert_eq!(stdout.trim_end(), "injection=none");
+    assert!(untraced.warnings.is_empty(), "{:?}", untraced.warnings);
+    assert!(untraced.summary.contains_key(&Metric::WallTime));
+    assert!(untraced
+        .runs
+        .iter()
+        .all(|r| r.metrics.contains_key(&Metric::Energy)));
+}

@@ -156,6 +156,7 @@ fn run_in(cg: &RunCgroup, dir: &Path, program: &str) -> launch::Finished {
         sample_every: None,
         cgroups: cg.procs(),
         memory_limit: None,
+        stderr_watch: &[],
     };
     launch::run(&launch, None, None).expect("the program starts")
 }

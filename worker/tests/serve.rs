@@ -32,6 +32,11 @@ impl Worker {
 
     /// A worker on `rundir`, which another worker process may be using too.
     fn start_in(rundir: &Path, max_frame: usize) -> Worker {
+        Worker::start_with_env(rundir, max_frame, Vec::new())
+    }
+
+    /// A worker on `rundir` with `env` added to its environment.
+    fn start_with_env(rundir: &Path, max_frame: usize, env: Vec<(&str, PathBuf)>) -> Worker {
         let mut child = spawn_std(
             Command::new(env!("CARGO_BIN_EXE_kiln-worker"))
                 .args(["serve", "--rundir"])
@@ -40,6 +45,7 @@ impl Worker {
                 .stdin(Stdio::piped())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
+                .envs(env)
                 .env("KILN_LOG", "error"),
         )
         .unwrap();
@@ -456,4 +462,32 @@ fn two_worker_sessions_never_share_a_slot_at_once() {
         second.started_ms,
         second.finished_ms
     );
+}
+
+#[test]
+fn a_step_records_that_the_programs_own_cupti_client_failed_beside_tracing() {
+    let rundir = tempfile::tempdir().unwrap();
+    let env = match crate::gpu::tracing_env(rundir.path()) {
+        Ok(env) => env,
+        Err(why) => return crate::common::skip(why),
+    };
+    let mut w = Worker::start_with_env(rundir.path(), MAX_FRAME, env);
+    let b = bundle();
+    prepare(&mut w, &b);
+    let spec = knobs_spec(&["sh", "-c", crate::gpu::OWN_PROFILER], &[], 10.0);
+    let mut req = step(1, 0, &spec, b.hash, 1);
+    req.objective = Metric::GpuTime;
+    w.send(&Request::Step(Box::new(req)));
+    let r = step_done(w.recv());
+    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    let stdout = r.checked_output.clone().unwrap_or_default();
+    assert!(stdout.contains("libkiln_cupti"), "traced: {stdout}");
+    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
+    assert!(
+        r.warnings[0].contains("CUPTI initialization failed"),
+        "{:?}",
+        r.warnings
+    );
+    w.send(&Request::Shutdown);
+    assert_eq!(w.recv(), Response::Bye);
 }

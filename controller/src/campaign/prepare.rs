@@ -164,6 +164,13 @@ impl Preparation {
                 benchmark.name
             ))),
             (Tag::Reference(_, name), Answer::Step(result), Some(m)) => {
+                // A step's are logged as it arrives; a reference measurement is no step.
+                for warning in &result.warnings {
+                    tracing::warn!(
+                        "experiment {}, {name} measurement: {warning}",
+                        self.experiment.name
+                    );
+                }
                 let i = m
                     .references
                     .iter()

@@ -321,6 +321,7 @@ impl Build<'_> {
                 sample_every: None,
                 cgroups: Vec::new(),
                 memory_limit: Some(self.spec.build_memory_bytes),
+                stderr_watch: &[],
             };
             match launch::run(&launch, None, Some(self.cancel)) {
                 Ok(f) if f.end == End::Exited(0) => {}
@@ -402,6 +403,7 @@ impl Build<'_> {
             sample_every: None,
             cgroups: Vec::new(),
             memory_limit: Some(self.spec.build_memory_bytes),
+            stderr_watch: &[],
         })
     }
 }

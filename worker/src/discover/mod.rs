@@ -276,6 +276,7 @@ fn profile_stock(
         sample_every: None,
         cgroups: Vec::new(),
         memory_limit: None,
+        stderr_watch: &[],
     };
     progress(format!(
         "profile run of '{}' under callgrind started",

@@ -136,6 +136,9 @@ pub struct Launch {
     /// bytes (checked every [`MEMORY_CHECK_EVERY`]; a build's limit, which
     /// needs no cgroup).
     pub memory_limit: Option<u64>,
+    /// Strings looked for in the whole of stderr as it streams, not only in the tail kept:
+    /// those it held are in [`Finished::stderr_seen`].
+    pub stderr_watch: &'static [&'static str],
 }
 
 /// How often a launch with a memory limit sums its group's resident memory.
@@ -188,6 +191,8 @@ pub struct Finished {
     pub kept_truncated: bool,
     /// The last [`TAIL_BYTES`] of stderr (empty with [`Output::KeepMerged`]).
     pub stderr_tail: String,
+    /// Which of [`Launch::stderr_watch`] stderr held anywhere.
+    pub stderr_seen: Vec<&'static str>,
     /// perf counters, if asked for (unsupported ones say so).
     pub counters: Metrics,
     /// Sampled CPU and memory use, if asked for.
@@ -347,7 +352,7 @@ pub fn run(
     drop(registry);
 
     let mut out = Sink::new(&launch.output, stdout_fd);
-    let mut err = Sink::tail(stderr_fd);
+    let mut err = Sink::tail(stderr_fd, launch.stderr_watch);
     let sampler = launch.sample_every.map(|every| Sampler::start(pid, every));
 
     let watched = watch(pid, pidfd, launch, start, cancel, &mut out, &mut err);
@@ -389,6 +394,7 @@ pub fn run(
         kept_truncated: out.truncated,
         kept: out.kept,
         stderr_tail: err.tail_text(),
+        stderr_seen: err.watch.seen(),
         counters,
         samples,
     })
@@ -405,6 +411,7 @@ impl Finished {
             kept: Vec::new(),
             kept_truncated: false,
             stderr_tail: String::new(),
+            stderr_seen: Vec::new(),
             counters: Metrics::new(),
             samples: None,
         }

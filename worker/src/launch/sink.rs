@@ -19,6 +19,7 @@ pub(super) struct Sink {
     pub(super) truncated: bool,
     pub(super) tail: VecDeque<u8>,
     pub(super) hasher: Option<CheckedDigest>,
+    pub(super) watch: Watch,
 }
 
 #[derive(Clone, Copy)]
@@ -40,8 +41,12 @@ impl Sink {
         Sink::with(mode, hasher, fd)
     }
 
-    pub(super) fn tail(fd: Option<OwnedFd>) -> Self {
-        Sink::with(SinkMode::Tail, None, fd)
+    /// Keeps the tail, and looks for `watch` in the whole stream.
+    pub(super) fn tail(fd: Option<OwnedFd>, watch: &'static [&'static str]) -> Self {
+        Sink {
+            watch: Watch::new(watch),
+            ..Sink::with(SinkMode::Tail, None, fd)
+        }
     }
 
     /// `fd`: the read end of a [`pipe`].
@@ -53,6 +58,7 @@ impl Sink {
             truncated: false,
             tail: VecDeque::new(),
             hasher,
+            watch: Watch::new(&[]),
         }
     }
 
@@ -90,6 +96,7 @@ impl Sink {
     }
 
     pub(super) fn take(&mut self, bytes: &[u8]) {
+        self.watch.feed(bytes);
         match self.mode {
             SinkMode::Hash => {
                 if let Some(h) = &mut self.hasher {
@@ -140,5 +147,87 @@ impl Sink {
     pub(super) fn tail_text(&self) -> String {
         let (a, b) = self.tail.as_slices();
         String::from_utf8_lossy(&[a, b].concat()).into_owned()
+    }
+}
+
+/// Strings looked for in the whole of a stream as it is read, not only in the tail kept: a line a
+/// program prints as it starts is still seen after megabytes of progress output.
+pub(super) struct Watch {
+    needles: &'static [&'static str],
+    seen: Vec<bool>,
+    /// The last bytes read, one fewer than the longest needle has: a needle that two reads
+    /// split is found at the second.
+    carry: Vec<u8>,
+}
+
+impl Watch {
+    pub(super) fn new(needles: &'static [&'static str]) -> Watch {
+        Watch {
+            needles,
+            seen: vec![false; needles.len()],
+            carry: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        if self.seen.iter().all(|s| *s) {
+            return;
+        }
+        let longest = self.needles.iter().map(|n| n.len()).max().unwrap_or(0);
+        let overlap = longest.saturating_sub(1);
+        // Where a needle may straddle the previous read and this one.
+        let mut seam = std::mem::take(&mut self.carry);
+        seam.extend_from_slice(&bytes[..bytes.len().min(overlap)]);
+        for (needle, seen) in self.needles.iter().zip(&mut self.seen) {
+            *seen =
+                *seen || contains(&seam, needle.as_bytes()) || contains(bytes, needle.as_bytes());
+        }
+        self.carry = if bytes.len() >= overlap {
+            bytes[bytes.len() - overlap..].to_vec()
+        } else {
+            seam.split_off(seam.len() - seam.len().min(overlap))
+        };
+    }
+
+    /// The needles seen so far, in the order given.
+    pub(super) fn seen(&self) -> Vec<&'static str> {
+        self.needles
+            .iter()
+            .zip(&self.seen)
+            .filter_map(|(n, seen)| seen.then_some(*n))
+            .collect()
+    }
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Watch;
+
+    #[test]
+    fn a_needle_split_across_reads_is_found() {
+        const NEEDLES: &[&str] = &["CUPTI initialization failed", "absent"];
+        let text = b"x: CUPTI initialization failed - more\n";
+        // Every way of cutting the text into three reads.
+        for i in 0..text.len() {
+            for j in i..text.len() {
+                let mut w = Watch::new(NEEDLES);
+                for part in [&text[..i], &text[i..j], &text[j..]] {
+                    w.feed(part);
+                }
+                assert_eq!(
+                    w.seen(),
+                    vec!["CUPTI initialization failed"],
+                    "cut at {i}, {j}"
+                );
+            }
+        }
+        let mut w = Watch::new(NEEDLES);
+        w.feed(b"CUPTI initialization");
+        w.feed(b" did not fail");
+        assert!(w.seen().is_empty());
     }
 }

@@ -20,6 +20,7 @@ fn launch(script: &str, output: Output) -> Launch {
         sample_every: None,
         cgroups: Vec::new(),
         memory_limit: None,
+        stderr_watch: &[],
     }
 }
 
@@ -67,6 +68,20 @@ fn output_beyond_a_pipe_buffer_streams_while_the_command_runs() {
         "{:?}",
         &f.stderr_tail[TAIL_BYTES - 16..]
     );
+}
+
+#[test]
+fn watched_strings_are_found_anywhere_in_stderr_not_only_in_its_tail() {
+    // The line comes first, then four tails' worth of other output pushes it out of the tail.
+    let script = "echo 'W: CUPTI initialization failed - x' >&2; \
+                  head -c 32768 /dev/zero | tr '\\0' y >&2; echo printed";
+    let mut l = launch(script, Output::HashStdout(LineFilter::All));
+    l.stderr_watch = &["CUPTI initialization failed", "printed", "not printed"];
+    let f = run(&l, None, None).unwrap();
+    assert_eq!(f.end, End::Exited(0));
+    assert!(!f.stderr_tail.contains("CUPTI"));
+    // stdout is not watched.
+    assert_eq!(f.stderr_seen, vec!["CUPTI initialization failed"]);
 }
 
 #[test]

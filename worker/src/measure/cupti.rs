@@ -88,6 +88,15 @@ impl Tracer {
         })
     }
 
+    /// A tracer loading `library` whatever this machine has, for tests.
+    #[cfg(test)]
+    pub(crate) fn with_library(library: &Path, dir: &Path) -> Tracer {
+        Tracer {
+            library: library.to_path_buf(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
     /// Empties the trace folder and adds the variables that load the library into the run.
     pub fn prepare(&self, env: &mut Vec<(String, String)>) -> Result<(), String> {
         std::fs::create_dir_all(&self.dir)
@@ -153,6 +162,33 @@ impl Tracer {
     }
 }
 
+/// What a program prints on stderr when a CUPTI client of its own could not start. CUPTI serves
+/// one client per process, and while kiln's injection library traces a run it is that client,
+/// started at CUDA's initialisation before the program's code can ask (PyTorch's profiler then
+/// reads no kernel at all, as was reported from a GPU worker). The program's subscription fails
+/// with `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED` inside the program, where the library
+/// cannot see it: the program says so itself, or nothing does. Looked for only in runs the
+/// library traced (elsewhere such a line is the program's own business):
+///
+/// - `CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED`, CUPTI's name for the clash, printed
+///   through `cuptiGetResultString` by PyTorch's profiler (Kineto's `CUPTI_CALL`: "function
+///   cbapi->getCuptiStatus() failed with error CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+///   (39)") and by TensorFlow's and JAX's (XLA's `cupti_tracer.cc`: "function ... failed with
+///   error CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"), and named in JAX's warning of an
+///   empty profile;
+/// - `CUPTI initialization failed`, Kineto's warning ("CUPTI initialization failed - CUDA
+///   profiler activities will be missing"), which PyTorch prints for any failed subscription: in
+///   a traced run the clash is the likely cause, though not the only one (a subscription refused
+///   for too few privileges reads the same).
+///
+/// Not looked for: `CUPTI_ERROR_NOT_INITIALIZED` and the like, which name no clash, and messages
+/// a program writes to stdout or to a file. A program that prints nothing when its profiler
+/// fails (a client of its own that ignores the error) goes unnoticed.
+pub const CLIENT_FAILED: &[&str] = &[
+    "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED",
+    "CUPTI initialization failed",
+];
+
 /// Every CUPTI metric, unsupported.
 pub fn unsupported() -> Metrics {
     Metric::ALL
@@ -168,10 +204,7 @@ mod tests {
     use kiln_protocol::gpu_trace::{header, note_file_name, trace_file_name, Record};
 
     fn tracer(dir: &Path) -> Tracer {
-        Tracer {
-            library: PathBuf::from("/lib/libkiln_cupti.so"),
-            dir: dir.to_path_buf(),
-        }
+        Tracer::with_library(Path::new("/lib/libkiln_cupti.so"), dir)
     }
 
     #[test]

@@ -116,6 +116,10 @@ pub struct Measurement {
     /// digest was expected, the differing run's when one differed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checked_output: Option<String>,
+    /// What the measurement found wrong without failing: a CUPTI client of the program's own
+    /// that clashed with kiln's GPU tracing (a step's record keeps them as warnings).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -141,6 +145,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
                     cut_short: None,
                     output_digest: None,
                     checked_output: None,
+                    warnings: Vec::new(),
                 }
             }
         }
@@ -178,6 +183,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         target_met,
         output_digest: m.output_digest,
         checked_output: m.checked_output,
+        warnings: m.gpu.notes().to_vec(),
     }
 }
 
@@ -334,9 +340,13 @@ impl Engine<'_> {
                 Kind::Callgrind => Vec::new(),
             },
             memory_limit: None,
+            stderr_watch: &[],
         };
         let oom_kills_before = self.cgroup.as_ref().map_or(0, RunCgroup::oom_kills);
         let gpu = (kind == Kind::Timed).then(|| self.gpu.begin(&mut launch.env));
+        if let Some(gpu) = &gpu {
+            launch.stderr_watch = gpu.stderr_watch();
+        }
         let index = self.runs.len() as u32;
         let counters = match kind {
             Kind::Timed => Some(self.counters.get_or_insert_with(Inherited::open)),
@@ -378,7 +388,7 @@ impl Engine<'_> {
             Kind::Timed => {
                 let mut m = timed_metrics(&finished);
                 if let Some(gpu) = gpu {
-                    m.extend(self.gpu.end(gpu, finished.wall));
+                    m.extend(self.gpu.end(gpu, finished.wall, &finished.stderr_seen));
                 }
                 m
             }
@@ -518,6 +528,7 @@ fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String),
         sample_every: None,
         cgroups: Vec::new(),
         memory_limit: None,
+        stderr_watch: &[],
     };
     let finished = launch::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;
     match finished.end {

@@ -26,6 +26,7 @@ pub fn table(command: &str, m: &Measurement, objective: Metric, target_rel_ci: f
         for line in detail.lines() {
             let _ = writeln!(t, "  | {line}");
         }
+        warnings(&mut t, m);
         return t;
     }
     let measured = m.runs.iter().filter(|r| !r.warmup).count();
@@ -108,7 +109,15 @@ pub fn table(command: &str, m: &Measurement, objective: Metric, target_rel_ci: f
             let _ = writeln!(t, "  {label:<20} {shown:>12} {:>8}", b.share(v));
         }
     }
+    warnings(&mut t, m);
     t
+}
+
+/// The measurement's warnings, after a blank line.
+fn warnings(t: &mut String, m: &Measurement) {
+    for w in &m.warnings {
+        let _ = write!(t, "\n  Warning: {w}\n");
+    }
 }
 
 fn summary_row(metric: Metric, s: &Summary) -> String {
@@ -158,6 +167,7 @@ mod tests {
             cut_short: None,
             output_digest: None,
             checked_output: None,
+            warnings: Vec::new(),
         };
         let text = table("prog", &measurement, Metric::WallTime, 0.01);
         assert!(text.contains("Time breakdown"), "{text}");
@@ -206,6 +216,7 @@ mod tests {
             cut_short: None,
             output_digest: None,
             checked_output: None,
+            warnings: Vec::new(),
         };
         let ci_line = |objective| {
             table("prog", &measurement, objective, 0.01)
@@ -223,6 +234,25 @@ mod tests {
             format!("  Median CI ± {wall_ci:.2} % (target 1.00 %): not met")
         );
         assert!(ci_line(Metric::Energy).contains("of energy: not measured"));
+    }
+
+    #[test]
+    fn warnings_follow_the_table() {
+        let measurement = Measurement {
+            outcome: StepOutcome::Ok,
+            runs: Vec::new(),
+            summary: Default::default(),
+            target_met: false,
+            cut_short: None,
+            output_digest: None,
+            checked_output: None,
+            warnings: vec!["the program's own CUPTI client could not start".into()],
+        };
+        let text = table("prog", &measurement, Metric::WallTime, 0.01);
+        assert!(
+            text.ends_with("\n  Warning: the program's own CUPTI client could not start\n"),
+            "{text}"
+        );
     }
 
     #[test]
