@@ -2,8 +2,9 @@
 //! resume after SIGKILL, search quality on a known optimum, failed steps
 //! recorded, and status.
 
+use std::io::Write as _;
 use std::path::Path;
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::campaign::{
@@ -1097,6 +1098,79 @@ fn a_controller_killed_during_preparation_resumes_it() {
         text(&out)
     );
     assert_eq!(kept_reference_measurements(&dir.path().join("store")), 3);
+}
+
+#[test]
+fn ctrl_c_on_a_terminal_leaves_the_bars_and_says_each_thing_once() {
+    let dir = slow_setup(400);
+    let hang = dir.path().join("hang");
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        format!(
+            "sleep 0.1\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
+            hang.display()
+        ),
+    )
+    .unwrap();
+    // Under `script`, kiln's stderr is a terminal: it draws its bars. A Ctrl-C typed into that
+    // terminal (0x03 on script's input) interrupts it, as a person's would.
+    let line = format!("{} run campaign.sexp", kiln().display());
+    let mut tty = Command::new("script")
+        .args(["-qfec", &line, "/dev/null"])
+        .current_dir(dir.path())
+        .env("KILN_WORKER", worker())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("three steps decided", || decided(dir.path()) >= 3);
+    std::fs::write(&hang, "").unwrap();
+    wait_for("a hanging run", || {
+        descendants(tty.id())
+            .iter()
+            .any(|(_, cmd)| cmd.contains("run.sh"))
+    });
+    let mut input = tty.stdin.take().unwrap();
+    input.write_all(b"\x03").unwrap();
+    input.flush().unwrap();
+    let out = tty.wait_with_output().unwrap();
+    drop(input);
+    assert_eq!(out.status.code(), Some(130), "{}", text(&out));
+    // What the terminal shows, without its cursor movements: each line as a redraw left it.
+    let escapes = regex::Regex::new("\x1b\\[[0-9;]*[A-Za-z]").unwrap();
+    let shown = escapes
+        .replace_all(&String::from_utf8_lossy(&out.stdout), "")
+        .replace("\r\n", "\n");
+    let lines: Vec<&str> = shown
+        .lines()
+        .map(|l| l.rsplit('\r').next().unwrap_or(l))
+        .collect();
+    // One line says what was abandoned, right under the bar, which stays where the chain got
+    // to with nothing printed onto it; the error says why once.
+    let abandoned: Vec<usize> = (0..lines.len())
+        .filter(|i| lines[*i].contains("steps abandoned in flight"))
+        .collect();
+    assert!(
+        abandoned.len() == 1 && lines[abandoned[0]].starts_with("kiln: steps abandoned"),
+        "{shown}"
+    );
+    let bar = lines[abandoned[0] - 1];
+    assert!(
+        bar.contains("slow/chain 0") && bar.contains("eta") && !bar.contains("kiln"),
+        "{bar:?} in {shown}"
+    );
+    assert_eq!(
+        lines.get(abandoned[0] + 1).copied(),
+        Some("kiln: error: interrupted; the campaign is stored in store and `kiln run` resumes it"),
+        "{shown}"
+    );
+    assert_eq!(
+        shown.matches("the campaign is stored in").count(),
+        1,
+        "{shown}"
+    );
+    std::fs::remove_file(&hang).unwrap();
 }
 
 #[test]

@@ -156,7 +156,10 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
                     run.dispatched_ms.keys().map(ToString::to_string).collect();
                 in_flight.sort();
                 if !in_flight.is_empty() {
-                    tracing::warn!("steps abandoned in flight: {}", in_flight.join(", "));
+                    crate::logging::note(format_args!(
+                        "steps abandoned in flight: {}",
+                        in_flight.join(", ")
+                    ));
                 }
                 let why = format!(
                     "{}{}; the campaign is stored in {} and `kiln run` resumes it",
@@ -164,7 +167,8 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
                     if run.preparing.is_empty() { "" } else { " while preparing" },
                     store.dir().display()
                 );
-                tracing::warn!("{why}");
+                // The person reads it once, as kiln's error; the log keeps it.
+                tracing::info!("{why}");
                 return Err(Interrupted(why, signal)
                 .into());
             }

@@ -86,11 +86,17 @@ impl Progress {
 
     /// Ends the display.
     pub fn finish(&mut self) {
-        if let Some((_, bars)) = self.bars.as_ref() {
-            // Where each chain got to, also when the campaign was interrupted.
+        if let Some((multi, bars)) = self.bars.take() {
+            // Where each chain got to, also when the campaign was interrupted; nothing
+            // draws over the lines printed after them.
             for bar in bars.values() {
                 bar.abandon();
             }
+            drop(bars);
+            drop(multi);
+            // indicatif leaves the cursor at the end of the last bar: what follows starts
+            // on a line of its own.
+            eprintln!();
         }
     }
 }
