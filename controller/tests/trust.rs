@@ -447,6 +447,12 @@ fn a_source_file_name_that_is_not_utf8_is_bad_input() {
 /// (exit 1), never as "not a kiln store". Run as `nobody`, since root reads everything.
 #[test]
 fn a_store_the_user_may_not_read_says_so() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return common::skip(
+            "runuser needs root (exit_status::an_unreadable_store_exits_1_naming_path_and_permission runs as this user)",
+        );
+    }
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();

@@ -10,7 +10,11 @@ use crate::cli::{Cli, CompletionsArgs, ManArgs};
 use crate::error::Outcome;
 
 pub(super) fn completions(args: &CompletionsArgs, out: &mut dyn Write) -> Result<Outcome> {
-    clap_complete::generate(args.shell, &mut Cli::command(), "kiln", out);
+    // Generated whole, then written: clap_complete panics on a write that fails (a reader
+    // that went away, `kiln completions bash | head`), where kiln ends quietly.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut Cli::command(), "kiln", &mut script);
+    out.write_all(&script)?;
     Ok(Outcome::Success)
 }
 

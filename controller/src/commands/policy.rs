@@ -11,7 +11,9 @@
 //! inline-nothing measurements in the store (experiment `manual:BENCHMARK`,
 //! so they export), and prints one row per benchmark. A benchmark whose
 //! policy fails (a crash, a timeout, a malformed decision file, an unknown
-//! site) or whose measurement fails is a row with the reason; the others go on.
+//! site) or whose measurement fails is a row with the reason; the others go on, and the
+//! command then fails (exit 1), or ends as bad input (exit 2) where a benchmark's sources
+//! cannot be sent, as `kiln run` does.
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -30,7 +32,7 @@ use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue};
 use crate::atomic;
 use crate::cli::PolicyArgs;
 use crate::dispatch::bundle;
-use crate::error::{BadInput, Interrupted, Outcome};
+use crate::error::{self, BadInput, Interrupted, Outcome};
 use crate::export::site_records;
 use crate::logging;
 use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Session, Slot};
@@ -189,6 +191,9 @@ struct Row {
     best_step: Option<f64>,
     /// Why the benchmark has no result, if it has none.
     failure: Option<String>,
+    /// Whether that is the input's fault (sources kiln cannot send), not a failure.
+    #[serde(skip)]
+    bad_input: bool,
 }
 
 impl Row {
@@ -201,6 +206,7 @@ impl Row {
             nothing: None,
             best_step: None,
             failure: Some(why),
+            bad_input: false,
         }
     }
 
@@ -214,10 +220,10 @@ pub(super) fn run(args: &PolicyArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
     let policy = Policy::from_args(&args.policy);
     let specs = benchmarks(&config, &args.benchmarks)?;
+    let worker = single_slot(&pick_worker(&config, args.worker.as_deref())?);
     let store_dir = args.store.clone().unwrap_or_else(|| config.store.clone());
     let store = Store::open(&store_dir)?;
     store.claim()?;
-    let worker = single_slot(&pick_worker(&config, args.worker.as_deref())?);
     let (scratch, mut settings) = super::scratch_pool(&config, None, config.limits_in_use())?;
     // Local workers run where the campaign's did: a program's count under callgrind depends
     // on the folder it runs in, and the campaign's builds are cached there.
@@ -234,7 +240,10 @@ pub(super) fn run(args: &PolicyArgs, out: &mut dyn Write) -> Result<Outcome> {
                 Ok(row) => row,
                 // A signal stops the command, not only this benchmark.
                 Err(e) if e.downcast_ref::<Interrupted>().is_some() => return Err(e),
-                Err(e) => Row::failed(&spec.name, format!("{e:#}")),
+                Err(e) => Row {
+                    bad_input: error::status_of(&e) == 2,
+                    ..Row::failed(&spec.name, format!("{e:#}"))
+                },
             };
             rows.push(row);
         }
@@ -249,10 +258,17 @@ pub(super) fn run(args: &PolicyArgs, out: &mut dyn Write) -> Result<Outcome> {
     } else {
         write!(out, "{}", escape_controls(&render(&policy, &rows)))?;
     }
-    Ok(match rows.iter().any(|r| r.failure.is_some()) {
-        true => Outcome::Failure,
-        false => Outcome::Success,
-    })
+    // As `kiln run` ends: bad input where a benchmark's sources were at fault, after the others.
+    Ok(
+        match (
+            rows.iter().any(|r| r.bad_input),
+            rows.iter().any(|r| r.failure.is_some()),
+        ) {
+            (true, _) => Outcome::BadInput,
+            (false, true) => Outcome::Failure,
+            (false, false) => Outcome::Success,
+        },
+    )
 }
 
 /// The config's llvm-inline benchmarks (or the ones named, which must be such).
@@ -339,6 +355,7 @@ async fn evaluate(
         nothing: keep("nothing", nothing_at),
         best_step: best_at.and_then(|i| keep("best step", i)),
         failure: None,
+        bad_input: false,
     };
     for (set, at, value) in [
         (&decisions, policy_at, row.policy),

@@ -34,7 +34,23 @@ const LISTED: usize = 8;
 const NOISY_ROUNDS: u32 = 3;
 
 pub(super) fn run(args: &RewardsArgs, out: &mut dyn Write) -> Result<Outcome> {
+    // `--config` and `--worker` are checked first, whether or not a proposal turns out to
+    // need measuring: a config that does not parse, or a worker it lacks, is bad input.
+    let mut given = args.config.as_deref().map(super::read_config).transpose()?;
     let store = Store::open_existing(&args.store)?;
+    if let Some(name) = &args.worker {
+        let stored;
+        let config = match &given {
+            Some(config) => Some(config),
+            None => {
+                stored = store.config()?;
+                stored.as_ref()
+            }
+        };
+        if let Some(config) = config {
+            pick_worker(config, Some(name))?;
+        }
+    }
     let dir = args
         .output
         .clone()
@@ -62,7 +78,7 @@ pub(super) fn run(args: &RewardsArgs, out: &mut dyn Write) -> Result<Outcome> {
             continue;
         }
         if config.is_none() {
-            config = Some(campaign_config(args, &store)?);
+            config = Some(campaign_config(args, given.take(), &store)?);
         }
         let config = config.as_ref().expect("read above");
         let verification = super::runtime()?.block_on(measure(config, &store, &a, args))?;
@@ -79,11 +95,15 @@ pub(super) fn run(args: &RewardsArgs, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The config to measure with: `--config`, else the one the store keeps; its
-/// objective must be the campaign's.
-fn campaign_config(args: &RewardsArgs, store: &Store) -> Result<CampaignConfig> {
+/// The config to measure with: `--config` (`given`, read already), else the one the store
+/// keeps; its objective must be the campaign's.
+fn campaign_config(
+    args: &RewardsArgs,
+    given: Option<CampaignConfig>,
+    store: &Store,
+) -> Result<CampaignConfig> {
     let stored = store.config()?;
-    let Some(path) = &args.config else {
+    let (Some(path), Some(config)) = (&args.config, given) else {
         return stored.ok_or_else(|| {
             BadInput(format!(
                 "store {} keeps no campaign config to verify with: pass --config, or --no-verify",
@@ -92,7 +112,6 @@ fn campaign_config(args: &RewardsArgs, store: &Store) -> Result<CampaignConfig> 
             .into()
         });
     };
-    let config = super::read_config(path)?;
     if let Some(stored) = stored.filter(|s| s.objective != config.objective) {
         return Err(BadInput(format!(
             "{} measures the {} of {}, the campaign of store {} the {} of {}: \

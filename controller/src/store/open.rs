@@ -18,7 +18,8 @@ const READER_HOLDS: Duration = Duration::from_secs(3);
 /// Why a store cannot be opened. Every message names the store's folder.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    /// A reading command pointed at a folder that holds no store.
+    /// A reading command pointed at a folder that holds no store, or any command at a path
+    /// that is no folder.
     #[error("{} is not a kiln store (no database {})", .0.display(), layout::db_file(.0).display())]
     NotAStore(PathBuf),
     /// Another process holds the database.
@@ -49,6 +50,10 @@ impl Store {
     /// Opens the store in `dir`, creating it if there is none (commands that
     /// write steps), refusing clearly if another controller holds it.
     pub fn open(dir: &Path) -> Result<Store> {
+        // A file where the store's folder would be is the user's to move: bad input.
+        if fs::metadata(dir).is_ok_and(|m| !m.is_dir()) {
+            return Err(OpenError::NotAStore(dir.to_path_buf()).into());
+        }
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
         let mut store = Store::open_db(dir, true, false)?;
