@@ -113,6 +113,9 @@ fn result(g: &mut Gen) -> StepResult {
     }
 }
 
+/// The baseline's objective: the median of its samples (ns).
+const BASELINE_NS: f64 = 600_000.0;
+
 fn chain_state(samples: &[f64]) -> ChainState {
     ChainState::at_start(
         &baseline(),
@@ -177,19 +180,25 @@ fn next_step(g: &mut Gen, state: &mut ChainState, chain: u32, step: u32) -> Step
     let point = ProgressPoint {
         steps: state.next_decide,
         at_ms: state.updated_ms,
-        best: state.best.objective(),
+        best: None,
         accepted: state.accepted,
         failures: BTreeMap::new(),
         temperature: 0.0,
     };
     if let Some(progress) = &mut state.progress {
-        progress.note(Some(&record.worker), point);
+        progress.note(
+            step,
+            Some(&record.worker),
+            Some(objective),
+            BASELINE_NS,
+            point,
+        );
     }
     record
 }
 
 fn experiment_info() -> ExperimentInfo {
-    let samples = vec![600_000.0, 610_000.0, 590_000.0];
+    let samples = vec![BASELINE_NS, BASELINE_NS + 10_000.0, BASELINE_NS - 10_000.0];
     ExperimentInfo {
         discovery: Discovery {
             points: points(),

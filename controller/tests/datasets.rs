@@ -16,8 +16,8 @@ use kiln_controller::export::{
 use kiln_controller::rewards::{self, Distrust, RewardOptions, Target, Verdict};
 use kiln_controller::store::layout::{rewards_best_file, rewards_proposal_file};
 use kiln_controller::store::{
-    manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, Reference, StepKey,
-    StepKind, StepRecord, Store,
+    manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint, Reference,
+    StepKey, StepKind, StepRecord, Store,
 };
 use kiln_protocol::message::{Discovery, RunRecord, StepResult};
 use kiln_protocol::{
@@ -261,6 +261,21 @@ fn synthetic_store_pinning(
                     samples: vec![objective.unwrap()],
                     step: Some(step),
                 };
+            }
+            if failed {
+                *state.failures.entry("run-failed".into()).or_default() += 1;
+            }
+            // The chain's course, as a campaign keeps it.
+            let point = ProgressPoint {
+                steps: step + 1,
+                at_ms: record.recorded_ms + 1,
+                best: None,
+                accepted: state.accepted,
+                failures: state.failures.clone(),
+                temperature: record.temperature,
+            };
+            if let Some(progress) = &mut state.progress {
+                progress.note(step, Some(&record.worker), objective, BASE_COST, point);
             }
             store.decide(&record, &state).unwrap();
         }
@@ -668,14 +683,18 @@ fn rewards_refuse_an_experiment_without_successful_steps_and_skip_it_over_the_st
         err.contains("linear") && err.contains("no successfully measured steps"),
         "{err}"
     );
-    // Over the whole store, such an experiment is skipped with a note.
+    // Over the whole store, such an experiment is skipped with a note, and measurements
+    // by hand are no search's: left out unless named.
     add_manual_step(&store);
     let out = dir.path().join("rewards");
     let written = write_unverified(&store, &out);
     assert_eq!(written.skipped, ["linear"], "{written:?}");
-    assert!(rewards_proposal_file(&out, "manual:linear").exists());
-    // One step is no model: it says so.
-    let manual = &written.experiments[0].assignment;
+    assert!(written.experiments.is_empty(), "{written:?}");
+    assert!(!rewards_proposal_file(&out, "manual:linear").exists());
+    // Named, one step is no model: it says so.
+    let (named, _) =
+        rewards::assign_all(&store, Some("manual:linear"), &RewardOptions::default()).unwrap();
+    let manual = &named[0];
     assert!(
         matches!(manual.distrust, Some(Distrust::TooFewRows { rows: 1, .. })),
         "{:?}",

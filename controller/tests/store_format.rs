@@ -575,6 +575,6 @@ fn a_chain_stored_before_kiln_kept_its_course_has_it_replayed_from_its_steps() {
         .iter()
         .filter_map(|r| r.objective)
         .fold(info().baseline.objective().unwrap(), f64::min);
-    assert_eq!(last.best, lowest);
+    assert_eq!(last.best, Some(lowest));
     assert_eq!(last.at_ms, chain[299].decision.as_ref().unwrap().decided_ms);
 }

@@ -453,6 +453,9 @@ impl Running<'_> {
             }
             prepare::Progress::Ready(prepared) => {
                 let prepared: Arc<Prepared> = Arc::from(prepared);
+                if let Some(baseline) = prepared.info.baseline.objective() {
+                    self.progress.baseline(experiment, baseline);
+                }
                 self.experiments
                     .insert(experiment.to_string(), prepared.clone());
                 for chain in 0..prepared.experiment.chains {
@@ -773,9 +776,17 @@ impl Running<'_> {
     /// Writes each chain's best decision set as a decision file beside the store.
     fn write_best_files(&self) -> Result<()> {
         for ((experiment, chain), state) in &self.chains {
+            // The chain's best step where one beat stock; else the stock decisions.
+            let baseline = &self.experiments[experiment].info.baseline;
+            let best = self.store.best_step(
+                experiment,
+                *chain,
+                state,
+                baseline.objective().unwrap_or(f64::NAN),
+            )?;
             let file = DecisionFile {
                 benchmark: Some(self.experiments[experiment].benchmark.name.clone()),
-                set: state.best.decisions.clone(),
+                set: best.map_or_else(|| baseline.decisions.clone(), |step| step.decisions),
             };
             let path = layout::best_file(self.store.dir(), experiment, *chain);
             if let Some(dir) = path.parent() {

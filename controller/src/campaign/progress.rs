@@ -10,7 +10,9 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::pool::{StatusBoard, WorkerState};
 use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
-use crate::text::format_measure;
+use crate::text::best_cells;
+
+use super::status::best_of;
 
 /// One bar per chain.
 type Bars = BTreeMap<(String, u32), ProgressBar>;
@@ -19,6 +21,8 @@ type Bars = BTreeMap<(String, u32), ProgressBar>;
 pub struct Progress {
     bars: Option<(MultiProgress, Bars)>,
     totals: BTreeMap<String, u32>,
+    /// Per prepared experiment, its baseline's objective.
+    baselines: BTreeMap<String, f64>,
     /// The objective's unit.
     unit: &'static str,
 }
@@ -36,12 +40,19 @@ impl Progress {
         Progress {
             bars,
             totals,
+            baselines: BTreeMap::new(),
             unit: config.objective.metric.unit(),
         }
     }
 
+    /// Notes the baseline of a prepared experiment: a chain's best is shown against it.
+    pub fn baseline(&mut self, experiment: &str, objective: f64) {
+        self.baselines.insert(experiment.to_string(), objective);
+    }
+
     /// Updates the bars after a decision.
     pub fn refresh(&mut self, chains: &BTreeMap<(String, u32), ChainState>) {
+        let (baselines, unit) = (&self.baselines, self.unit);
         let Some((multi, bars)) = self.bars.as_mut() else {
             return;
         };
@@ -60,7 +71,7 @@ impl Progress {
                 bar
             });
             bar.set_position(u64::from(state.next_decide));
-            bar.set_message(summary(state, self.unit));
+            bar.set_message(summary(state, baselines.get(experiment), unit));
         }
     }
 
@@ -74,7 +85,7 @@ impl Progress {
             logging::note(format_args!(
                 "{experiment}/chain {chain}: step {}/{total}, {}",
                 state.next_decide,
-                summary(state, self.unit)
+                summary(state, self.baselines.get(experiment), self.unit)
             ));
         }
         for (name, s) in board.lock().expect("not poisoned").iter() {
@@ -101,14 +112,17 @@ impl Progress {
     }
 }
 
-fn summary(state: &ChainState, unit: &str) -> String {
+/// A chain's acceptance and best (against `baseline`), the best as every command says it.
+fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str) -> String {
     let rate = if state.next_decide > 0 {
         100.0 * f64::from(state.accepted) / f64::from(state.next_decide)
     } else {
         0.0
     };
-    format!(
-        "accepted {rate:.0}% best {}",
-        format_measure(state.best.objective(), unit)
-    )
+    let baseline = baseline.copied().unwrap_or(f64::NAN);
+    let best = match best_cells(best_of(state, baseline), baseline, state.next_decide, unit) {
+        [best, ratio] if best != "-" => format!("best {best} ({ratio})"),
+        [_, words] => words,
+    };
+    format!("accepted {rate:.0}% {best}")
 }

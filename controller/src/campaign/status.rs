@@ -59,7 +59,8 @@ pub struct ChainRow {
     pub total: u32,
     /// Proposals accepted.
     pub accepted: u32,
-    /// Best objective.
+    /// Best objective: the lowest a step measured, or the baseline's until
+    /// one measured below it.
     pub best: f64,
     /// Baseline objective.
     pub baseline: f64,
@@ -142,37 +143,50 @@ fn chain_rows(
 ) -> Vec<ChainRow> {
     chains
         .iter()
-        .map(|((experiment, chain), s)| ChainRow {
-            experiment: experiment.clone(),
-            chain: *chain,
-            done: s.next_decide,
-            total: config
-                .experiment(experiment)
-                .map_or(0, |e| e.search.steps()),
-            accepted: s.accepted,
-            best: s.best.objective(),
-            baseline: infos
+        .map(|((experiment, chain), s)| {
+            let baseline = infos
                 .get(experiment)
                 .and_then(|i| i.baseline.objective())
-                .unwrap_or(f64::NAN),
-            temperature: s.temperature,
-            failures: s.failures.clone(),
-            last_failure: s.last_failure.clone(),
-            stopped: s.stopped.clone(),
-            started_ms: s.started_ms,
-            updated_ms: s.updated_ms,
-            coverage: infos
-                .get(experiment)
-                .map(|i| s.coverage(&i.discovery.points))
-                .unwrap_or_default(),
-            raced: s.raced,
-            series: s
-                .progress
-                .as_ref()
-                .map(|p| p.series.clone())
-                .unwrap_or_default(),
+                .unwrap_or(f64::NAN);
+            ChainRow {
+                experiment: experiment.clone(),
+                chain: *chain,
+                done: s.next_decide,
+                total: config
+                    .experiment(experiment)
+                    .map_or(0, |e| e.search.steps()),
+                accepted: s.accepted,
+                best: best_of(s, baseline),
+                baseline,
+                temperature: s.temperature,
+                failures: s.failures.clone(),
+                last_failure: s.last_failure.clone(),
+                stopped: s.stopped.clone(),
+                started_ms: s.started_ms,
+                updated_ms: s.updated_ms,
+                coverage: infos
+                    .get(experiment)
+                    .map(|i| s.coverage(&i.discovery.points))
+                    .unwrap_or_default(),
+                raced: s.raced,
+                series: s
+                    .progress
+                    .as_ref()
+                    .map(|p| p.series.clone())
+                    .unwrap_or_default(),
+            }
         })
         .collect()
+}
+
+/// A chain's best, as every command means it: the lowest objective a step
+/// measured, or the baseline's until one measured below it.
+pub fn best_of(state: &ChainState, baseline: f64) -> f64 {
+    state
+        .progress
+        .as_ref()
+        .and_then(|p| p.best(baseline))
+        .unwrap_or(f64::NAN)
 }
 
 /// What a running campaign is doing: experiments being prepared, and whether

@@ -397,13 +397,17 @@ fn best_step(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle) -> Result<Opt
         if info.bundle != bundle.hash {
             continue;
         }
+        let baseline = info.baseline.objective().unwrap_or(f64::NAN);
         for chain in 0..e.chains {
             let Some(state) = store.chain(&e.name, chain)? else {
                 continue;
             };
-            let objective = state.best.objective();
-            if state.best.step.is_some() && best.as_ref().is_none_or(|(o, _)| objective < *o) {
-                best = Some((objective, state.best.decisions.clone()));
+            let Some(step) = store.best_step(&e.name, chain, &state, baseline)? else {
+                continue;
+            };
+            let objective = step.objective.unwrap_or(f64::NAN);
+            if best.as_ref().is_none_or(|(o, _)| objective < *o) {
+                best = Some((objective, step.decisions));
             }
         }
     }

@@ -9,9 +9,9 @@ use kiln_protocol::{Metric, StepOutcome};
 
 use crate::cli::ShowArgs;
 use crate::error::{BadInput, Outcome};
-use crate::store::{StepKey, StepKind, StepRecord, Store};
+use crate::store::{manual_benchmark, StepKey, StepKind, StepRecord, Store};
 use crate::text::{
-    escape_controls, format_ratio, format_summary, format_value, plural, TIME_RATIO,
+    escape_controls, format_measure, format_ratio, format_summary, format_value, plural, TIME_RATIO,
 };
 
 /// Sites listed by name when a step changed that many or fewer.
@@ -42,16 +42,26 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
 fn describe(store: &Store, record: &StepRecord) -> Result<String> {
     let key = &record.key;
     let mut out = String::new();
-    let kind = match record.kind {
-        StepKind::Proposal => "proposal",
-        StepKind::Remeasure => "re-measurement of the incumbent",
-        StepKind::Screen => "screening flip (guided proposals)",
-        StepKind::Restart => "restart of hill climbing from a local optimum",
-    };
-    let parent = record
-        .parent
-        .map_or("the baseline".to_string(), |p| format!("step {p}"));
-    writeln!(out, "{key}: {kind}, from {parent}")?;
+    let manual = manual_benchmark(&key.experiment);
+    match manual {
+        // A step measured by hand: no search proposed it, and none decides on it.
+        Some(benchmark) => writeln!(
+            out,
+            "{key}: measured by hand (`kiln benchmark --store`) on benchmark {benchmark}"
+        )?,
+        None => {
+            let kind = match record.kind {
+                StepKind::Proposal => "proposal",
+                StepKind::Remeasure => "re-measurement of the incumbent",
+                StepKind::Screen => "screening flip (guided proposals)",
+                StepKind::Restart => "restart of hill climbing from a local optimum",
+            };
+            let parent = record
+                .parent
+                .map_or("the baseline".to_string(), |p| format!("step {p}"));
+            writeln!(out, "{key}: {kind}, from {parent}")?;
+        }
+    }
     writeln!(
         out,
         "worker {} slot {}; measured in {:.1} s",
@@ -86,27 +96,32 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
         }
     }
     let baseline = info.as_ref().and_then(|info| info.baseline.objective());
+    // In the objective's unit, as every command prints it.
+    let unit = store
+        .config()?
+        .map_or("count", |c| c.objective.metric.unit());
+    let value = |v: f64| format_measure(v, unit);
     match (record.objective, baseline) {
         (Some(o), Some(b)) => writeln!(
             out,
             "objective: {} (baseline {}, {TIME_RATIO} {})",
-            format_value(o),
-            format_value(b),
+            value(o),
+            value(b),
             format_ratio(
                 info.as_ref()
                     .and_then(|i| i.time_ratio(o))
                     .unwrap_or(f64::NAN)
             )
         )?,
-        (Some(o), None) => writeln!(out, "objective: {}", format_value(o))?,
+        (Some(o), None) => writeln!(out, "objective: {}", value(o))?,
         (None, _) => writeln!(out, "objective: none (the step failed)")?,
     }
-    if let Some(d) = &record.decision {
+    if let Some(d) = record.decision.as_ref().filter(|_| manual.is_none()) {
         let verdict = if d.accepted { "accepted" } else { "rejected" };
         writeln!(
             out,
             "{verdict} against {}; temperature {}",
-            format_value(d.compared_with),
+            value(d.compared_with),
             format_value(record.temperature)
         )?;
     }
@@ -160,10 +175,10 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
              the incumbent's {} plus the most temperature {} accepts with probability {} or more",
             cut.runs,
             cut.max_runs,
-            format_value(cut.ci_low),
-            format_value(cut.ci_high),
-            format_value(cut.race.bound),
-            format_value(cut.race.incumbent),
+            value(cut.ci_low),
+            value(cut.ci_high),
+            value(cut.race.bound),
+            value(cut.race.incumbent),
             format_value(record.temperature),
             cut.race.p
         )?;

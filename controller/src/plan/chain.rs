@@ -410,7 +410,7 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
     let point = ProgressPoint {
         steps: state.next_decide,
         at_ms: state.updated_ms,
-        best: state.best.objective(),
+        best: None,
         accepted: state.accepted,
         failures: state.failures.clone(),
         temperature: state.temperature,
@@ -418,7 +418,13 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
     let measured_by = record.cached_from.is_none().then_some(&*record.worker);
     // A chain stored before kiln kept its course had it replayed when read.
     if let Some(progress) = &mut state.progress {
-        progress.note(measured_by, point);
+        progress.note(
+            step,
+            measured_by,
+            record.objective,
+            ctx.baseline_objective,
+            point,
+        );
     }
     if nothing_succeeded(state) && state.failing_alike >= STOP_AFTER_ALIKE_FAILURES {
         let why = state

@@ -424,7 +424,8 @@ where
     }
     for (chain, points) in &e.chains {
         let c = color(*chain);
-        let mut best = f64::INFINITY;
+        // The best so far starts at the baseline: a step only counts below it.
+        let mut best = baseline.unwrap_or(f64::INFINITY);
         let best_line: Vec<(f64, f64)> = points
             .iter()
             .filter_map(|p| {

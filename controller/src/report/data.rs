@@ -1,6 +1,6 @@
 //! What the report needs of a store: per experiment, its steps as plot points.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::Result;
 
@@ -8,7 +8,9 @@ use kiln_protocol::config::Objective;
 use kiln_protocol::{CampaignConfig, Metric};
 
 use crate::store::summary::MetricKey;
-use crate::store::{benchmark_of, Coverage, ExperimentInfo, StepKey, StepKind, StepSummary, Store};
+use crate::store::{
+    benchmark_of, ChainState, Coverage, ExperimentInfo, StepKey, StepKind, StepSummary, Store,
+};
 
 /// Points a chain's plots keep at most, besides its new bests: past it, one
 /// step in every few is drawn, so that a million steps draw in the time of a
@@ -145,7 +147,7 @@ pub(super) struct ExperimentData {
     pub(super) stride: u32,
     /// Per chain, how much of the decision space it explored.
     pub(super) coverage: BTreeMap<u32, Coverage>,
-    /// Whether any step measured gpu-time.
+    /// Whether any step drawn measured gpu-time.
     pub(super) gpu_measured: bool,
 }
 
@@ -164,12 +166,12 @@ impl ExperimentData {
     }
 }
 
-/// The store's campaign config (if any) and every experiment's data: each
-/// step's row read once (not its record), in bounded memory; the record only
-/// of a step drawn, for its runs.
+/// The store's campaign config (if any) and every experiment's data. A
+/// chain's steps are read by key, those it draws only, its tallies from its
+/// state: the time it takes does not grow with the chain. An experiment
+/// without chain states (measured by hand) has each step's row read.
 pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<ExperimentData>)> {
     let config = store.config()?;
-    let gpu = MetricKey::from(Metric::GpuTime);
     let mut experiments = Vec::new();
     for item in store.experiments() {
         let (name, info) = item?;
@@ -188,59 +190,120 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
             .as_ref()
             .and_then(|c| c.experiment(&data.name))
             .map_or(0, |e| e.chains);
-        let mut strides = BTreeMap::new();
+        let mut states = BTreeMap::new();
         for chain in 0..chains {
             if let Some(state) = store.chain(&data.name, chain)? {
                 data.coverage
                     .insert(chain, state.coverage(&data.info.discovery.points));
-                strides.insert(chain, state.next_decide.div_ceil(MAX_POINTS).max(1));
+                states.insert(chain, state);
             }
         }
-        data.stride = strides.values().copied().max().unwrap_or(1);
-        // Per chain: the steps since the last one drawn, and the best so far.
-        let mut since: BTreeMap<u32, (u32, f64)> = BTreeMap::new();
-        for stored in store.step_rows(&data.name) {
-            let stored = stored?;
-            let row = stored.row()?;
-            data.gpu_measured |= row.summary.iter().any(|(k, _)| *k == gpu);
-            data.tallies.entry(row.chain).or_default().add(&row);
-            let (skipped, best) = since.entry(row.chain).or_insert((0, f64::INFINITY));
-            *skipped += 1;
-            let new_best = row.objective.is_some_and(|o| o < *best);
-            if new_best {
-                *best = row.objective.unwrap_or(*best);
-            }
-            let stride = strides.get(&row.chain).copied().unwrap_or(1);
-            if row.step.is_multiple_of(stride) || new_best {
-                let mut point = Point::of(&row);
-                point.weight = std::mem::take(skipped);
-                data.chains.entry(row.chain).or_default().push(point);
-            }
+        if states.is_empty() {
+            every_step(store, &mut data)?;
         }
-        // The runs of the steps drawn, from their records.
-        for (&chain, points) in &mut data.chains {
-            for p in points.iter_mut().filter(|p| !p.cached) {
-                let key = StepKey {
-                    experiment: data.name.clone(),
-                    chain,
-                    step: p.step,
-                };
-                if let Some(record) = store.step(&key)? {
-                    p.walls = record
-                        .result
-                        .runs
-                        .iter()
-                        .filter(|run| !run.warmup)
-                        .filter_map(|run| {
-                            run.metrics
-                                .get(&Metric::WallTime)
-                                .and_then(|v| v.measured())
-                        })
-                        .collect();
-                }
-            }
+        for (chain, state) in &states {
+            chain_steps(store, &mut data, *chain, state)?;
         }
+        runs(store, &mut data)?;
+        let gpu_measured = data.points().any(|p| p.gpu.is_some());
+        data.gpu_measured = gpu_measured;
         experiments.push(data);
     }
     Ok((config, experiments))
+}
+
+/// A chain's tally from its state, and the steps it draws: one in every few
+/// past [`MAX_POINTS`], and every one that lowered its best.
+fn chain_steps(
+    store: &Store,
+    data: &mut ExperimentData,
+    chain: u32,
+    state: &ChainState,
+) -> Result<()> {
+    let decided = state.next_decide;
+    let stride = decided.div_ceil(MAX_POINTS).max(1);
+    data.stride = data.stride.max(stride);
+    let progress = state.progress.as_ref();
+    let failures: BTreeMap<String, usize> = state
+        .failures
+        .iter()
+        .map(|(outcome, n)| (outcome.clone(), *n as usize))
+        .collect();
+    let failed: usize = failures.values().sum();
+    data.tallies.insert(
+        chain,
+        ChainTally {
+            steps: decided as usize,
+            ok: (decided as usize).saturating_sub(failed),
+            accepted: state.accepted as usize,
+            best: progress.and_then(|p| p.lowest).map(|l| l.objective),
+            failures,
+        },
+    );
+    let mut drawn: BTreeSet<u32> = (0..decided).step_by(stride as usize).collect();
+    drawn.extend(
+        progress
+            .into_iter()
+            .flat_map(|p| &p.improvements)
+            .filter(|s| **s < decided),
+    );
+    let mut points = Vec::with_capacity(drawn.len());
+    let mut next = 0;
+    for step in drawn {
+        let key = StepKey {
+            experiment: data.name.clone(),
+            chain,
+            step,
+        };
+        let Some(stored) = store.step_row(&key)? else {
+            continue;
+        };
+        let mut point = Point::of(&stored.row()?);
+        point.weight = step + 1 - next;
+        next = step + 1;
+        points.push(point);
+    }
+    data.chains.insert(chain, points);
+    Ok(())
+}
+
+/// Every step of an experiment without chain states, from its rows.
+fn every_step(store: &Store, data: &mut ExperimentData) -> Result<()> {
+    for stored in store.step_rows(&data.name) {
+        let stored = stored?;
+        let row = stored.row()?;
+        data.tallies.entry(row.chain).or_default().add(&row);
+        data.chains
+            .entry(row.chain)
+            .or_default()
+            .push(Point::of(&row));
+    }
+    Ok(())
+}
+
+/// The runs of the steps drawn, from their records.
+fn runs(store: &Store, data: &mut ExperimentData) -> Result<()> {
+    for (&chain, points) in &mut data.chains {
+        for p in points.iter_mut().filter(|p| !p.cached) {
+            let key = StepKey {
+                experiment: data.name.clone(),
+                chain,
+                step: p.step,
+            };
+            if let Some(record) = store.step(&key)? {
+                p.walls = record
+                    .result
+                    .runs
+                    .iter()
+                    .filter(|run| !run.warmup)
+                    .filter_map(|run| {
+                        run.metrics
+                            .get(&Metric::WallTime)
+                            .and_then(|v| v.measured())
+                    })
+                    .collect();
+            }
+        }
+    }
+    Ok(())
 }

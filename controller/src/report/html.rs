@@ -4,8 +4,7 @@ use std::fmt::Write as _;
 
 use kiln_protocol::quantity;
 
-use crate::store::time_ratio;
-use crate::text::{format_measure, format_ratio, TIME_RATIO};
+use crate::text::{best_cells, format_measure, TIME_RATIO};
 
 use super::charts::MAX_BARS;
 use super::data::{ChainTally, ExperimentData};
@@ -113,10 +112,13 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             best,
             ..
         } = *tally;
-        let ratio = format_ratio(time_ratio(
-            best.unwrap_or(f64::NAN),
+        // As every command says it: a best only where a step beat the baseline.
+        let [best, ratio] = best_cells(
+            best.unwrap_or(f64::INFINITY),
             baseline.unwrap_or(f64::NAN),
-        ));
+            steps as u32,
+            e.objective.unit,
+        );
         let (varied, sets) = match e.coverage.get(chain) {
             Some(c) => (
                 format!("{}/{} ({:.0} %)", c.varied, c.movable, 100.0 * c.share()),
@@ -130,7 +132,7 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
              <td>{}</td><td>{ratio}</td><td>{varied}</td><td>{sets}</td></tr>",
             steps,
             steps - ok,
-            best.map_or("-".into(), |b| format_measure(b, e.objective.unit)),
+            best,
         );
     }
     out.push_str("</table>\n");

@@ -30,7 +30,7 @@ use anyhow::Result;
 use kiln_protocol::{DecisionFile, DecisionSet, DecisionValue, SiteId};
 
 use crate::error::BadInput;
-use crate::store::{StepKey, Store};
+use crate::store::{manual_benchmark, StepKey, Store};
 pub use fit::assign;
 use fit::has_rows;
 pub use verdict::{judge, prejudge, Checked, Verdict, Verification};
@@ -324,8 +324,9 @@ impl Assignment {
     }
 }
 
-/// Rewards of the named experiment, or of every experiment of the store that
-/// has a successful step; also returns the experiments skipped for having none.
+/// Rewards of the named experiment, or of every searched (not manual)
+/// experiment of the store that has a successful step; also returns the
+/// experiments skipped for having none.
 pub fn assign_all(
     store: &Store,
     experiment: Option<&str>,
@@ -335,7 +336,13 @@ pub fn assign_all(
         return Ok((vec![assign(store, name, options)?], Vec::new()));
     }
     let (mut assignments, mut skipped) = (Vec::new(), Vec::new());
-    for name in store.experiment_names()? {
+    // Measurements by hand (`kiln benchmark --store`) are no search's steps: their
+    // rewards only where named.
+    let searched = store
+        .experiment_names()?
+        .into_iter()
+        .filter(|name| manual_benchmark(name).is_none());
+    for name in searched {
         if has_rows(store, &name)? {
             assignments.push(assign(store, &name, options)?);
         } else {

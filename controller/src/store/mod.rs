@@ -369,6 +369,37 @@ impl Store {
         Ok(Some(state))
     }
 
+    /// A decided step's export row, if stored (a layout-1 store: its JSON).
+    pub fn step_row(&self, key: &StepKey) -> Result<Option<StoredSummary>> {
+        Ok(match self.schema() >= ROWS_SINCE {
+            true => self.db.get(layout::row_key(key))?.map(StoredSummary::Row),
+            false => self.db.get(layout::step_key(key))?.map(StoredSummary::Json),
+        })
+    }
+
+    /// The decided step with the lowest objective a chain measured, if it
+    /// measured below `baseline`: its best, as every command means it.
+    pub fn best_step(
+        &self,
+        experiment: &str,
+        chain: u32,
+        state: &ChainState,
+        baseline: f64,
+    ) -> Result<Option<StepRecord>> {
+        let Some(lowest) = state.progress.as_ref().and_then(|p| p.lowest) else {
+            return Ok(None);
+        };
+        if lowest.objective >= baseline {
+            return Ok(None);
+        }
+        let key = StepKey {
+            experiment: experiment.to_string(),
+            chain,
+            step: lowest.step,
+        };
+        self.step(&key)
+    }
+
     /// Stores a chain's initial state.
     pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
         self.mark(experiment, chain, state.next_decide);

@@ -20,15 +20,32 @@ use super::summary::StepSummary;
 /// Points a chain's series keeps at most.
 pub const MAX_POINTS: usize = 128;
 
-/// A chain's course: its steps per worker, and its figures every few steps.
+/// A chain's course: its steps per worker, its best step, and its figures every few steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainProgress {
     /// Steps each worker measured (a reused measurement counts for none).
     pub workers: BTreeMap<String, u64>,
+    /// The step with the lowest objective measured: the chain's best, as
+    /// every command means it (a best beats stock only below the baseline).
+    #[serde(default)]
+    pub lowest: Option<Lowest>,
+    /// The steps that lowered `lowest`, oldest first: the best-so-far line's
+    /// corners. Past [`MAX_POINTS`], every other one is dropped (the latest kept).
+    #[serde(default)]
+    pub improvements: Vec<u32>,
     /// Decided steps between two points of `series`.
     pub stride: u32,
     /// The chain's figures after every `stride`th decided step, oldest first.
     pub series: Vec<ProgressPoint>,
+}
+
+/// A chain's step with the lowest objective measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Lowest {
+    /// The step.
+    pub step: u32,
+    /// Its objective.
+    pub objective: f64,
 }
 
 /// A chain's figures after a decided step.
@@ -38,8 +55,9 @@ pub struct ProgressPoint {
     pub steps: u32,
     /// When the last of them was decided (Unix ms).
     pub at_ms: u64,
-    /// The best objective so far (the start's until a step beats it).
-    pub best: f64,
+    /// The best objective so far: the lowest a step measured, or the
+    /// baseline's until one measured below it (`None`: neither is known).
+    pub best: Option<f64>,
     /// Proposals accepted so far.
     pub accepted: u32,
     /// Failed steps so far, by outcome.
@@ -53,6 +71,8 @@ impl Default for ChainProgress {
     fn default() -> Self {
         ChainProgress {
             workers: BTreeMap::new(),
+            lowest: None,
+            improvements: Vec::new(),
             stride: 1,
             series: Vec::new(),
         }
@@ -60,12 +80,33 @@ impl Default for ChainProgress {
 }
 
 impl ChainProgress {
-    /// Notes a decided step: measured by `worker` (`None`: its measurement
-    /// was reused), leaving the chain at `point`.
-    pub fn note(&mut self, worker: Option<&str>, point: ProgressPoint) {
+    /// Notes decided step `step`: measured by `worker` (`None`: its
+    /// measurement was reused) as `objective` (`None`: it failed), leaving
+    /// the chain at `point` (whose best this sets).
+    pub fn note(
+        &mut self,
+        step: u32,
+        worker: Option<&str>,
+        objective: Option<f64>,
+        baseline: f64,
+        mut point: ProgressPoint,
+    ) {
         if let Some(worker) = worker {
             *self.workers.entry(worker.to_string()).or_default() += 1;
         }
+        if let Some(objective) = objective.filter(|o| self.lowest.is_none_or(|l| *o < l.objective))
+        {
+            self.lowest = Some(Lowest { step, objective });
+            self.improvements.push(step);
+            if self.improvements.len() > MAX_POINTS {
+                let mut kept: Vec<u32> = self.improvements.iter().step_by(2).copied().collect();
+                if kept.last() != Some(&step) {
+                    kept.push(step);
+                }
+                self.improvements = kept;
+            }
+        }
+        point.best = self.best(baseline);
         if !point.steps.is_multiple_of(self.stride) {
             return;
         }
@@ -76,24 +117,30 @@ impl ChainProgress {
             self.series.retain(|p| p.steps.is_multiple_of(stride));
         }
     }
+
+    /// The best so far against `baseline`: the lowest objective measured where
+    /// it is below, else the baseline (`None` where neither is a number).
+    pub fn best(&self, baseline: f64) -> Option<f64> {
+        let lowest = self.lowest.map_or(f64::INFINITY, |l| l.objective);
+        Some(lowest.min(baseline)).filter(|b| b.is_finite())
+    }
 }
 
 /// The course of a chain stored before kiln kept it, rebuilt from its steps'
-/// rows in step order. Its best is the lowest objective measured so far,
-/// where a campaign pools a set's repeated measurements: close, not the same.
+/// rows in step order.
 pub struct Replay {
     progress: ChainProgress,
-    best: f64,
+    baseline: f64,
     accepted: u32,
     failures: BTreeMap<String, u32>,
 }
 
 impl Replay {
-    /// A replay of a chain that started at objective `start`.
-    pub fn new(start: f64) -> Replay {
+    /// A replay of a chain of an experiment whose baseline measured `baseline`.
+    pub fn new(baseline: f64) -> Replay {
         Replay {
             progress: ChainProgress::default(),
-            best: start,
+            baseline,
             accepted: 0,
             failures: BTreeMap::new(),
         }
@@ -101,9 +148,6 @@ impl Replay {
 
     /// Notes the chain's next step.
     pub fn push(&mut self, row: &StepSummary<'_>) {
-        if let Some(o) = row.objective.filter(|o| *o < self.best) {
-            self.best = o;
-        }
         self.accepted += u32::from(row.decision.is_some_and(|d| d.accepted));
         if row.outcome != StepOutcome::Ok.name() {
             *self.failures.entry(row.outcome.to_string()).or_default() += 1;
@@ -111,13 +155,14 @@ impl Replay {
         let point = ProgressPoint {
             steps: row.step + 1,
             at_ms: row.decision.map_or(row.recorded_ms, |d| d.decided_ms),
-            best: self.best,
+            best: None,
             accepted: self.accepted,
             failures: self.failures.clone(),
             temperature: row.temperature,
         };
         let worker = row.cached_from.is_none().then_some(&*row.worker);
-        self.progress.note(worker, point);
+        self.progress
+            .note(row.step, worker, row.objective, self.baseline, point);
     }
 
     /// The course replayed.
@@ -134,7 +179,7 @@ mod tests {
         ProgressPoint {
             steps,
             at_ms: u64::from(steps) * 1000,
-            best: 1.0 / f64::from(steps),
+            best: None,
             accepted: steps / 2,
             failures: BTreeMap::new(),
             temperature: 0.5,
@@ -145,10 +190,22 @@ mod tests {
     fn the_series_stays_bounded_and_evenly_spaced() {
         let mut p = ChainProgress::default();
         for steps in 1..=100_000 {
-            p.note(Some(if steps % 3 == 0 { "b" } else { "a" }), point(steps));
+            let worker = if steps % 3 == 0 { "b" } else { "a" };
+            p.note(
+                steps,
+                Some(worker),
+                Some(1.0 / f64::from(steps)),
+                0.5,
+                point(steps),
+            );
             assert!(p.series.len() <= MAX_POINTS, "{} points", p.series.len());
         }
         assert_eq!(p.workers["a"] + p.workers["b"], 100_000);
+        assert_eq!(p.lowest.unwrap().step, 100_000);
+        // Every step improved: the corners are thinned, the latest kept.
+        assert!(p.improvements.len() <= MAX_POINTS + 1);
+        assert_eq!(p.improvements.last(), Some(&100_000));
+        assert_eq!(p.series.last().unwrap().best, Some(1e-5));
         assert!(
             p.series.len() >= MAX_POINTS / 2,
             "{} points",
@@ -166,9 +223,18 @@ mod tests {
     #[test]
     fn a_reused_measurement_counts_for_no_worker() {
         let mut p = ChainProgress::default();
-        p.note(None, point(1));
-        p.note(Some("w"), point(2));
+        p.note(0, None, Some(2.0), 1.5, point(1));
+        p.note(1, Some("w"), None, 1.5, point(2));
         assert_eq!(p.workers, [("w".to_string(), 1)].into());
         assert_eq!(p.series.len(), 2);
+        // No step beat the baseline: the best so far is the baseline.
+        assert_eq!(
+            p.lowest,
+            Some(Lowest {
+                step: 0,
+                objective: 2.0
+            })
+        );
+        assert_eq!(p.series[1].best, Some(1.5));
     }
 }
