@@ -378,6 +378,22 @@ fn serving_a_store_never_holds_it_from_a_controller() {
 }
 
 #[test]
+fn a_controller_waits_out_a_reader_holding_the_store_for_a_moment() {
+    let dir = noop_campaign();
+    // A reader (no controller: the holder file names one that has exited) holds the lock
+    // for 2 s, as the live view does while it reads the store.
+    let mut reader = std::process::Command::new("flock")
+        .args(["-x", "store/db/db", "sleep", "2"])
+        .current_dir(dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let resumed = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    reader.wait().unwrap();
+}
+
+#[test]
 fn the_live_view_waits_for_a_store_no_campaign_has_made_yet() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("noop")).unwrap();

@@ -6,10 +6,10 @@
 //! regenerates `kiln report`'s plots when the store changed and serves them.
 //!
 //! A running controller's `status.json` is read while it is fresh. Otherwise
-//! the status is read from the store in place ([`Store::open_view`]: the
-//! chains' states, no step, so sled's lock is held for a moment, which a `kiln
-//! run` starting then waits out), and the plots, which read every step, from
-//! a temporary copy of the database ([`Store::open_copy`]); both again only
+//! the status and the plots are read from the store in place where no
+//! controller holds it ([`Store::open_view`]: the chains' states and the steps
+//! drawn, so sled's lock is held for moments, which a `kiln run` starting then
+//! waits out), else from a copy of its database taken then; both again only
 //! when its files changed.
 //!
 //! Requests are read within bounds ([`http`]), each connection on a thread of
@@ -245,20 +245,6 @@ impl Server {
         Ok(Live::new(report, source, false, &self.objective()?))
     }
 
-    /// A copy of the store. A controller may add or remove a file of the
-    /// database while it is last_read: a failed copy is taken again.
-    fn copy(&self) -> Result<Store> {
-        let mut tries = 0;
-        loop {
-            match Store::open_copy(&self.store) {
-                Ok(store) => return Ok(store),
-                Err(e) if tries >= 3 => return Err(e),
-                Err(_) => tries += 1,
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    }
-
     /// The campaign's objective, from its config in the store (read once).
     fn objective(&self) -> Result<ObjectiveAxis> {
         if let Some(o) = self.objective.get() {
@@ -285,7 +271,7 @@ impl Server {
             }
         }
         let dir = tempfile::Builder::new().prefix("kiln-serve-").tempdir()?;
-        report::report(&self.copy()?, dir.path())?;
+        report::report(&Store::open_view(&self.store)?, dir.path())?;
         let path = dir.path().to_path_buf();
         *plots = Some((signature, dir));
         Ok(path)

@@ -11,9 +11,10 @@ use anyhow::{Context, Result};
 
 use super::*;
 
-/// How long a reader may hold a store's lock (to read a chain's state or a
-/// step) before a controller that wants it calls the store taken.
-const READER_HOLDS: Duration = Duration::from_secs(3);
+/// How long a reader may hold a store's lock (to read the chains' states, a
+/// step, or draw the report: seconds on a million steps) before a controller
+/// that wants it calls the store taken.
+const READER_HOLDS: Duration = Duration::from_secs(10);
 
 /// Why a store cannot be opened. Every message names the store's folder.
 #[derive(Debug, thiserror::Error)]
@@ -79,27 +80,18 @@ impl Store {
         Store::open_db(dir, false, true)
     }
 
-    /// Opens a temporary copy of the database of the store in `dir`: for a
-    /// reader beside a campaign (`kiln serve`), which must never take the
-    /// lock a controller starting later would need. A copy taken while a
-    /// controller writes reads as the store would after a crash at that moment.
-    pub fn open_copy(dir: &Path) -> Result<Store> {
-        is_a_store(dir)?;
-        let copy = copy_db(dir)?;
-        let db = open_sled(copy.path()).map_err(|e| open_error(dir, e))?;
-        Store::from_db(db, Some(copy), dir, false)
-    }
-
     /// Opens the database; a reader falls back to a copy where the store may
     /// not be written, or, with `copy_if_held`, where a controller holds it.
     fn open_db(dir: &Path, writable: bool, copy_if_held: bool) -> Result<Store> {
         let asked = Instant::now();
         let mut opened = open_sled(&layout::db(dir));
         // A reader (`kiln serve`, `kiln status`) holds the lock for a moment: a
-        // controller waits that long before it calls the store taken.
+        // controller waits that long before it calls the store taken. A controller
+        // that holds it (its holder file names a live process) is not waited for.
         while writable
             && asked.elapsed() < READER_HOLDS
             && matches!(&opened, Err(sled::Error::Io(e)) if is_held(e))
+            && !held_by_a_controller(dir)
         {
             std::thread::sleep(Duration::from_millis(50));
             opened = open_sled(&layout::db(dir));
@@ -155,6 +147,23 @@ impl Store {
         }
         Ok(store)
     }
+}
+
+/// Whether the holder file of the store in `dir` names a controller that still
+/// runs: a live process on this host, or any on another (which cannot be checked).
+fn held_by_a_controller(dir: &Path) -> bool {
+    let Ok(holder) = fs::read_to_string(layout::holder(dir)) else {
+        return false;
+    };
+    let Some((pid, host)) = holder
+        .trim()
+        .strip_prefix("pid ")
+        .and_then(|rest| rest.split_once(" on "))
+    else {
+        return false;
+    };
+    let here = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    host != here.trim() || Path::new("/proc").join(pid).exists()
 }
 
 /// Opens the sled database in `path`.
@@ -235,16 +244,27 @@ fn copy_db(dir: &Path) -> Result<tempfile::TempDir> {
         Ok(())
     }
     let from = layout::db(dir);
-    let copy_dir = tempfile::Builder::new()
-        .prefix("kiln-store-")
-        .tempdir()
-        .context("cannot create a temporary folder for a copy of a store's database")?;
-    copy(&from, copy_dir.path()).with_context(|| {
-        format!(
-            "the database of store {} cannot be copied to {}",
-            dir.display(),
-            copy_dir.path().display()
-        )
-    })?;
-    Ok(copy_dir)
+    // A controller may add or remove a file of the database while it is copied:
+    // a failed copy is taken again.
+    let mut tries = 0;
+    loop {
+        let copy_dir = tempfile::Builder::new()
+            .prefix("kiln-store-")
+            .tempdir()
+            .context("cannot create a temporary folder for a copy of a store's database")?;
+        match copy(&from, copy_dir.path()) {
+            Ok(()) => return Ok(copy_dir),
+            Err(_) if tries < 3 => tries += 1,
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "the database of store {} cannot be copied to {}",
+                        dir.display(),
+                        copy_dir.path().display()
+                    )
+                })
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
