@@ -391,6 +391,55 @@ fn finds_the_optimum(proposals: &str) {
     );
 }
 
+/// x0 and x1 of the synthetic program are each harmful alone and helpful together. At a
+/// temperature that takes no harmful flip, one-point moves can never reach both; a guided
+/// chain whose one-point moves stall moves two points at once, and finds the pair.
+#[test]
+fn a_stalled_guided_chain_moves_two_points_together_and_reaches_the_pair_optimum() {
+    if !have_valgrind() {
+        return skip("valgrind is not installed");
+    }
+    let config = synthetic_config_searching(
+        100,
+        3,
+        1,
+        "(simulated-annealing (steps 100) (t-max 0.00001) (t-min 0.000001))",
+    )
+    .replace("(parallel 1)))", "(parallel 1) (proposals guided)))");
+    let dir = setup(&config);
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let all = steps(dir.path());
+    let knob = |s: &StepRecord, i: usize| {
+        s.decisions
+            .get(&kiln_protocol::SiteId(format!("x{i}")))
+            .map(ToString::to_string)
+    };
+    // Only two-point moves took the chain to both: no accepted proposal changed one of them alone.
+    let both = all
+        .iter()
+        .position(|s| {
+            s.decision.as_ref().is_some_and(|d| d.accepted)
+                && knob(s, 0).as_deref() == Some("1")
+                && knob(s, 1).as_deref() == Some("1")
+        })
+        .expect("the chain never took x0 and x1 together");
+    assert!(all[both].diff.0.len() >= 2, "{:?}", all[both].diff);
+    let best =
+        std::fs::read_to_string(dir.path().join("store/best/synthetic-chain0.sexp")).unwrap();
+    let file = kiln_protocol::DecisionFile::parse(&best, "best").unwrap();
+    for i in [0, 1] {
+        assert_eq!(
+            file.set
+                .get(&kiln_protocol::SiteId(format!("x{i}")))
+                .map(ToString::to_string)
+                .as_deref(),
+            Some("1"),
+            "{best}"
+        );
+    }
+}
+
 #[test]
 fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     let dir = tempfile::tempdir().unwrap();

@@ -208,7 +208,23 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
                         let exact = ctx.repeatability == Repeatability::Exact;
                         let sets = &state.sets;
                         let measured = |hash: &ContentHash| exact && sets.contains_key(hash);
-                        search::guided_flip(current, ctx.points, &weights, measured, &mut state.rng)
+                        match state.rejected_in_a_row >= search::STALLED_AFTER {
+                            // One-point moves stall: two points move together.
+                            true => search::guided_pair(
+                                current,
+                                ctx.points,
+                                &weights,
+                                measured,
+                                &mut state.rng,
+                            ),
+                            false => search::guided_flip(
+                                current,
+                                ctx.points,
+                                &weights,
+                                measured,
+                                &mut state.rng,
+                            ),
+                        }
                     } else {
                         search::propose(
                             &state.current.decisions,
@@ -381,6 +397,13 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
         }
         state.current = measured;
         state.accepted += 1;
+    }
+    if record.kind == StepKind::Proposal {
+        state.rejected_in_a_row = if accepted {
+            0
+        } else {
+            state.rejected_in_a_row + 1
+        };
     }
     if state.current.objective() < state.best.objective() {
         state.best = state.current.clone();

@@ -227,6 +227,71 @@ pub fn guided_flip(
     propose(current, points, 1, Some(weights), rng)
 }
 
+/// Guided proposals rejected in a row after which the chain's one-point moves
+/// count as stalled: every flip near it is worse alone, and the next
+/// proposals move two points together ([`guided_pair`]) until one is taken.
+pub const STALLED_AFTER: u32 = 6;
+
+/// A proposal for a stalled chain: `current` with two points moved, where
+/// neither alone helped. The first is drawn by `weights`; the second among
+/// the sites related to it ([`related`]: the same callee, or a callee's own
+/// calls, or the call into the function it sits in), else uniformly over the
+/// others, since a point whose flip alone was harmful may help together with
+/// another (the measured weights would keep it from being drawn). A pair
+/// leading to a set already `measured` is drawn again, a few times.
+pub fn guided_pair(
+    current: &DecisionSet,
+    points: &[DecisionPoint],
+    weights: &[f64],
+    measured: impl Fn(&ContentHash) -> bool,
+    rng: &mut impl Rng,
+) -> DecisionSet {
+    let movable = movable(points);
+    if movable.len() < 2 {
+        return guided_flip(current, points, weights, measured, rng);
+    }
+    let mut next = current.clone();
+    for _ in 0..PAIR_DRAWS {
+        let first = weighted_sample(weights, 1, rng)[0];
+        let near: Vec<usize> = (0..movable.len())
+            .filter(|&i| i != first && related(&movable[first].id, &movable[i].id))
+            .collect();
+        let second = match near.is_empty() {
+            false => near[rng.random_range(0..near.len())],
+            true => {
+                let other = rng.random_range(0..movable.len() - 1);
+                other + usize::from(other >= first)
+            }
+        };
+        next = current.clone();
+        for at in [first, second] {
+            next.0.insert(
+                movable[at].id.clone(),
+                other_value(current, movable[at], rng),
+            );
+        }
+        if !measured(&next.hash()) {
+            break;
+        }
+    }
+    next
+}
+
+/// Draws of a stalled chain's pair before it takes one already measured.
+const PAIR_DRAWS: usize = 8;
+
+/// Whether two inlining sites interact by construction: calls of the same
+/// callee, or one's callee holds the other's call (inlining one changes what
+/// the other inlines). Knobs and other ids relate to nothing.
+pub fn related(a: &SiteId, b: &SiteId) -> bool {
+    match (call_of(a), call_of(b)) {
+        (Some((callee_a, in_a)), Some((callee_b, in_b))) => {
+            callee_a == callee_b || callee_a == in_b || callee_b == in_a
+        }
+        _ => false,
+    }
+}
+
 /// `start` with every screened flip whose effect was an improvement.
 pub fn improving_flips(start: &DecisionSet, effects: &BTreeMap<SiteId, Effect>) -> DecisionSet {
     let mut next = start.clone();
@@ -447,6 +512,40 @@ mod tests {
 
     fn all(points: &[DecisionPoint], v: DecisionValue) -> DecisionSet {
         DecisionSet(points.iter().map(|p| (p.id.clone(), v.clone())).collect())
+    }
+
+    #[test]
+    fn sites_relate_through_their_callee_and_knobs_to_nothing() {
+        let id = |s: &str| SiteId(s.to_string());
+        // The same callee; a callee's own call; the call into the function a site sits in.
+        assert!(related(&id("f @ main:3:5"), &id("f @ g:4:2")));
+        assert!(related(&id("g @ main:2:1"), &id("f @ g:4:2")));
+        assert!(related(&id("f @ g:4:2"), &id("g @ main:2:1")));
+        assert!(!related(&id("h @ k:1:1 @ main:3:5"), &id("j @ main:4:5")));
+        assert!(!related(&id("f @ main:3:5"), &id("h @ g:4:2")));
+        assert!(!related(&id("x0"), &id("x1")));
+    }
+
+    #[test]
+    fn a_stalled_pair_moves_two_points_and_prefers_a_related_one() {
+        let pts: Vec<DecisionPoint> = ["f @ main:3:5", "f @ g:4:2", "h @ k:1:1", "j @ m:2:2"]
+            .iter()
+            .map(|s| DecisionPoint::inline_site(SiteId(s.to_string())))
+            .collect();
+        let base = all(&pts, DecisionValue::no_inline());
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        // Only the first point is drawn by weight: its partner is the other call of `f`.
+        let weights = [1.0, 0.0, 0.0, 0.0];
+        for _ in 0..20 {
+            let next = guided_pair(&base, &pts, &weights, |_| false, &mut rng);
+            let moved: Vec<String> = next
+                .diff_from(&base)
+                .0
+                .keys()
+                .map(|s| s.0.clone())
+                .collect();
+            assert_eq!(moved, ["f @ g:4:2", "f @ main:3:5"], "{moved:?}");
+        }
     }
 
     #[test]

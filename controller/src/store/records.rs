@@ -192,6 +192,10 @@ pub struct ChainState {
     /// it is a local optimum.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub tried: BTreeSet<Flip>,
+    /// Proposals decided since the chain last accepted one (a guided chain
+    /// past a few moves two points at once).
+    #[serde(default)]
+    pub rejected_in_a_row: u32,
     /// The chain's course so far; `None` in a chain stored before kiln kept
     /// it ([`crate::store::Store::chain`] replays it from the steps).
     #[serde(default)]
@@ -280,6 +284,7 @@ impl ChainState {
             effects: BTreeMap::new(),
             raced: Raced::default(),
             tried: BTreeSet::new(),
+            rejected_in_a_row: 0,
             progress: Some(ChainProgress::default()),
         }
     }
