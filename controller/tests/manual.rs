@@ -1,7 +1,9 @@
 //! `kiln benchmark` with the real `kiln` and `kiln-worker` binaries on the
 //! local worker: the quick-start benchmark against its own stock decisions,
-//! recorded in a store that verifies, exports and reports; and a decision file
-//! naming an unknown site, refused with its file, line and column.
+//! recorded in a store that verifies, exports and reports; a decision file
+//! naming an unknown site, refused with its file, line and column and the
+//! closest known ids; and the discovery kept beside a store, taken instead of
+//! discovering again.
 
 use std::path::Path;
 
@@ -153,7 +155,7 @@ fn a_decision_file_with_an_unknown_site_is_refused_naming_file_line_and_column()
             "store",
         ],
     );
-    assert!(!out.status.success(), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("bad.sexp:3:5")
@@ -161,9 +163,124 @@ fn a_decision_file_with_an_unknown_site_is_refused_naming_file_line_and_column()
         "{}",
         text(&out)
     );
+    // Refused right after discovery (no discovery was kept), before the store
+    // was opened for the baseline's and the candidate's steps.
+    assert!(
+        stderr.contains("discovery build of 'sample-dsp' started"),
+        "{stderr}"
+    );
     // Nothing was measured, so no database was made; the discovery is kept for the next command.
     assert!(!Path::new(&path.join("store/db")).exists());
     assert!(path.join("store/discoveries").is_dir());
+}
+
+/// The one discovery kept in `store`'s `discoveries/` folder, its file and content.
+fn kept_discovery(store: &Path) -> (std::path::PathBuf, serde_json::Value) {
+    let files: Vec<_> = std::fs::read_dir(store.join("discoveries"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let json = serde_json::from_slice(&std::fs::read(&files[0]).unwrap()).unwrap();
+    (files[0].clone(), json)
+}
+
+/// `kiln sites` discovers and keeps; `kiln benchmark --store` then takes that
+/// discovery, marked here with a fallback unit no discovery would report:
+/// the step recorded in the store carries the mark, and no discovery build
+/// started.
+#[test]
+fn benchmark_takes_the_kept_discovery_and_starts_no_discovery_build() {
+    if !have("clang") {
+        return skip("needs clang to find the benchmark's call sites");
+    }
+    let dir = setup();
+    let path = dir.path();
+    // Wall time: one quick run each, no valgrind needed.
+    let config = CONFIG.replace("(metric instructions)", "(metric wall-time)");
+    std::fs::write(path.join("q.sexp"), config).unwrap();
+    let out = run_kiln(path, &["sites", "q.sexp", "sample-dsp", "-o", "stock.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (kept, mut json) = kept_discovery(&path.join("store"));
+    const MARK: &str = "kept.c: only in the kept discovery";
+    json["fallbacks"] = serde_json::json!([MARK]);
+    std::fs::write(&kept, serde_json::to_vec(&json).unwrap()).unwrap();
+
+    let out = run_kiln(
+        path,
+        &[
+            "benchmark",
+            "q.sexp",
+            "sample-dsp",
+            "stock.sexp",
+            "--store",
+            "store",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Named as the config names the store, relative to the config's folder.
+    let note = format!(
+        "decision points of sample-dsp from {} (an earlier discovery",
+        kept.strip_prefix(path).unwrap().display()
+    );
+    assert_eq!(stderr.matches(&note).count(), 1, "{stderr}");
+    assert!(!stderr.contains("discovery build"), "{stderr}");
+    let store = kiln_controller::store::Store::open(&path.join("store")).unwrap();
+    let info = store.experiment("manual:sample-dsp").unwrap().unwrap();
+    assert_eq!(info.discovery.fallbacks, [MARK]);
+}
+
+/// A mistyped site id is refused as bad input (exit 2) before anything is
+/// built, naming the closest known ids: here of a discovery kept beside the
+/// config's store (by `kiln sites`) while `--store` names another, with a
+/// site only that kept file has, so that a discovery made anew could not
+/// name it.
+#[test]
+fn a_mistyped_site_is_refused_before_any_build_naming_the_closest_ids() {
+    if !have("clang") {
+        return skip("needs clang to find the benchmark's call sites");
+    }
+    let dir = setup();
+    let path = dir.path();
+    let out = run_kiln(path, &["sites", "q.sexp", "sample-dsp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (kept, mut json) = kept_discovery(&path.join("store"));
+    const SITE: &str = "kept_only @ main:1:1";
+    let mut point = json["points"][0].clone();
+    point["id"] = SITE.into();
+    json["points"].as_array_mut().unwrap().push(point);
+    std::fs::write(&kept, serde_json::to_vec(&json).unwrap()).unwrap();
+    std::fs::write(
+        path.join("typo.sexp"),
+        "(decisions\n  (values\n    (\"kept_onyl @ main:1:1\" inline)))\n",
+    )
+    .unwrap();
+
+    let out = run_kiln(
+        path,
+        &[
+            "benchmark",
+            "q.sexp",
+            "sample-dsp",
+            "typo.sexp",
+            "--store",
+            "other",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("typo.sexp:3:5: unknown decision point 'kept_onyl @ main:1:1'")
+            && stderr.contains(&format!("did you mean '{SITE}'")),
+        "{stderr}"
+    );
+    let kept = kept.strip_prefix(path).unwrap().display().to_string();
+    assert!(stderr.contains(&kept), "{stderr}");
+    assert!(!stderr.contains("build of"), "{stderr}");
+    // Refused before the store was opened: nothing made for it.
+    assert!(!path.join("other").exists());
 }
 
 /// A decision that takes a call away from a nested site makes that site's

@@ -268,20 +268,39 @@ impl DecisionSet {
     }
 }
 
-/// The point whose id is most like `id` (a typo, a shifted line or column),
-/// where one is like it at all.
-fn closest(id: &SiteId, points: &[DecisionPoint]) -> Option<SiteId> {
-    points
+/// At most this many close ids are named for an unknown one.
+const CLOSEST: usize = 3;
+
+/// The points whose ids are most like `id` (a typo, a shifted line or
+/// column), most alike first and at most [`CLOSEST`] of them; none where no
+/// id is like it at all.
+fn closest(id: &SiteId, points: &[DecisionPoint]) -> Vec<SiteId> {
+    let mut alike: Vec<(f64, &SiteId)> = points
         .iter()
         .map(|p| {
             (
                 strsim::normalized_levenshtein(id.as_str(), p.id.as_str()),
-                p,
+                &p.id,
             )
         })
         .filter(|(similar, _)| *similar >= 0.7)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, p)| p.id.clone())
+        .collect();
+    alike.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    alike
+        .into_iter()
+        .take(CLOSEST)
+        .map(|(_, id)| id.clone())
+        .collect()
+}
+
+/// "; did you mean 'a'?" or "; did you mean one of 'a', 'b'?"; empty for none.
+fn did_you_mean(closest: &[SiteId]) -> String {
+    let quoted: Vec<String> = closest.iter().map(|c| format!("'{c}'")).collect();
+    match quoted.as_slice() {
+        [] => String::new(),
+        [one] => format!("; did you mean {one}?"),
+        many => format!("; did you mean one of {}?", many.join(", ")),
+    }
 }
 
 /// Why a decision set does not fit a benchmark.
@@ -290,13 +309,14 @@ pub enum DecisionError {
     /// The id names no decision point of the benchmark.
     #[error(
         "unknown decision point '{id}': the benchmark has no such site or knob{}",
-        closest.as_ref().map_or(String::new(), |c| format!("; did you mean '{c}'?"))
+        did_you_mean(closest)
     )]
     UnknownSite {
         /// The id.
         id: SiteId,
-        /// The benchmark's point whose id is most like it, where one is close.
-        closest: Option<SiteId>,
+        /// The benchmark's points whose ids are most like it, most alike
+        /// first (at most three; none where no id is close).
+        closest: Vec<SiteId>,
     },
     /// The value is not in the point's domain.
     #[error(

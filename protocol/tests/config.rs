@@ -194,6 +194,28 @@ fn golden_near_miss_decision_id_suggests_the_closest() {
     );
 }
 
+/// Where several ids are close (sites of one function a few lines apart), the closest three are
+/// named, most alike first.
+#[test]
+fn golden_near_miss_decision_id_lists_up_to_three_closest() {
+    let points: Vec<_> = [
+        "fir @ main:3:5",
+        "fir @ main:13:5",
+        "fir @ main:23:5",
+        "fir @ main:33:15",
+    ]
+    .into_iter()
+    .map(|id| DecisionPoint::inline_site(SiteId::from(id)))
+    .collect();
+    let text = "(decisions (values (\"fri @ main:3:5\" inline)))";
+    let err = DecisionFile::parse_checked(text, "best.sexp", &points).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "best.sexp:1:20: unknown decision point 'fri @ main:3:5': the benchmark has no such site or \
+         knob; did you mean one of 'fir @ main:3:5', 'fir @ main:13:5', 'fir @ main:23:5'?"
+    );
+}
+
 #[test]
 fn golden_value_outside_domain() {
     let text = "(decisions (values (tile 12)))";

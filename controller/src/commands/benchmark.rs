@@ -65,6 +65,18 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
     let spec = super::benchmark_spec(config, &args.benchmark)?;
     let decisions = args.decisions.as_path();
     let text = DecisionFile::read_text(decisions).map_err(|e| BadInput(e.to_string()))?;
+    // Its syntax and benchmark before anything is packed, started or built;
+    // its ids once the sites are known (kept, or discovered first).
+    let file = DecisionFile::parse(&text, &decisions.display().to_string())
+        .map_err(|e| BadInput(e.to_string()))?;
+    if let Some(other) = file.benchmark.as_deref().filter(|b| *b != spec.name) {
+        return Err(BadInput(format!(
+            "decision file {} was written for benchmark '{other}', not '{}'",
+            decisions.display(),
+            spec.name
+        ))
+        .into());
+    }
     let worker = single_slot(&pick_worker(config, args.worker.as_deref())?);
     let runs = run_policy(config.runs, args.runs)?;
 
@@ -185,20 +197,14 @@ async fn measure(
     runs: RunPolicy,
     store: Option<&Path>,
 ) -> Result<(Measured, Option<Store>)> {
-    // The campaign's discovery where it kept one: `--store`'s, else the config's store's.
+    // The discovery kept beside `--store` or the config's store, else one
+    // made now and kept beside `--store` (else the config's store).
     let kept_in = store.unwrap_or(&config.store);
-    let discovery = super::discovery(kept_in, spec, bundle, &mut session).await?;
-    // The located error names file:line:col of an unknown site or a bad value.
+    let discovery = super::discovery(kept_in, &config.store, spec, bundle, &mut session).await?;
+    // Before any step is built. The located error names file:line:col of an
+    // unknown site (with the closest known ids) or a bad value.
     let file = DecisionFile::parse_checked(text, &path.display().to_string(), &discovery.points)
         .map_err(|e| BadInput(e.to_string()))?;
-    if let Some(other) = file.benchmark.as_deref().filter(|b| *b != spec.name) {
-        return Err(BadInput(format!(
-            "decision file {} was written for benchmark '{other}', not '{}'",
-            path.display(),
-            spec.name
-        ))
-        .into());
-    }
     let decisions = file.set.completed_from(&discovery.baseline);
     // Opened once the file is known good (a refused file leaves no store
     // behind), and before measuring, so that a store held by a running

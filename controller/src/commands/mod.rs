@@ -213,9 +213,13 @@ pub(super) fn record_manual(
 
 /// A benchmark's decision points: those of its knobs, the discovery kept
 /// beside the store in `store_dir` (by `kiln run`, `kiln sites`, an earlier
-/// command), or found now on the session's worker (and kept there).
+/// command) or else beside the config's own store `config_store` (where
+/// `kiln sites` keeps it), or found now on the session's worker (and kept in
+/// `store_dir`). Kept files are read without the store's lock: they are
+/// written whole and renamed into place.
 async fn discovery(
     store_dir: &Path,
+    config_store: &Path,
     spec: &BenchmarkSpec,
     bundle: &Arc<Bundle>,
     session: &mut Session<'_>,
@@ -223,9 +227,11 @@ async fn discovery(
     if let BenchmarkKind::Knobs { points } = &spec.kind {
         return Ok(Discovery::of_knobs(points));
     }
-    if let Some((found, path)) = kept::load_discovery(store_dir, &bundle.hash, spec) {
+    let kept = kept::load_discovery(store_dir, &bundle.hash, spec)
+        .or_else(|| kept::load_discovery(config_store, &bundle.hash, spec));
+    if let Some((found, path)) = kept {
         logging::note(format_args!(
-            "decision points of {} from {} (an earlier discovery)",
+            "decision points of {} from {} (an earlier discovery; delete it to discover again)",
             spec.name,
             path.display()
         ));

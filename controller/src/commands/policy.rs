@@ -314,7 +314,7 @@ async fn evaluate(
     timeout: Duration,
 ) -> Result<Row> {
     let bundle = Arc::new(bundle::pack(&spec.sources)?);
-    let discovery = super::discovery(store.dir(), spec, &bundle, session).await?;
+    let discovery = super::discovery(store.dir(), &config.store, spec, &bundle, session).await?;
     let decisions = match policy.decide(spec, &discovery, timeout) {
         Ok(decisions) => decisions,
         Err(why) => return Ok(Row::failed(&spec.name, why)),

@@ -1,9 +1,10 @@
 //! Work kept beside a store, so that a restart does not redo it, each piece
 //! in a file of its own keyed by what it depends on:
 //!
-//! - discoveries: `kiln sites` discovers a benchmark once, and `kiln run` (or
-//!   the next `kiln sites`) takes its decision points from the file instead of
-//!   discovering again, which on a large program takes minutes. Keyed by the
+//! - discoveries: `kiln sites` (or `kiln run`, `kiln benchmark`, `kiln
+//!   policy`) discovers a benchmark once, and the others (or the next of the
+//!   same) take its decision points from the file instead of discovering
+//!   again, which on a large program takes minutes. Keyed by the
 //!   bundle's content and the benchmark's spec (less the path of its
 //!   sources): changed sources or build settings discover anew.
 //! - reference measurements (the baseline's repeats, inline-nothing) of an
