@@ -48,6 +48,14 @@ fn time_ratio(stdout: &str) -> f64 {
     number.parse().unwrap()
 }
 
+/// `kiln benchmark q.sexp BENCH FILE --store STORE` in `path`.
+fn benchmark(path: &Path, bench: &str, file: &str, store: &str) -> std::process::Output {
+    run_kiln(
+        path,
+        &["benchmark", "q.sexp", bench, file, "--store", store],
+    )
+}
+
 fn stdout(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -62,17 +70,7 @@ fn the_stock_decisions_benchmark_at_a_time_ratio_of_one_and_record_as_a_manual_s
     let out = run_kiln(path, &["sites", "q.sexp", "sample-dsp", "-o", "stock.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
 
-    let out = run_kiln(
-        path,
-        &[
-            "benchmark",
-            "q.sexp",
-            "sample-dsp",
-            "stock.sexp",
-            "--store",
-            "store",
-        ],
-    );
+    let out = benchmark(path, "sample-dsp", "stock.sexp", "store");
     assert!(out.status.success(), "{}", text(&out));
     let summary = stdout(&out);
     let s = time_ratio(&summary);
@@ -87,17 +85,7 @@ fn the_stock_decisions_benchmark_at_a_time_ratio_of_one_and_record_as_a_manual_s
     );
 
     // A second measurement is appended as the next step.
-    let out = run_kiln(
-        path,
-        &[
-            "benchmark",
-            "q.sexp",
-            "sample-dsp",
-            "stock.sexp",
-            "--store",
-            "store",
-        ],
-    );
+    let out = benchmark(path, "sample-dsp", "stock.sexp", "store");
     assert!(out.status.success(), "{}", text(&out));
     assert!(stdout(&out).contains("manual:sample-dsp/chain 0/step 1"));
 
@@ -144,17 +132,7 @@ fn a_decision_file_with_an_unknown_site_is_refused_naming_file_line_and_column()
         "(decisions\n  (values\n    (\"nope @ main:1:2\" inline)))\n",
     )
     .unwrap();
-    let out = run_kiln(
-        path,
-        &[
-            "benchmark",
-            "q.sexp",
-            "sample-dsp",
-            "bad.sexp",
-            "--store",
-            "store",
-        ],
-    );
+    let out = benchmark(path, "sample-dsp", "bad.sexp", "store");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -207,17 +185,7 @@ fn benchmark_takes_the_kept_discovery_and_starts_no_discovery_build() {
     json["fallbacks"] = serde_json::json!([MARK]);
     std::fs::write(&kept, serde_json::to_vec(&json).unwrap()).unwrap();
 
-    let out = run_kiln(
-        path,
-        &[
-            "benchmark",
-            "q.sexp",
-            "sample-dsp",
-            "stock.sexp",
-            "--store",
-            "store",
-        ],
-    );
+    let out = benchmark(path, "sample-dsp", "stock.sexp", "store");
     assert!(out.status.success(), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     // Named as the config names the store, relative to the config's folder.
@@ -258,17 +226,7 @@ fn a_mistyped_site_is_refused_before_any_build_naming_the_closest_ids() {
     )
     .unwrap();
 
-    let out = run_kiln(
-        path,
-        &[
-            "benchmark",
-            "q.sexp",
-            "sample-dsp",
-            "typo.sexp",
-            "--store",
-            "other",
-        ],
-    );
+    let out = benchmark(path, "sample-dsp", "typo.sexp", "other");
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -322,17 +280,7 @@ fn a_decision_that_takes_a_nested_call_away_makes_its_site_moot() {
     for (step, (from, to, why)) in cases.iter().enumerate() {
         assert!(stock.contains(from), "{stock}");
         std::fs::write(path.join("moot.sexp"), stock.replace(from, to)).unwrap();
-        let out = run_kiln(
-            path,
-            &[
-                "benchmark",
-                "q.sexp",
-                "graph-walk",
-                "moot.sexp",
-                "--store",
-                "store",
-            ],
-        );
+        let out = benchmark(path, "graph-walk", "moot.sexp", "store");
         assert!(out.status.success(), "{}", text(&out));
         let key = format!("manual:graph-walk/0/{step}");
         let out = run_kiln(path, &["show", "store", &key]);
