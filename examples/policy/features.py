@@ -5,6 +5,9 @@ export --schema` documents them), plus whether the stock compiler inlined the
 site, since flipping a site means opposite things for the two.
 """
 
+import os
+import sys
+
 import numpy as np
 import pandas as pd
 
@@ -50,3 +53,13 @@ def feature_matrix(frame: pd.DataFrame) -> np.ndarray:
         else:
             columns.append(pd.Series(np.nan, index=frame.index))
     return np.column_stack([c.to_numpy(dtype=float) for c in columns])
+
+
+def exit_skipping_teardown(code):
+    """Exits with `code` once the work is done, skipping the interpreter's
+    teardown: pyarrow's thread pools (which read_parquet starts) may abort it
+    with "terminate called without an active exception", exit 134, after
+    everything was written (apache/arrow#34314; seen here under load)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code or 0)

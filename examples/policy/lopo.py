@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from features import FEATURES, normalise
+from features import FEATURES, exit_skipping_teardown, normalise
 
 FLIP = {"inline": "no-inline", "no-inline": "inline"}
 
@@ -281,4 +281,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_skipping_teardown(main())

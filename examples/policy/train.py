@@ -24,7 +24,7 @@ import pandas as pd
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import Ridge
 
-from features import FEATURES, feature_matrix, normalise
+from features import FEATURES, exit_skipping_teardown, feature_matrix, normalise
 
 
 def site_effects(rows: pd.DataFrame) -> pd.DataFrame:
@@ -98,4 +98,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_skipping_teardown(main())
