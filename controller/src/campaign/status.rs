@@ -180,13 +180,14 @@ fn chain_rows(
 }
 
 /// A chain's best, as every command means it: the lowest objective a step
-/// measured, or the baseline's until one measured below it.
+/// measured, or the baseline's until one measured below it (the start's
+/// where neither is known: a number, as `status.json` must hold one).
 pub fn best_of(state: &ChainState, baseline: f64) -> f64 {
     state
         .progress
         .as_ref()
         .and_then(|p| p.best(baseline))
-        .unwrap_or(f64::NAN)
+        .unwrap_or_else(|| state.best.objective())
 }
 
 /// What a running campaign is doing: experiments being prepared, and whether
