@@ -202,8 +202,7 @@ impl Store {
 
     /// Records this process as the store's holder (for the refusal message of others).
     pub fn claim(&self) -> Result<()> {
-        let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-        let text = format!("pid {} on {}", std::process::id(), host.trim());
+        let text = format!("pid {} on {}", std::process::id(), this_host());
         let holder = layout::holder(&self.dir);
         fs::write(&holder, text).with_context(|| format!("cannot write {}", holder.display()))?;
         Ok(())
@@ -716,4 +715,12 @@ pub fn benchmark_of(config: Option<&CampaignConfig>, experiment: &str) -> Option
     config
         .and_then(|c| c.experiment(experiment))
         .map(|e| e.benchmark.clone())
+}
+
+/// This machine's host name, as a holder file names it.
+fn this_host() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap_or_default()
+        .trim()
+        .to_string()
 }

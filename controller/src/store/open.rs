@@ -162,8 +162,7 @@ fn held_by_a_controller(dir: &Path) -> bool {
     else {
         return false;
     };
-    let here = fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    host != here.trim() || Path::new("/proc").join(pid).exists()
+    host != this_host() || Path::new("/proc").join(pid).exists()
 }
 
 /// Opens the sled database in `path`.
