@@ -595,6 +595,10 @@ pub struct Capabilities {
     pub limits: LimitSupport,
     /// Versions of compilers asked about (`clang`, `rustc`, …).
     pub compilers: BTreeMap<String, String>,
+    /// How a step builds with each of those compilers: what it redoes when
+    /// a decision changes, or why it cannot do less.
+    #[serde(default)]
+    pub build_modes: BTreeMap<String, String>,
     /// The Slurm job the worker runs in (`SLURM_JOB_ID`), if any.
     #[serde(default)]
     pub slurm_job: Option<u64>,

@@ -194,6 +194,7 @@ fn responses() -> Vec<Response> {
                     driver: "550".into(),
                 }],
                 compilers: BTreeMap::new(),
+                build_modes: BTreeMap::new(),
                 gpu_time: Ok("/opt/kiln/libkiln_cupti.so".into()),
                 limits: Default::default(),
                 slurm_job: Some(42),

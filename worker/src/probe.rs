@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use kiln_protocol::message::{Capabilities, GpuInfo};
 
+use crate::build::objects;
 use crate::launch::{self, cgroup, counters};
 use crate::measure::callgrind;
 
@@ -56,10 +57,38 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
             .iter()
             .filter_map(|c| Some((c.clone(), launch::compiler_version(c)?)))
             .collect(),
+        build_modes: compilers
+            .iter()
+            .filter_map(|c| Some((c.clone(), build_mode(c)?)))
+            .collect(),
         // Slurm sets it in every task; the controller shows which job a worker is.
         slurm_job: std::env::var("SLURM_JOB_ID")
             .ok()
             .and_then(|id| id.parse().ok()),
+    }
+}
+
+/// What a step's build redoes with `compiler` when a decision changes, or
+/// why it cannot do less; none for a compiler kiln has no mode for.
+fn build_mode(compiler: &str) -> Option<String> {
+    let path = std::env::var_os("PATH").unwrap_or_else(|| launch::CLEAN_PATH.into());
+    let found = std::env::split_paths(&path)
+        .map(|dir| dir.join(compiler))
+        .find(|p| p.is_file());
+    match compiler {
+        "clang" | "clang++" => Some(match found {
+            None => format!("{compiler} is not on PATH"),
+            Some(clang) => match objects::from_ir_works(&clang) {
+                Ok(()) => "front end once: a changed unit is optimised from its kept IR, \
+                           the others' objects reused"
+                    .to_string(),
+                Err(why) => format!("per-unit rebuild (a changed unit compiled whole): {why}"),
+            },
+        }),
+        "rustc" => {
+            Some("whole crate each step (kiln has no per-unit mode for rustc yet)".to_string())
+        }
+        _ => None,
     }
 }
 
@@ -125,6 +154,9 @@ pub fn table(c: &Capabilities) -> String {
     }
     for (name, version) in &c.compilers {
         row(name, version);
+        if let Some(mode) = c.build_modes.get(name) {
+            row(&format!("{name} steps"), mode);
+        }
     }
     t
 }

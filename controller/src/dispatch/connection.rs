@@ -457,6 +457,7 @@ mod tests {
             valgrind: None,
             gpus: vec![],
             compilers: Default::default(),
+            build_modes: Default::default(),
             gpu_time: Err("no GPU".into()),
             limits: Default::default(),
             slurm_job: None,

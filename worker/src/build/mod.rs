@@ -51,6 +51,23 @@ pub(crate) const INCREMENTAL_DIR: &str = ".kiln-incremental";
 /// Most bytes of build output kept (compiler remarks included).
 pub(crate) const BUILD_LOG_CAP: usize = 64 << 20;
 
+/// The warning that a benchmark's units are compiled whole where their kept
+/// IR would not compile: given once per benchmark in this worker's life,
+/// since every later step of it would say the same.
+fn not_from_ir_once(benchmark: &str, line: &str) -> Option<String> {
+    static WARNED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned.iter().any(|b| b == benchmark) {
+        return None;
+    }
+    warned.push(benchmark.to_string());
+    Some(format!(
+        "'{benchmark}': units whose kept IR does not compile are compiled whole \
+         (the per-unit rebuild; said once): {}",
+        line.trim_start_matches("kiln: ")
+    ))
+}
+
 /// Makes `work` a fresh copy of the bundle with the decision file written.
 /// A cargo package without a `[workspace]` of its own gets one when a folder
 /// above the copy holds a `Cargo.toml` (a rundir inside a cargo project,
@@ -152,6 +169,12 @@ impl Build<'_> {
                 .filter(|l| l.starts_with("kiln: ") && l.contains(objects::DAMAGED))
                 .map(str::to_string),
         );
+        if let Some(line) = log
+            .lines()
+            .find(|l| l.starts_with("kiln: ") && l.contains(objects::NOT_FROM_IR))
+        {
+            warnings.extend(not_from_ir_once(&spec.name, line));
+        }
         let is_llvm = replay_text.is_some();
         let shown = if is_llvm {
             llvm_inline::strip_remarks(&log)

@@ -16,6 +16,15 @@
 //! past [`MAX_FILES`]. A restore checks the object and output against the
 //! hash: an entry that changed on disk is removed, the unit compiled again,
 //! and the build log says so ([`DAMAGED`]).
+//!
+//! Front end once: a unit's IR before any LLVM pass (`<inputs>.ll`, its hash
+//! in `<inputs>.llsum`) is written once per inputs, with kiln's flags, and
+//! kept; it gives the unit's functions, and with [`FROM_IR_ENV`] a unit whose
+//! decisions changed is optimised and code-generated from it
+//! ([`Unit::backend_args`]) instead of compiled whole, which gives the same object
+//! byte for byte (clang's `-save-temps` splits a compile the same way). A
+//! unit whose kept IR does not compile is compiled whole, and the build log
+//! says so ([`NOT_FROM_IR`]).
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -30,12 +39,36 @@ pub const OBJECTS_ENV: &str = "KILN_WRAP_OBJECTS";
 /// What the build log says of an entry found changed, for the worker to find.
 pub const DAMAGED: &str = "cached object damaged";
 
+/// The variable that makes the wrapper compile a changed unit from its kept IR.
+pub const FROM_IR_ENV: &str = "KILN_WRAP_FROM_IR";
+
+/// What the build log says of a unit whose kept IR did not compile, for the worker to find.
+pub const NOT_FROM_IR: &str = "its kept IR did not compile; compiled whole";
+
+/// What the build log says of a unit compiled from its kept IR.
+pub const FROM_IR: &str = "optimised from its kept IR (front end skipped)";
+
 /// Most files kept; past it the older half goes.
 const MAX_FILES: usize = 8192;
 
 /// Arguments that make clang write dependency files, with the ones that take a value.
 const DEPENDENCY_FLAGS: &[&str] = &["-MD", "-MMD", "-MP"];
 const DEPENDENCY_OPTIONS: &[&str] = &["-MF", "-MT", "-MQ"];
+
+/// The extensions of the source files a clang invocation compiles.
+const SOURCE_EXTENSIONS: &[&str] = &[
+    "c", "cc", "cpp", "cxx", "c++", "C", "m", "mm", "i", "ii", "ll", "bc",
+];
+
+/// Whether a compiler argument is a source file to compile (not an option).
+pub fn is_source(arg: &OsString) -> bool {
+    let path = Path::new(arg);
+    !arg.to_string_lossy().starts_with('-')
+        && path
+            .extension()
+            .and_then(|e| e.to_str())
+            .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
+}
 
 /// One compile of one source file to an object.
 pub struct Unit {
@@ -46,9 +79,10 @@ pub struct Unit {
     /// The replay file the compile reads.
     replay: PathBuf,
     /// The compiler and the compile's options (no output, no dependency
-    /// files): what writes the unit's IR before any pass.
+    /// files): what writes the unit's IR before any pass, with `flags` (kiln's).
     program: PathBuf,
     options: Vec<OsString>,
+    flags: Vec<String>,
 }
 
 impl Unit {
@@ -110,6 +144,7 @@ impl Unit {
             replay,
             program: program.to_path_buf(),
             options: preprocess,
+            flags: flags.to_vec(),
         })
     }
 
@@ -129,26 +164,72 @@ impl Unit {
         if let Ok(text) = std::fs::read_to_string(self.functions_file()) {
             return Some(text.lines().map(str::to_string).collect());
         }
-        let ir = Command::new(&self.program)
+        let ir = std::fs::read_to_string(self.front_end()?).ok()?;
+        let functions = defined_functions(&ir);
+        let text: String = functions.iter().map(|f| format!("{f}\n")).collect();
+        write_whole(&self.functions_file(), text.as_bytes());
+        Some(functions)
+    }
+
+    /// The unit's IR as its front end writes it, before any LLVM pass: made
+    /// once per inputs and kept, checked against its hash when read. kiln's
+    /// flags give every function its debug name (line tables), which is
+    /// what a call-site chain holds.
+    fn front_end(&self) -> Option<PathBuf> {
+        let ir = self.dir.join(format!("{}.ll", self.inputs));
+        let sum = self.dir.join(format!("{}.llsum", self.inputs));
+        if let (Ok(bytes), Ok(kept)) = (std::fs::read(&ir), std::fs::read_to_string(&sum)) {
+            if ContentHash::of(&bytes).to_string() == kept.trim() {
+                return Some(ir);
+            }
+        }
+        let out = Command::new(&self.program)
             .args(&self.options)
-            // Line tables give every function its debug name (a build without
-            // -g has none), which is what a call-site chain holds.
+            .args(&self.flags)
             .args([
-                "-gline-tables-only",
-                "-S",
-                "-emit-llvm",
                 "-Xclang",
                 "-disable-llvm-optzns",
+                "-S",
+                "-emit-llvm",
                 "-o",
                 "-",
             ])
             .output()
             .ok()
             .filter(|o| o.status.success())?;
-        let functions = defined_functions(&String::from_utf8_lossy(&ir.stdout));
-        let text: String = functions.iter().map(|f| format!("{f}\n")).collect();
-        write_whole(&self.functions_file(), text.as_bytes());
-        Some(functions)
+        write_whole(&ir, &out.stdout);
+        write_whole(&sum, ContentHash::of(&out.stdout).to_string().as_bytes());
+        Some(ir)
+    }
+
+    /// The command line (after the compiler) that optimises the unit and
+    /// generates its object from its kept IR: the compile's own arguments
+    /// `args` without its source, language and dependency files, then
+    /// `flags`, then the IR. None when the IR cannot be had (a front end
+    /// that fails: the whole compile says why).
+    pub fn backend_args(&self, args: &[OsString], flags: &[String]) -> Option<Vec<OsString>> {
+        let ir = self.front_end()?;
+        let mut out = Vec::with_capacity(args.len() + flags.len() + 4);
+        let mut skip = false;
+        for arg in args {
+            let text = arg.to_string_lossy();
+            if std::mem::take(&mut skip) {
+                continue;
+            }
+            if text == "-x" || DEPENDENCY_OPTIONS.contains(&text.as_ref()) {
+                skip = true;
+            } else if !(is_source(arg)
+                || (text.starts_with("-x") && text.len() > 2)
+                || DEPENDENCY_FLAGS.contains(&text.as_ref()))
+            {
+                out.push(arg.clone());
+            }
+        }
+        out.extend(flags.iter().map(OsString::from));
+        // The front end's options (-I, -D, -std) mean nothing to IR.
+        out.extend(["-Wno-unused-command-line-argument", "-x", "ir"].map(OsString::from));
+        out.push(ir.into_os_string());
+        Some(out)
     }
 
     /// The key of this unit under the replay file's decisions.
@@ -210,6 +291,45 @@ impl Unit {
         let sum = entry_hash(&object, log).to_string();
         write_whole(&self.dir.join(format!("{key}.sum")), sum.as_bytes());
         evict(&self.dir);
+    }
+}
+
+/// Whether `clang` compiles a unit from its kept IR on this machine, tried
+/// on a one-function unit through the path a step takes; why not otherwise.
+pub fn from_ir_works(clang: &Path) -> Result<(), String> {
+    let tmp = tempfile::tempdir().map_err(|e| format!("no scratch folder: {e}"))?;
+    let at = |name: &str| tmp.path().join(name).into_os_string();
+    std::fs::write(tmp.path().join("u.c"), "int f(int x) { return x + 1; }\n")
+        .and_then(|()| std::fs::write(tmp.path().join("replay.txt"), ""))
+        .map_err(|e| format!("cannot write in {}: {e}", tmp.path().display()))?;
+    let flags = vec![
+        "-gline-tables-only".to_string(),
+        "-mllvm".to_string(),
+        format!(
+            "-cgscc-inline-replay={}",
+            at("replay.txt").to_string_lossy()
+        ),
+    ];
+    let args: Vec<OsString> = vec!["-O2".into(), "-c".into(), at("u.c"), "-o".into(), at("u.o")];
+    let unit = Unit::of(tmp.path(), clang, &args, &flags)
+        .ok_or_else(|| format!("{} does not preprocess a C file", clang.display()))?;
+    let backend = unit
+        .backend_args(&args, &flags)
+        .ok_or_else(|| format!("{} writes no IR before its passes", clang.display()))?;
+    let out = Command::new(clang)
+        .args(&backend)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", clang.display()))?;
+    match out.status.success() {
+        true => Ok(()),
+        false => Err(format!(
+            "{} does not compile its own IR: {}",
+            clang.display(),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .next()
+                .unwrap_or("")
+        )),
     }
 }
 

@@ -24,7 +24,9 @@ use std::os::unix::process::ExitStatusExt;
 
 use kiln_protocol::config::benchmark::Compiler;
 
-use crate::build::objects::{Restore, Unit, OBJECTS_ENV};
+use crate::build::objects::{
+    is_source, Restore, Unit, FROM_IR, FROM_IR_ENV, NOT_FROM_IR, OBJECTS_ENV,
+};
 
 /// The flags to add, as a JSON list of strings.
 const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
@@ -107,11 +109,6 @@ const RUSTC_DEPS_WRAPPER: &str = "kiln-rustc-deps";
 /// Those crates, as a JSON list of names.
 const CRATES_ENV: &str = "KILN_WRAP_CRATES";
 
-/// Arguments that make an invocation compile a source file (not only link).
-const SOURCE_EXTENSIONS: &[&str] = &[
-    "c", "cc", "cpp", "cxx", "c++", "C", "m", "mm", "i", "ii", "ll", "bc",
-];
-
 /// Makes `dir` the build's wrapper folder for `compiler` and `flags`;
 /// returns the variables to set in the build's environment, whose `PATH` is
 /// `path`.
@@ -146,6 +143,9 @@ pub fn prepare(
                 std::fs::create_dir_all(objects)
                     .map_err(|e| format!("cannot create {}: {e}", objects.display()))?;
                 env.push((OBJECTS_ENV.into(), objects.display().to_string()));
+                if from_ir_enabled() {
+                    env.push((FROM_IR_ENV.into(), "1".into()));
+                }
             }
             link_names(dir, NAMES.iter().map(|(name, _)| *name))?;
             env.push((PATH_ENV.into(), path.into()));
@@ -167,6 +167,16 @@ pub fn prepare(
         }
     }
     Ok(env)
+}
+
+/// The worker's own variable that, set to `off`, keeps step builds to the
+/// per-unit rebuild: a changed unit compiled whole, front end included
+/// (for comparing the two, as `scripts/bench-builds` does).
+pub const FRONT_END_ONCE_ENV: &str = "KILN_FRONT_END_ONCE";
+
+/// Whether step builds compile changed clang units from their kept IR.
+fn from_ir_enabled() -> bool {
+    std::env::var(FRONT_END_ONCE_ENV).map_or(true, |v| v != "off")
 }
 
 /// The variable that makes the wrapped clang compiles of a build write
@@ -371,9 +381,33 @@ pub fn run_if_wrapped() {
         show(&mut output);
         std::process::exit(0)
     }
-    let mut output = match std::env::var_os(FALLBACK_ENV) {
-        None => run(command(&flags)),
-        Some(fallback) => {
+    // A unit whose decisions changed is optimised from its kept IR: its front end ran once.
+    let from_ir = match &unit {
+        Some(unit) if std::env::var_os(FROM_IR_ENV).is_some() => unit.backend_args(&args, &flags),
+        _ => None,
+    };
+    let mut output = match (from_ir, std::env::var_os(FALLBACK_ENV)) {
+        (Some(backend), _) => {
+            let mut compile = std::process::Command::new(&program);
+            compile.arg0(&arg0).args(&backend);
+            let mut output = run(compile);
+            let note = if output.status.success() {
+                format!("kiln: {unit_name}: {FROM_IR}\n")
+            } else {
+                let said = String::from_utf8_lossy(&output.stderr);
+                let why = said.lines().find(|l| l.contains("error")).unwrap_or("");
+                let note = format!(
+                    "kiln: {unit_name}: {NOT_FROM_IR} ({}: {why})\n",
+                    output.status
+                );
+                output = run(command(&flags));
+                note
+            };
+            output.stderr.splice(0..0, note.into_bytes());
+            output
+        }
+        (None, None) => run(command(&flags)),
+        (None, Some(fallback)) => {
             let cpu_s = std::env::var(CPU_ENV)
                 .ok()
                 .and_then(|s| s.parse().ok())
@@ -522,13 +556,7 @@ fn flag_list(var: &str, json: &std::ffi::OsStr) -> Vec<String> {
 
 /// Whether an invocation names a source file to compile.
 fn compiles(args: &[OsString]) -> bool {
-    args.iter().any(|a| {
-        let a = Path::new(a);
-        !a.to_string_lossy().starts_with('-')
-            && a.extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
-    })
+    args.iter().any(is_source)
 }
 
 fn find(program: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
