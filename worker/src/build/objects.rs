@@ -113,12 +113,6 @@ impl Unit {
                 preprocess.push(a.clone());
             }
         }
-        let source = Command::new(program)
-            .args(&preprocess)
-            .args(["-E", "-o", "-"])
-            .output()
-            .ok()
-            .filter(|o| o.status.success())?;
         let cwd = std::env::current_dir().ok()?;
         let mut bytes = Vec::new();
         for part in [program.as_os_str(), cwd.as_os_str()]
@@ -128,6 +122,17 @@ impl Unit {
             bytes.extend(part.as_encoded_bytes());
             bytes.push(0);
         }
+        // The compiler's own file: an upgrade in place is another compiler.
+        let real = std::fs::canonicalize(program).ok()?;
+        let meta = std::fs::metadata(&real).ok()?;
+        let modified = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        bytes.extend(real.as_os_str().as_encoded_bytes());
+        bytes.extend(meta.len().to_le_bytes());
+        bytes.extend(modified.as_nanos().to_le_bytes());
         // kiln's flags but the replay file's path (a slot's own): its lines count instead.
         for f in flags
             .iter()
@@ -136,16 +141,52 @@ impl Unit {
             bytes.extend(f.as_bytes());
             bytes.push(0);
         }
-        bytes.extend(&source.stdout);
+        let inputs = Self::inputs(dir, program, &preprocess, bytes)?;
         Some(Unit {
             dir: dir.to_path_buf(),
             object,
-            inputs: ContentHash::of(&bytes),
+            inputs,
             replay,
             program: program.to_path_buf(),
             options: preprocess,
             flags: flags.to_vec(),
         })
+    }
+
+    /// The hash of a compile's inputs: `command` (what identifies the
+    /// compile) and its preprocessed source. The preprocessor runs once per
+    /// command and source file; a manifest (`<direct>.deps`, named by the
+    /// command and the source file's bytes) then keeps the inputs' hash with
+    /// every file the preprocessor read and their hashes, and while those
+    /// files are unchanged the hash is taken from it: a step of a 34-unit
+    /// C++ program would otherwise preprocess every unit again.
+    fn inputs(
+        dir: &Path,
+        program: &Path,
+        preprocess: &[OsString],
+        mut command: Vec<u8>,
+    ) -> Option<ContentHash> {
+        let source = preprocess.iter().find(|a| is_source(a))?;
+        let mut direct = command.clone();
+        direct.extend(std::fs::read(source).ok()?);
+        let manifest = dir.join(format!("{}.deps", ContentHash::of(&direct)));
+        if let Some(inputs) = read_manifest(&manifest) {
+            return Some(inputs);
+        }
+        let preprocessed = Command::new(program)
+            .args(preprocess)
+            .args(["-E", "-o", "-"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        command.extend(&preprocessed.stdout);
+        let inputs = ContentHash::of(&command);
+        write_manifest(
+            &manifest,
+            inputs,
+            &String::from_utf8_lossy(&preprocessed.stdout),
+        );
+        Some(inputs)
     }
 
     fn functions_file(&self) -> PathBuf {
@@ -292,6 +333,55 @@ impl Unit {
         write_whole(&self.dir.join(format!("{key}.sum")), sum.as_bytes());
         evict(&self.dir);
     }
+}
+
+/// The inputs' hash a manifest keeps, if every file it lists still hashes as kept.
+fn read_manifest(manifest: &Path) -> Option<ContentHash> {
+    let text = std::fs::read_to_string(manifest).ok()?;
+    let mut lines = text.lines();
+    let inputs = lines.next()?;
+    for line in lines {
+        let (hash, path) = line.split_once(' ')?;
+        if ContentHash::of(&std::fs::read(path).ok()?).to_string() != hash {
+            return None;
+        }
+    }
+    ContentHash::try_from(inputs.to_string()).ok()
+}
+
+/// Keeps `inputs` with every file the preprocessed source `text` names in
+/// its line markers (`# 12 "/usr/include/stdio.h" 2 3`) and their hashes.
+fn write_manifest(manifest: &Path, inputs: ContentHash, text: &str) {
+    let files: BTreeSet<&str> = text
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("# ")?;
+            let (line, rest) = rest.split_once(' ')?;
+            line.bytes().all(|b| b.is_ascii_digit()).then_some(())?;
+            let quoted = rest.strip_prefix('"')?;
+            quoted.rsplit_once('"').map(|(path, _)| path)
+        })
+        .filter(|p| !p.starts_with('<'))
+        .collect();
+    let mut out = format!("{inputs}\n");
+    for file in files {
+        // A name with escapes (a quote, a backslash) is not looked up: no manifest.
+        if file.contains('\\') {
+            return;
+        }
+        let Ok(bytes) = std::fs::read(file) else {
+            return;
+        };
+        // Their expansion changes from compile to compile: no manifest.
+        if [&b"__DATE__"[..], b"__TIME__"]
+            .iter()
+            .any(|m| bytes.windows(m.len()).any(|w| w == *m))
+        {
+            return;
+        }
+        out.push_str(&format!("{} {file}\n", ContentHash::of(&bytes)));
+    }
+    write_whole(manifest, out.as_bytes());
 }
 
 /// Whether `clang` compiles a unit from its kept IR on this machine, tried
@@ -452,6 +542,47 @@ mod tests {
                   !12 = distinct !DISubprogram(name: \"find<\\22x\\22>\", scope: !1)\n";
         let found: Vec<String> = defined_functions(ir).into_iter().collect();
         assert_eq!(found, ["_ZN1A8set_nameEPKc", "find<\"x\">", "set_name"]);
+    }
+
+    /// The preprocessor's inputs are hashed from a manifest while the files
+    /// it read are unchanged, and afresh when one of them changed.
+    #[test]
+    fn a_units_inputs_follow_its_headers_through_the_manifest() {
+        let Some(clang) = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+            .map(|d| d.join("clang"))
+            .find(|p| p.is_file())
+        else {
+            return;
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let at = |name: &str| tmp.path().join(name);
+        std::fs::write(at("a.c"), "#include \"b.h\"\nint f(void) { return B; }\n").unwrap();
+        std::fs::write(at("b.h"), "#define B 1\n").unwrap();
+        std::fs::write(at("replay.txt"), "").unwrap();
+        let flags = vec![format!(
+            "-cgscc-inline-replay={}",
+            at("replay.txt").display()
+        )];
+        let args: Vec<OsString> = ["-O2", "-c"]
+            .map(OsString::from)
+            .into_iter()
+            .chain([at("a.c").into(), "-o".into(), at("a.o").into()])
+            .collect();
+        let cache = at("objects");
+        std::fs::create_dir(&cache).unwrap();
+        let unit = || Unit::of(&cache, &clang, &args, &flags).unwrap().inputs;
+        let first = unit();
+        let manifests: Vec<_> = std::fs::read_dir(&cache).unwrap().flatten().collect();
+        assert_eq!(manifests.len(), 1);
+        let manifest = std::fs::read_to_string(manifests[0].path()).unwrap();
+        assert!(manifest.starts_with(&first.to_string()), "{manifest}");
+        assert!(manifest.contains("b.h"), "{manifest}");
+        assert_eq!(unit(), first);
+        std::fs::write(at("b.h"), "#define B 2\n").unwrap();
+        let changed = unit();
+        assert_ne!(changed, first);
+        std::fs::write(at("b.h"), "#define B 1\n").unwrap();
+        assert_eq!(unit(), first);
     }
 
     #[test]
