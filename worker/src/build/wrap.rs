@@ -390,9 +390,11 @@ pub fn run_if_wrapped() {
         (Some(backend), _) => {
             let mut compile = std::process::Command::new(&program);
             compile.arg0(&arg0).args(&backend);
+            let started = std::time::Instant::now();
             let mut output = run(compile);
             let note = if output.status.success() {
-                format!("kiln: {unit_name}: {FROM_IR}\n")
+                let took = started.elapsed().as_secs_f64();
+                format!("kiln: {unit_name}: {FROM_IR} in {took:.3} s\n")
             } else {
                 let said = String::from_utf8_lossy(&output.stderr);
                 let why = said.lines().find(|l| l.contains("error")).unwrap_or("");
