@@ -692,6 +692,12 @@ fn a_cpp_step_optimises_only_its_changed_unit_from_kept_ir_and_equals_a_plain_bu
         })
         .expect("no step compiled one unit from its IR and reused the other");
     assert!(!log.contains("compiled whole"), "{log}");
+    // A reused object brings its compile's output, never kiln's notes of that compile.
+    assert_eq!(
+        log.matches("optimised from its kept IR").count(),
+        1,
+        "{log}"
+    );
     let replay = artifact_text(&dir.path().join("store"), step, "replay-file");
     let built = step.result.build.as_ref().unwrap().binary_hash;
 

@@ -356,11 +356,16 @@ pub fn run_if_wrapped() {
         (false, Some(dir)) => Unit::of(Path::new(&dir), &program, &args, &flags),
         _ => None,
     };
-    let mut damaged = None;
+    // kiln's own lines about this compile: shown before its output, never
+    // kept with it (a later restore of the object would say them again).
+    let mut notes = String::new();
     let restored = match unit.as_ref().map(Unit::restore) {
         Some(Restore::Hit(log)) => Some(log),
         Some(Restore::Damaged(why)) => {
-            damaged = Some(format!("kiln: {}: {why}; compiled again\n", sources(&args)));
+            notes.push_str(&format!(
+                "kiln: {}: {why}; compiled again\n",
+                sources(&args)
+            ));
             None
         }
         Some(Restore::Miss) | None => None,
@@ -392,20 +397,18 @@ pub fn run_if_wrapped() {
             compile.arg0(&arg0).args(&backend);
             let started = std::time::Instant::now();
             let mut output = run(compile);
-            let note = if output.status.success() {
+            if output.status.success() {
                 let took = started.elapsed().as_secs_f64();
-                format!("kiln: {unit_name}: {FROM_IR} in {took:.3} s\n")
+                notes.push_str(&format!("kiln: {unit_name}: {FROM_IR} in {took:.3} s\n"));
             } else {
                 let said = String::from_utf8_lossy(&output.stderr);
                 let why = said.lines().find(|l| l.contains("error")).unwrap_or("");
-                let note = format!(
+                notes.push_str(&format!(
                     "kiln: {unit_name}: {NOT_FROM_IR} ({}: {why})\n",
                     output.status
-                );
+                ));
                 output = run(command(&flags));
-                note
-            };
-            output.stderr.splice(0..0, note.into_bytes());
+            }
             output
         }
         (None, None) => run(command(&flags)),
@@ -466,12 +469,10 @@ pub fn run_if_wrapped() {
     if let Some(file) = active {
         let _ = std::fs::remove_file(file);
     }
-    if let Some(note) = damaged {
-        output.stderr.splice(0..0, note.into_bytes());
-    }
     if let Some(unit) = unit.filter(|_| output.status.success()) {
         unit.keep(&output.stderr);
     }
+    output.stderr.splice(0..0, notes.into_bytes());
     show(&mut output);
     std::process::exit(exit_code(output.status))
 }
