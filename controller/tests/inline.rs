@@ -498,13 +498,62 @@ fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short(
     }
     let dir = tempfile::tempdir().unwrap();
     copy_benchmark("sample-dsp", dir.path());
-    let guided = config("sample-dsp", "8", 20).replace("(seed 9)", "(seed 9) (proposals guided)");
-    let (store, info) = run_campaign(dir.path(), &guided, "sample-dsp");
+    let (screened, _) = screens_hottest_first(dir.path(), "sample-dsp", "8", 20);
+    assert_eq!(screened, 5);
+}
+
+/// The same on a program of more than 1,000 sites: 40 functions of 25 calls
+/// each, called from `main` at 40 different rates.
+#[test]
+fn guided_screening_of_a_program_of_over_1000_sites_takes_the_hottest_once_each() {
+    if !have("clang") || !have("valgrind") {
+        return skip("clang or valgrind is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("benchmarks/wide");
+    std::fs::create_dir_all(&src).unwrap();
+    let mut program = String::from("#include <stdio.h>\n#include <stdlib.h>\n");
+    for h in 0..25 {
+        program += &format!(
+            "static int h{h}(int x) {{ return (x ^ {h}) * {} + (x >> {}); }}\n",
+            h + 3,
+            h % 7
+        );
+    }
+    for g in 0..40 {
+        let calls: String = (0..25).map(|h| format!(" s += h{h}(x + {g});")).collect();
+        program += &format!("static int g{g}(int x) {{ int s = 0;{calls} return s; }}\n");
+    }
+    let rates: String = (0..40)
+        .map(|g| format!("    if (i % {} == 0) s += g{g}(i);\n", g + 1))
+        .collect();
+    program += &format!(
+        "int main(int argc, char **argv) {{\n  int n = atoi(argv[1]), s = 0;\n  \
+         for (int i = 0; i < n; i++) {{\n{rates}  }}\n  printf(\"%d\\n\", s);\n  return 0;\n}}\n"
+    );
+    std::fs::write(src.join("main.c"), program).unwrap();
+    let (screened, sites) = screens_hottest_first(dir.path(), "wide", "400", 16);
+    assert!(sites > 1000, "{sites} sites");
+    assert!(screened >= 3, "{screened} sites screened");
+}
+
+/// Runs 'steps' steps of guided annealing on `benchmark` (in `dir/benchmarks`)
+/// at `size`, and checks that its screening steps flipped one site each,
+/// each site once, and that no site left out is hotter by the stock profile
+/// than any screened one. Returns how many sites it screened, of how many.
+fn screens_hottest_first(
+    dir: &std::path::Path,
+    benchmark: &str,
+    size: &str,
+    steps: u32,
+) -> (usize, usize) {
+    let guided = config(benchmark, size, steps).replace("(seed 9)", "(seed 9) (proposals guided)");
+    let (store, info) = run_campaign(dir, &guided, benchmark);
     let points = &info.discovery.points;
     let heat =
         |site: &kiln_protocol::SiteId| inherited_heat(site, points, &info.discovery.features, 8);
     let mut screened: Vec<_> = store
-        .steps(Some("sample-dsp"))
+        .steps(Some(benchmark))
         .map(Result::unwrap)
         .filter(|s| s.kind == kiln_controller::store::StepKind::Screen)
         .map(|s| {
@@ -512,16 +561,18 @@ fn guided_screening_flips_the_hottest_sites_by_profile_when_the_budget_is_short(
             s.diff.0.keys().next().unwrap().clone()
         })
         .collect();
-    assert_eq!(screened.len(), 5);
+    let n = screened.len();
+    assert!(n > 0, "no screening step");
     let mut heats: Vec<_> = points.iter().map(|p| heat(&p.id)).collect();
     heats.sort_unstable_by(|a, b| b.cmp(a));
     let coldest_screened = screened.iter().map(heat).min().unwrap();
     assert!(coldest_screened.is_some(), "screened sites have a profile");
     // No site left out of screening is hotter than any screened one.
-    assert_eq!(coldest_screened, heats[4], "screened {screened:?}");
+    assert_eq!(coldest_screened, heats[n - 1], "screened {screened:?}");
     screened.sort();
     screened.dedup();
-    assert_eq!(screened.len(), 5, "five distinct sites");
+    assert_eq!(screened.len(), n, "a site screened twice");
+    (n, points.len())
 }
 
 /// A site's heat: the calls through it, else how often its caller's body ran
