@@ -862,3 +862,59 @@ fn a_clang_that_cannot_compile_ir_falls_back_to_the_per_unit_rebuild_and_probe_s
     let said = text(&out);
     assert_eq!(said.matches("said once").count(), 1, "{said}");
 }
+
+/// A tool that the build compiles and links in one command and then runs
+/// (as SQLite's makefile does with its parser generator) is not the
+/// benchmark: it is compiled as the build says, without kiln's flags, so
+/// inlining every call cannot break the build, and none of its sites is a
+/// decision point. The benchmark's own sites are.
+#[test]
+fn a_tool_the_build_compiles_in_one_command_and_runs_gets_no_flags_and_no_sites() {
+    if !have("clang") || !have("make") {
+        return skip("needs clang and make");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("b");
+    std::fs::create_dir_all(&src).unwrap();
+    write_files(
+        &src,
+        &[
+            (
+                "Makefile",
+                "bench: main.c gen.h\n\tclang -O2 -g main.c -o bench\n\
+                 gen.h: gentool\n\t./gentool > gen.h\n\
+                 gentool: gentool.c\n\tclang -O2 -g gentool.c -o gentool\n",
+            ),
+            (
+                "gentool.c",
+                "#include <stdio.h>\nstatic int tool_twice(int x) { return 2 * x; }\n\
+                 int main(void) { printf(\"#define SCALE %d\\n\", tool_twice(21)); return 0; }\n",
+            ),
+            (
+                "main.c",
+                "#include <stdio.h>\n#include <stdlib.h>\n#include \"gen.h\"\n\
+                 static int bench_sq(int x) { return x * x + SCALE; }\n\
+                 int main(int argc, char **argv) { int s = 0; for (int i = 0; i < atoi(argv[1]); i++) \
+                 s += bench_sq(i); printf(\"%d\\n\", s); return 0; }\n",
+            ),
+        ],
+    );
+    let config = r#"(campaign (name tool) (store "store")
+  (experiments ((benchmark b) (search (random-walk (steps 1)))))
+  (benchmarks ((name b) (kind llvm-inline) (compiler clang) (sources "b") (build ("make"))
+    (run ("./bench" "30")) (build-timeout-s 300)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let json = run_kiln(dir.path(), &["sites", "c.sexp", "b", "--json"]);
+    assert!(json.status.success(), "{}", text(&json));
+    let discovery: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let sites: Vec<&str> = discovery["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert!(sites.iter().any(|s| s.contains("bench_sq")), "{sites:?}");
+    assert!(!sites.iter().any(|s| s.contains("tool_twice")), "{sites:?}");
+}

@@ -410,7 +410,10 @@ impl Build<'_> {
                 )?
             }
         };
-        for (k, v) in added {
+        let program = wrapper
+            .filter(|c| *c == Compiler::Clang)
+            .and_then(|_| wrap::program_env(&self.spec.run, self.work));
+        for (k, v) in added.into_iter().chain(program) {
             env.retain(|(name, _)| *name != k);
             env.push((k, v));
         }

@@ -169,6 +169,51 @@ pub fn prepare(
     Ok(env)
 }
 
+/// The benchmark's program, when the build makes it (its run command names a
+/// file in the work folder that is not there before the build): a clang
+/// invocation that compiles and links another program in one command builds
+/// a tool the build runs (SQLite's parser generator `lemon`), not the
+/// benchmark, and runs as the build says, without kiln's flags. Inlining
+/// every call made `lemon` crash, and SQLite's discovery with it; the
+/// sites of such tools are none of the benchmark's.
+const PROGRAM_ENV: &str = "KILN_WRAP_PROGRAM";
+
+/// The variable that names the benchmark's program to the wrapper, if the
+/// build makes it: `run` is the benchmark's run command, `work` the work
+/// folder before the build.
+pub fn program_env(run: &[String], work: &Path) -> Option<(String, String)> {
+    let program = run.first().filter(|p| p.contains('/'))?;
+    let path = lexical(&work.join(program));
+    (!path.exists()).then(|| (PROGRAM_ENV.to_string(), path.display().to_string()))
+}
+
+/// `path` with its `.` and `..` components resolved as written.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Whether a clang invocation compiles and links a program in one command
+/// that is not the benchmark's ([`PROGRAM_ENV`]): its output, or none.
+fn other_program(args: &[OsString]) -> Option<PathBuf> {
+    let program = std::env::var_os(PROGRAM_ENV)?;
+    if args.iter().any(|a| a == "-c" || a == "-S" || a == "-E") {
+        return None;
+    }
+    let out = args.iter().position(|a| a == "-o")?;
+    let output = lexical(&std::env::current_dir().ok()?.join(args.get(out + 1)?));
+    (output.as_os_str() != program).then_some(output)
+}
+
 /// The worker's own variable that, set to `off`, keeps step builds to the
 /// per-unit rebuild: a changed unit compiled whole, front end included
 /// (for comparing the two, as `scripts/bench-builds` does).
@@ -320,7 +365,16 @@ pub fn run_if_wrapped() {
                 path.to_string_lossy()
             ))
         };
-        (program, OsString::from(real), compiles(&args))
+        let tool = other_program(&args).filter(|_| compiles(&args));
+        if let Some(tool) = &tool {
+            eprintln!(
+                "kiln: {}: builds {}, a program that is not the benchmark's: compiled \
+                 without kiln's flags",
+                sources(&args),
+                tool.display()
+            );
+        }
+        (program, OsString::from(real), compiles(&args) && tool.is_none())
     };
     let flags = flag_list(FLAGS_ENV, &flags);
     let command = |flags: &[String]| {
