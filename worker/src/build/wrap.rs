@@ -374,7 +374,11 @@ pub fn run_if_wrapped() {
                 tool.display()
             );
         }
-        (program, OsString::from(real), compiles(&args) && tool.is_none())
+        (
+            program,
+            OsString::from(real),
+            compiles(&args) && tool.is_none(),
+        )
     };
     let flags = flag_list(FLAGS_ENV, &flags);
     let command = |flags: &[String]| {
