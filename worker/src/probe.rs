@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use kiln_protocol::message::{Capabilities, GpuInfo};
 
-use crate::build::objects;
+use crate::build::{objects, wrap};
 use crate::launch::{self, cgroup, counters};
 use crate::measure::callgrind;
 
@@ -72,9 +72,7 @@ pub fn capabilities(compilers: &[String]) -> Capabilities {
 /// why it cannot do less; none for a compiler kiln has no mode for.
 fn build_mode(compiler: &str) -> Option<String> {
     let path = std::env::var_os("PATH").unwrap_or_else(|| launch::CLEAN_PATH.into());
-    let found = std::env::split_paths(&path)
-        .map(|dir| dir.join(compiler))
-        .find(|p| p.is_file());
+    let found = wrap::find(compiler, &path);
     match compiler {
         "clang" | "clang++" => Some(match found {
             None => format!("{compiler} is not on PATH"),

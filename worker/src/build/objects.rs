@@ -83,6 +83,8 @@ pub struct Unit {
     program: PathBuf,
     options: Vec<OsString>,
     flags: Vec<String>,
+    /// The kept IR once [`Unit::front_end`] has found or made it.
+    ir: std::cell::OnceCell<Option<PathBuf>>,
 }
 
 impl Unit {
@@ -150,6 +152,7 @@ impl Unit {
             program: program.to_path_buf(),
             options: preprocess,
             flags: flags.to_vec(),
+            ir: std::cell::OnceCell::new(),
         })
     }
 
@@ -215,8 +218,12 @@ impl Unit {
     /// The unit's IR as its front end writes it, before any LLVM pass: made
     /// once per inputs and kept, checked against its hash when read. kiln's
     /// flags give every function its debug name (line tables), which is
-    /// what a call-site chain holds.
+    /// what a call-site chain holds. Read (and hashed) once per compile.
     fn front_end(&self) -> Option<PathBuf> {
+        self.ir.get_or_init(|| self.kept_ir()).clone()
+    }
+
+    fn kept_ir(&self) -> Option<PathBuf> {
         let ir = self.dir.join(format!("{}.ll", self.inputs));
         let sum = self.dir.join(format!("{}.llsum", self.inputs));
         if let (Ok(bytes), Ok(kept)) = (std::fs::read(&ir), std::fs::read_to_string(&sum)) {

@@ -620,7 +620,8 @@ fn compiles(args: &[OsString]) -> bool {
     args.iter().any(is_source)
 }
 
-fn find(program: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+/// `program` on the `PATH` `path`.
+pub(crate) fn find(program: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
     std::env::split_paths(path)
         .map(|dir| dir.join(program))
         .find(|p| p.is_file())
