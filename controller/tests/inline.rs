@@ -682,6 +682,11 @@ const TWO_UNIT_CPP: [(&str, &str); 4] = [
     ),
 ];
 
+/// [`TWO_UNIT_CPP`]'s Makefile had it compile and link `bench` in one
+/// command, as SQLite's builds its benchmark program.
+const ONE_COMMAND_MAKEFILE: &str = "CXX = clang++\nCXXFLAGS = -O2 -g\n\
+     bench: main.cpp stats.cpp stats.h\n\t$(CXX) $(CXXFLAGS) main.cpp stats.cpp -o bench $(KILN_FLAGS)\n";
+
 /// A random walk over [`TWO_UNIT_CPP`] in `dir/cpp`, counted by callgrind.
 fn two_unit_cpp_campaign(dir: &std::path::Path, steps: u32) -> String {
     let src = dir.join("cpp");
@@ -720,11 +725,29 @@ fn artifact_text(
 /// build with the same replay file makes.
 #[test]
 fn a_cpp_step_optimises_only_its_changed_unit_from_kept_ir_and_equals_a_plain_build() {
+    one_unit_optimised_from_ir_and_equal_to_a_plain_build(None);
+}
+
+/// The same where the build compiles and links in one command
+/// (`clang++ main.cpp stats.cpp -o bench`): kiln splits it into a unit per
+/// source and the link, and the program is the one-command build's.
+#[test]
+fn a_compile_and_link_in_one_command_is_split_into_units_and_equals_a_plain_build() {
+    one_unit_optimised_from_ir_and_equal_to_a_plain_build(Some(ONE_COMMAND_MAKEFILE));
+}
+
+/// [`TWO_UNIT_CPP`] (with `makefile` in place of its own): a step flips a
+/// site of one unit, optimises it from its kept IR and reuses the other's
+/// object; its binary is the plain build's with the same replay.
+fn one_unit_optimised_from_ir_and_equal_to_a_plain_build(makefile: Option<&str>) {
     if !have("clang++") || !have_valgrind() || !have("make") {
         return skip("needs clang++, valgrind and make");
     }
     let dir = tempfile::tempdir().unwrap();
     let config = two_unit_cpp_campaign(dir.path(), 8);
+    if let Some(makefile) = makefile {
+        std::fs::write(dir.path().join("cpp/Makefile"), makefile).unwrap();
+    }
     let (store, _) = run_campaign(dir.path(), &config, "cpp");
     assert_every_step_ok(&store, "cpp");
     let steps: Vec<_> = store.steps(Some("cpp")).map(Result::unwrap).collect();

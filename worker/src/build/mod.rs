@@ -8,6 +8,7 @@
 //! | [`wrap`] | the compiler wrapper that gives kiln's flags to builds that do not run the compiler themselves |
 //! | [`ir`] | the front-end compiles that write a unit's IR before inlining, for discovery |
 //! | [`objects`] | per-unit object reuse under the wrapper |
+//! | [`split`] | a compile and link in one command split into a unit per source and the link |
 //! | [`cache`] | whole builds kept by what they depend on, checked when restored |
 //!
 //! It may import the launcher ([`crate::launch`]) and the workspace's file
@@ -18,6 +19,7 @@ pub mod env;
 mod ir;
 pub mod llvm_inline;
 pub(crate) mod objects;
+mod split;
 pub mod wrap;
 
 use std::collections::{BTreeMap, HashMap};

@@ -27,6 +27,7 @@ use kiln_protocol::config::benchmark::Compiler;
 use crate::build::objects::{
     is_source, Restore, Unit, FROM_IR, FROM_IR_ENV, NOT_FROM_IR, OBJECTS_ENV,
 };
+use crate::build::split::{self, Split};
 
 /// The flags to add, as a JSON list of strings.
 const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
@@ -380,6 +381,12 @@ pub fn run_if_wrapped() {
             compiles(&args) && tool.is_none(),
         )
     };
+    // A compile and link in one command is a unit per source and the link.
+    if add && !is_rustc_wrapper && std::env::var_os(OBJECTS_ENV).is_some() {
+        if let Some(split) = split::of(&args) {
+            compile_then_link(&argv0, &program, &arg0, &args, &split)
+        }
+    }
     let flags = flag_list(FLAGS_ENV, &flags);
     let command = |flags: &[String]| {
         let mut command = std::process::Command::new(&program);
@@ -533,6 +540,46 @@ pub fn run_if_wrapped() {
     output.stderr.splice(0..0, notes.into_bytes());
     show(&mut output);
     std::process::exit(exit_code(output.status))
+}
+
+/// Runs a compile and link in one command as its [`Split`]: each compile
+/// through the wrapper again (`wrapper` is its name), as a unit of its own,
+/// then the link with the real compiler `program` and no kiln flags (it
+/// compiles nothing); exits as the first that fails or the link.
+fn compile_then_link(
+    wrapper: &OsString,
+    program: &Path,
+    arg0: &OsString,
+    args: &[OsString],
+    split: &Split,
+) -> ! {
+    let note = format!(
+        "kiln: {}: compiled and linked in one command: compiled as {} units, then linked\n",
+        sources(args),
+        split.compiles.len()
+    );
+    show(&mut std::process::Output {
+        status: std::process::ExitStatus::from_raw(0),
+        stdout: Vec::new(),
+        stderr: note.into_bytes(),
+    });
+    let exe = std::env::current_exe()
+        .unwrap_or_else(|e| fail(&format!("cannot locate kiln-worker to compile a unit: {e}")));
+    for compile in &split.compiles {
+        let status = std::process::Command::new(&exe)
+            .arg0(wrapper)
+            .args(compile)
+            .status()
+            .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", exe.display())));
+        if !status.success() {
+            std::process::exit(exit_code(status))
+        }
+    }
+    let e = std::process::Command::new(program)
+        .arg0(arg0)
+        .args(&split.link)
+        .exec();
+    fail(&format!("cannot run {}: {e}", program.display()))
 }
 
 /// Writes a compile's output whole, under the build's output lock: compiles
