@@ -1519,3 +1519,61 @@ fn screening_flips_each_point_alone_from_the_start() {
     assert_eq!(first.len(), 10, "every knob once first: {flipped:?}");
     assert_eq!(flipped[10..], flipped[..2], "then from the first again");
 }
+
+/// A package that ships a generated file newer than its source (a parser
+/// made by yacc, as bc ships `bc.c` beside `bc.y`) builds as shipped: the
+/// worker's copy keeps every file's time, so make does not try to run a
+/// generator the machine lacks. Every step builds, in discovery's copy and
+/// the steps'.
+#[test]
+fn a_shipped_generated_file_stays_newer_than_its_source_in_the_workers_copy() {
+    if !have("make") || !have("cc") {
+        return skip("needs make and cc");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let files = [
+        // No generator here: make must find gen.c up to date.
+        (
+            "Makefile",
+            "bench: gen.c\n\tcc -O1 gen.c -o bench\ngen.c: gen.y\n\techo no yacc here >&2; exit 127\n",
+        ),
+        ("gen.y", "%%\n"),
+        ("gen.c", "#include <stdio.h>\nint main(int c, char **v) { printf(\"%s\\n\", v[1]); return 0; }\n"),
+    ];
+    for (name, contents) in files {
+        std::fs::write(src.join(name), contents).unwrap();
+    }
+    let at = |name: &str, secs: u64| {
+        let time = std::time::UNIX_EPOCH + Duration::from_secs(secs);
+        std::fs::File::options()
+            .write(true)
+            .open(src.join(name))
+            .unwrap()
+            .set_modified(time)
+            .unwrap();
+    };
+    at("Makefile", 1_000_000_000);
+    at("gen.y", 1_000_000_000);
+    at("gen.c", 1_000_000_100);
+    let config = r#"(campaign
+  (name shipped)
+  (store "store")
+  (experiments ((benchmark b) (search (random-walk (steps 3)))))
+  (benchmarks
+    ((name b) (kind knobs) (knobs (n 1 2)) (sources "src")
+     (build ("sh" "-c" "test \"$(stat -c %Y gen.c)\" = 1000000100 && make"))
+     (run ("./bench" "{n}")) (check-output none) (timeout-s 30)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "c.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = Store::open(&dir.path().join("store")).unwrap();
+    let steps: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
+    assert!(!steps.is_empty());
+    for step in &steps {
+        assert_eq!(step.result.outcome.name(), "ok", "{:?}", step.result);
+    }
+}

@@ -25,6 +25,12 @@ pub struct BundleFile {
     /// The contents, hex-free: base64 on the wire.
     #[serde(with = "base64_bytes")]
     pub contents: Vec<u8>,
+    /// When the file was last modified in the sources (nanoseconds since
+    /// the epoch), so that a build system that compares times (make, with
+    /// a package's shipped generated files) sees the files as they are
+    /// there; not part of the hash (none from an older controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modified_ns: Option<i64>,
 }
 
 /// A part of a bundle: consecutive files in path order, small enough to be
@@ -177,6 +183,7 @@ mod tests {
             path: format!("f{i:05}"),
             executable: false,
             contents: vec![1; len],
+            modified_ns: None,
         };
         let mut files: Vec<BundleFile> = (0..PART_FILES + 10).map(|i| file(i, 10)).collect();
         files.push(file(99_998, PART_BYTES + 1));
@@ -205,6 +212,7 @@ mod tests {
             path: "main.c".into(),
             executable: false,
             contents: b"int main(){}".to_vec(),
+            modified_ns: None,
         }]);
         assert!(b.validate().is_ok());
         b.files[0].contents.push(b'\n');

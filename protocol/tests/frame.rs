@@ -51,6 +51,7 @@ fn requests() -> Vec<Request> {
         path: "main.c".into(),
         executable: false,
         contents: vec![0, 1, 2, 255],
+        modified_ns: None,
     }]);
     vec![
         Request::Hello {

@@ -137,9 +137,15 @@ pub fn copy_tree(src: &Path, dest: &Path) -> Result<(), String> {
         if meta.is_dir() {
             copy_tree(&from, &to)?;
         } else if meta.is_file() {
+            // The copy keeps the file's time: make compares them (a package's
+            // shipped generated files must stay newer than their sources).
             launch::writing(|| {
                 fs::copy(&from, &to)?;
-                fs::set_permissions(&to, fs::Permissions::from_mode(meta.permissions().mode()))
+                fs::set_permissions(&to, fs::Permissions::from_mode(meta.permissions().mode()))?;
+                fs::File::options()
+                    .write(true)
+                    .open(&to)?
+                    .set_modified(meta.modified()?)
             })
             .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))?;
         } else {

@@ -32,6 +32,7 @@ fn discover_bundled(name: &str, compiler: Compiler, build: &[&str], run: &[&str]
             path: e.file_name().to_string_lossy().into_owned(),
             executable: false,
             contents: std::fs::read(e.path()).unwrap(),
+            modified_ns: None,
         })
         .collect();
     let bundle = Bundle::new(files);

@@ -219,6 +219,7 @@ fn bundle() -> Bundle {
         path: "data/greeting.txt".into(),
         executable: false,
         contents: b"from the bundle\n".to_vec(),
+        modified_ns: None,
     }])
 }
 

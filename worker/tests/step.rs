@@ -50,6 +50,7 @@ fn fixture() -> Fixture {
         path: "main.sh".into(),
         executable: true,
         contents: b"#!/bin/sh\necho tile=$1\n".to_vec(),
+        modified_ns: None,
     }]);
     ws.cache.store(&bundle).unwrap();
     Fixture {
@@ -326,6 +327,7 @@ fn discovered(
         path: file.0.into(),
         executable: false,
         contents: file.1.as_bytes().to_vec(),
+        modified_ns: None,
     }]);
     ws.cache.store(&bundle).unwrap();
     let spec = inline_spec(build, run);

@@ -1,7 +1,7 @@
 //! Benchmark bundles: a benchmark's source folder packed for the workers.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -64,6 +64,7 @@ fn collect(root: &Path, dir: &Path, out: &mut Vec<BundleFile>, total: &mut u64) 
                 executable: meta.permissions().mode() & 0o111 != 0,
                 contents: fs::read(&path)
                     .with_context(|| format!("cannot read {}", path.display()))?,
+                modified_ns: Some(meta.mtime() * 1_000_000_000 + meta.mtime_nsec()),
             });
         }
     }

@@ -542,6 +542,7 @@ mod tests {
             path: "big".into(),
             executable: false,
             contents: vec![7; 1 << 20],
+            modified_ns: None,
         }])
     }
 

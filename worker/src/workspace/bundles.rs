@@ -282,11 +282,24 @@ fn write_files(dir: &Path, part: &BundlePart) -> Result<(), String> {
                 .create_new(true)
                 .mode(mode)
                 .open(&path)?;
-            f.write_all(&file.contents)
+            f.write_all(&file.contents)?;
+            match file.modified_ns {
+                Some(ns) => f.set_modified(time_of(ns)),
+                None => Ok(()),
+            }
         })
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// The time `ns` nanoseconds from the epoch (before it where negative).
+fn time_of(ns: i64) -> std::time::SystemTime {
+    let since = std::time::Duration::from_nanos(ns.unsigned_abs());
+    match ns >= 0 {
+        true => std::time::UNIX_EPOCH + since,
+        false => std::time::UNIX_EPOCH - since,
+    }
 }
 
 /// One sync for a whole folder's files (their file system's), instead of one per file.
@@ -312,6 +325,7 @@ mod tests {
             path: path.into(),
             executable,
             contents: contents.to_vec(),
+            modified_ns: None,
         }
     }
 
