@@ -290,6 +290,31 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
     assert!(reused >= 3, "{reused} of 6 steps reused an object");
 }
 
+/// A cargo package whose dependency is a path crate outside its workspace.
+const APP_WITH_HELPER: [(&str, &str); 4] = [
+    (
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nhelper = { path = \"helper\" }\n\n[workspace]\nexclude = [\"helper\"]\n",
+    ),
+    (
+        "src/main.rs",
+        "fn sq(x: u64) -> u64 { x.wrapping_mul(x) }\n\
+         fn add(a: u64, b: u64) -> u64 { a.wrapping_add(b) }\n\
+         fn main() {\n    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10);\n\
+         let mut s = 0;\n    for i in 0..n { s = add(s, sq(i)) ^ helper::mix(i); }\n    println!(\"{s}\");\n}\n",
+    ),
+    (
+        "helper/Cargo.toml",
+        "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    ),
+    (
+        "helper/src/lib.rs",
+        "fn rot(x: u64) -> u64 { x.rotate_left(7) }\n\
+         #[inline(never)]\npub fn mix(x: u64) -> u64 { rot(x) ^ rot(x >> 3) }\n",
+    ),
+];
+
 #[test]
 fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
     // `cargo build --release` runs as it is: kiln's rustc flags reach the
@@ -302,30 +327,7 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
     let src = dir.path().join("benchmarks/app");
     std::fs::create_dir_all(src.join("src")).unwrap();
     std::fs::create_dir_all(src.join("helper/src")).unwrap();
-    let files = [
-        (
-            "Cargo.toml",
-            "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
-             [dependencies]\nhelper = { path = \"helper\" }\n\n[workspace]\nexclude = [\"helper\"]\n",
-        ),
-        (
-            "src/main.rs",
-            "fn sq(x: u64) -> u64 { x.wrapping_mul(x) }\n\
-             fn add(a: u64, b: u64) -> u64 { a.wrapping_add(b) }\n\
-             fn main() {\n    let n: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(10);\n\
-             let mut s = 0;\n    for i in 0..n { s = add(s, sq(i)) ^ helper::mix(i); }\n    println!(\"{s}\");\n}\n",
-        ),
-        (
-            "helper/Cargo.toml",
-            "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
-        ),
-        (
-            "helper/src/lib.rs",
-            "fn rot(x: u64) -> u64 { x.rotate_left(7) }\n\
-             #[inline(never)]\npub fn mix(x: u64) -> u64 { rot(x) ^ rot(x >> 3) }\n",
-        ),
-    ];
-    write_files(&src, &files);
+    write_files(&src, &APP_WITH_HELPER);
     let config = r#"(campaign
   (name app)
   (store "store")
@@ -378,6 +380,88 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
     assert!(sites.iter().any(|s| s.contains("6helper3rot")), "{sites:?}");
     assert!(sites.iter().any(|s| s.contains("3app2sq")), "{sites:?}");
     assert_eq!(assert_every_step_ok(&store, "app"), 3);
+}
+
+/// cargo's target folder is kept between a slot's steps: the dependency,
+/// built without kiln's flags, is compiled by the slot's first build (the
+/// baseline's) only, the workspace's crate by every build (its decisions verified), and each
+/// binary is the one a build from a fresh copy makes of the same decisions.
+#[test]
+fn a_cargo_dependency_is_built_once_a_slot_and_the_binaries_equal_fresh_builds() {
+    if !have("cargo") {
+        return skip("cargo is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("benchmarks/app");
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::create_dir_all(src.join("helper/src")).unwrap();
+    write_files(&src, &APP_WITH_HELPER);
+    let config = |store: &str| {
+        format!(
+            r#"(campaign
+  (name app)
+  (store "{store}")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark app) (search (random-walk (steps 4) (flips 1))) (seed 2)))
+  (benchmarks
+    ((name app) (kind llvm-inline) (sources "benchmarks/app")
+     (build ("cargo" "build" "--release"))
+     (run ("./target/release/app" "1000")) (timeout-s 60) (build-timeout-s 600)))
+  (workers (local (slots 1))))
+"#
+        )
+    };
+    // Per build, in order: its log and its binary's hash, by decision set.
+    let builds = |store: &str, keep: &str| {
+        std::fs::write(dir.path().join("c.sexp"), config(store)).unwrap();
+        let out = kiln_cmd(dir.path())
+            .args(["run", "c.sexp"])
+            .env("KILN_KEEP_CARGO_TARGET", keep)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let store_dir = dir.path().join(store);
+        let store = kiln_controller::store::Store::open(&store_dir).unwrap();
+        assert_every_step_ok(&store, "app");
+        let mut steps: Vec<_> = store.steps(Some("app")).map(Result::unwrap).collect();
+        steps.sort_by_key(|s| s.result.started_ms);
+        steps
+            .iter()
+            .filter(|s| s.artifacts.contains_key("build-log"))
+            .map(|s| {
+                let log = artifact_text(&store_dir, s, "build-log");
+                let binary = s.result.build.as_ref().unwrap().binary_hash;
+                (s.decision_hash, log, binary)
+            })
+            .collect::<Vec<_>>()
+    };
+    let kept = builds("store", "on");
+    let fresh = builds("store-fresh", "off");
+    let compiles = |log: &str, krate: &str| log.contains(&format!("Compiling {krate} v0.1.0"));
+    // The slot's first build, the stock baseline's, compiled the dependency.
+    assert!(kept.len() >= 3, "{} builds", kept.len());
+    for (_, log, _) in &kept {
+        assert!(
+            !compiles(log, "helper"),
+            "the dependency was built again: {log}"
+        );
+        assert!(
+            compiles(log, "app"),
+            "the workspace's crate was not built: {log}"
+        );
+    }
+    for (_, log, _) in &fresh {
+        assert!(compiles(log, "helper"), "{log}");
+    }
+    let mut compared = 0;
+    for (decisions, _, binary) in &kept {
+        if let Some((_, _, fresh_binary)) = fresh.iter().find(|(d, _, _)| d == decisions) {
+            assert_eq!(binary, fresh_binary, "the kept target changed a binary");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 3, "{compared} decision sets built both ways");
 }
 
 #[test]

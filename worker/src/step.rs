@@ -11,7 +11,9 @@ use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest, StepResult};
 
 use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, DECISIONS_FILE};
-use crate::build::{build_key, fresh_work, resolve_binary, Build, INCREMENTAL_DIR, WRAP_DIR};
+use crate::build::{
+    build_key, cargo_target, fresh_work, resolve_binary, Build, INCREMENTAL_DIR, WRAP_DIR,
+};
 pub use crate::discover::discover;
 use crate::launch::checked_output::LineFilter;
 use crate::launch::{self, CancelToken};
@@ -23,6 +25,9 @@ pub use crate::workspace::Workspace;
 #[derive(Debug, Default)]
 pub struct SlotState {
     last_build: Option<(ContentHash, BuildRecord)>,
+    /// The bundle whose successful cargo build left the work folder's
+    /// `target` (see [`cargo_target`]).
+    cargo_sources: Option<ContentHash>,
 }
 
 /// Builds, runs and measures one step in its slot.
@@ -39,6 +44,7 @@ pub fn run_step(
             if lock.used_by_another {
                 // Its folder no longer holds what this session built there.
                 slot.last_build = None;
+                slot.cargo_sources = None;
             }
             // The step starts once it has the slot (it may have waited for it).
             result.started_ms = unix_ms();
@@ -113,6 +119,9 @@ fn step_inner(
         result.build = Some(record);
     } else {
         slot.last_build = None;
+        if let Some(bundle) = slot.cargo_sources.take() {
+            cargo_target::put_aside(&slot_dir, &work, &bundle);
+        }
         fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
         let cached = match spec.build.is_empty() {
             true => Restored::Miss,
@@ -132,6 +141,12 @@ fn step_inner(
             record.reused = true;
             result.build = Some(record);
         } else {
+            let kept_target = cargo_target::applies(spec)
+                && cargo_target::take(&slot_dir, &work, &req.bundle, &spec.build[0])
+                    .unwrap_or_else(|why| {
+                        warn(result, why);
+                        false
+                    });
             let objects = ws.rundir.join("objects");
             let build = Build {
                 spec,
@@ -142,7 +157,17 @@ fn step_inner(
                 cancel,
                 objects: Some(&objects),
             };
-            let (record, built) = build.run(&mut result.warnings);
+            let (mut record, mut built) = build.run(&mut result.warnings);
+            if built.is_err() && kept_target {
+                warn(
+                    result,
+                    "the build with cargo's kept target folder failed; built again from a \
+                     fresh copy"
+                        .into(),
+                );
+                fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
+                (record, built) = build.run(&mut result.warnings);
+            }
             result.build = record;
             built?;
             // Kept before any run can write into the work folder.
@@ -155,6 +180,7 @@ fn step_inner(
         }
         if let Some(record) = &result.build {
             slot.last_build = Some((key, record.clone()));
+            slot.cargo_sources = cargo_target::applies(spec).then_some(req.bundle);
         }
     }
 

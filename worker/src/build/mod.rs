@@ -10,11 +10,13 @@
 //! | [`objects`] | per-unit object reuse under the wrapper |
 //! | [`split`] | a compile and link in one command split into a unit per source and the link |
 //! | [`cache`] | whole builds kept by what they depend on, checked when restored |
+//! | [`cargo_target`] | a cargo benchmark's target folder kept between a slot's steps |
 //!
 //! It may import the launcher ([`crate::launch`]) and the workspace's file
 //! helpers; nothing above it (discovery, measurement, the step).
 
 pub(crate) mod cache;
+pub(crate) mod cargo_target;
 pub mod env;
 mod ir;
 pub mod llvm_inline;

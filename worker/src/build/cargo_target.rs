@@ -1,0 +1,164 @@
+//! A cargo benchmark's `target` folder kept between a slot's steps, so that
+//! the crates cargo builds without kiln's flags (the registry's, and path
+//! crates outside the workspace) are built once per slot and sources, not
+//! again every step (two thirds of a step's build on the corpus's toml).
+//!
+//! After a successful build the slot remembers its sources' bundle; before
+//! the next fresh copy of the work folder its `target` is put aside in the
+//! slot's folder (`cargo-target/`, named by the bundle's hash), and the next
+//! build of the same bundle in that slot takes it back. The workspace's own
+//! crates must still be built every step: their decisions are the replay
+//! file's lines, which cargo does not track. So each file of the
+//! workspace's members is given a new time first, and cargo rebuilds a path
+//! package whose files are newer than its last build (and every crate that
+//! depends on it); everything else it checks by its own fingerprints.
+//!
+//! A benchmark whose `dependency-crates` take decisions keeps no target
+//! (cargo would take those crates for unchanged), nor does a worker with
+//! `KILN_KEEP_CARGO_TARGET=off` in its environment (for comparisons).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler};
+use kiln_protocol::decision::ContentHash;
+
+/// The worker's variable that, set to `off`, keeps no target folder.
+pub const KEEP_ENV: &str = "KILN_KEEP_CARGO_TARGET";
+
+/// The slot's folder where a target is kept between steps.
+const KEPT_DIR: &str = "cargo-target";
+/// The file there naming the bundle whose build made it.
+const BUNDLE_FILE: &str = "bundle";
+
+/// Whether `spec`'s steps keep cargo's target folder between them.
+pub(crate) fn applies(spec: &BenchmarkSpec) -> bool {
+    let rustc = matches!(
+        spec.kind,
+        BenchmarkKind::LlvmInline {
+            compiler: Compiler::Rustc,
+            ..
+        }
+    );
+    let cargo = spec
+        .build
+        .first()
+        .is_some_and(|p| Path::new(p).ends_with("cargo"));
+    rustc
+        && cargo
+        && spec.dependency_crates.is_empty()
+        && std::env::var(KEEP_ENV).map_or(true, |v| v != "off")
+}
+
+/// Puts `work/target`, made by a successful build of `bundle`'s sources,
+/// aside in `slot_dir` (in place of any kept before).
+pub(crate) fn put_aside(slot_dir: &Path, work: &Path, bundle: &ContentHash) {
+    let target = work.join("target");
+    if !target.is_dir() {
+        return;
+    }
+    let kept = slot_dir.join(KEPT_DIR);
+    let _ = fs::remove_dir_all(&kept);
+    let put = fs::create_dir_all(&kept).and_then(|()| fs::rename(&target, kept.join("target")));
+    if put.is_ok() {
+        let _ = fs::write(kept.join(BUNDLE_FILE), bundle.to_string());
+    }
+}
+
+/// Moves the target kept in `slot_dir` for `bundle` into `work` (a fresh
+/// copy of its sources) and gives the workspace members' files a new time;
+/// whether it did. An error leaves `work` without a target.
+pub(crate) fn take(
+    slot_dir: &Path,
+    work: &Path,
+    bundle: &ContentHash,
+    cargo: &str,
+) -> Result<bool, String> {
+    let kept = slot_dir.join(KEPT_DIR);
+    let target = work.join("target");
+    let ours = fs::read_to_string(kept.join(BUNDLE_FILE)).is_ok_and(|h| h == bundle.to_string());
+    if !ours || target.exists() {
+        return Ok(false);
+    }
+    fs::rename(kept.join("target"), &target)
+        .map_err(|e| format!("cannot take the kept {}: {e}", kept.display()))?;
+    let _ = fs::remove_dir_all(&kept);
+    let touched = members(work, cargo).and_then(|roots| {
+        let now = std::time::SystemTime::now();
+        roots.iter().try_for_each(|root| touch(root, now))
+    });
+    touched.map(|()| true).map_err(|why| {
+        let _ = fs::remove_dir_all(&target);
+        format!("cargo's kept target folder not used: {why}")
+    })
+}
+
+/// The folders of the workspace's member packages in `work`, from `cargo
+/// metadata` (`cargo` is the benchmark's own).
+fn members(work: &Path, cargo: &str) -> Result<Vec<PathBuf>, String> {
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(work)
+        .output()
+        .map_err(|e| format!("cannot run {cargo} metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cargo} metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("{cargo} metadata wrote no JSON: {e}"))?;
+    let members = meta["workspace_members"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let roots: Vec<PathBuf> = meta["packages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|p| members.contains(&p["id"]))
+        .filter_map(|p| {
+            Some(
+                Path::new(p["manifest_path"].as_str()?)
+                    .parent()?
+                    .to_path_buf(),
+            )
+        })
+        .collect();
+    match roots.is_empty() {
+        true => Err(format!("{cargo} metadata names no workspace member")),
+        false => Ok(roots),
+    }
+}
+
+/// Sets the time of every file of the package in `dir` to `now`, leaving
+/// out its target folder and the packages nested there (a member is
+/// touched as a root of its own).
+fn touch(dir: &Path, now: std::time::SystemTime) -> Result<(), String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for entry in entries {
+        let path = entry
+            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+            .path();
+        let kind = fs::symlink_metadata(&path)
+            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
+            .file_type();
+        if kind.is_dir() {
+            if !(path.ends_with("target") || path.join("Cargo.toml").is_file()) {
+                touch(&path, now)?;
+            }
+        } else if kind.is_file() {
+            fs::File::open(&path)
+                .and_then(|f| f.set_modified(now))
+                .map_err(|e| format!("cannot set the time of {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
