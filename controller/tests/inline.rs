@@ -896,6 +896,81 @@ fn one_unit_optimised_from_ir_and_equal_to_a_plain_build(makefile: Option<&str>)
     assert_eq!(step.result.output_digest, plain_step.result.output_digest);
 }
 
+/// A make build starts from the slot's last build of the same sources:
+/// what the build system did once (here a configure step) is not done
+/// again, every unit still passes through the wrapper (its decisions
+/// verified), and each binary is the one a build from a fresh copy makes of
+/// the same decisions.
+#[test]
+fn a_make_step_starts_from_the_last_builds_tree_and_its_binaries_equal_fresh_builds() {
+    if !have("clang++") || !have("make") {
+        return skip("needs clang++ and make");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = two_unit_cpp_campaign(dir.path(), 5).replace(
+        "(objective (metric instructions) (statistic median))",
+        "(objective (metric wall-time) (statistic median))",
+    );
+    std::fs::write(
+        dir.path().join("cpp/Makefile"),
+        "CXX = clang++\nCXXFLAGS = -O2 -g\nbench: config.stamp main.o stats.o\n\t$(CXX) $(CXXFLAGS) main.o stats.o -o bench\n\
+         config.stamp:\n\techo configuring; touch config.stamp\n\
+         %.o: %.cpp stats.h config.stamp\n\t$(CXX) $(CXXFLAGS) -c $< -o $@ $(KILN_FLAGS)\n",
+    )
+    .unwrap();
+    // Per build: its decisions, log and binary's hash. Both campaigns build
+    // in the same folder (the debug info names it): the first one's store
+    // is moved aside to `done`.
+    let builds = |done: &str, warm: &str| {
+        std::fs::write(dir.path().join("c.sexp"), &config).unwrap();
+        let out = kiln_cmd(dir.path())
+            .args(["run", "c.sexp"])
+            .env("KILN_WARM_TREE", warm)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let store_dir = dir.path().join(done);
+        std::fs::rename(dir.path().join("store"), &store_dir).unwrap();
+        let store = kiln_controller::store::Store::open(&store_dir).unwrap();
+        assert_every_step_ok(&store, "cpp");
+        let steps: Vec<_> = store.steps(Some("cpp")).map(Result::unwrap).collect();
+        steps
+            .iter()
+            .filter(|s| s.artifacts.contains_key("build-log"))
+            .map(|s| {
+                let log = artifact_text(&store_dir, s, "build-log");
+                let binary = s.result.build.as_ref().unwrap().binary_hash;
+                (s.decision_hash, log, binary)
+            })
+            .collect::<Vec<_>>()
+    };
+    let fresh = builds("store-fresh", "off");
+    let warm = builds("store-warm", "on");
+    // The slot's first build, the stock baseline's, configured.
+    assert!(warm.len() >= 3, "{} builds", warm.len());
+    for (_, log, _) in &warm {
+        assert!(!log.contains("configuring"), "configured again: {log}");
+        assert!(
+            log.contains("main.cpp") && log.contains("stats.cpp"),
+            "{log}"
+        );
+    }
+    for (_, log, _) in &fresh {
+        assert!(log.contains("configuring"), "{log}");
+    }
+    let mut compared = 0;
+    for (decisions, _, binary) in &warm {
+        if let Some((_, _, fresh_binary)) = fresh.iter().find(|(d, _, _)| d == decisions) {
+            assert_eq!(
+                binary, fresh_binary,
+                "the last build's tree changed a binary"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 3, "{compared} decision sets built both ways");
+}
+
 /// Where clang cannot compile IR, a changed unit is compiled whole (today's
 /// per-unit rebuild), the step still measures, the worker warns once, and
 /// `kiln-worker probe` says which mode it can use and why.

@@ -5,14 +5,15 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kiln_protocol::bundle::is_confined_path;
-use kiln_protocol::config::benchmark::{BenchmarkSpec, OutputCheck};
+use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest, StepResult};
 
 use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, DECISIONS_FILE};
 use crate::build::{
-    build_key, cargo_target, fresh_work, resolve_binary, Build, INCREMENTAL_DIR, WRAP_DIR,
+    build_key, cargo_target, fresh_work, resolve_binary, runs_compiler_itself, warm, Build,
+    INCREMENTAL_DIR, WRAP_DIR,
 };
 pub use crate::discover::discover;
 use crate::launch::checked_output::LineFilter;
@@ -24,10 +25,18 @@ pub use crate::workspace::Workspace;
 /// What a slot remembers between steps: its last successful build.
 #[derive(Debug, Default)]
 pub struct SlotState {
-    last_build: Option<(ContentHash, BuildRecord)>,
-    /// The bundle whose successful cargo build left the work folder's
-    /// `target` (see [`cargo_target`]).
-    cargo_sources: Option<ContentHash>,
+    last_build: Option<LastBuild>,
+}
+
+/// The build the slot's work folder holds.
+#[derive(Debug)]
+struct LastBuild {
+    key: ContentHash,
+    record: BuildRecord,
+    /// Its benchmark and sources: a next build of the same starts from it
+    /// ([`cargo_target`], [`warm`]).
+    benchmark: String,
+    bundle: ContentHash,
 }
 
 /// Builds, runs and measures one step in its slot.
@@ -44,7 +53,6 @@ pub fn run_step(
             if lock.used_by_another {
                 // Its folder no longer holds what this session built there.
                 slot.last_build = None;
-                slot.cargo_sources = None;
             }
             // The step starts once it has the slot (it may have waited for it).
             result.started_ms = unix_ms();
@@ -104,7 +112,9 @@ fn step_inner(
 
     let key = build_key(req);
     let reused = match &slot.last_build {
-        Some((k, record)) if req.reuse_build && *k == key && work.is_dir() => Some(record.clone()),
+        Some(last) if req.reuse_build && last.key == key && work.is_dir() => {
+            Some(last.record.clone())
+        }
         _ => None,
     };
     let reused = reused.filter(|record| match binary_changed(spec, &work, record) {
@@ -118,11 +128,15 @@ fn step_inner(
         record.reused = true;
         result.build = Some(record);
     } else {
-        slot.last_build = None;
-        if let Some(bundle) = slot.cargo_sources.take() {
-            cargo_target::put_aside(&slot_dir, &work, &bundle);
+        let last = slot
+            .last_build
+            .take()
+            .filter(|last| last.benchmark == spec.name && last.bundle == req.bundle);
+        if cargo_target::applies(spec) && last.is_some() {
+            cargo_target::put_aside(&slot_dir, &work, &req.bundle);
         }
-        fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
+        let fresh = || fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions);
+        fresh().map_err(reject)?;
         let cached = match spec.build.is_empty() {
             true => Restored::Miss,
             false => ws.builds.restore(&key, &work),
@@ -133,7 +147,7 @@ fn step_inner(
             Restored::Damaged(why) => {
                 warn(result, format!("{why}; built afresh"));
                 // Some of the entry's files may lie over the sources already.
-                fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
+                fresh().map_err(reject)?;
                 None
             }
         };
@@ -141,12 +155,10 @@ fn step_inner(
             record.reused = true;
             result.build = Some(record);
         } else {
-            let kept_target = cargo_target::applies(spec)
-                && cargo_target::take(&slot_dir, &work, &req.bundle, &spec.build[0])
-                    .unwrap_or_else(|why| {
-                        warn(result, why);
-                        false
-                    });
+            let started_warm = start_warm(req, ws, &slot_dir, &work, last.as_ref(), result);
+            if started_warm.is_none() {
+                fresh().map_err(reject)?;
+            }
             let objects = ws.rundir.join("objects");
             let build = Build {
                 spec,
@@ -158,14 +170,10 @@ fn step_inner(
                 objects: Some(&objects),
             };
             let (mut record, mut built) = build.run(&mut result.warnings);
-            if built.is_err() && kept_target {
-                warn(
-                    result,
-                    "the build with cargo's kept target folder failed; built again from a \
-                     fresh copy"
-                        .into(),
-                );
-                fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions).map_err(reject)?;
+            if let (Err(_), Some(Some(from))) = (&built, started_warm) {
+                let why = format!("the build from {from} failed; built again from a fresh copy");
+                warn(result, why);
+                fresh().map_err(reject)?;
                 (record, built) = build.run(&mut result.warnings);
             }
             result.build = record;
@@ -179,8 +187,12 @@ fn step_inner(
             }
         }
         if let Some(record) = &result.build {
-            slot.last_build = Some((key, record.clone()));
-            slot.cargo_sources = cargo_target::applies(spec).then_some(req.bundle);
+            slot.last_build = Some(LastBuild {
+                key,
+                record: record.clone(),
+                benchmark: spec.name.clone(),
+                bundle: req.bundle,
+            });
         }
     }
 
@@ -217,6 +229,61 @@ fn step_inner(
     match m.outcome {
         StepOutcome::Ok => Ok(()),
         failed => Err(failed),
+    }
+}
+
+/// Starts the build in `work`, a fresh copy of the sources, from the slot's
+/// `last` build of the same benchmark and sources where it can: cargo's
+/// kept target folder ([`cargo_target`]), or the last build's tree
+/// ([`warm`]). `Some(Some(what))` where it did, `Some(None)` where there was
+/// none to start from, and `None` where `work` must be copied afresh (what
+/// went wrong is a warning).
+fn start_warm(
+    req: &StepRequest,
+    ws: &Workspace,
+    slot_dir: &Path,
+    work: &Path,
+    last: Option<&LastBuild>,
+    result: &mut StepResult,
+) -> Option<Option<&'static str>> {
+    let spec = &req.benchmark;
+    if cargo_target::applies(spec) {
+        return match cargo_target::take(slot_dir, work, &req.bundle, &spec.build[0]) {
+            Ok(took) => Some(took.then_some("cargo's kept target folder")),
+            Err(why) => {
+                warn(result, why);
+                Some(None)
+            }
+        };
+    }
+    let clang = matches!(
+        spec.kind,
+        BenchmarkKind::LlvmInline {
+            compiler: Compiler::Clang,
+            ..
+        }
+    );
+    let Some(last) = last.filter(|_| clang && warm::enabled()) else {
+        return Some(None);
+    };
+    if spec.build.first().is_none_or(|p| runs_compiler_itself(p))
+        || ws.builds.built_in(&last.key).as_deref() != Some(work)
+    {
+        return Some(None);
+    }
+    let laid = match ws.builds.restore(&last.key, work) {
+        Restored::Hit(_) => {
+            warm::touch_sources(work, &[WRAP_DIR, INCREMENTAL_DIR], SystemTime::now())
+        }
+        Restored::Miss => return Some(None),
+        Restored::Damaged(why) => Err(why),
+    };
+    match laid {
+        Ok(()) => Some(Some("the last build's tree")),
+        Err(why) => {
+            warn(result, format!("{why}; built from a fresh copy"));
+            None
+        }
     }
 }
 

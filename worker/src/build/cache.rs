@@ -57,6 +57,11 @@ struct Entry {
     bytes: u64,
     files: BTreeMap<String, ContentHash>,
     links: BTreeMap<String, PathBuf>,
+    /// The work folder it was built in (none from an older worker): a build
+    /// system's own files name it (CMake's cache), so a next build starts
+    /// from this one only there (see `build::warm`).
+    #[serde(default)]
+    built_in: Option<PathBuf>,
 }
 
 /// What the cache gave for a build key.
@@ -115,6 +120,12 @@ impl BuildCache {
         }
     }
 
+    /// The work folder the cached build `key` was made in, if it is cached.
+    pub fn built_in(&self, key: &ContentHash) -> Option<PathBuf> {
+        let bytes = fs::read(self.root.join(key.to_string()).join(RECORD)).ok()?;
+        serde_json::from_slice::<Entry>(&bytes).ok()?.built_in
+    }
+
     /// Keeps what the build in `work` made or changed, compared with the
     /// bundle in `bundle_dir` (kiln's own folders `skip` left out).
     pub fn keep(
@@ -137,6 +148,7 @@ impl BuildCache {
                 bytes: 0,
                 files: BTreeMap::new(),
                 links: BTreeMap::new(),
+                built_in: Some(work.to_path_buf()),
             };
             collect_outputs(bundle_dir, work, &temp.join(FILES), skip, &mut entry)?;
             let json = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;

@@ -11,6 +11,7 @@
 //! | [`split`] | a compile and link in one command split into a unit per source and the link |
 //! | [`cache`] | whole builds kept by what they depend on, checked when restored |
 //! | [`cargo_target`] | a cargo benchmark's target folder kept between a slot's steps |
+//! | [`warm`] | a clang build that starts from the slot's last build's tree |
 //!
 //! It may import the launcher ([`crate::launch`]) and the workspace's file
 //! helpers; nothing above it (discovery, measurement, the step).
@@ -22,6 +23,7 @@ mod ir;
 pub mod llvm_inline;
 pub(crate) mod objects;
 mod split;
+pub(crate) mod warm;
 pub mod wrap;
 
 use std::collections::{BTreeMap, HashMap};

@@ -1,0 +1,56 @@
+//! A slot's next build of the same sources under the clang wrapper (make,
+//! CMake) starts from its last build's tree, not from the bare sources:
+//! the build system's own work (CMake's configure and compiler checks, a
+//! library's archive steps) is not redone from nothing every step.
+//!
+//! The tree is the last build's outputs as the build cache kept them
+//! before any run wrote into the folder ([`super::cache`]), laid over the
+//! fresh copy of the sources, and only where that build was made in this
+//! same folder (a build system's files name it). Then every source file
+//! in the folder (by its extension: a unit the wrapper compiles) gets one
+//! and the same new time: make compiles each unit again through the
+//! wrapper, which reuses the object of each unit whose decisions did not
+//! change, and no generated file looks older than a source it was made
+//! from. A unit make would not compile again anyway shows: its decisions
+//! would have no remarks, the build fails verification, and the step
+//! builds again from a fresh copy (`step`).
+//!
+//! `KILN_WARM_TREE=off` in the worker's environment starts every build
+//! from the bare sources (for comparisons).
+
+use std::fs;
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::objects::is_source;
+
+/// The worker's variable that, set to `off`, starts no build from the last one's tree.
+pub const WARM_ENV: &str = "KILN_WARM_TREE";
+
+/// Whether builds start from the last build's tree.
+pub(crate) fn enabled() -> bool {
+    std::env::var(WARM_ENV).map_or(true, |v| v != "off")
+}
+
+/// Gives every source file under `work` (not in the folders named `skip`)
+/// the time `now`.
+pub(crate) fn touch_sources(work: &Path, skip: &[&str], now: SystemTime) -> Result<(), String> {
+    let entries = fs::read_dir(work).map_err(|e| format!("cannot list {}: {e}", work.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", work.display()))?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+        if kind.is_dir() {
+            if !skip.iter().any(|s| entry.file_name() == *s) {
+                touch_sources(&path, &[], now)?;
+            }
+        } else if kind.is_file() && is_source(&entry.file_name()) {
+            fs::File::open(&path)
+                .and_then(|f| f.set_modified(now))
+                .map_err(|e| format!("cannot set the time of {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
