@@ -54,3 +54,35 @@ pub(crate) fn touch_sources(work: &Path, skip: &[&str], now: SystemTime) -> Resu
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_source_files_outside_the_skipped_folders_get_the_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path();
+        for file in [
+            "a.c",
+            "sub/b.cpp",
+            "sub/b.h",
+            "Makefile",
+            "kiln/c.c",
+            "gen/parse.c",
+        ] {
+            let path = work.join(file);
+            fs::create_dir_all(path.parent().unwrap()).unwrap();
+            fs::write(&path, "").unwrap();
+        }
+        let then = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        touch_sources(work, &["kiln"], then).unwrap();
+        let time = |f: &str| fs::metadata(work.join(f)).unwrap().modified().unwrap();
+        for touched in ["a.c", "sub/b.cpp", "gen/parse.c"] {
+            assert_eq!(time(touched), then, "{touched}");
+        }
+        for kept in ["sub/b.h", "Makefile", "kiln/c.c"] {
+            assert_ne!(time(kept), then, "{kept}");
+        }
+    }
+}
