@@ -170,11 +170,16 @@ fn step_inner(
                 objects: Some(&objects),
             };
             let (mut record, mut built) = build.run(&mut result.warnings);
+            // A build that fails from a warm start is done again from the
+            // bare sources: the failure is the step's own only if that fails too.
             if let (Err(_), Some(Some(from))) = (&built, started_warm) {
-                let why = format!("the build from {from} failed; built again from a fresh copy");
-                warn(result, why);
                 fresh().map_err(reject)?;
                 (record, built) = build.run(&mut result.warnings);
+                if built.is_ok() {
+                    let why =
+                        format!("the build from {from} failed, and from a fresh copy it did not");
+                    warn(result, why);
+                }
             }
             result.build = record;
             built?;
