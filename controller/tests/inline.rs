@@ -315,6 +315,29 @@ const APP_WITH_HELPER: [(&str, &str); 4] = [
     ),
 ];
 
+/// A random walk of `steps` over [`APP_WITH_HELPER`] in `dir/benchmarks/app`,
+/// built by `cargo build --release` on one local slot.
+fn app_with_helper_campaign(dir: &std::path::Path, steps: u32) -> String {
+    let src = dir.join("benchmarks/app");
+    std::fs::create_dir_all(src.join("src")).unwrap();
+    std::fs::create_dir_all(src.join("helper/src")).unwrap();
+    write_files(&src, &APP_WITH_HELPER);
+    format!(
+        r#"(campaign
+  (name app)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark app) (search (random-walk (steps {steps}) (flips 1))) (seed 2)))
+  (benchmarks
+    ((name app) (kind llvm-inline) (sources "benchmarks/app")
+     (build ("cargo" "build" "--release"))
+     (run ("./target/release/app" "1000")) (timeout-s 60) (build-timeout-s 600)))
+  (workers (local (slots 1))))
+"#
+    )
+}
+
 #[test]
 fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
     // `cargo build --release` runs as it is: kiln's rustc flags reach the
@@ -324,22 +347,8 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
         return skip("cargo is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("benchmarks/app");
-    std::fs::create_dir_all(src.join("src")).unwrap();
-    std::fs::create_dir_all(src.join("helper/src")).unwrap();
-    write_files(&src, &APP_WITH_HELPER);
-    let config = r#"(campaign
-  (name app)
-  (store "store")
-  (objective (metric wall-time) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark app) (search (random-walk (steps 3) (flips 1))) (seed 2)))
-  (benchmarks
-    ((name app) (kind llvm-inline) (sources "benchmarks/app")
-     (build ("cargo" "build" "--release" "--quiet"))
-     (run ("./target/release/app" "1000")) (timeout-s 60) (build-timeout-s 600)))
-  (workers (local (slots 1))))
-"#;
+    let config = app_with_helper_campaign(dir.path(), 3);
+    let config = config.as_str();
     let (store, info) = run_campaign(dir.path(), config, "app");
     let sites: Vec<String> = info
         .discovery
@@ -382,6 +391,65 @@ fn a_cargo_build_applies_the_decisions_to_the_workspaces_own_crate() {
     assert_eq!(assert_every_step_ok(&store, "app"), 3);
 }
 
+/// A step's build as a campaign stored it.
+struct Built {
+    decisions: kiln_protocol::decision::ContentHash,
+    log: String,
+    binary: Option<kiln_protocol::decision::ContentHash>,
+}
+
+/// Runs `config` (its store `store` in `dir`) with the worker's variable
+/// `var` set, checks that every step of `experiment` measured, and moves the
+/// store to `dir/done`, so that campaigns run this way build in the same
+/// folder (debug info names it); returns the steps' builds.
+fn builds_with(
+    dir: &std::path::Path,
+    config: &str,
+    experiment: &str,
+    var: (&str, &str),
+    done: &str,
+) -> Vec<Built> {
+    std::fs::write(dir.join("c.sexp"), config).unwrap();
+    let out = kiln_cmd(dir)
+        .args(["run", "c.sexp"])
+        .env(var.0, var.1)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let store_dir = dir.join(done);
+    std::fs::rename(dir.join("store"), &store_dir).unwrap();
+    let store = kiln_controller::store::Store::open(&store_dir).unwrap();
+    assert_every_step_ok(&store, experiment);
+    let steps: Vec<_> = store.steps(Some(experiment)).map(Result::unwrap).collect();
+    let built: Vec<Built> = steps
+        .iter()
+        .filter(|s| s.artifacts.contains_key("build-log"))
+        .map(|s| Built {
+            decisions: s.decision_hash,
+            log: artifact_text(&store_dir, s, "build-log"),
+            binary: s.result.build.as_ref().unwrap().binary_hash,
+        })
+        .collect();
+    assert!(built.len() >= 3, "{} builds", built.len());
+    built
+}
+
+/// Asserts that each decision set built both ways (three at least) made
+/// the same binary.
+fn assert_same_binaries(a: &[Built], b: &[Built]) {
+    let mut compared = 0;
+    for x in a {
+        if let Some(y) = b.iter().find(|y| y.decisions == x.decisions) {
+            assert_eq!(
+                x.binary, y.binary,
+                "the binaries of one decision set differ"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 3, "{compared} decision sets built both ways");
+}
+
 /// cargo's target folder is kept between a slot's steps: the dependency,
 /// built without kiln's flags, is compiled by the slot's first build (the
 /// baseline's) only, the workspace's crate by every build (its decisions verified), and each
@@ -392,56 +460,14 @@ fn a_cargo_dependency_is_built_once_a_slot_and_the_binaries_equal_fresh_builds()
         return skip("cargo is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("benchmarks/app");
-    std::fs::create_dir_all(src.join("src")).unwrap();
-    std::fs::create_dir_all(src.join("helper/src")).unwrap();
-    write_files(&src, &APP_WITH_HELPER);
-    let config = |store: &str| {
-        format!(
-            r#"(campaign
-  (name app)
-  (store "{store}")
-  (objective (metric wall-time) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark app) (search (random-walk (steps 4) (flips 1))) (seed 2)))
-  (benchmarks
-    ((name app) (kind llvm-inline) (sources "benchmarks/app")
-     (build ("cargo" "build" "--release"))
-     (run ("./target/release/app" "1000")) (timeout-s 60) (build-timeout-s 600)))
-  (workers (local (slots 1))))
-"#
-        )
-    };
-    // Per build, in order: its log and its binary's hash, by decision set.
-    let builds = |store: &str, keep: &str| {
-        std::fs::write(dir.path().join("c.sexp"), config(store)).unwrap();
-        let out = kiln_cmd(dir.path())
-            .args(["run", "c.sexp"])
-            .env("KILN_KEEP_CARGO_TARGET", keep)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        let store_dir = dir.path().join(store);
-        let store = kiln_controller::store::Store::open(&store_dir).unwrap();
-        assert_every_step_ok(&store, "app");
-        let mut steps: Vec<_> = store.steps(Some("app")).map(Result::unwrap).collect();
-        steps.sort_by_key(|s| s.result.started_ms);
-        steps
-            .iter()
-            .filter(|s| s.artifacts.contains_key("build-log"))
-            .map(|s| {
-                let log = artifact_text(&store_dir, s, "build-log");
-                let binary = s.result.build.as_ref().unwrap().binary_hash;
-                (s.decision_hash, log, binary)
-            })
-            .collect::<Vec<_>>()
-    };
-    let kept = builds("store", "on");
-    let fresh = builds("store-fresh", "off");
+    let config = &app_with_helper_campaign(dir.path(), 4);
+    let keep = "KILN_KEEP_CARGO_TARGET";
+    let fresh = builds_with(dir.path(), config, "app", (keep, "off"), "store-fresh");
+    let kept = builds_with(dir.path(), config, "app", (keep, "on"), "store-kept");
     let compiles = |log: &str, krate: &str| log.contains(&format!("Compiling {krate} v0.1.0"));
     // The slot's first build, the stock baseline's, compiled the dependency.
-    assert!(kept.len() >= 3, "{} builds", kept.len());
-    for (_, log, _) in &kept {
+    for build in &kept {
+        let log = &build.log;
         assert!(
             !compiles(log, "helper"),
             "the dependency was built again: {log}"
@@ -451,17 +477,10 @@ fn a_cargo_dependency_is_built_once_a_slot_and_the_binaries_equal_fresh_builds()
             "the workspace's crate was not built: {log}"
         );
     }
-    for (_, log, _) in &fresh {
-        assert!(compiles(log, "helper"), "{log}");
+    for build in &fresh {
+        assert!(compiles(&build.log, "helper"), "{}", build.log);
     }
-    let mut compared = 0;
-    for (decisions, _, binary) in &kept {
-        if let Some((_, _, fresh_binary)) = fresh.iter().find(|(d, _, _)| d == decisions) {
-            assert_eq!(binary, fresh_binary, "the kept target changed a binary");
-            compared += 1;
-        }
-    }
-    assert!(compared >= 3, "{compared} decision sets built both ways");
+    assert_same_binaries(&kept, &fresh);
 }
 
 #[test]
@@ -918,57 +937,33 @@ fn a_make_step_starts_from_the_last_builds_tree_and_its_binaries_equal_fresh_bui
          %.o: %.cpp stats.h config.stamp\n\t$(CXX) $(CXXFLAGS) -c $< -o $@ $(KILN_FLAGS)\n",
     )
     .unwrap();
-    // Per build: its decisions, log and binary's hash. Both campaigns build
-    // in the same folder (the debug info names it): the first one's store
-    // is moved aside to `done`.
-    let builds = |done: &str, warm: &str| {
-        std::fs::write(dir.path().join("c.sexp"), &config).unwrap();
-        let out = kiln_cmd(dir.path())
-            .args(["run", "c.sexp"])
-            .env("KILN_WARM_TREE", warm)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", text(&out));
-        let store_dir = dir.path().join(done);
-        std::fs::rename(dir.path().join("store"), &store_dir).unwrap();
-        let store = kiln_controller::store::Store::open(&store_dir).unwrap();
-        assert_every_step_ok(&store, "cpp");
-        let steps: Vec<_> = store.steps(Some("cpp")).map(Result::unwrap).collect();
-        steps
-            .iter()
-            .filter(|s| s.artifacts.contains_key("build-log"))
-            .map(|s| {
-                let log = artifact_text(&store_dir, s, "build-log");
-                let binary = s.result.build.as_ref().unwrap().binary_hash;
-                (s.decision_hash, log, binary)
-            })
-            .collect::<Vec<_>>()
-    };
-    let fresh = builds("store-fresh", "off");
-    let warm = builds("store-warm", "on");
+    let fresh = builds_with(
+        dir.path(),
+        &config,
+        "cpp",
+        ("KILN_WARM_TREE", "off"),
+        "store-fresh",
+    );
+    let warm = builds_with(
+        dir.path(),
+        &config,
+        "cpp",
+        ("KILN_WARM_TREE", "on"),
+        "store-warm",
+    );
     // The slot's first build, the stock baseline's, configured.
-    assert!(warm.len() >= 3, "{} builds", warm.len());
-    for (_, log, _) in &warm {
+    for build in &warm {
+        let log = &build.log;
         assert!(!log.contains("configuring"), "configured again: {log}");
         assert!(
             log.contains("main.cpp") && log.contains("stats.cpp"),
             "{log}"
         );
     }
-    for (_, log, _) in &fresh {
-        assert!(log.contains("configuring"), "{log}");
+    for build in &fresh {
+        assert!(build.log.contains("configuring"), "{}", build.log);
     }
-    let mut compared = 0;
-    for (decisions, _, binary) in &warm {
-        if let Some((_, _, fresh_binary)) = fresh.iter().find(|(d, _, _)| d == decisions) {
-            assert_eq!(
-                binary, fresh_binary,
-                "the last build's tree changed a binary"
-            );
-            compared += 1;
-        }
-    }
-    assert!(compared >= 3, "{compared} decision sets built both ways");
+    assert_same_binaries(&warm, &fresh);
 }
 
 /// Where clang cannot compile IR, a changed unit is compiled whole (today's
