@@ -158,6 +158,33 @@ pub fn copy_tree(src: &Path, dest: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Gives the time `now` to every file under `dir` that `file` takes,
+/// entering only the folders `enter` takes (the build's warm starts make
+/// make and cargo see those files as changed).
+pub(crate) fn set_times(
+    dir: &Path,
+    now: std::time::SystemTime,
+    enter: &dyn Fn(&Path) -> bool,
+    file: &dyn Fn(&Path) -> bool,
+) -> Result<(), String> {
+    let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
+        let path = entry.path();
+        let kind = entry
+            .file_type()
+            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
+        if kind.is_dir() && enter(&path) {
+            set_times(&path, now, enter, file)?;
+        } else if kind.is_file() && file(&path) {
+            fs::File::open(&path)
+                .and_then(|f| f.set_modified(now))
+                .map_err(|e| format!("cannot set the time of {}: {e}", path.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// Removes and recreates a folder, refusing one outside `root`.
 pub fn fresh_dir(root: &Path, dir: &Path) -> Result<(), String> {
     let climbs = dir

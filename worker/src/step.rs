@@ -12,8 +12,7 @@ use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest, StepResult};
 use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, DECISIONS_FILE};
 use crate::build::{
-    build_key, cargo_target, fresh_work, resolve_binary, runs_compiler_itself, warm, Build,
-    INCREMENTAL_DIR, WRAP_DIR,
+    build_key, cargo_target, fresh_work, resolve_binary, warm, Build, INCREMENTAL_DIR, WRAP_DIR,
 };
 pub use crate::discover::discover;
 use crate::launch::checked_output::LineFilter;
@@ -155,10 +154,6 @@ fn step_inner(
             record.reused = true;
             result.build = Some(record);
         } else {
-            let started_warm = start_warm(req, ws, &slot_dir, &work, last.as_ref(), result);
-            if started_warm.is_none() {
-                fresh().map_err(reject)?;
-            }
             let objects = ws.rundir.join("objects");
             let build = Build {
                 spec,
@@ -169,6 +164,10 @@ fn step_inner(
                 cancel,
                 objects: Some(&objects),
             };
+            let started_warm = start_warm(&build, req, ws, last.as_ref(), result);
+            if started_warm.is_none() {
+                fresh().map_err(reject)?;
+            }
             let (mut record, mut built) = build.run(&mut result.warnings);
             // A build that fails from a warm start is done again from the
             // bare sources: the failure is the step's own only if that fails too.
@@ -244,16 +243,15 @@ fn step_inner(
 /// none to start from, and `None` where `work` must be copied afresh (what
 /// went wrong is a warning).
 fn start_warm(
+    build: &Build,
     req: &StepRequest,
     ws: &Workspace,
-    slot_dir: &Path,
-    work: &Path,
     last: Option<&LastBuild>,
     result: &mut StepResult,
 ) -> Option<Option<&'static str>> {
-    let spec = &req.benchmark;
+    let (spec, work) = (build.spec, build.work);
     if cargo_target::applies(spec) {
-        return match cargo_target::take(slot_dir, work, &req.bundle, &spec.build[0]) {
+        return match cargo_target::take(build.home, work, &req.bundle, &spec.build[0]) {
             Ok(took) => Some(took.then_some("cargo's kept target folder")),
             Err(why) => {
                 warn(result, why);
@@ -268,12 +266,10 @@ fn start_warm(
             ..
         }
     );
-    let Some(last) = last.filter(|_| clang && warm::enabled()) else {
+    let Some(last) = last.filter(|_| clang && build.wrapped() && warm::enabled()) else {
         return Some(None);
     };
-    if spec.build.first().is_none_or(|p| runs_compiler_itself(p))
-        || ws.builds.built_in(&last.key).as_deref() != Some(work)
-    {
+    if ws.builds.built_in(&last.key).as_deref() != Some(work) {
         return Some(None);
     }
     let laid = match ws.builds.restore(&last.key, work) {

@@ -23,6 +23,10 @@ use std::path::{Path, PathBuf};
 use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler};
 use kiln_protocol::decision::ContentHash;
 
+use super::built_by_cargo;
+use super::env::switched_on;
+use crate::files::set_times;
+
 /// The worker's variable that, set to `off`, keeps no target folder.
 pub const KEEP_ENV: &str = "KILN_KEEP_CARGO_TARGET";
 
@@ -40,14 +44,7 @@ pub(crate) fn applies(spec: &BenchmarkSpec) -> bool {
             ..
         }
     );
-    let cargo = spec
-        .build
-        .first()
-        .is_some_and(|p| Path::new(p).ends_with("cargo"));
-    rustc
-        && cargo
-        && spec.dependency_crates.is_empty()
-        && std::env::var(KEEP_ENV).map_or(true, |v| v != "off")
+    rustc && built_by_cargo(spec) && spec.dependency_crates.is_empty() && switched_on(KEEP_ENV)
 }
 
 /// Puts `work/target`, made by a successful build of `bundle`'s sources,
@@ -85,7 +82,12 @@ pub(crate) fn take(
     let _ = fs::remove_dir_all(&kept);
     let touched = members(work, cargo).and_then(|roots| {
         let now = std::time::SystemTime::now();
-        roots.iter().try_for_each(|root| touch(root, now))
+        // A package nested in a member is a member touched as a root of
+        // its own, or not the workspace's.
+        let enter = |dir: &Path| !(dir.ends_with("target") || dir.join("Cargo.toml").is_file());
+        roots
+            .iter()
+            .try_for_each(|root| set_times(root, now, &enter, &|_| true))
     });
     touched.map(|()| true).map_err(|why| {
         let _ = fs::remove_dir_all(&target);
@@ -136,29 +138,4 @@ fn members(work: &Path, cargo: &str) -> Result<Vec<PathBuf>, String> {
         true => Err(format!("{cargo} metadata names no workspace member")),
         false => Ok(roots),
     }
-}
-
-/// Sets the time of every file of the package in `dir` to `now`, leaving
-/// out its target folder and the packages nested there (a member is
-/// touched as a root of its own).
-fn touch(dir: &Path, now: std::time::SystemTime) -> Result<(), String> {
-    let entries = fs::read_dir(dir).map_err(|e| format!("cannot list {}: {e}", dir.display()))?;
-    for entry in entries {
-        let path = entry
-            .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
-            .path();
-        let kind = fs::symlink_metadata(&path)
-            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?
-            .file_type();
-        if kind.is_dir() {
-            if !(path.ends_with("target") || path.join("Cargo.toml").is_file()) {
-                touch(&path, now)?;
-            }
-        } else if kind.is_file() {
-            fs::File::open(&path)
-                .and_then(|f| f.set_modified(now))
-                .map_err(|e| format!("cannot set the time of {}: {e}", path.display()))?;
-        }
-    }
-    Ok(())
 }

@@ -151,6 +151,12 @@ pub(crate) fn seconds(value: f64, field: &str) -> Result<Duration, String> {
         .ok_or_else(|| format!("{field} must be a positive number of seconds, found {value}"))
 }
 
+/// Whether the worker's variable `var`, which turns a way of building off
+/// for comparisons, leaves it on (anything but `off`).
+pub(crate) fn switched_on(var: &str) -> bool {
+    std::env::var(var).map_or(true, |v| v != "off")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

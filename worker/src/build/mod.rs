@@ -90,10 +90,7 @@ pub(crate) fn fresh_work(
     copy_tree(bundle_dir, work)?;
     write_decisions(work, spec, decisions)?;
     let manifest = work.join("Cargo.toml");
-    let cargo = spec
-        .build
-        .first()
-        .is_some_and(|p| Path::new(p).ends_with("cargo"));
+    let cargo = built_by_cargo(spec);
     let enclosed = || {
         work.ancestors()
             .skip(1)
@@ -109,6 +106,13 @@ pub(crate) fn fresh_work(
         }
     }
     Ok(())
+}
+
+/// Whether `spec` is built by cargo.
+pub(crate) fn built_by_cargo(spec: &BenchmarkSpec) -> bool {
+    spec.build
+        .first()
+        .is_some_and(|p| Path::new(p).ends_with("cargo"))
 }
 
 /// One benchmark's build in its work folder.

@@ -18,46 +18,33 @@
 //! `KILN_WARM_TREE=off` in the worker's environment starts every build
 //! from the bare sources (for comparisons).
 
-use std::fs;
 use std::path::Path;
 use std::time::SystemTime;
 
+use super::env::switched_on;
 use super::objects::is_source;
+use crate::files::set_times;
 
 /// The worker's variable that, set to `off`, starts no build from the last one's tree.
 pub const WARM_ENV: &str = "KILN_WARM_TREE";
 
 /// Whether builds start from the last build's tree.
 pub(crate) fn enabled() -> bool {
-    std::env::var(WARM_ENV).map_or(true, |v| v != "off")
+    switched_on(WARM_ENV)
 }
 
-/// Gives every source file under `work` (not in the folders named `skip`)
+/// Gives every source file under `work` (not in its folders named `skip`)
 /// the time `now`.
 pub(crate) fn touch_sources(work: &Path, skip: &[&str], now: SystemTime) -> Result<(), String> {
-    let entries = fs::read_dir(work).map_err(|e| format!("cannot list {}: {e}", work.display()))?;
-    for entry in entries {
-        let entry = entry.map_err(|e| format!("cannot list {}: {e}", work.display()))?;
-        let path = entry.path();
-        let kind = entry
-            .file_type()
-            .map_err(|e| format!("cannot stat {}: {e}", path.display()))?;
-        if kind.is_dir() {
-            if !skip.iter().any(|s| entry.file_name() == *s) {
-                touch_sources(&path, &[], now)?;
-            }
-        } else if kind.is_file() && is_source(&entry.file_name()) {
-            fs::File::open(&path)
-                .and_then(|f| f.set_modified(now))
-                .map_err(|e| format!("cannot set the time of {}: {e}", path.display()))?;
-        }
-    }
-    Ok(())
+    let enter = |dir: &Path| !(dir.parent() == Some(work) && skip.iter().any(|s| dir.ends_with(s)));
+    let source = |file: &Path| file.file_name().is_some_and(|n| is_source(&n.into()));
+    set_times(work, now, &enter, &source)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
 
     #[test]
     fn only_source_files_outside_the_skipped_folders_get_the_time() {

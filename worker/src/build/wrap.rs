@@ -222,7 +222,7 @@ pub const FRONT_END_ONCE_ENV: &str = "KILN_FRONT_END_ONCE";
 
 /// Whether step builds compile changed clang units from their kept IR.
 fn from_ir_enabled() -> bool {
-    std::env::var(FRONT_END_ONCE_ENV).map_or(true, |v| v != "off")
+    super::env::switched_on(FRONT_END_ONCE_ENV)
 }
 
 /// The variable that makes the wrapped clang compiles of a build write
