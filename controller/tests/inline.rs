@@ -790,6 +790,12 @@ const TWO_UNIT_CPP: [(&str, &str); 4] = [
 const ONE_COMMAND_MAKEFILE: &str = "CXX = clang++\nCXXFLAGS = -O2 -g\n\
      bench: main.cpp stats.cpp stats.h\n\t$(CXX) $(CXXFLAGS) main.cpp stats.cpp -o bench $(KILN_FLAGS)\n";
 
+/// [`TWO_UNIT_CPP`]'s Makefile had its compiles leave the object's name to
+/// the compiler (`-c main.cpp`, no `-o`), as Lua's does for its parser.
+const NO_OUTPUT_MAKEFILE: &str = "CXX = clang++\nCXXFLAGS = -O2 -g\n\
+     bench: main.o stats.o\n\t$(CXX) $(CXXFLAGS) main.o stats.o -o bench\n\
+     %.o: %.cpp stats.h\n\t$(CXX) $(CXXFLAGS) -c $< $(KILN_FLAGS)\n";
+
 /// A random walk over [`TWO_UNIT_CPP`] in `dir/cpp`, counted by callgrind.
 fn two_unit_cpp_campaign(dir: &std::path::Path, steps: u32) -> String {
     let src = dir.join("cpp");
@@ -837,6 +843,13 @@ fn a_cpp_step_optimises_only_its_changed_unit_from_kept_ir_and_equals_a_plain_bu
 #[test]
 fn a_compile_and_link_in_one_command_is_split_into_units_and_equals_a_plain_build() {
     one_unit_optimised_from_ir_and_equal_to_a_plain_build(Some(ONE_COMMAND_MAKEFILE));
+}
+
+/// The same where each compile names no output (`-c main.cpp`): the wrapper
+/// names clang's own (`main.o`), so the compile is a unit and reuses objects.
+#[test]
+fn a_compile_that_names_no_output_is_a_unit_and_equals_a_plain_build() {
+    one_unit_optimised_from_ir_and_equal_to_a_plain_build(Some(NO_OUTPUT_MAKEFILE));
 }
 
 /// [`TWO_UNIT_CPP`] (with `makefile` in place of its own): a step flips a

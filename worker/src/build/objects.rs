@@ -70,6 +70,22 @@ pub fn is_source(arg: &OsString) -> bool {
             .is_some_and(|e| SOURCE_EXTENSIONS.contains(&e))
 }
 
+/// The output a compile of one source to an object (`-c SRC`) writes when
+/// it names none (`-o`): clang's own choice, the source's name with `.o` in
+/// the working folder. Named, such a compile is a unit like any other (Lua's
+/// makefile compiles its parser and lexer this way).
+pub fn default_object(args: &[OsString]) -> Option<OsString> {
+    let mut sources = args.iter().filter(|a| is_source(a));
+    let source = sources.next().filter(|_| sources.next().is_none())?;
+    let named = |flag: &str| args.iter().any(|a| a == flag);
+    if !named("-c") || named("-o") || named("-S") || named("-E") {
+        return None;
+    }
+    let mut object = Path::new(source).file_stem()?.to_os_string();
+    object.push(".o");
+    Some(object)
+}
+
 /// One compile of one source file to an object.
 pub struct Unit {
     dir: PathBuf,
@@ -549,6 +565,25 @@ mod tests {
                   !12 = distinct !DISubprogram(name: \"find<\\22x\\22>\", scope: !1)\n";
         let found: Vec<String> = defined_functions(ir).into_iter().collect();
         assert_eq!(found, ["_ZN1A8set_nameEPKc", "find<\"x\">", "set_name"]);
+    }
+
+    /// `-c SRC` alone writes SRC's name with `.o` in the working folder; a
+    /// compile that names its output, or is not one source to one object, is left as it is.
+    #[test]
+    fn a_compile_without_an_output_gets_clangs_own_name() {
+        let args = |a: &str| a.split(' ').map(OsString::from).collect::<Vec<_>>();
+        let named = |a: &str| default_object(&args(a)).map(|o| o.into_string().unwrap());
+        assert_eq!(named("-O2 -c src/lparser.c").as_deref(), Some("lparser.o"));
+        assert_eq!(named("-c -std=c++17 a.b.cpp -g").as_deref(), Some("a.b.o"));
+        for left in [
+            "-c lparser.c -o p.o",
+            "-S lparser.c",
+            "-E -c lparser.c",
+            "-c a.c b.c",
+            "lparser.c",
+        ] {
+            assert_eq!(named(left), None, "{left}");
+        }
     }
 
     /// The preprocessor's inputs are hashed from a manifest while the files

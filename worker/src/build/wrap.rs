@@ -25,7 +25,7 @@ use std::os::unix::process::ExitStatusExt;
 use kiln_protocol::config::benchmark::Compiler;
 
 use crate::build::objects::{
-    is_source, Restore, Unit, FROM_IR, FROM_IR_ENV, NOT_FROM_IR, OBJECTS_ENV,
+    default_object, is_source, Restore, Unit, FROM_IR, FROM_IR_ENV, NOT_FROM_IR, OBJECTS_ENV,
 };
 use crate::build::split::{self, Split};
 
@@ -381,6 +381,12 @@ pub fn run_if_wrapped() {
             compiles(&args) && tool.is_none(),
         )
     };
+    // A compile that leaves its object's name to clang names it, so it is a unit.
+    if add && !is_rustc_wrapper {
+        if let Some(object) = default_object(&args) {
+            args.extend(["-o".into(), object]);
+        }
+    }
     // A compile and link in one command is a unit per source and the link.
     if add && !is_rustc_wrapper && std::env::var_os(OBJECTS_ENV).is_some() {
         if let Some(split) = split::of(&args) {
