@@ -1,0 +1,57 @@
+# The real programs the build benchmarks run (scripts/bench-front-end,
+# scripts/bench-builds), and a campaign folder for one of them. Sourced;
+# needs $real (scripts/fetch-real-programs), $corpus (scripts/fetch-corpus)
+# and $kiln.
+
+# PROGRAM's sources, build and run (config texts), compiler and the run's
+# environment (config text, or none), a line each.
+program_spec() {
+    case $1 in
+    toml) printf '%s\n' "$corpus/toml" '("cargo" "build" "--release" "--example" "toml2json")' \
+        '("./target/release/examples/toml2json" "input.toml")' rustc ;;
+    brotli) printf '%s\n' "$real/brotli" '("cargo" "build" "--release")' \
+        '("./target/release/brotli" "-c" "-q9" "src/enc/encode.rs")' rustc ;;
+    # Its library is shared: the run takes the one built, not the system's.
+    bzip2) printf '%s\n' "$real/bzip2" '("make" "-j2" "CC=clang" "bzip2")' '("./bzip2" "-9" "-c" "sample1.ref")' clang \
+        '("LD_LIBRARY_PATH" ".")' ;;
+    lua) printf '%s\n' "$real/lua" '("make" "-C" "src" "-j2" "linux-noreadline" "CC=clang" "MYCFLAGS=-g")' \
+        '("./src/lua" "-e" "local s = 0 for i = 1, 200000 do s = s + i % 7 end print(s)")' clang ;;
+    yaml-cpp) printf '%s\n' "$corpus/yaml-cpp" \
+        '("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DYAML_CPP_BUILD_TESTS=OFF -DYAML_CPP_BUILD_TOOLS=ON > /dev/null && cmake --build build -j2 --target yaml-cpp-parse")' \
+        '("./build/util/parse" "twitter.json")' clang ;;
+    # configure once a tree: a build from the last one's tree (kiln's warm
+    # tree) has its config.status already.
+    sqlite) printf '%s\n' "$corpus/sqlite" '("sh" "-c" "(test -f config.status || ./configure CC=clang --disable-tcl > /dev/null) && make -j2 speedtest1")' \
+        '("./speedtest1" "--size" "1" "--memdb" "--nomemstat")' clang ;;
+    *) echo "unknown program $1" >&2; return 1 ;;
+    esac
+}
+
+# The steps a campaign over PROGRAM takes: SQLite's and brotli's builds take
+# a minute, so at most 4.
+program_steps() {
+    case $1 in sqlite | brotli) echo $(($2 < 4 ? $2 : 4)) ;; *) echo "$2" ;; esac
+}
+
+# Writes PROGRAM's sources into DIR/src, a campaign of STEPS one-flip steps
+# (a random walk, seed 7, one timed run a step) on SLOTS local slots into
+# DIR/c.sexp, and discovers its sites there once: campaigns start from a
+# copy of DIR.
+prepare_program() {
+    local program=$1 dir=$2 steps=$3 slots=${4:-1} src build run compiler env
+    { read -r src; read -r build; read -r run; read -r compiler; read -r env || true; } < <(program_spec "$program")
+    mkdir -p "$dir" && cp -r "$src" "$dir/src"
+    cat > "$dir/c.sexp" <<CONFIG
+(campaign
+  (name fe)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark $program) (search (random-walk (steps $steps) (flips 1))) (seed 7) (parallel $slots)))
+  (benchmarks
+    ((name $program) (kind llvm-inline) (compiler $compiler) (sources "src")
+     (build $build) (run $run) ${env:+(env $env)} (check-output none) (timeout-s 600) (build-timeout-s 1800)))
+  (workers (local (slots $slots))))
+CONFIG
+    (cd "$dir" && "$kiln" sites c.sexp "$program" > sites.log 2>&1)
+}
