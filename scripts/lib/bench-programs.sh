@@ -4,7 +4,9 @@
 # and $kiln.
 
 # PROGRAM's sources, build and run (config texts), compiler and the run's
-# environment (config text, or none), a line each.
+# environment (config text, or none), a line each. CMake and configure run
+# once a tree: a build from the slot's last build's tree (kiln's warm tree)
+# finds them done.
 program_spec() {
     case $1 in
     toml) printf '%s\n' "$corpus/toml" '("cargo" "build" "--release" "--example" "toml2json")' \
@@ -17,10 +19,8 @@ program_spec() {
     lua) printf '%s\n' "$real/lua" '("make" "-C" "src" "-j2" "linux-noreadline" "CC=clang" "MYCFLAGS=-g")' \
         '("./src/lua" "-e" "local s = 0 for i = 1, 200000 do s = s + i % 7 end print(s)")' clang ;;
     yaml-cpp) printf '%s\n' "$corpus/yaml-cpp" \
-        '("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DYAML_CPP_BUILD_TESTS=OFF -DYAML_CPP_BUILD_TOOLS=ON > /dev/null && cmake --build build -j2 --target yaml-cpp-parse")' \
+        '("sh" "-c" "(test -f build/CMakeCache.txt || cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=clang++ -DYAML_CPP_BUILD_TESTS=OFF -DYAML_CPP_BUILD_TOOLS=ON > /dev/null) && cmake --build build -j2 --target yaml-cpp-parse")' \
         '("./build/util/parse" "twitter.json")' clang ;;
-    # configure once a tree: a build from the last one's tree (kiln's warm
-    # tree) has its config.status already.
     sqlite) printf '%s\n' "$corpus/sqlite" '("sh" "-c" "(test -f config.status || ./configure CC=clang --disable-tcl > /dev/null) && make -j2 speedtest1")' \
         '("./speedtest1" "--size" "1" "--memdb" "--nomemstat")' clang ;;
     *) echo "unknown program $1" >&2; return 1 ;;

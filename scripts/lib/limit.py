@@ -12,8 +12,8 @@ real tool. Then, in the folder that build made:
   unit per source and a link of their objects, as kiln's wrapper splits it.
   Compiles whose folder or source is gone (a configure script's tests) are
   left out.
-- `loop STEPS` does what each step must, back to back, and prints the seconds
-  a step: for the units kiln's step compiled (its build log names them), the
+- `loop STEPS` does what each step must, back to back, and prints the median
+  seconds a step: for the units kiln's step compiled (its build log names them), the
   optimiser and code generator from the kept bitcode with the step's replay
   file; then each recorded archive or link command whose inputs include an
   output made this step (an archive is written afresh), in the build's order;
@@ -28,6 +28,7 @@ timing bound, not a check of kiln's.
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -198,8 +199,9 @@ def loop(work, steps_file, run_argv):
     state = os.path.join(work, ".limit")
     p = json.load(open(os.path.join(state, "plan.json")))
     steps = [line.rstrip("\n").split("\t") for line in open(steps_file) if line.strip()]
-    started = time.monotonic()
+    took = []
     for replay, changed in steps:
+        started = time.monotonic()
         units = [unit_named(p["units"], name) for name in filter(None, changed.split(","))]
         run_all([backend(unit, replay) for unit in units])
         made = {unit["object"] for unit in units}
@@ -221,7 +223,8 @@ def loop(work, steps_file, run_argv):
             made |= set(outputs(command))
         run_all(batch)
         run(run_argv, work)
-    print(f"{(time.monotonic() - started) / max(len(steps), 1):.3f}")
+        took.append(time.monotonic() - started)
+    print(f"{statistics.median(took):.3f}")
 
 
 def main():

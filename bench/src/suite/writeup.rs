@@ -73,9 +73,18 @@ impl Page<'_> {
 
 impl Suite {
     pub(super) fn write_report(&self) -> Result<()> {
+        let path = self.out.join("REPORT.md");
         let mut o = Vec::new();
         self.report_into(&mut o)?;
-        fs::write(self.out.join("REPORT.md"), o)?;
+        // scripts/bench-builds writes its steps per hour into the report; they stay.
+        if let Some(kept) = fs::read_to_string(&path)
+            .ok()
+            .as_deref()
+            .and_then(builds_part)
+        {
+            writeln!(o, "{kept}")?;
+        }
+        fs::write(path, o)?;
         Ok(())
     }
 
@@ -144,5 +153,27 @@ impl Suite {
             writeln!(o)?;
         }
         Ok(())
+    }
+}
+
+/// The part of REPORT.md that scripts/bench-builds writes, markers included.
+fn builds_part(report: &str) -> Option<&str> {
+    const START: &str = "<!-- scripts/bench-builds -->";
+    const END: &str = "<!-- end scripts/bench-builds -->";
+    let start = report.find(START)?;
+    let end = report[start..].find(END)? + start + END.len();
+    Some(&report[start..end])
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_builds_part_is_found_between_its_markers() {
+        let report = "# r\n\n<!-- scripts/bench-builds -->\n## 6\nrows\n<!-- end scripts/bench-builds -->\ntail\n";
+        assert_eq!(
+            super::builds_part(report),
+            Some("<!-- scripts/bench-builds -->\n## 6\nrows\n<!-- end scripts/bench-builds -->")
+        );
+        assert_eq!(super::builds_part("# r\n"), None);
     }
 }
