@@ -381,8 +381,8 @@ pub fn run_if_wrapped() {
             compiles(&args) && tool.is_none(),
         )
     };
-    // A compile that leaves its object's name to clang names it, so it is a unit.
-    if add && !is_rustc_wrapper {
+    // A step's compile that leaves its object's name to clang names it, so it is a unit.
+    if add && !is_rustc_wrapper && std::env::var_os(OBJECTS_ENV).is_some() {
         if let Some(object) = default_object(&args) {
             args.extend(["-o".into(), object]);
         }
