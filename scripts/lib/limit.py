@@ -209,18 +209,18 @@ def loop(work, steps_file, run_argv):
         # that take none of each other's outputs run side by side.
         batch, batch_outputs = [], set()
         for command in p["commands"]:
-            if not inputs(command) & made:
+            takes, makes = inputs(command), set(outputs(command))
+            if not takes & made:
                 continue
-            if inputs(command) & batch_outputs:
+            if takes & batch_outputs:
                 run_all(batch)
                 batch, batch_outputs = [], set()
             if command["tool"] in ARCHIVERS:
-                for archive in outputs(command):
-                    if os.path.exists(archive):
-                        os.remove(archive)
+                for archive in filter(os.path.exists, makes):
+                    os.remove(archive)
             batch.append(([real(command["tool"])] + command["args"], command["cwd"]))
-            batch_outputs |= set(outputs(command))
-            made |= set(outputs(command))
+            batch_outputs |= makes
+            made |= makes
         run_all(batch)
         run(run_argv, work)
         took.append(time.monotonic() - started)

@@ -381,14 +381,13 @@ pub fn run_if_wrapped() {
             compiles(&args) && tool.is_none(),
         )
     };
-    // A step's compile that leaves its object's name to clang names it, so it is a unit.
+    // In a step (with the object cache), each compile of one source is a unit:
     if add && !is_rustc_wrapper && std::env::var_os(OBJECTS_ENV).is_some() {
+        // one that leaves its object's name to clang gets that name,
         if let Some(object) = default_object(&args) {
             args.extend(["-o".into(), object]);
         }
-    }
-    // A compile and link in one command is a unit per source and the link.
-    if add && !is_rustc_wrapper && std::env::var_os(OBJECTS_ENV).is_some() {
+        // and a compile and link in one command is a unit per source and the link.
         if let Some(split) = split::of(&args) {
             compile_then_link(&argv0, &program, &arg0, &args, &split)
         }
