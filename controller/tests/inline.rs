@@ -452,8 +452,9 @@ fn assert_same_binaries(a: &[Built], b: &[Built]) {
 
 /// cargo's target folder is kept between a slot's steps: the dependency,
 /// built without kiln's flags, is compiled by the slot's first build (the
-/// baseline's) only, the workspace's crate by every build (its decisions verified), and each
-/// binary is the one a build from a fresh copy makes of the same decisions.
+/// baseline's) only, the workspace's crate by every build (its decisions
+/// verified, its front end taken from rustc's kept incremental folder), and
+/// each binary is the one a build from a fresh copy makes of the same decisions.
 #[test]
 fn a_cargo_dependency_is_built_once_a_slot_and_the_binaries_equal_fresh_builds() {
     if !have("cargo") {
@@ -480,6 +481,19 @@ fn a_cargo_dependency_is_built_once_a_slot_and_the_binaries_equal_fresh_builds()
     for build in &fresh {
         assert!(compiles(&build.log, "helper"), "{}", build.log);
     }
+    // rustc's front end ran once: each later build kept the slot's
+    // incremental folder (a build whose code rustc had not generated again
+    // would have printed no remarks, failed verification and been built
+    // again from a fresh copy, without it).
+    for build in &kept {
+        assert!(
+            build.log.contains("incremental folder kept"),
+            "{}",
+            build.log
+        );
+    }
+    let distinct: std::collections::BTreeSet<_> = kept.iter().map(|b| b.binary).collect();
+    assert!(distinct.len() >= 2, "every step built the same binary");
     assert_same_binaries(&kept, &fresh);
 }
 

@@ -83,9 +83,12 @@ fn build_mode(compiler: &str) -> Option<String> {
                 Err(why) => format!("per-unit rebuild (a changed unit compiled whole): {why}"),
             },
         }),
-        "rustc" => {
-            Some("whole crate each step (kiln has no per-unit mode for rustc yet)".to_string())
-        }
+        "rustc" => Some(match found {
+            None => "rustc is not on PATH".to_string(),
+            Some(_) => "front end once under cargo: the slot's incremental folder is kept, \
+                        code generated again for the workspace's crates (one codegen unit each)"
+                .to_string(),
+        }),
         _ => None,
     }
 }

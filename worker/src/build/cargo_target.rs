@@ -13,6 +13,17 @@
 //! package whose files are newer than its last build (and every crate that
 //! depends on it); everything else it checks by its own fingerprints.
 //!
+//! rustc's incremental folder (kiln builds with `-C incremental`, which also
+//! keeps the MIR inliner from hiding sites) is kept beside the target, so
+//! the workspace's crates run their front end once per source state: rustc
+//! finds its queries (parsing, type and borrow checking, MIR) unchanged and
+//! takes them from its cache. What LLVM made under the last build's
+//! decisions (each codegen unit's object and bitcode) is removed before the
+//! build, and rustc generates code for every codegen unit whose saved
+//! output is gone, with this step's replay file, its remarks printed as in
+//! a fresh build. The binary is a fresh build's byte for byte (a test
+//! compares them).
+//!
 //! A benchmark whose `dependency-crates` take decisions keeps no target
 //! (cargo would take those crates for unchanged), nor does a worker with
 //! `KILN_KEEP_CARGO_TARGET=off` in its environment (for comparisons).
@@ -23,8 +34,8 @@ use std::path::{Path, PathBuf};
 use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler};
 use kiln_protocol::decision::ContentHash;
 
-use super::built_by_cargo;
 use super::env::switched_on;
+use super::{built_by_cargo, INCREMENTAL_DIR};
 use crate::files::set_times;
 
 /// The worker's variable that, set to `off`, keeps no target folder.
@@ -34,6 +45,13 @@ pub const KEEP_ENV: &str = "KILN_KEEP_CARGO_TARGET";
 const KEPT_DIR: &str = "cargo-target";
 /// The file there naming the bundle whose build made it.
 const BUNDLE_FILE: &str = "bundle";
+/// rustc's incremental folder there.
+const KEPT_INCREMENTAL: &str = "incremental";
+
+/// The files of a session in rustc's incremental folder that hold what its
+/// front end did, which no decision changes; the others (objects, bitcode,
+/// metadata) are outputs of the session's code generation.
+const FRONT_END_FILES: &[&str] = &["dep-graph.bin", "query-cache.bin", "work-products.bin"];
 
 /// Whether `spec`'s steps keep cargo's target folder between them.
 pub(crate) fn applies(spec: &BenchmarkSpec) -> bool {
@@ -58,6 +76,7 @@ pub(crate) fn put_aside(slot_dir: &Path, work: &Path, bundle: &ContentHash) {
     let _ = fs::remove_dir_all(&kept);
     let put = fs::create_dir_all(&kept).and_then(|()| fs::rename(&target, kept.join("target")));
     if put.is_ok() {
+        let _ = fs::rename(work.join(INCREMENTAL_DIR), kept.join(KEPT_INCREMENTAL));
         let _ = fs::write(kept.join(BUNDLE_FILE), bundle.to_string());
     }
 }
@@ -79,6 +98,8 @@ pub(crate) fn take(
     }
     fs::rename(kept.join("target"), &target)
         .map_err(|e| format!("cannot take the kept {}: {e}", kept.display()))?;
+    // Without it, rustc runs its front end again: slower, not different.
+    let _ = fs::rename(kept.join(KEPT_INCREMENTAL), work.join(INCREMENTAL_DIR));
     let _ = fs::remove_dir_all(&kept);
     let touched = members(work, cargo).and_then(|roots| {
         let now = std::time::SystemTime::now();
@@ -93,6 +114,40 @@ pub(crate) fn take(
         let _ = fs::remove_dir_all(&target);
         format!("cargo's kept target folder not used: {why}")
     })
+}
+
+/// Makes `dir` a build's incremental folder: where the slot's last build
+/// left one ([`take`]), it is kept without that build's code generation
+/// (see the module's comment), else it is made empty. Whether one was kept.
+pub(crate) fn incremental_folder(dir: &Path) -> Result<bool, String> {
+    if !dir.is_dir() {
+        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        return Ok(false);
+    }
+    // DIR/CRATE-HASH/s-SESSION/FILE; the crates' lock files stay.
+    let entries = |d: &Path| {
+        fs::read_dir(d)
+            .map_err(|e| format!("cannot read {}: {e}", d.display()))
+            .map(|r| {
+                r.filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+    };
+    for krate in entries(dir)?.into_iter().filter(|p| p.is_dir()) {
+        for session in entries(&krate)?.into_iter().filter(|p| p.is_dir()) {
+            for file in entries(&session)? {
+                let front_end = file
+                    .file_name()
+                    .is_some_and(|n| FRONT_END_FILES.iter().any(|f| n == *f));
+                if !front_end {
+                    fs::remove_file(&file)
+                        .map_err(|e| format!("cannot remove {}: {e}", file.display()))?;
+                }
+            }
+        }
+    }
+    Ok(true)
 }
 
 /// The folders of the workspace's member packages in `work`, from `cargo
@@ -137,5 +192,34 @@ fn members(work: &Path, cargo: &str) -> Result<Vec<PathBuf>, String> {
     match roots.is_empty() {
         true => Err(format!("{cargo} metadata names no workspace member")),
         false => Ok(roots),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_incremental_folder_loses_its_code_generation_and_keeps_its_front_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let incremental = dir.path().join("inc");
+        assert!(!incremental_folder(&incremental).unwrap(), "none to keep");
+        assert!(incremental.is_dir());
+        let session = incremental.join("app-0abc/s-hojs4qrl1l-0qr514s-xyz");
+        fs::create_dir_all(&session).unwrap();
+        let lock = incremental.join("app-0abc/s-hojs4qrl1l-0qr514s.lock");
+        let made = ["a1ya2uvink.o", "do5d79ku8b.pre-lto.bc", "metadata.rmeta"];
+        for file in FRONT_END_FILES.iter().chain(&made) {
+            fs::write(session.join(file), "x").unwrap();
+        }
+        fs::write(&lock, "").unwrap();
+        assert!(incremental_folder(&incremental).unwrap(), "kept");
+        for file in FRONT_END_FILES {
+            assert!(session.join(file).is_file(), "{file} was removed");
+        }
+        for file in made {
+            assert!(!session.join(file).exists(), "{file} was kept");
+        }
+        assert!(lock.is_file());
     }
 }

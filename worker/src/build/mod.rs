@@ -54,6 +54,12 @@ pub(crate) const WRAP_DIR: &str = ".kiln-wrap";
 /// rustc's incremental folder in the work folder (a fresh one per build).
 pub(crate) const INCREMENTAL_DIR: &str = ".kiln-incremental";
 
+/// What a build log says last of a rustc build that kept the slot's
+/// incremental folder ([`cargo_target::incremental_folder`]).
+pub(crate) const KEPT_FRONT_END: &str =
+    "\nkiln: rustc's incremental folder kept from the slot's last build: \
+     its front end's work reused, code generated again for every codegen unit\n";
+
 /// Most bytes of build output kept (compiler remarks included).
 pub(crate) const BUILD_LOG_CAP: usize = 64 << 20;
 
@@ -141,6 +147,7 @@ impl Build<'_> {
         }
         let mut flags = Vec::new();
         let mut replay_text = None;
+        let mut front_end_kept = false;
         if let BenchmarkKind::LlvmInline { compiler, fallback } = &spec.kind {
             let text = llvm_inline::replay_file_text(decisions);
             let replay = self.work.join(REPLAY_FILE);
@@ -152,10 +159,11 @@ impl Build<'_> {
                 let reason = format!("cannot write {}: {e}", replay.display());
                 return (None, Err(StepOutcome::Rejected { reason }));
             }
-            let incr = match fresh_subdir(self.work, self.work, INCREMENTAL_DIR) {
-                Ok(dir) => dir,
+            let incr = self.work.join(INCREMENTAL_DIR);
+            match cargo_target::incremental_folder(&incr) {
+                Ok(kept) => front_end_kept = kept,
                 Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
-            };
+            }
             flags = llvm_inline::replay_build_args(*compiler, &replay, *fallback, &incr);
             replay_text = Some(text);
         }
@@ -186,11 +194,14 @@ impl Build<'_> {
             warnings.extend(not_from_ir_once(&spec.name, line));
         }
         let is_llvm = replay_text.is_some();
-        let shown = if is_llvm {
+        let mut shown = if is_llvm {
             llvm_inline::strip_remarks(&log)
         } else {
             log.clone()
         };
+        if front_end_kept {
+            shown.push_str(KEPT_FRONT_END);
+        }
         let binary = resolve_binary(&spec.run, self.work);
         let mut record = BuildRecord {
             wall_ns: finished.wall.as_nanos() as u64,
