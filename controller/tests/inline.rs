@@ -315,13 +315,46 @@ const APP_WITH_HELPER: [(&str, &str); 4] = [
     ),
 ];
 
+/// A workspace of two crates that both take decisions: `app`, whose main
+/// calls into `helper`, where the work is.
+const TWO_CRATE_WORKSPACE: [(&str, &str); 4] = [
+    (
+        "Cargo.toml",
+        "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nhelper = { path = \"helper\" }\n\n[workspace]\nmembers = [\"helper\"]\n",
+    ),
+    (
+        "src/main.rs",
+        "fn main() {\n    println!(\"{}\", helper::run(std::env::args().count() as u64 * 1000));\n}\n",
+    ),
+    (
+        "helper/Cargo.toml",
+        "[package]\nname = \"helper\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+    ),
+    (
+        "helper/src/lib.rs",
+        "fn rot(x: u64) -> u64 { x.rotate_left(7) ^ x }\n\
+         fn sq(x: u64) -> u64 { x.wrapping_mul(x) }\n\
+         fn mix(x: u64, y: u64) -> u64 { rot(x) ^ sq(y) ^ rot(y >> 3) }\n\
+         #[inline(never)]\n\
+         pub fn run(n: u64) -> u64 { let mut s = 0; for i in 0..n { s = mix(s, i) ^ sq(i); } s }\n",
+    ),
+];
+
 /// A random walk of `steps` over [`APP_WITH_HELPER`] in `dir/benchmarks/app`,
 /// built by `cargo build --release` on one local slot.
 fn app_with_helper_campaign(dir: &std::path::Path, steps: u32) -> String {
+    cargo_campaign(dir, &APP_WITH_HELPER, steps)
+}
+
+/// A random walk of `steps` over the package `files` (a package `app` with
+/// `helper` in its folder) in `dir/benchmarks/app`, built by `cargo build
+/// --release` on one local slot.
+fn cargo_campaign(dir: &std::path::Path, files: &[(&str, &str)], steps: u32) -> String {
     let src = dir.join("benchmarks/app");
     std::fs::create_dir_all(src.join("src")).unwrap();
     std::fs::create_dir_all(src.join("helper/src")).unwrap();
-    write_files(&src, &APP_WITH_HELPER);
+    write_files(&src, files);
     format!(
         r#"(campaign
   (name app)
@@ -494,6 +527,50 @@ fn a_cargo_dependency_is_built_once_a_slot_and_the_binaries_equal_fresh_builds()
     }
     let distinct: std::collections::BTreeSet<_> = kept.iter().map(|b| b.binary).collect();
     assert!(distinct.len() >= 2, "every step built the same binary");
+    assert_same_binaries(&kept, &fresh);
+}
+
+/// In a workspace of two crates, a step that changes the decisions of one
+/// crate generates that crate's code again (its front end from rustc's kept
+/// incremental folder) and reuses the other's; every decision is verified
+/// from the remarks (those of a reused crate kept from the compile that made
+/// its code), and each binary is the one a build from a fresh copy makes of
+/// the same decisions.
+#[test]
+fn a_step_generates_code_only_for_the_crate_whose_decisions_changed() {
+    if !have("cargo") {
+        return skip("cargo is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = &cargo_campaign(dir.path(), &TWO_CRATE_WORKSPACE, 8);
+    let keep = "KILN_KEEP_CARGO_TARGET";
+    let fresh = builds_with(dir.path(), config, "app", (keep, "off"), "store-fresh");
+    let kept = builds_with(dir.path(), config, "app", (keep, "on"), "store-kept");
+    let said =
+        |log: &str, krate: &str, what: &str| log.contains(&format!("kiln: crate {krate}: {what}"));
+    let (again, reused) = ("code generated again", "code reused");
+    let only = |changed: &str, other: &str| {
+        kept.iter()
+            .filter(|b| said(&b.log, changed, again) && said(&b.log, other, reused))
+            .count()
+    };
+    for build in &kept {
+        let each = ["app", "helper"]
+            .iter()
+            .all(|k| said(&build.log, k, again) || said(&build.log, k, reused));
+        assert!(each, "a crate's compile says neither: {}", build.log);
+    }
+    assert!(
+        only("helper", "app") > 0,
+        "no step changed helper's code alone"
+    );
+    assert!(
+        only("app", "helper") > 0,
+        "no step changed app's code alone"
+    );
+    for build in &fresh {
+        assert!(!build.log.contains(reused), "{}", build.log);
+    }
     assert_same_binaries(&kept, &fresh);
 }
 

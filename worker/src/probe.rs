@@ -85,8 +85,8 @@ fn build_mode(compiler: &str) -> Option<String> {
         }),
         "rustc" => Some(match found {
             None => "rustc is not on PATH".to_string(),
-            Some(_) => "front end once under cargo: the slot's incremental folder is kept, \
-                        code generated again for the workspace's crates (one codegen unit each)"
+            Some(_) => "front end once under cargo (rustc's incremental folder kept per slot), \
+                        code generated again only for the crates whose decisions changed"
                 .to_string(),
         }),
         _ => None,

@@ -15,14 +15,8 @@
 //!
 //! rustc's incremental folder (kiln builds with `-C incremental`, which also
 //! keeps the MIR inliner from hiding sites) is kept beside the target, so
-//! the workspace's crates run their front end once per source state: rustc
-//! finds its queries (parsing, type and borrow checking, MIR) unchanged and
-//! takes them from its cache. What LLVM made under the last build's
-//! decisions (each codegen unit's object and bitcode) is removed before the
-//! build, and rustc generates code for every codegen unit whose saved
-//! output is gone, with this step's replay file, its remarks printed as in
-//! a fresh build. The binary is a fresh build's byte for byte (a test
-//! compares them).
+//! the workspace's crates run their front end once per source state, and a
+//! crate whose decisions did not change keeps its code ([`super::crates`]).
 //!
 //! A benchmark whose `dependency-crates` take decisions keeps no target
 //! (cargo would take those crates for unchanged), nor does a worker with
@@ -47,11 +41,6 @@ const KEPT_DIR: &str = "cargo-target";
 const BUNDLE_FILE: &str = "bundle";
 /// rustc's incremental folder there.
 const KEPT_INCREMENTAL: &str = "incremental";
-
-/// The files of a session in rustc's incremental folder that hold what its
-/// front end did, which no decision changes; the others (objects, bitcode,
-/// metadata) are outputs of the session's code generation.
-const FRONT_END_FILES: &[&str] = &["dep-graph.bin", "query-cache.bin", "work-products.bin"];
 
 /// Whether `spec`'s steps keep cargo's target folder between them.
 pub(crate) fn applies(spec: &BenchmarkSpec) -> bool {
@@ -116,38 +105,14 @@ pub(crate) fn take(
     })
 }
 
-/// Makes `dir` a build's incremental folder: where the slot's last build
-/// left one ([`take`]), it is kept without that build's code generation
-/// (see the module's comment), else it is made empty. Whether one was kept.
+/// Makes `dir` a build's incremental folder: the one the slot's last build
+/// left ([`take`]) where there is one, else a new one. Whether one was kept.
 pub(crate) fn incremental_folder(dir: &Path) -> Result<bool, String> {
-    if !dir.is_dir() {
-        fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        return Ok(false);
+    if dir.is_dir() {
+        return Ok(true);
     }
-    // DIR/CRATE-HASH/s-SESSION/FILE; the crates' lock files stay.
-    let entries = |d: &Path| {
-        fs::read_dir(d)
-            .map_err(|e| format!("cannot read {}: {e}", d.display()))
-            .map(|r| {
-                r.filter_map(Result::ok)
-                    .map(|e| e.path())
-                    .collect::<Vec<_>>()
-            })
-    };
-    for krate in entries(dir)?.into_iter().filter(|p| p.is_dir()) {
-        for session in entries(&krate)?.into_iter().filter(|p| p.is_dir()) {
-            for file in entries(&session)? {
-                let front_end = file
-                    .file_name()
-                    .is_some_and(|n| FRONT_END_FILES.iter().any(|f| n == *f));
-                if !front_end {
-                    fs::remove_file(&file)
-                        .map_err(|e| format!("cannot remove {}: {e}", file.display()))?;
-                }
-            }
-        }
-    }
-    Ok(true)
+    fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    Ok(false)
 }
 
 /// The folders of the workspace's member packages in `work`, from `cargo
@@ -192,34 +157,5 @@ fn members(work: &Path, cargo: &str) -> Result<Vec<PathBuf>, String> {
     match roots.is_empty() {
         true => Err(format!("{cargo} metadata names no workspace member")),
         false => Ok(roots),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_kept_incremental_folder_loses_its_code_generation_and_keeps_its_front_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let incremental = dir.path().join("inc");
-        assert!(!incremental_folder(&incremental).unwrap(), "none to keep");
-        assert!(incremental.is_dir());
-        let session = incremental.join("app-0abc/s-hojs4qrl1l-0qr514s-xyz");
-        fs::create_dir_all(&session).unwrap();
-        let lock = incremental.join("app-0abc/s-hojs4qrl1l-0qr514s.lock");
-        let made = ["a1ya2uvink.o", "do5d79ku8b.pre-lto.bc", "metadata.rmeta"];
-        for file in FRONT_END_FILES.iter().chain(&made) {
-            fs::write(session.join(file), "x").unwrap();
-        }
-        fs::write(&lock, "").unwrap();
-        assert!(incremental_folder(&incremental).unwrap(), "kept");
-        for file in FRONT_END_FILES {
-            assert!(session.join(file).is_file(), "{file} was removed");
-        }
-        for file in made {
-            assert!(!session.join(file).exists(), "{file} was kept");
-        }
-        assert!(lock.is_file());
     }
 }

@@ -11,6 +11,7 @@
 //! | [`split`] | a compile and link in one command split into a unit per source and the link |
 //! | [`cache`] | whole builds kept by what they depend on, checked when restored |
 //! | [`cargo_target`] | a cargo benchmark's target folder kept between a slot's steps |
+//! | [`crates`] | a workspace crate's code kept between a slot's steps while its decisions stay |
 //! | [`warm`] | a clang build that starts from the slot's last build's tree |
 //!
 //! It may import the launcher ([`crate::launch`]) and the workspace's file
@@ -18,6 +19,7 @@
 
 pub(crate) mod cache;
 pub(crate) mod cargo_target;
+pub(crate) mod crates;
 pub mod env;
 mod ir;
 pub mod llvm_inline;
@@ -51,14 +53,15 @@ pub const PROGRESS_EVERY: Duration = Duration::from_secs(10);
 
 pub(crate) const WRAP_DIR: &str = ".kiln-wrap";
 
-/// rustc's incremental folder in the work folder (a fresh one per build).
+/// rustc's incremental folder in the work folder (a fresh one per build, or
+/// the slot's last build's, see [`cargo_target`]).
 pub(crate) const INCREMENTAL_DIR: &str = ".kiln-incremental";
 
 /// What a build log says last of a rustc build that kept the slot's
-/// incremental folder ([`cargo_target::incremental_folder`]).
+/// incremental folder ([`cargo_target::incremental_folder`]); each crate's
+/// line says whether it kept its code or only its front end ([`crates`]).
 pub(crate) const KEPT_FRONT_END: &str =
-    "\nkiln: rustc's incremental folder kept from the slot's last build: \
-     its front end's work reused, code generated again for every codegen unit\n";
+    "\nkiln: rustc's incremental folder kept from the slot's last build\n";
 
 /// Most bytes of build output kept (compiler remarks included).
 pub(crate) const BUILD_LOG_CAP: usize = 64 << 20;

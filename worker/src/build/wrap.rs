@@ -24,6 +24,7 @@ use std::os::unix::process::ExitStatusExt;
 
 use kiln_protocol::config::benchmark::Compiler;
 
+use crate::build::crates::{self, Code, Crate, CODE_AGAIN, CODE_KEPT, CRATE_CODE_ENV};
 use crate::build::objects::{
     default_object, is_source, Restore, Unit, FROM_IR, FROM_IR_ENV, NOT_FROM_IR, OBJECTS_ENV,
 };
@@ -116,7 +117,9 @@ const CRATES_ENV: &str = "KILN_WRAP_CRATES";
 ///
 /// With `fallback`, each compile (a clang unit, a cargo crate) runs under
 /// [`LIMIT_BYTES`] and its CPU seconds and, when it fails, again with the
-/// fallback's flags instead of `flags`.
+/// fallback's flags instead of `flags`. `objects` is a step build's object
+/// cache (none in discovery): clang's units reuse objects from it, and a
+/// workspace crate whose decisions did not change keeps its code.
 pub fn prepare(
     compiler: Compiler,
     dir: &Path,
@@ -157,6 +160,9 @@ pub fn prepare(
         }
         Compiler::Rustc => {
             link_names(dir, [RUSTC_WRAPPER, RUSTC_DEPS_WRAPPER])?;
+            if objects.is_some() {
+                env.push((CRATE_CODE_ENV.into(), "1".into()));
+            }
             // Bare names, found on PATH: cargo hashes a wrapper as written
             // into every symbol name, and a path differs from folder to folder
             // (discovery's, each slot's, each worker's), so sites would not match.
@@ -392,7 +398,12 @@ pub fn run_if_wrapped() {
             compile_then_link(&argv0, &program, &arg0, &args, &split)
         }
     }
-    let flags = flag_list(FLAGS_ENV, &flags);
+    let mut flags = flag_list(FLAGS_ENV, &flags);
+    // In a step, a workspace crate whose decisions did not change keeps its code.
+    let krate = match (is_rustc_wrapper && add, std::env::var_os(CRATE_CODE_ENV)) {
+        (true, Some(_)) => Crate::of(&args, &mut flags),
+        _ => None,
+    };
     let command = |flags: &[String]| {
         let mut command = std::process::Command::new(&program);
         command.arg0(&arg0).args(&args);
@@ -456,6 +467,11 @@ pub fn run_if_wrapped() {
         show(&mut output);
         std::process::exit(0)
     }
+    let code = match krate.as_ref().map(Crate::code) {
+        Some(Err(why)) => fail(&why),
+        Some(Ok(code)) => Some(code),
+        None => None,
+    };
     // A unit whose decisions changed is optimised from its kept IR: its front end ran once.
     let from_ir = match &unit {
         Some(unit) if std::env::var_os(FROM_IR_ENV).is_some() => unit.backend_args(&args, &flags),
@@ -541,6 +557,25 @@ pub fn run_if_wrapped() {
     }
     if let Some(unit) = unit.filter(|_| output.status.success()) {
         unit.keep(&output.stderr);
+    }
+    if let (Some(krate), Some(code)) = (&krate, code) {
+        match code {
+            _ if !output.status.success() => {}
+            // rustc reused the code and said nothing of its decisions: what it said making it.
+            Code::Kept(said) => {
+                notes.push_str(&format!("kiln: {unit_name}: {CODE_KEPT}\n"));
+                output.stderr.extend(remarks_of(said).into_bytes());
+            }
+            Code::Again | Code::New => {
+                if let Code::Again = code {
+                    notes.push_str(&format!("kiln: {unit_name}: {CODE_AGAIN}\n"));
+                    output.stderr = crates::without_removal_warnings(&output.stderr);
+                }
+                if let Some(replay) = Crate::replay(&flags) {
+                    krate.keep(&replay, &output.stderr);
+                }
+            }
+        }
     }
     output.stderr.splice(0..0, notes.into_bytes());
     show(&mut output);
@@ -630,6 +665,15 @@ fn limit(cpu_s: u64) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// The inlining remarks among what rustc said (one JSON message a line
+/// under cargo); its warnings it says again itself when it reuses a crate.
+fn remarks_of(said: &str) -> String {
+    said.lines()
+        .filter(|line| line.contains(" inlined into "))
+        .flat_map(|line| [line, "\n"])
+        .collect()
 }
 
 /// Whether a dependency's crate is among `dependency-crates` (a package's
