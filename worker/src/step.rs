@@ -12,7 +12,8 @@ use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest, StepResult};
 use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, DECISIONS_FILE};
 use crate::build::{
-    build_key, cargo_target, fresh_work, resolve_binary, warm, Build, INCREMENTAL_DIR, WRAP_DIR,
+    build_key, cargo_target, fresh_work, llvm_inline, resolve_binary, warm, Build, INCREMENTAL_DIR,
+    WRAP_DIR,
 };
 pub use crate::discover::discover;
 use crate::launch::checked_output::LineFilter;
@@ -36,6 +37,8 @@ struct LastBuild {
     /// ([`cargo_target`], [`warm`]).
     benchmark: String,
     bundle: ContentHash,
+    /// The units its build compiled or left alone under the clang wrapper ([`warm`]).
+    units: Vec<warm::UnitRecord>,
 }
 
 /// Builds, runs and measures one step in its slot.
@@ -131,6 +134,7 @@ fn step_inner(
             .last_build
             .take()
             .filter(|last| last.benchmark == spec.name && last.bundle == req.bundle);
+        let mut units = Vec::new();
         if cargo_target::applies(spec) && last.is_some() {
             cargo_target::put_aside(&slot_dir, &work, &req.bundle);
         }
@@ -168,18 +172,23 @@ fn step_inner(
             if started_warm.is_none() {
                 fresh().map_err(reject)?;
             }
-            let (mut record, mut built) = build.run(&mut result.warnings);
+            let (from, mut unchanged) = started_warm.flatten().unzip();
+            let kept_log = unchanged.as_ref().map_or("", |u| u.log.as_str());
+            let (mut record, mut built) = build.run(&mut result.warnings, kept_log);
             // A build that fails from a warm start is done again from the
             // bare sources: the failure is the step's own only if that fails too.
-            if let (Err(_), Some(Some(from))) = (&built, started_warm) {
+            if let (Err(_), Some(from)) = (&built, from) {
                 fresh().map_err(reject)?;
-                (record, built) = build.run(&mut result.warnings);
+                unchanged = None;
+                (record, built) = build.run(&mut result.warnings, "");
                 if built.is_ok() {
                     let why =
                         format!("the build from {from} failed, and from a fresh copy it did not");
                     warn(result, why);
                 }
             }
+            units = warm::read_units(&work.join(WRAP_DIR).join(warm::UNITS_FILE));
+            units.extend(unchanged.map(|u| u.units).unwrap_or_default());
             result.build = record;
             built?;
             // Kept before any run can write into the work folder.
@@ -196,6 +205,7 @@ fn step_inner(
                 record: record.clone(),
                 benchmark: spec.name.clone(),
                 bundle: req.bundle,
+                units,
             });
         }
     }
@@ -239,7 +249,8 @@ fn step_inner(
 /// Starts the build in `work`, a fresh copy of the sources, from the slot's
 /// `last` build of the same benchmark and sources where it can: cargo's
 /// kept target folder ([`cargo_target`]), or the last build's tree
-/// ([`warm`]). `Some(Some(what))` where it did, `Some(None)` where there was
+/// ([`warm`]). `Some(Some((what, unchanged)))` where it did (`unchanged`:
+/// the units it left as that build made them), `Some(None)` where there was
 /// none to start from, and `None` where `work` must be copied afresh (what
 /// went wrong is a warning).
 fn start_warm(
@@ -248,11 +259,11 @@ fn start_warm(
     ws: &Workspace,
     last: Option<&LastBuild>,
     result: &mut StepResult,
-) -> Option<Option<&'static str>> {
+) -> Option<Option<(&'static str, warm::Unchanged)>> {
     let (spec, work) = (build.spec, build.work);
     if cargo_target::applies(spec) {
         return match cargo_target::take(build.home, work, &req.bundle, &spec.build[0]) {
-            Ok(took) => Some(took.then_some("cargo's kept target folder")),
+            Ok(took) => Some(took.then(|| ("cargo's kept target folder", Default::default()))),
             Err(why) => {
                 warn(result, why);
                 Some(None)
@@ -274,13 +285,18 @@ fn start_warm(
     }
     let laid = match ws.builds.restore(&last.key, work) {
         Restored::Hit(_) => {
-            warm::touch_sources(work, &[WRAP_DIR, INCREMENTAL_DIR], SystemTime::now())
+            let replay = llvm_inline::in_work(&llvm_inline::replay_file_text(&req.decisions), work);
+            let objects = build.objects.unwrap_or(work);
+            let unchanged = warm::unchanged(&last.units, objects, &replay);
+            let skip = [WRAP_DIR, INCREMENTAL_DIR];
+            warm::touch_sources(work, &skip, &unchanged.sources, SystemTime::now())
+                .map(|()| unchanged)
         }
         Restored::Miss => return Some(None),
         Restored::Damaged(why) => Err(why),
     };
     match laid {
-        Ok(()) => Some(Some("the last build's tree")),
+        Ok(unchanged) => Some(Some(("the last build's tree", unchanged))),
         Err(why) => {
             warn(result, format!("{why}; built from a fresh copy"));
             None

@@ -33,6 +33,8 @@ use std::path::{Path, PathBuf};
 use kiln_protocol::decision::ContentHash;
 use serde::{Deserialize, Serialize};
 
+use super::objects::decisions_key;
+
 /// The variable that tells the rustc wrapper it compiles in a step build
 /// (discovery's builds keep nothing).
 pub const CRATE_CODE_ENV: &str = "KILN_WRAP_CRATE_CODE";
@@ -177,16 +179,7 @@ fn callers(said: &str) -> BTreeSet<&str> {
 
 /// The hash of the replay file's lines whose caller is among `callers`.
 fn decisions_of(replay: &str, callers: &BTreeSet<&str>) -> ContentHash {
-    let mut lines: Vec<&str> = replay
-        .lines()
-        .filter(|line| {
-            line.rsplit_once(" into '")
-                .and_then(|(_, rest)| rest.split('\'').next())
-                .is_some_and(|caller| callers.contains(caller))
-        })
-        .collect();
-    lines.sort_unstable();
-    ContentHash::of(lines.join("\n").as_bytes())
+    decisions_key(&[], replay, |c| callers.contains(c))
 }
 
 /// Removes from the incremental folder `dir` what rustc's code generation

@@ -140,9 +140,12 @@ impl Build<'_> {
     /// Builds under `decisions`: the record (if a build was attempted) and
     /// whether it succeeded and realised the decisions; what the compiler
     /// wrapper found wrong with the object cache goes to `warnings`.
+    /// `kept_log` is what the compiles of the units a warm start left alone
+    /// said ([`warm::unchanged`]): their remarks count as the build's.
     pub(crate) fn run(
         &self,
         warnings: &mut Vec<String>,
+        kept_log: &str,
     ) -> (Option<BuildRecord>, Result<(), StepOutcome>) {
         let (spec, decisions) = (self.spec, self.decisions);
         if spec.build.is_empty() {
@@ -184,7 +187,8 @@ impl Build<'_> {
                 return (None, Err(failed));
             }
         };
-        let log = String::from_utf8_lossy(&finished.kept).into_owned();
+        // The units a warm start left alone say what their compiles said.
+        let log = String::from_utf8_lossy(&finished.kept).into_owned() + kept_log;
         warnings.extend(
             log.lines()
                 .filter(|l| l.starts_with("kiln: ") && l.contains(objects::DAMAGED))

@@ -300,17 +300,27 @@ impl Unit {
     fn key(&self) -> Option<ContentHash> {
         let callers = self.functions()?;
         let replay = std::fs::read_to_string(&self.replay).ok()?;
-        let mut lines: Vec<&str> = replay
-            .lines()
-            .filter(|l| replay_caller(l).is_some_and(|c| callers.contains(c)))
-            .collect();
-        lines.sort_unstable();
-        let mut bytes = self.inputs.0.to_vec();
-        for l in lines {
-            bytes.extend(l.as_bytes());
-            bytes.push(b'\n');
+        Some(decisions_key(&self.inputs.0, &replay, |c| {
+            callers.contains(c)
+        }))
+    }
+
+    /// What a later warm start needs to know of this compile: the unit's
+    /// inputs and key, its source and its object (see [`super::warm`]).
+    pub fn record(&self) -> Option<String> {
+        let cwd = std::env::current_dir().ok()?;
+        let source = self.options.iter().find(|a| is_source(a))?;
+        let at = |p: &Path| lexical(&cwd.join(p)).display().to_string();
+        let (source, object) = (at(Path::new(source)), at(&self.object));
+        // One line a unit: names with a tab or a newline are left out.
+        if [&source, &object].iter().any(|p| p.contains(['\t', '\n'])) {
+            return None;
         }
-        Some(ContentHash::of(&bytes))
+        Some(format!(
+            "{}\t{}\t{source}\t{object}\n",
+            self.inputs,
+            self.key()?
+        ))
     }
 
     /// Puts the object of an earlier compile with the same inputs and
@@ -356,6 +366,62 @@ impl Unit {
         write_whole(&self.dir.join(format!("{key}.sum")), sum.as_bytes());
         evict(&self.dir);
     }
+}
+
+/// The hash of `seed` and the replay file's lines whose caller (the outermost
+/// function of the site) `is_caller` takes, in sorted order: the decisions
+/// of a unit (`seed` its inputs) or of a crate.
+pub(crate) fn decisions_key(
+    seed: &[u8],
+    replay: &str,
+    is_caller: impl Fn(&str) -> bool,
+) -> ContentHash {
+    let mut lines: Vec<&str> = replay
+        .lines()
+        .filter(|l| replay_caller(l).is_some_and(&is_caller))
+        .collect();
+    lines.sort_unstable();
+    let mut bytes = seed.to_vec();
+    for l in lines {
+        bytes.extend(l.as_bytes());
+        bytes.push(b'\n');
+    }
+    ContentHash::of(&bytes)
+}
+
+/// The key under `replay` of the unit whose inputs are `inputs`, its
+/// functions kept in the cache `dir` by an earlier compile (as [`Unit::key`]).
+pub(crate) fn key_of(dir: &Path, inputs: &ContentHash, replay: &str) -> Option<ContentHash> {
+    let names = std::fs::read_to_string(dir.join(format!("{inputs}.names"))).ok()?;
+    let callers: BTreeSet<&str> = names.lines().collect();
+    Some(decisions_key(&inputs.0, replay, |c| callers.contains(c)))
+}
+
+/// The output (remarks) kept in the cache `dir` with the object of `key`,
+/// if the entry is whole (matches its hash).
+pub(crate) fn kept_output(dir: &Path, key: &ContentHash) -> Option<Vec<u8>> {
+    let file = |ext: &str| dir.join(format!("{key}.{ext}"));
+    let sum = std::fs::read_to_string(file("sum")).ok()?;
+    let (object, log) = (
+        std::fs::read(file("o")).ok()?,
+        std::fs::read(file("log")).ok()?,
+    );
+    (entry_hash(&object, &log).to_string() == sum.trim()).then_some(log)
+}
+
+/// `path` without its `.` and `..` parts, read as written (no links followed).
+pub(crate) fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// The inputs' hash a manifest keeps, if every file it lists still hashes as kept.

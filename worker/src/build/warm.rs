@@ -6,23 +6,34 @@
 //! The tree is the last build's outputs as the build cache kept them
 //! before any run wrote into the folder ([`super::cache`]), laid over the
 //! fresh copy of the sources, and only where that build was made in this
-//! same folder (a build system's files name it). Then every source file
-//! in the folder (by its extension: a unit the wrapper compiles) gets one
-//! and the same new time: make compiles each unit again through the
-//! wrapper, which reuses the object of each unit whose decisions did not
-//! change, and no generated file looks older than a source it was made
-//! from. A unit make would not compile again anyway shows: its decisions
-//! would have no remarks, the build fails verification, and the step
-//! builds again from a fresh copy (`step`).
+//! same folder (a build system's files name it). Then every source file in
+//! the folder (by its extension) gets one and the same new time, but those
+//! whose every unit keeps its decisions: make compiles each other unit
+//! again through the wrapper, and no generated file looks older than a
+//! source it was made from.
+//!
+//! The wrapper writes a line for each unit it compiles or reuses in a step
+//! ([`UNITS_FILE`]: its inputs, its key under that step's decisions, its
+//! source and object). A source is left alone when each of its units has
+//! the same key under the next step's decisions, its object is in the tree
+//! and the object cache still holds its output (the remarks that prove its
+//! decisions, which the build's log gets instead of a compile). make then
+//! does not run the compiler for it at all. A unit make would not compile
+//! again that it should have shows: its decisions would have no remarks, or
+//! the old ones, the build fails verification, and the step builds again
+//! from a fresh copy (`step`).
 //!
 //! `KILN_WARM_TREE=off` in the worker's environment starts every build
 //! from the bare sources (for comparisons).
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use kiln_protocol::decision::ContentHash;
+
 use super::env::switched_on;
-use super::objects::is_source;
+use super::objects::{is_source, kept_output, key_of};
 use crate::files::set_times;
 
 /// The worker's variable that, set to `off`, starts no build from the last one's tree.
@@ -33,11 +44,100 @@ pub(crate) fn enabled() -> bool {
     switched_on(WARM_ENV)
 }
 
-/// Gives every source file under `work` (not in its folders named `skip`)
-/// the time `now`.
-pub(crate) fn touch_sources(work: &Path, skip: &[&str], now: SystemTime) -> Result<(), String> {
+/// The variable naming the file where the wrapper writes its units' lines.
+pub const UNITS_ENV: &str = "KILN_WRAP_UNITS";
+
+/// That file, in the build's wrapper folder.
+pub const UNITS_FILE: &str = "units";
+
+/// A unit a step's build compiled or reused, as the wrapper wrote it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct UnitRecord {
+    inputs: ContentHash,
+    /// The unit's key under that step's decisions: its object cache entry.
+    key: ContentHash,
+    source: PathBuf,
+    object: PathBuf,
+}
+
+/// The units the wrapper wrote to `file` (none if there is none); a line
+/// that does not read is left out (its source is then compiled again).
+pub(crate) fn read_units(file: &Path) -> Vec<UnitRecord> {
+    let text = std::fs::read_to_string(file).unwrap_or_default();
+    text.lines()
+        .filter_map(|line| {
+            let mut parts = line.split('\t');
+            let mut hash = || ContentHash::try_from(parts.next()?.to_string()).ok();
+            let (inputs, key) = (hash()?, hash()?);
+            let source = PathBuf::from(parts.next()?);
+            let object = PathBuf::from(parts.next()?);
+            Some(UnitRecord {
+                inputs,
+                key,
+                source,
+                object,
+            })
+        })
+        .collect()
+}
+
+/// What a warm start leaves as the last build made it.
+#[derive(Default)]
+pub(crate) struct Unchanged {
+    /// The sources make need not compile again.
+    pub sources: BTreeSet<PathBuf>,
+    /// Their units, as the next build's own records.
+    pub units: Vec<UnitRecord>,
+    /// Their compiles' output (remarks) and a note for each, for the build's log.
+    pub log: String,
+}
+
+/// Of the last build's `units`, those whose every unit of the same source
+/// keeps its key under `replay` (the next build's replay file's text), has
+/// its object in the tree and its output in the object cache `objects`.
+pub(crate) fn unchanged(units: &[UnitRecord], objects: &Path, replay: &str) -> Unchanged {
+    let mut by_source: BTreeMap<&Path, Vec<&UnitRecord>> = BTreeMap::new();
+    for unit in units {
+        by_source.entry(&unit.source).or_default().push(unit);
+    }
+    let mut out = Unchanged::default();
+    'sources: for (source, units) in by_source {
+        let mut log = String::new();
+        for unit in &units {
+            let same = key_of(objects, &unit.inputs, replay) == Some(unit.key);
+            let output = kept_output(objects, &unit.key).filter(|_| same && unit.object.is_file());
+            let Some(output) = output else {
+                continue 'sources;
+            };
+            log.push_str(&format!(
+                "kiln: {}: {KEPT_IN_TREE}\n{}",
+                source.display(),
+                String::from_utf8_lossy(&output)
+            ));
+        }
+        out.sources.insert(source.to_path_buf());
+        out.units.extend(units.into_iter().cloned());
+        out.log.push_str(&log);
+    }
+    out
+}
+
+/// What the build log says of a unit a warm start left alone.
+pub const KEPT_IN_TREE: &str =
+    "object reused from the last build's tree (its decisions did not change)";
+
+/// Gives every source file under `work` (not in its folders named `skip`,
+/// nor among `keep`) the time `now`.
+pub(crate) fn touch_sources(
+    work: &Path,
+    skip: &[&str],
+    keep: &BTreeSet<PathBuf>,
+    now: SystemTime,
+) -> Result<(), String> {
     let enter = |dir: &Path| !(dir.parent() == Some(work) && skip.iter().any(|s| dir.ends_with(s)));
-    let source = |file: &Path| file.file_name().is_some_and(|n| is_source(&n.into()));
+    let source = |file: &Path| {
+        file.file_name().is_some_and(|n| is_source(&n.into())) && !keep.contains(file)
+    };
     set_times(work, now, &enter, &source)
 }
 
@@ -45,6 +145,29 @@ pub(crate) fn touch_sources(work: &Path, skip: &[&str], now: SystemTime) -> Resu
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn the_wrappers_unit_lines_read_back_and_a_bad_line_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(UNITS_FILE);
+        let (a, b) = (ContentHash::of(b"a"), ContentHash::of(b"b"));
+        fs::write(
+            &file,
+            format!("{a}\t{b}\t/w/x.c\t/w/x.o\nnot a line\n{a}\t{b}\t/w/y.c\n"),
+        )
+        .unwrap();
+        let units = read_units(&file);
+        assert_eq!(
+            units,
+            [UnitRecord {
+                inputs: a,
+                key: b,
+                source: "/w/x.c".into(),
+                object: "/w/x.o".into(),
+            }]
+        );
+        assert!(read_units(&dir.path().join("none")).is_empty());
+    }
 
     #[test]
     fn only_source_files_outside_the_skipped_folders_get_the_time() {
@@ -63,12 +186,14 @@ mod tests {
             fs::write(&path, "").unwrap();
         }
         let then = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
-        touch_sources(work, &["kiln"], then).unwrap();
+        let keep = BTreeSet::from([work.join("sub/kept.c")]);
+        fs::write(work.join("sub/kept.c"), "").unwrap();
+        touch_sources(work, &["kiln"], &keep, then).unwrap();
         let time = |f: &str| fs::metadata(work.join(f)).unwrap().modified().unwrap();
         for touched in ["a.c", "sub/b.cpp", "gen/parse.c"] {
             assert_eq!(time(touched), then, "{touched}");
         }
-        for kept in ["sub/b.h", "Makefile", "kiln/c.c"] {
+        for kept in ["sub/b.h", "Makefile", "kiln/c.c", "sub/kept.c"] {
             assert_ne!(time(kept), then, "{kept}");
         }
     }

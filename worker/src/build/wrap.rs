@@ -26,9 +26,11 @@ use kiln_protocol::config::benchmark::Compiler;
 
 use crate::build::crates::{self, Code, Crate, CODE_AGAIN, CODE_KEPT, CRATE_CODE_ENV};
 use crate::build::objects::{
-    default_object, is_source, Restore, Unit, FROM_IR, FROM_IR_ENV, NOT_FROM_IR, OBJECTS_ENV,
+    default_object, is_source, lexical, Restore, Unit, FROM_IR, FROM_IR_ENV, NOT_FROM_IR,
+    OBJECTS_ENV,
 };
 use crate::build::split::{self, Split};
+use crate::build::warm::{UNITS_ENV, UNITS_FILE};
 
 /// The flags to add, as a JSON list of strings.
 const FLAGS_ENV: &str = "KILN_WRAP_FLAGS";
@@ -147,6 +149,7 @@ pub fn prepare(
                 std::fs::create_dir_all(objects)
                     .map_err(|e| format!("cannot create {}: {e}", objects.display()))?;
                 env.push((OBJECTS_ENV.into(), objects.display().to_string()));
+                env.push((UNITS_ENV.into(), dir.join(UNITS_FILE).display().to_string()));
                 if from_ir_enabled() {
                     env.push((FROM_IR_ENV.into(), "1".into()));
                 }
@@ -192,21 +195,6 @@ pub fn program_env(run: &[String], work: &Path) -> Option<(String, String)> {
     let program = run.first().filter(|p| p.contains('/'))?;
     let path = lexical(&work.join(program));
     (!path.exists()).then(|| (PROGRAM_ENV.to_string(), path.display().to_string()))
-}
-
-/// `path` with its `.` and `..` components resolved as written.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// Whether a clang invocation compiles and links a program in one command
@@ -451,7 +439,22 @@ pub fn run_if_wrapped() {
         }
         Some(Restore::Miss) | None => None,
     };
+    // A warm start's next build leaves this unit alone while its key stays.
+    let record = |unit: &Unit| {
+        if let (Some(file), Some(line)) = (std::env::var_os(UNITS_ENV), unit.record()) {
+            use std::io::Write;
+            let appended = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file);
+            // One write a line: make's compiles side by side do not interleave.
+            let _ = appended.and_then(|mut f| f.write_all(line.as_bytes()));
+        }
+    };
     if let Some(log) = restored {
+        if let Some(unit) = &unit {
+            record(unit);
+        }
         let note = format!(
             "kiln: {}: object reused (the same source and decisions)\n",
             sources(&args)
@@ -557,6 +560,7 @@ pub fn run_if_wrapped() {
     }
     if let Some(unit) = unit.filter(|_| output.status.success()) {
         unit.keep(&output.stderr);
+        record(&unit);
     }
     if let (Some(krate), Some(code)) = (&krate, code) {
         match code {
