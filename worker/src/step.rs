@@ -287,7 +287,7 @@ fn start_warm(
         Restored::Hit(_) => {
             let replay = llvm_inline::in_work(&llvm_inline::replay_file_text(&req.decisions), work);
             let objects = build.objects.unwrap_or(work);
-            let unchanged = warm::unchanged(&last.units, objects, &replay);
+            let unchanged = warm::unchanged(&last.units, work, objects, &replay);
             let skip = [WRAP_DIR, INCREMENTAL_DIR];
             warm::touch_sources(work, &skip, &unchanged.sources, SystemTime::now())
                 .map(|()| unchanged)

@@ -92,10 +92,16 @@ pub(crate) struct Unchanged {
     pub log: String,
 }
 
-/// Of the last build's `units`, those whose every unit of the same source
-/// keeps its key under `replay` (the next build's replay file's text), has
-/// its object in the tree and its output in the object cache `objects`.
-pub(crate) fn unchanged(units: &[UnitRecord], objects: &Path, replay: &str) -> Unchanged {
+/// Of the last build's `units` in `work`, those whose every unit of the
+/// same source keeps its key under `replay` (the next build's replay file's
+/// text), has its object in the tree and its output in the object cache
+/// `objects`.
+pub(crate) fn unchanged(
+    units: &[UnitRecord],
+    work: &Path,
+    objects: &Path,
+    replay: &str,
+) -> Unchanged {
     let mut by_source: BTreeMap<&Path, Vec<&UnitRecord>> = BTreeMap::new();
     for unit in units {
         by_source.entry(&unit.source).or_default().push(unit);
@@ -111,7 +117,7 @@ pub(crate) fn unchanged(units: &[UnitRecord], objects: &Path, replay: &str) -> U
             };
             log.push_str(&format!(
                 "kiln: {}: {KEPT_IN_TREE}\n{}",
-                source.display(),
+                source.strip_prefix(work).unwrap_or(source).display(),
                 String::from_utf8_lossy(&output)
             ));
         }
