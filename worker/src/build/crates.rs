@@ -67,6 +67,8 @@ pub enum Code<'a> {
 pub struct Crate {
     /// The crate's own incremental folder.
     dir: PathBuf,
+    /// The step's replay file.
+    replay: PathBuf,
     /// The hash of its decisions under this step's replay file, once known.
     decisions: Option<ContentHash>,
     record: Option<Record>,
@@ -84,7 +86,10 @@ impl Crate {
     /// this makes the crate's own folder; none without an incremental folder
     /// or a replay file among the flags.
     pub fn of(args: &[OsString], flags: &mut [String]) -> Option<Crate> {
-        let replay = Self::replay(flags)?;
+        let replay = flags.iter().find_map(|f| {
+            f.strip_prefix("llvm-args=-cgscc-inline-replay=")
+                .map(PathBuf::from)
+        })?;
         let incremental = flags.iter_mut().find(|f| f.starts_with("incremental="))?;
         let mut command = Vec::new();
         for a in args {
@@ -98,11 +103,12 @@ impl Crate {
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
         let decisions = record.as_ref().and_then(|r| {
-            let replay = fs::read_to_string(&replay).ok()?;
-            Some(decisions_of(&replay, &callers(&r.said)))
+            let text = fs::read_to_string(&replay).ok()?;
+            Some(decisions_of(&text, &callers(&r.said)))
         });
         Some(Crate {
             dir,
+            replay,
             decisions,
             record,
         })
@@ -120,9 +126,9 @@ impl Crate {
     }
 
     /// Keeps what a successful compile said, with the decisions it realised.
-    pub fn keep(&self, replay: &Path, said: &[u8]) {
+    pub fn keep(&self, said: &[u8]) {
         let said = String::from_utf8_lossy(said).into_owned();
-        let Ok(text) = fs::read_to_string(replay) else {
+        let Ok(text) = fs::read_to_string(&self.replay) else {
             return;
         };
         let record = Record {
@@ -136,14 +142,6 @@ impl Crate {
         if fs::create_dir_all(&self.dir).is_ok() && fs::write(&tmp, bytes).is_ok() {
             let _ = fs::rename(&tmp, self.dir.join(RECORD_FILE));
         }
-    }
-
-    /// The replay file among kiln's flags.
-    pub fn replay(flags: &[String]) -> Option<PathBuf> {
-        flags.iter().find_map(|f| {
-            f.strip_prefix("llvm-args=-cgscc-inline-replay=")
-                .map(PathBuf::from)
-        })
     }
 }
 

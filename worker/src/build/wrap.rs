@@ -575,9 +575,7 @@ pub fn run_if_wrapped() {
                     notes.push_str(&format!("kiln: {unit_name}: {CODE_AGAIN}\n"));
                     output.stderr = crates::without_removal_warnings(&output.stderr);
                 }
-                if let Some(replay) = Crate::replay(&flags) {
-                    krate.keep(&replay, &output.stderr);
-                }
+                krate.keep(&output.stderr);
             }
         }
     }
