@@ -47,6 +47,10 @@ pub struct BuildCache {
     next_temp: AtomicU64,
     /// The kept files hashed in this session: their stamp then, and hash.
     hashed: Mutex<HashMap<PathBuf, (Stamp, ContentHash)>>,
+    /// The bytes of each entry read or kept in this session: an entry's
+    /// record holds its replay file (a megabyte on a large program), and
+    /// eviction after every keep would otherwise read all of them again.
+    sizes: Mutex<HashMap<PathBuf, u64>>,
 }
 
 /// A cached build's record, the size of its files, and what each kept file
@@ -87,6 +91,7 @@ impl BuildCache {
             root,
             next_temp: AtomicU64::new(0),
             hashed: Mutex::default(),
+            sizes: Mutex::default(),
         })
     }
 
@@ -154,7 +159,10 @@ impl BuildCache {
             let json = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
             fs::write(temp.join(RECORD), json).map_err(|e| e.to_string())?;
             match fs::rename(&temp, &dest) {
-                Ok(()) => Ok(()),
+                Ok(()) => {
+                    lock(&self.sizes).insert(dest.clone(), entry.bytes);
+                    Ok(())
+                }
                 // Kept meanwhile by another slot: the same build.
                 Err(_) if dest.is_dir() => Ok(()),
                 Err(e) => Err(format!("cannot move {} into place: {e}", temp.display())),
@@ -173,14 +181,22 @@ impl BuildCache {
         let Ok(dir) = fs::read_dir(&self.root) else {
             return;
         };
+        let mut sizes = lock(&self.sizes);
         let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = dir
             .flatten()
             .filter_map(|e| {
                 let path = e.path();
                 let used = e.metadata().ok()?.modified().ok()?;
-                let entry: Entry =
-                    serde_json::from_slice(&fs::read(path.join(RECORD)).ok()?).ok()?;
-                Some((used, entry.bytes, path))
+                let bytes = match sizes.get(&path) {
+                    Some(&bytes) => bytes,
+                    None => {
+                        let entry: Entry =
+                            serde_json::from_slice(&fs::read(path.join(RECORD)).ok()?).ok()?;
+                        sizes.insert(path.clone(), entry.bytes);
+                        entry.bytes
+                    }
+                };
+                Some((used, bytes, path))
             })
             .collect();
         entries.sort_by_key(|e| std::cmp::Reverse(e.0));
@@ -189,9 +205,16 @@ impl BuildCache {
             total += bytes;
             if i >= MAX_ENTRIES || total > MAX_BYTES {
                 let _ = fs::remove_dir_all(path);
+                sizes.remove(path);
             }
         }
     }
+}
+
+/// The memo behind `m`, also after a panic elsewhere held it (each entry
+/// is written whole).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A path relative to a build's folder as the record keys it.
@@ -301,11 +324,7 @@ fn copy_outputs(
                 };
                 let mode = meta.permissions().mode();
                 let stamp = Stamp::of(&meta);
-                let known = hashed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&from)
-                    .copied();
+                let known = lock(hashed).get(&from).copied();
                 let found = match known {
                     Some((then, hash)) if then == stamp => {
                         copy_unread(&from, &to, mode).map_err(failed)?;
@@ -315,10 +334,7 @@ fn copy_outputs(
                         // The stamp from before the read: a change while it is read
                         // gives the file another, and the next restore hashes it again.
                         let hash = copy_hashed(&from, &to, mode).map_err(failed)?;
-                        hashed
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(from.clone(), (stamp, hash));
+                        lock(hashed).insert(from.clone(), (stamp, hash));
                         hash
                     }
                 };

@@ -33,7 +33,7 @@ use std::path::{Path, PathBuf};
 use kiln_protocol::decision::ContentHash;
 use serde::{Deserialize, Serialize};
 
-use super::objects::decisions_key;
+use super::objects::ReplayLines;
 
 /// The variable that tells the rustc wrapper it compiles in a step build
 /// (discovery's builds keep nothing).
@@ -177,7 +177,7 @@ fn callers(said: &str) -> BTreeSet<&str> {
 
 /// The hash of the replay file's lines whose caller is among `callers`.
 fn decisions_of(replay: &str, callers: &BTreeSet<&str>) -> ContentHash {
-    decisions_key(&[], replay, |c| callers.contains(c))
+    ReplayLines::new(replay).key(&[], callers.iter().copied())
 }
 
 /// Removes from the incremental folder `dir` what rustc's code generation

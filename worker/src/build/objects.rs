@@ -26,7 +26,7 @@
 //! unit whose kept IR does not compile is compiled whole, and the build log
 //! says so ([`NOT_FROM_IR`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -300,9 +300,8 @@ impl Unit {
     fn key(&self) -> Option<ContentHash> {
         let callers = self.functions()?;
         let replay = std::fs::read_to_string(&self.replay).ok()?;
-        Some(decisions_key(&self.inputs.0, &replay, |c| {
-            callers.contains(c)
-        }))
+        let callers = callers.iter().map(String::as_str);
+        Some(ReplayLines::new(&replay).key(&self.inputs.0, callers))
     }
 
     /// What a later warm start needs to know of this compile: the unit's
@@ -368,33 +367,55 @@ impl Unit {
     }
 }
 
-/// The hash of `seed` and the replay file's lines whose caller (the outermost
-/// function of the site) `is_caller` takes, in sorted order: the decisions
-/// of a unit (`seed` its inputs) or of a crate.
-pub(crate) fn decisions_key(
-    seed: &[u8],
-    replay: &str,
-    is_caller: impl Fn(&str) -> bool,
-) -> ContentHash {
-    let mut lines: Vec<&str> = replay
-        .lines()
-        .filter(|l| replay_caller(l).is_some_and(&is_caller))
-        .collect();
-    lines.sort_unstable();
-    let mut bytes = seed.to_vec();
-    for l in lines {
-        bytes.extend(l.as_bytes());
-        bytes.push(b'\n');
+/// A replay file's lines by their caller (the outermost function of the
+/// site), read once for the keys of many units: a large program's replay
+/// file has thousands of lines, and a warm start keys each of its units.
+pub(crate) struct ReplayLines<'a>(HashMap<&'a str, Vec<&'a str>>);
+
+impl<'a> ReplayLines<'a> {
+    pub(crate) fn new(replay: &'a str) -> Self {
+        let mut by_caller: HashMap<&str, Vec<&str>> = HashMap::new();
+        for line in replay.lines() {
+            if let Some(caller) = replay_caller(line) {
+                by_caller.entry(caller).or_default().push(line);
+            }
+        }
+        ReplayLines(by_caller)
     }
-    ContentHash::of(&bytes)
+
+    /// The hash of `seed` and the lines whose caller is among `callers`, in
+    /// sorted order: the decisions of a unit (`seed` its inputs) or of a crate.
+    pub(crate) fn key<'c>(
+        &self,
+        seed: &[u8],
+        callers: impl IntoIterator<Item = &'c str>,
+    ) -> ContentHash {
+        let callers: BTreeSet<&str> = callers.into_iter().collect();
+        let mut lines: Vec<&str> = callers
+            .into_iter()
+            .filter_map(|c| self.0.get(c))
+            .flatten()
+            .copied()
+            .collect();
+        lines.sort_unstable();
+        let mut bytes = seed.to_vec();
+        for l in lines {
+            bytes.extend(l.as_bytes());
+            bytes.push(b'\n');
+        }
+        ContentHash::of(&bytes)
+    }
 }
 
 /// The key under `replay` of the unit whose inputs are `inputs`, its
 /// functions kept in the cache `dir` by an earlier compile (as [`Unit::key`]).
-pub(crate) fn key_of(dir: &Path, inputs: &ContentHash, replay: &str) -> Option<ContentHash> {
+pub(crate) fn key_of(
+    dir: &Path,
+    inputs: &ContentHash,
+    replay: &ReplayLines,
+) -> Option<ContentHash> {
     let names = std::fs::read_to_string(dir.join(format!("{inputs}.names"))).ok()?;
-    let callers: BTreeSet<&str> = names.lines().collect();
-    Some(decisions_key(&inputs.0, replay, |c| callers.contains(c)))
+    Some(replay.key(&inputs.0, names.lines()))
 }
 
 /// The output (remarks) kept in the cache `dir` with the object of `key`,
@@ -700,5 +721,28 @@ mod tests {
         assert_eq!(replay_caller(inline), Some("main"));
         assert_eq!(replay_caller(not), Some("work"));
         assert_eq!(replay_caller("garbage"), None);
+    }
+
+    #[test]
+    fn a_units_key_takes_its_callers_lines_in_any_order_and_no_others() {
+        let line = |callee: &str, caller: &str| {
+            format!("x: '{callee}' inlined into '{caller}' at callsite {caller}:1:2;\n")
+        };
+        let (a, b, c) = (line("f", "main"), line("g", "work"), line("h", "other"));
+        let key = |replay: &str, callers: &[&str]| {
+            ReplayLines::new(replay).key(b"inputs", callers.iter().copied())
+        };
+        let mine = key(&format!("{a}{b}"), &["main", "work"]);
+        assert_eq!(
+            key(&format!("{b}{c}{a}garbage\n"), &["work", "main", "work"]),
+            mine
+        );
+        assert_ne!(key(&format!("{a}{c}"), &["main", "work"]), mine);
+        let flipped = b.replace("inlined", "will not be inlined");
+        assert_ne!(key(&format!("{a}{flipped}"), &["main", "work"]), mine);
+        assert_ne!(
+            ReplayLines::new(&format!("{a}{b}")).key(b"other", ["main", "work"]),
+            mine
+        );
     }
 }

@@ -33,7 +33,7 @@ use std::time::SystemTime;
 use kiln_protocol::decision::ContentHash;
 
 use super::env::switched_on;
-use super::objects::{is_source, kept_output, key_of};
+use super::objects::{is_source, kept_output, key_of, ReplayLines};
 use crate::files::set_times;
 
 /// The worker's variable that, set to `off`, starts no build from the last one's tree.
@@ -106,11 +106,12 @@ pub(crate) fn unchanged(
     for unit in units {
         by_source.entry(&unit.source).or_default().push(unit);
     }
+    let replay = ReplayLines::new(replay);
     let mut out = Unchanged::default();
     'sources: for (source, units) in by_source {
         let mut log = String::new();
         for unit in &units {
-            let same = key_of(objects, &unit.inputs, replay) == Some(unit.key);
+            let same = key_of(objects, &unit.inputs, &replay) == Some(unit.key);
             let output = kept_output(objects, &unit.key).filter(|_| same && unit.object.is_file());
             let Some(output) = output else {
                 continue 'sources;
