@@ -33,6 +33,7 @@ use std::path::{Path, PathBuf};
 use kiln_protocol::decision::ContentHash;
 use serde::{Deserialize, Serialize};
 
+use super::llvm_inline::REPLAY_FLAG;
 use super::objects::ReplayLines;
 
 /// The variable that tells the rustc wrapper it compiles in a step build
@@ -87,7 +88,8 @@ impl Crate {
     /// or a replay file among the flags.
     pub fn of(args: &[OsString], flags: &mut [String]) -> Option<Crate> {
         let replay = flags.iter().find_map(|f| {
-            f.strip_prefix("llvm-args=-cgscc-inline-replay=")
+            f.strip_prefix("llvm-args=")?
+                .strip_prefix(REPLAY_FLAG)
                 .map(PathBuf::from)
         })?;
         let incremental = flags.iter_mut().find(|f| f.starts_with("incremental="))?;

@@ -33,6 +33,8 @@ use std::process::Command;
 
 use kiln_protocol::decision::ContentHash;
 
+use super::llvm_inline::REPLAY_FLAG;
+
 /// The folder of the cache, given to the wrapper by the worker.
 pub const OBJECTS_ENV: &str = "KILN_WRAP_OBJECTS";
 
@@ -109,7 +111,7 @@ impl Unit {
     pub fn of(dir: &Path, program: &Path, args: &[OsString], flags: &[String]) -> Option<Unit> {
         let replay = flags
             .iter()
-            .find_map(|f| f.strip_prefix("-cgscc-inline-replay="))
+            .find_map(|f| f.strip_prefix(REPLAY_FLAG))
             .map(PathBuf::from)?;
         let out = args.iter().position(|a| a == "-o")?;
         let object = PathBuf::from(args.get(out + 1)?);
@@ -152,10 +154,7 @@ impl Unit {
         bytes.extend(meta.len().to_le_bytes());
         bytes.extend(modified.as_nanos().to_le_bytes());
         // kiln's flags but the replay file's path (a slot's own): its lines count instead.
-        for f in flags
-            .iter()
-            .filter(|f| !f.starts_with("-cgscc-inline-replay="))
-        {
+        for f in flags.iter().filter(|f| !f.starts_with(REPLAY_FLAG)) {
             bytes.extend(f.as_bytes());
             bytes.push(0);
         }

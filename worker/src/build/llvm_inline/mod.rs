@@ -118,6 +118,9 @@ pub fn replay_file_text(decisions: &DecisionSet) -> String {
     out
 }
 
+/// LLVM's option naming the replay file (after `-mllvm` or `-C llvm-args=`).
+pub(crate) const REPLAY_FLAG: &str = "-cgscc-inline-replay=";
+
 /// Extra arguments appended to the benchmark's build command for a build under a replay file:
 /// line tables, the replay file with scope Module, the fallback and inline remarks.
 ///
@@ -132,7 +135,7 @@ pub fn replay_build_args(
     incremental_dir: &Path,
 ) -> Vec<String> {
     let llvm = [
-        format!("-cgscc-inline-replay={}", replay_file.display()),
+        format!("{REPLAY_FLAG}{}", replay_file.display()),
         "-cgscc-inline-replay-scope=Module".to_string(),
         format!("-cgscc-inline-replay-fallback={}", fallback.llvm_name()),
     ];
