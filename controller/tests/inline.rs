@@ -1074,7 +1074,37 @@ fn a_make_step_starts_from_the_last_builds_tree_and_its_binaries_equal_fresh_bui
         warm.iter().any(|b| b.log.contains(left)),
         "no step left a unit alone"
     );
+    // Its runs write nothing into the folder: each build starts in it as it is.
+    let in_place = "the build started from the last build's tree, in place";
+    for build in &warm {
+        assert!(build.log.contains(in_place), "{}", build.log);
+    }
     assert_same_binaries(&warm, &fresh);
+
+    // A run that spoils an object in the folder: the next build starts from
+    // a fresh copy with the last build's outputs laid over it, not in place
+    // (in place, make would link the spoilt object, the link would fail and
+    // the step would build again from a fresh copy, whose log says no warm
+    // start). Its run is the shell, so its steps record no binary's hash.
+    let spoiling = config.replace(
+        r#"(run ("./bench" "3000"))"#,
+        r#"(run ("sh" "-c" "./bench 3000 && echo spoilt > main.o"))"#,
+    );
+    assert_ne!(spoiling, config);
+    let laid = builds_with(
+        dir.path(),
+        &spoiling,
+        "cpp",
+        ("KILN_WARM_TREE", "on"),
+        "store-spoilt",
+    );
+    for build in &laid {
+        let log = &build.log;
+        assert!(
+            log.contains("the build started from the last build's tree") && !log.contains(in_place),
+            "{log}"
+        );
+    }
 }
 
 /// Where clang cannot compile IR, a changed unit is compiled whole (today's

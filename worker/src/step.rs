@@ -5,7 +5,7 @@ use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kiln_protocol::bundle::is_confined_path;
-use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler, OutputCheck};
+use kiln_protocol::config::benchmark::{BenchmarkSpec, OutputCheck};
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest, StepResult};
 
@@ -39,6 +39,8 @@ struct LastBuild {
     bundle: ContentHash,
     /// The units its build compiled or left alone under the clang wrapper ([`warm`]).
     units: Vec<warm::UnitRecord>,
+    /// The work folder as the build left it, where a next build may start in it ([`warm`]).
+    tree: Option<warm::TreeStamps>,
 }
 
 /// Builds, runs and measures one step in its slot.
@@ -139,10 +141,21 @@ fn step_inner(
             cargo_target::put_aside(&slot_dir, &work, &req.bundle);
         }
         let fresh = || fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions);
-        fresh().map_err(reject)?;
-        let cached = match spec.build.is_empty() {
-            true => Restored::Miss,
-            false => ws.builds.restore(&key, &work),
+        let skip = [WRAP_DIR, INCREMENTAL_DIR];
+        // The last build's tree, untouched by its runs, where no kept build
+        // of these decisions is to be laid over a fresh copy instead.
+        let in_place = last.as_ref().is_some_and(|last| {
+            !ws.builds.holds(&key) && last.tree.as_ref().is_some_and(|t| t.still_in(&work, &skip))
+        });
+        let cached = if in_place {
+            warm::reopen(&work, &skip, spec, &req.decisions).map_err(reject)?;
+            Restored::Miss
+        } else {
+            fresh().map_err(reject)?;
+            match spec.build.is_empty() {
+                true => Restored::Miss,
+                false => ws.builds.restore(&key, &work),
+            }
         };
         let cached = match cached {
             Restored::Hit(record) => Some(record),
@@ -167,14 +180,18 @@ fn step_inner(
                 cpus: &req.cpus,
                 cancel,
                 objects: Some(&objects),
+                replay: Default::default(),
             };
-            let started_warm = start_warm(&build, req, ws, last.as_ref(), result);
+            let started_warm = start_warm(&build, req, ws, last.as_ref(), in_place, result);
             if started_warm.is_none() {
                 fresh().map_err(reject)?;
             }
             let (from, mut unchanged) = started_warm.flatten().unzip();
-            let kept_log = unchanged.as_ref().map_or("", |u| u.log.as_str());
-            let (mut record, mut built) = build.run(&mut result.warnings, kept_log);
+            let kept_log = match (from, &unchanged) {
+                (Some(from), Some(u)) => format!("kiln: {STARTED_FROM} {from}\n{}", u.log),
+                _ => String::new(),
+            };
+            let (mut record, mut built) = build.run(&mut result.warnings, &kept_log);
             // A build that fails from a warm start is done again from the
             // bare sources: the failure is the step's own only if that fails too.
             if let (Err(_), Some(from)) = (&built, from) {
@@ -193,7 +210,6 @@ fn step_inner(
             built?;
             // Kept before any run can write into the work folder.
             if let Some(record) = &result.build {
-                let skip = [WRAP_DIR, INCREMENTAL_DIR];
                 if let Err(e) = ws.builds.keep(&key, &bundle_dir, &work, &skip, record) {
                     tracing::warn!("cannot keep the build of step {}: {e}", req.id);
                 }
@@ -206,6 +222,9 @@ fn step_inner(
                 benchmark: spec.name.clone(),
                 bundle: req.bundle,
                 units,
+                tree: warm::applies(spec)
+                    .then(|| warm::TreeStamps::of(&work, &skip).ok())
+                    .flatten(),
             });
         }
     }
@@ -246,7 +265,8 @@ fn step_inner(
     }
 }
 
-/// Starts the build in `work`, a fresh copy of the sources, from the slot's
+/// Starts the build in `work`, a fresh copy of the sources (or, `in_place`,
+/// the last build's tree as it left it), from the slot's
 /// `last` build of the same benchmark and sources where it can: cargo's
 /// kept target folder ([`cargo_target`]), or the last build's tree
 /// ([`warm`]). `Some(Some((what, unchanged)))` where it did (`unchanged`:
@@ -258,6 +278,7 @@ fn start_warm(
     req: &StepRequest,
     ws: &Workspace,
     last: Option<&LastBuild>,
+    in_place: bool,
     result: &mut StepResult,
 ) -> Option<Option<(&'static str, warm::Unchanged)>> {
     let (spec, work) = (build.spec, build.work);
@@ -270,39 +291,39 @@ fn start_warm(
             }
         };
     }
-    let clang = matches!(
-        spec.kind,
-        BenchmarkKind::LlvmInline {
-            compiler: Compiler::Clang,
-            ..
-        }
-    );
-    let Some(last) = last.filter(|_| clang && build.wrapped() && warm::enabled()) else {
+    let Some(last) = last.filter(|_| warm::applies(spec)) else {
         return Some(None);
     };
-    if ws.builds.built_in(&last.key).as_deref() != Some(work) {
+    let laid = if in_place {
+        Ok("the last build's tree, in place")
+    } else if ws.builds.built_in(&last.key).as_deref() != Some(work) {
         return Some(None);
-    }
-    let laid = match ws.builds.restore(&last.key, work) {
-        Restored::Hit(_) => {
-            let replay = llvm_inline::in_work(&llvm_inline::replay_file_text(&req.decisions), work);
-            let objects = build.objects.unwrap_or(work);
-            let unchanged = warm::unchanged(&last.units, work, objects, &replay);
-            let skip = [WRAP_DIR, INCREMENTAL_DIR];
-            warm::touch_sources(work, &skip, &unchanged.sources, SystemTime::now())
-                .map(|()| unchanged)
+    } else {
+        match ws.builds.restore(&last.key, work) {
+            Restored::Hit(_) => Ok("the last build's tree"),
+            Restored::Miss => return Some(None),
+            Restored::Damaged(why) => Err(why),
         }
-        Restored::Miss => return Some(None),
-        Restored::Damaged(why) => Err(why),
     };
+    let laid = laid.and_then(|from| {
+        let replay = llvm_inline::in_work(build.replay_text(), work);
+        let objects = build.objects.unwrap_or(work);
+        let unchanged = warm::unchanged(&last.units, work, objects, &replay);
+        let skip = [WRAP_DIR, INCREMENTAL_DIR];
+        warm::touch_sources(work, &skip, &unchanged.sources, SystemTime::now())
+            .map(|()| (from, unchanged))
+    });
     match laid {
-        Ok(unchanged) => Some(Some(("the last build's tree", unchanged))),
+        Ok(started) => Some(Some(started)),
         Err(why) => {
             warn(result, format!("{why}; built from a fresh copy"));
             None
         }
     }
 }
+
+/// What the build log says of a build that started warm, and from what.
+pub const STARTED_FROM: &str = "the build started from";
 
 /// Notes a problem the step worked around, in its result and the worker's log.
 fn warn(result: &mut StepResult, warning: String) {

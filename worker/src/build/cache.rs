@@ -11,7 +11,9 @@
 //! ([`Restored::Damaged`]), and the step builds afresh. A file is hashed once
 //! a session: restored again with the [`Stamp`] it had when it was hashed, it
 //! is copied unread (a 64 MiB binary restored in a step of four 0.3 s runs
-//! cost the step 11 % when hashed every time).
+//! cost the step 11 % when hashed every time); so is a work folder's output
+//! kept again as it was (a build that started in the last one's tree and
+//! left the unit alone).
 //!
 //! Entries are written into a temporary folder and renamed into place, as the
 //! bundle cache does; the least recently used go once the cache holds more
@@ -45,7 +47,8 @@ const FILES: &str = "files";
 pub struct BuildCache {
     root: PathBuf,
     next_temp: AtomicU64,
-    /// The kept files hashed in this session: their stamp then, and hash.
+    /// The files hashed in this session (kept ones, and outputs in work
+    /// folders as they were kept): their stamp then, and hash.
     hashed: Mutex<HashMap<PathBuf, (Stamp, ContentHash)>>,
     /// The bytes of each entry read or kept in this session: an entry's
     /// record holds its replay file (a megabyte on a large program), and
@@ -125,6 +128,11 @@ impl BuildCache {
         }
     }
 
+    /// Whether the build `key` is kept (unchecked: [`Self::restore`] checks it).
+    pub fn holds(&self, key: &ContentHash) -> bool {
+        self.root.join(key.to_string()).join(RECORD).is_file()
+    }
+
     /// The work folder the cached build `key` was made in, if it is cached.
     pub fn built_in(&self, key: &ContentHash) -> Option<PathBuf> {
         let bytes = fs::read(self.root.join(key.to_string()).join(RECORD)).ok()?;
@@ -155,7 +163,14 @@ impl BuildCache {
                 links: BTreeMap::new(),
                 built_in: Some(work.to_path_buf()),
             };
-            collect_outputs(bundle_dir, work, &temp.join(FILES), skip, &mut entry)?;
+            collect_outputs(
+                bundle_dir,
+                work,
+                &temp.join(FILES),
+                skip,
+                &mut entry,
+                &self.hashed,
+            )?;
             let json = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
             fs::write(temp.join(RECORD), json).map_err(|e| e.to_string())?;
             match fs::rename(&temp, &dest) {
@@ -225,13 +240,16 @@ fn key_of(rel: &Path) -> Result<String, String> {
 }
 
 /// Copies into `dest` every file and link of `work` that `bundle_dir` lacks
-/// or holds with other contents, recording each in `entry`.
+/// or holds with other contents, recording each in `entry`. A file kept
+/// before with the stamp it has now (a build that started in the last one's
+/// tree left it alone) is copied unread, its hash known from `hashed`.
 fn collect_outputs(
     bundle_dir: &Path,
     work: &Path,
     dest: &Path,
     skip: &[&str],
     entry: &mut Entry,
+    hashed: &Mutex<HashMap<PathBuf, (Stamp, ContentHash)>>,
 ) -> Result<(), String> {
     let mut stack = vec![PathBuf::new()];
     fs::create_dir_all(dest).map_err(|e| format!("cannot create {}: {e}", dest.display()))?;
@@ -262,7 +280,8 @@ fn collect_outputs(
             } else if meta.is_file() && !same_contents(&bundle_dir.join(&rel), &from, &meta) {
                 fs::create_dir_all(to.parent().unwrap_or(dest)).map_err(made)?;
                 let mode = meta.permissions().mode();
-                let hash = copy_hashed(&from, &to, mode).map_err(made)?;
+                let hash =
+                    copy_memoised(&from, &to, mode, Stamp::of(&meta), hashed).map_err(made)?;
                 entry.bytes += meta.len();
                 entry.files.insert(key_of(&rel)?, hash);
             }
@@ -278,6 +297,32 @@ fn same_contents(original: &Path, file: &Path, meta: &fs::Metadata) -> bool {
             matches!((fs::read(original), fs::read(file)), (Ok(a), Ok(b)) if a == b)
         }
         _ => false,
+    }
+}
+
+/// Copies `from` (of stamp `stamp`) to `to`, returning its content hash:
+/// unread where `hashed` holds its hash at that stamp, else hashed as it is
+/// copied and remembered.
+fn copy_memoised(
+    from: &Path,
+    to: &Path,
+    mode: u32,
+    stamp: Stamp,
+    hashed: &Mutex<HashMap<PathBuf, (Stamp, ContentHash)>>,
+) -> io::Result<ContentHash> {
+    let known = lock(hashed).get(from).copied();
+    match known {
+        Some((then, hash)) if then == stamp => {
+            copy_unread(from, to, mode)?;
+            Ok(hash)
+        }
+        _ => {
+            // The stamp from before the read: a change while it is read
+            // gives the file another, and the next copy hashes it again.
+            let hash = copy_hashed(from, to, mode)?;
+            lock(hashed).insert(from.to_path_buf(), (stamp, hash));
+            Ok(hash)
+        }
     }
 }
 
@@ -323,21 +368,8 @@ fn copy_outputs(
                     return Err(format!("{key} was not kept with the build"));
                 };
                 let mode = meta.permissions().mode();
-                let stamp = Stamp::of(&meta);
-                let known = lock(hashed).get(&from).copied();
-                let found = match known {
-                    Some((then, hash)) if then == stamp => {
-                        copy_unread(&from, &to, mode).map_err(failed)?;
-                        hash
-                    }
-                    _ => {
-                        // The stamp from before the read: a change while it is read
-                        // gives the file another, and the next restore hashes it again.
-                        let hash = copy_hashed(&from, &to, mode).map_err(failed)?;
-                        lock(hashed).insert(from.clone(), (stamp, hash));
-                        hash
-                    }
-                };
+                let found =
+                    copy_memoised(&from, &to, mode, Stamp::of(&meta), hashed).map_err(failed)?;
                 if found != *kept {
                     return Err(format!(
                         "{key} holds other bytes than were kept ({} bytes now, content hash {} \

@@ -134,9 +134,18 @@ pub(crate) struct Build<'a> {
     pub(crate) cancel: &'a CancelToken,
     /// The per-unit object cache of step builds (see [`objects`]); none in discovery.
     pub(crate) objects: Option<&'a Path>,
+    /// The decisions' replay file text, made once (a megabyte on a large
+    /// program): a warm start keys the units by it, and the build writes it.
+    pub(crate) replay: std::cell::OnceCell<String>,
 }
 
 impl Build<'_> {
+    /// The decisions as an LLVM replay file ([`llvm_inline::replay_file_text`]).
+    pub(crate) fn replay_text(&self) -> &str {
+        self.replay
+            .get_or_init(|| llvm_inline::replay_file_text(self.decisions))
+    }
+
     /// Builds under `decisions`: the record (if a build was attempted) and
     /// whether it succeeded and realised the decisions; what the compiler
     /// wrapper found wrong with the object cache goes to `warnings`.
@@ -155,9 +164,9 @@ impl Build<'_> {
         let mut replay_text = None;
         let mut front_end_kept = false;
         if let BenchmarkKind::LlvmInline { compiler, fallback } = &spec.kind {
-            let text = llvm_inline::replay_file_text(decisions);
+            let text = self.replay_text();
             let replay = self.work.join(REPLAY_FILE);
-            let in_work = llvm_inline::in_work(&text, self.work);
+            let in_work = llvm_inline::in_work(text, self.work);
             if let Err(reason) = check_llvm_args_path(*compiler, &replay) {
                 return (None, Err(StepOutcome::Rejected { reason }));
             }
@@ -171,7 +180,7 @@ impl Build<'_> {
                 Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
             }
             flags = llvm_inline::replay_build_args(*compiler, &replay, *fallback, &incr);
-            replay_text = Some(text);
+            replay_text = Some(text.to_string());
         }
         let launch = match self.launch(flags, None) {
             Ok(launch) => launch,

@@ -77,6 +77,7 @@ fn discover_in(
         cpus: &[],
         cancel,
         objects: None,
+        replay: Default::default(),
     };
     let ir_dir = dir.join("ir");
     fresh_dir(&ws.rundir, &ir_dir)?;
