@@ -531,6 +531,35 @@ fn a_cargo_dependency_is_built_once_a_slot_and_the_binaries_equal_fresh_builds()
     assert_same_binaries(&kept, &fresh);
 }
 
+/// A dependency crate opted in to decisions does not cost its benchmark the
+/// kept target: cargo compiles that crate again every step (kiln removes
+/// its fingerprint), with the step's decisions verified from its remarks,
+/// and each binary is the one a build from a fresh copy makes of the same
+/// decisions.
+#[test]
+fn an_opted_in_dependency_crate_is_compiled_again_every_step_from_the_kept_target() {
+    if !have("cargo") {
+        return skip("cargo is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let config = app_with_helper_campaign(dir.path(), 6).replace(
+        "(timeout-s 60)",
+        "(timeout-s 60) (dependency-crates (\"helper\"))",
+    );
+    let keep = "KILN_KEEP_CARGO_TARGET";
+    let fresh = builds_with(dir.path(), &config, "app", (keep, "off"), "store-fresh");
+    let kept = builds_with(dir.path(), &config, "app", (keep, "on"), "store-kept");
+    for build in &kept {
+        let log = &build.log;
+        assert!(log.contains("incremental folder kept"), "{log}");
+        assert!(log.contains("Compiling helper v0.1.0"), "{log}");
+        assert!(log.contains("kiln: crate helper: code"), "{log}");
+    }
+    let distinct: std::collections::BTreeSet<_> = kept.iter().map(|b| b.binary).collect();
+    assert!(distinct.len() >= 2, "every step built the same binary");
+    assert_same_binaries(&kept, &fresh);
+}
+
 /// In a workspace of two crates, a step that changes the decisions of one
 /// crate generates that crate's code again (its front end from rustc's kept
 /// incremental folder) and reuses the other's; every decision is verified

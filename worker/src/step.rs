@@ -283,7 +283,8 @@ fn start_warm(
 ) -> Option<Option<(&'static str, warm::Unchanged)>> {
     let (spec, work) = (build.spec, build.work);
     if cargo_target::applies(spec) {
-        return match cargo_target::take(build.home, work, &req.bundle, &spec.build[0]) {
+        let crates = &spec.dependency_crates;
+        return match cargo_target::take(build.home, work, &req.bundle, &spec.build[0], crates) {
             Ok(took) => Some(took.then(|| ("cargo's kept target folder", Default::default()))),
             Err(why) => {
                 warn(result, why);

@@ -18,9 +18,15 @@
 //! the workspace's crates run their front end once per source state, and a
 //! crate whose decisions did not change keeps its code ([`super::crates`]).
 //!
-//! A benchmark whose `dependency-crates` take decisions keeps no target
-//! (cargo would take those crates for unchanged), nor does a worker with
-//! `KILN_KEEP_CARGO_TARGET=off` in its environment (for comparisons).
+//! A benchmark whose `dependency-crates` take decisions keeps its target
+//! too, but cargo would take those crates for unchanged whatever their
+//! replay lines: their fingerprints are removed when the target is taken
+//! back, so cargo compiles them again (through the wrapper, which keeps a
+//! crate's code where its decisions did not change, as for the workspace's
+//! crates) and, their outputs being newer, the crates that depend on them;
+//! every other dependency stays built. A worker with
+//! `KILN_KEEP_CARGO_TARGET=off` in its environment keeps no target (for
+//! comparisons).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -51,7 +57,7 @@ pub(crate) fn applies(spec: &BenchmarkSpec) -> bool {
             ..
         }
     );
-    rustc && built_by_cargo(spec) && spec.dependency_crates.is_empty() && switched_on(KEEP_ENV)
+    rustc && built_by_cargo(spec) && switched_on(KEEP_ENV)
 }
 
 /// Puts `work/target`, made by a successful build of `bundle`'s sources,
@@ -71,13 +77,15 @@ pub(crate) fn put_aside(slot_dir: &Path, work: &Path, bundle: &ContentHash) {
 }
 
 /// Moves the target kept in `slot_dir` for `bundle` into `work` (a fresh
-/// copy of its sources) and gives the workspace members' files a new time;
+/// copy of its sources), gives the workspace members' files a new time and
+/// removes the fingerprints of the `dependency_crates` that take decisions;
 /// whether it did. An error leaves `work` without a target.
 pub(crate) fn take(
     slot_dir: &Path,
     work: &Path,
     bundle: &ContentHash,
     cargo: &str,
+    dependency_crates: &[String],
 ) -> Result<bool, String> {
     let kept = slot_dir.join(KEPT_DIR);
     let target = work.join("target");
@@ -90,19 +98,62 @@ pub(crate) fn take(
     // Without it, rustc runs its front end again: slower, not different.
     let _ = fs::rename(kept.join(KEPT_INCREMENTAL), work.join(INCREMENTAL_DIR));
     let _ = fs::remove_dir_all(&kept);
-    let touched = members(work, cargo).and_then(|roots| {
-        let now = std::time::SystemTime::now();
-        // A package nested in a member is a member touched as a root of
-        // its own, or not the workspace's.
-        let enter = |dir: &Path| !(dir.ends_with("target") || dir.join("Cargo.toml").is_file());
-        roots
-            .iter()
-            .try_for_each(|root| set_times(root, now, &enter, &|_| true))
-    });
+    let touched = forget(&target, dependency_crates)
+        .and_then(|()| members(work, cargo))
+        .and_then(|roots| {
+            let now = std::time::SystemTime::now();
+            // A package nested in a member is a member touched as a root of
+            // its own, or not the workspace's.
+            let enter = |dir: &Path| !(dir.ends_with("target") || dir.join("Cargo.toml").is_file());
+            roots
+                .iter()
+                .try_for_each(|root| set_times(root, now, &enter, &|_| true))
+        });
     touched.map(|()| true).map_err(|why| {
         let _ = fs::remove_dir_all(&target);
         format!("cargo's kept target folder not used: {why}")
     })
+}
+
+/// Removes cargo's fingerprints of the `crates` (by crate name: `-` and `_`
+/// alike) from every profile's `.fingerprint` folder under `target` (and
+/// under a target triple's folder).
+fn forget(target: &Path, crates: &[String]) -> Result<(), String> {
+    if crates.is_empty() {
+        return Ok(());
+    }
+    let name = |s: &str| s.replace('-', "_");
+    let wanted: Vec<String> = crates.iter().map(|c| name(c)).collect();
+    let listed = |dir: &Path| -> Vec<PathBuf> {
+        fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect()
+    };
+    let profiles = listed(target)
+        .into_iter()
+        .flat_map(|dir| std::iter::once(dir.clone()).chain(listed(&dir)));
+    for fingerprints in profiles
+        .map(|p| p.join(".fingerprint"))
+        .filter(|d| d.is_dir())
+    {
+        for entry in listed(&fingerprints) {
+            // `PACKAGE-HASH`, one for the library and one for a build script.
+            let package = entry
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.rsplit_once('-'))
+                .map(|(package, _)| name(package));
+            if package.is_some_and(|p| wanted.contains(&p)) {
+                fs::remove_dir_all(&entry)
+                    .map_err(|e| format!("cannot remove {}: {e}", entry.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Makes `dir` a build's incremental folder: the one the slot's last build
