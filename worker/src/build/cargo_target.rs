@@ -115,9 +115,9 @@ pub(crate) fn take(
     })
 }
 
-/// Removes cargo's fingerprints of the `crates` (by crate name: `-` and `_`
-/// alike) from every profile's `.fingerprint` folder under `target` (and
-/// under a target triple's folder).
+/// Removes cargo's fingerprints of the `crates`' libraries (by crate name:
+/// `-` and `_` alike) from every profile's `.fingerprint` folder under
+/// `target` (and under a target triple's folder).
 fn forget(target: &Path, crates: &[String]) -> Result<(), String> {
     if crates.is_empty() {
         return Ok(());
@@ -141,13 +141,26 @@ fn forget(target: &Path, crates: &[String]) -> Result<(), String> {
         .filter(|d| d.is_dir())
     {
         for entry in listed(&fingerprints) {
-            // `PACKAGE-HASH`, one for the library and one for a build script.
+            // `PACKAGE-HASH`, one for the library (holding `lib-CRATE`) and
+            // one for each of a build script's compile and run, which stay:
+            // what a -sys crate's script builds takes no rustc decisions.
             let package = entry
                 .file_name()
                 .and_then(|n| n.to_str())
                 .and_then(|n| n.rsplit_once('-'))
                 .map(|(package, _)| name(package));
-            if package.is_some_and(|p| wanted.contains(&p)) {
+            let library = || {
+                fs::read_dir(&entry)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .any(|f| {
+                        f.file_name()
+                            .to_str()
+                            .is_some_and(|n| n.starts_with("lib-"))
+                    })
+            };
+            if package.is_some_and(|p| wanted.contains(&p)) && library() {
                 fs::remove_dir_all(&entry)
                     .map_err(|e| format!("cannot remove {}: {e}", entry.display()))?;
             }
@@ -208,5 +221,46 @@ fn members(work: &Path, cargo: &str) -> Result<Vec<PathBuf>, String> {
     match roots.is_empty() {
         true => Err(format!("{cargo} metadata names no workspace member")),
         false => Ok(roots),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_opted_in_crates_library_fingerprints_go_in_every_profile() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path();
+        let fingerprint = |profile: &str, entry: &str, file: &str| {
+            let path = target.join(profile).join(".fingerprint").join(entry);
+            fs::create_dir_all(&path).unwrap();
+            fs::write(path.join(file), "").unwrap();
+            path
+        };
+        let gone = [
+            fingerprint("release", "zstd-sys-aaa", "lib-zstd_sys"),
+            fingerprint(
+                "x86_64-unknown-linux-gnu/release",
+                "zstd-sys-ddd",
+                "lib-zstd_sys",
+            ),
+        ];
+        let kept = [
+            fingerprint("release", "zstd-sys-bbb", "build-script-build-script-build"),
+            fingerprint(
+                "release",
+                "zstd-sys-eee",
+                "run-build-script-build-script-build",
+            ),
+            fingerprint("release", "zstd-fff", "lib-zstd"),
+        ];
+        forget(target, &["zstd_sys".to_string()]).unwrap();
+        for path in gone {
+            assert!(!path.exists(), "{}", path.display());
+        }
+        for path in kept {
+            assert!(path.exists(), "{}", path.display());
+        }
     }
 }
