@@ -297,10 +297,8 @@ fn start_warm(
     };
     let laid = if in_place {
         Ok("the last build's tree, in place")
-    } else if ws.builds.built_in(&last.key).as_deref() != Some(work) {
-        return Some(None);
     } else {
-        match ws.builds.restore(&last.key, work) {
+        match ws.builds.restore_built_here(&last.key, work) {
             Restored::Hit(_) => Ok("the last build's tree"),
             Restored::Miss => return Some(None),
             Restored::Damaged(why) => Err(why),

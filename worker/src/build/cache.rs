@@ -101,6 +101,21 @@ impl BuildCache {
     /// Lays the outputs of the build `key` over `work` (a fresh copy of the
     /// bundle), checking each against its recorded hash.
     pub fn restore(&self, key: &ContentHash, work: &Path) -> Restored {
+        self.restore_if(key, work, |_| true)
+    }
+
+    /// [`Self::restore`], only where the build `key` was made in `work`
+    /// itself (else [`Restored::Miss`]): a warm build's start.
+    pub fn restore_built_here(&self, key: &ContentHash, work: &Path) -> Restored {
+        self.restore_if(key, work, |entry| entry.built_in.as_deref() == Some(work))
+    }
+
+    fn restore_if(
+        &self,
+        key: &ContentHash,
+        work: &Path,
+        wanted: impl Fn(&Entry) -> bool,
+    ) -> Restored {
         let dir = self.root.join(key.to_string());
         let Ok(bytes) = fs::read(dir.join(RECORD)) else {
             return Restored::Miss;
@@ -110,6 +125,9 @@ impl BuildCache {
             let _ = fs::remove_dir_all(&dir);
             return Restored::Miss;
         };
+        if !wanted(&entry) {
+            return Restored::Miss;
+        }
         match copy_outputs(&dir.join(FILES), work, &entry, &self.hashed) {
             Ok(()) => {
                 // Recently used: the last to be evicted.
@@ -131,12 +149,6 @@ impl BuildCache {
     /// Whether the build `key` is kept (unchecked: [`Self::restore`] checks it).
     pub fn holds(&self, key: &ContentHash) -> bool {
         self.root.join(key.to_string()).join(RECORD).is_file()
-    }
-
-    /// The work folder the cached build `key` was made in, if it is cached.
-    pub fn built_in(&self, key: &ContentHash) -> Option<PathBuf> {
-        let bytes = fs::read(self.root.join(key.to_string()).join(RECORD)).ok()?;
-        serde_json::from_slice::<Entry>(&bytes).ok()?.built_in
     }
 
     /// Keeps what the build in `work` made or changed, compared with the
