@@ -411,7 +411,7 @@ pub fn run_if_wrapped() {
     };
     // What the messages call the unit: its sources, or a Rust crate's name.
     let unit_name = match is_rustc_wrapper {
-        true => format!("crate {}", crate_name(&args)),
+        true => crate_label(&args),
         false => sources(&args),
     };
     // Left behind if the build is killed mid-compile: it then names the unit.
@@ -689,6 +689,21 @@ fn opted_in(crate_name: &str) -> bool {
         .any(|c| c.replace('-', "_") == crate_name)
 }
 
+/// What messages call the crate a rustc invocation compiles: `crate NAME`,
+/// with its kind where it is not a library (`crate brotli (bin)`), since a
+/// package's library and binary often share a name.
+fn crate_label(args: &[OsString]) -> String {
+    let kind = match args.iter().position(|a| a == "--crate-type") {
+        Some(i) => args.get(i + 1).map(|k| k.to_string_lossy().into_owned()),
+        // cargo compiles a test target with `--test` and no type.
+        None => args.iter().any(|a| a == "--test").then(|| "test".into()),
+    };
+    match kind.filter(|k| !k.ends_with("lib")) {
+        Some(kind) => format!("crate {} ({kind})", crate_name(args)),
+        None => format!("crate {}", crate_name(args)),
+    }
+}
+
 /// The crate a rustc invocation compiles (`___` when cargo only asks what
 /// rustc can do; empty without `--crate-name`).
 fn crate_name(args: &[OsString]) -> String {
@@ -742,6 +757,24 @@ mod tests {
         assert!(!compiles(&args(&["lvm.o", "lapi.o", "-o", "lua", "-lm"])));
         assert!(!compiles(&args(&["--version"])));
         assert!(!compiles(&args(&["-Wl,-soname,x.c"])));
+    }
+
+    #[test]
+    fn a_crate_is_named_with_its_kind_unless_it_is_a_library() {
+        let args = |a: &[&str]| a.iter().map(OsString::from).collect::<Vec<_>>();
+        let rustc = |more: &[&str]| {
+            crate_label(&args(
+                &[&["--crate-name", "brotli", "--edition=2015"], more].concat(),
+            ))
+        };
+        assert_eq!(rustc(&["--crate-type", "lib"]), "crate brotli");
+        assert_eq!(rustc(&["--crate-type", "rlib"]), "crate brotli");
+        assert_eq!(rustc(&["--crate-type", "bin"]), "crate brotli (bin)");
+        assert_eq!(
+            rustc(&["--crate-type", "proc-macro"]),
+            "crate brotli (proc-macro)"
+        );
+        assert_eq!(rustc(&["--test"]), "crate brotli (test)");
     }
 
     /// A worker whose binary was replaced while it ran refuses to wrap compilers (its links
