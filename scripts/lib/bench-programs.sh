@@ -13,6 +13,11 @@ program_spec() {
         '("./target/release/examples/toml2json" "input.toml")' rustc ;;
     brotli) printf '%s\n' "$real/brotli" '("cargo" "build" "--release")' \
         '("./target/release/brotli" "-c" "-q9" "src/enc/encode.rs")' rustc ;;
+    # brotli with its release profile's fat LTO off: what its step costs when
+    # the whole program is not optimised again at every link (another program:
+    # its decisions are not brotli's under LTO).
+    brotli-no-lto) printf '%s\n' "$real/brotli" '("cargo" "build" "--release")' \
+        '("./target/release/brotli" "-c" "-q9" "src/enc/encode.rs")' rustc '("CARGO_PROFILE_RELEASE_LTO" "false")' ;;
     # Its library is shared: the run takes the one built, not the system's.
     bzip2) printf '%s\n' "$real/bzip2" '("make" "-j2" "CC=clang" "bzip2")' '("./bzip2" "-9" "-c" "sample1.ref")' clang \
         '("LD_LIBRARY_PATH" ".")' ;;
@@ -30,7 +35,7 @@ program_spec() {
 # The steps a campaign over PROGRAM takes: SQLite's and brotli's builds take
 # a minute, so at most 4.
 program_steps() {
-    case $1 in sqlite | brotli) echo $(($2 < 4 ? $2 : 4)) ;; *) echo "$2" ;; esac
+    case $1 in sqlite | brotli | brotli-no-lto) echo $(($2 < 4 ? $2 : 4)) ;; *) echo "$2" ;; esac
 }
 
 # Writes PROGRAM's sources into DIR/src, a campaign of STEPS one-flip steps

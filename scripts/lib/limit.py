@@ -21,6 +21,22 @@ real tool. Then, in the folder that build made:
   Compiles, and commands that take none of each other's outputs, run side by
   side, as `make -j` runs them.
 
+For cargo (rustc) the build runs with this file as cargo's
+RUSTC_WORKSPACE_WRAPPER, named `kiln-rustc` as the worker's wrapper is (cargo
+hashes the wrapper's name into every symbol name, and the step's replay file
+names functions by their symbols), and records the rustc commands of the
+workspace's crates with their environment.
+`prepare` compiles each once with the flags kiln gives a step's rustc (one
+codegen unit, an incremental folder of its own, remarks, the replay file at one
+path); `loop` then, for the crates kiln's step generated code for again (listed
+as `crate:NAME`, or `crate:NAME (KIND)` where it is not a library, as kiln's
+build log names them), copies the step's replay file to that path, removes from
+their incremental folders what code generation made (as kiln's worker does),
+and runs them and every crate that takes their output (a binary's link: with
+fat LTO, the whole program's optimisation), side by side where they do not
+depend on each other. The front end comes from rustc's incremental cache: no
+cargo, no copy, nothing stored.
+
 STEPS is a file of lines `REPLAY-FILE<TAB>UNIT,UNIT...`. The loop's objects are
 the last ones it compiled: a unit whose decisions went back to earlier ones
 without kiln compiling it keeps the newer object, so the loop's program is a
@@ -28,6 +44,7 @@ timing bound, not a check of kiln's.
 """
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,6 +53,10 @@ import time
 RECORD_ENV = "LIMIT_RECORD"
 TOOLS = ["clang", "clang++", "cc", "c++", "ar", "ranlib",
          "llvm-ar", "llvm-ar-14", "llvm-ranlib", "llvm-ranlib-14"]
+WORKSPACE_WRAPPER = "kiln-rustc"
+# The files of an incremental session that hold rustc's front end's work
+# (worker/src/build/crates.rs); the rest is code generation's.
+FRONT_END_FILES = {"dep-graph.bin", "query-cache.bin", "work-products.bin"}
 COMPILERS = {"clang": "clang", "clang++": "clang++", "cc": "clang", "c++": "clang++"}
 ARCHIVERS = {"ar", "llvm-ar", "llvm-ar-14"}
 SOURCE_EXTENSIONS = {"c", "cc", "cpp", "cxx", "c++", "C", "m", "mm"}
@@ -59,7 +80,17 @@ def is_source(arg):
 def record(tool, args):
     with open(os.environ[RECORD_ENV], "a") as log:
         log.write(json.dumps({"cwd": os.getcwd(), "tool": tool, "args": args}) + "\n")
-    os.execv(real(tool), [tool] + args)
+    # The real tool's path as its name: gcc finds its own files from it.
+    os.execv(real(tool), [real(tool)] + args)
+
+
+def record_rustc(rustc, args):
+    """Records a workspace crate's rustc command (not cargo's questions to rustc)."""
+    if "--crate-name" in args and any(a.endswith(".rs") for a in args):
+        env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "CARGO_MAKEFLAGS", "MFLAGS")}
+        with open(os.environ[RECORD_ENV], "a") as log:
+            log.write(json.dumps({"cwd": os.getcwd(), "tool": "rustc", "rustc": rustc, "args": args, "env": env}) + "\n")
+    os.execv(rustc, [rustc] + args)
 
 
 def absolute(cwd, path):
@@ -84,6 +115,8 @@ def plan(records):
     units, commands = [], []
     for r in records:
         cwd, args = r["cwd"], r["args"]
+        if r["tool"] == "rustc":
+            continue
         sources = [a for a in args if is_source(a)]
         if r["tool"] in COMPILERS and sources:
             if any(a in ("-E", "-S") for a in args):
@@ -143,6 +176,68 @@ def backend(unit, replay):
             + ["-Wno-unused-command-line-argument", "-c", "-x", "ir", unit["bitcode"], "-o", unit["object"]], unit["cwd"])
 
 
+def rustc_flags(replay, incremental):
+    """The flags kiln gives a step's rustc (worker/src/build/llvm_inline)."""
+    options = ["debuginfo=line-tables-only", "codegen-units=1", f"incremental={incremental}", "remark=inline",
+               f"llvm-args=-cgscc-inline-replay={replay}", "llvm-args=-cgscc-inline-replay-scope=Module",
+               "llvm-args=-cgscc-inline-replay-fallback=NeverInline"]
+    return [flag for option in options for flag in ("-C", option)]
+
+
+def option(args, name):
+    return args[args.index(name) + 1] if name in args else None
+
+
+def crates(records, state, replay):
+    """The workspace's rustc commands, in the build's order, with what each makes and takes."""
+    out = []
+    for i, r in enumerate(x for x in records if x["tool"] == "rustc"):
+        args, cwd = r["args"], r["cwd"]
+        name = option(args, "--crate-name")
+        extra = next((a[len("extra-filename="):] for a in args if a.startswith("extra-filename=")), "")
+        folder = absolute(cwd, option(args, "--out-dir") or ".")
+        kind = option(args, "--crate-type") or ("test" if "--test" in args else "bin")
+        binary = kind in ("bin", "test")
+        makes = ([os.path.join(folder, f"{name}{extra}")] if binary else
+                 [os.path.join(folder, f"lib{name}{extra}.{ext}") for ext in ("rlib", "rmeta")])
+        takes = [absolute(cwd, v.split("=", 1)[1]) for k, v in zip(args, args[1:]) if k == "--extern" and "=" in v]
+        incremental = os.path.join(state, "incremental", str(i))
+        # As kiln's build log names it (worker/src/build/wrap.rs).
+        label = name if kind.endswith("lib") else f"{name} ({kind})"
+        out.append({"name": name, "label": label, "cwd": cwd, "env": r["env"], "makes": makes, "takes": takes, "binary": binary,
+                    "incremental": incremental, "argv": [r["rustc"]] + args + rustc_flags(replay, incremental)})
+    return out
+
+
+def run_crates(batch):
+    """Runs rustc commands side by side; a binary is then put where cargo puts it (the profile's folder)."""
+    started = [(c, subprocess.Popen(c["argv"], cwd=c["cwd"], env=c["env"], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.PIPE)) for c in batch]
+    for c, process in started:
+        _, err = process.communicate()
+        if process.returncode != 0:
+            sys.exit(f"limit: rustc for crate {c['label']} failed: {err.decode(errors='replace')[-2000:]}")
+        if c["binary"]:
+            # deps/NAME-HASH is linked as NAME beside deps, examples/NAME-HASH as examples/NAME.
+            made = c["makes"][0]
+            folder = os.path.dirname(made)
+            if os.path.basename(folder) == "deps":
+                folder = os.path.dirname(folder)
+            uplifted = os.path.join(folder, c["name"])
+            if os.path.lexists(uplifted):
+                os.remove(uplifted)
+            os.link(made, uplifted)
+
+
+def forget_codegen(incremental):
+    """Removes what code generation made from an incremental folder (crates.rs's forget_codegen)."""
+    for krate in filter(os.path.isdir, (os.path.join(incremental, d) for d in os.listdir(incremental))):
+        for session in filter(os.path.isdir, (os.path.join(krate, d) for d in os.listdir(krate))):
+            for f in os.listdir(session):
+                if f not in FRONT_END_FILES:
+                    os.remove(os.path.join(session, f))
+
+
 def prepare(work):
     state = os.path.join(work, ".limit")
     records = [json.loads(line) for line in open(os.path.join(state, "record.jsonl"))]
@@ -154,8 +249,13 @@ def prepare(work):
         run([real(unit["compiler"])] + unit["options"] + flags(empty)
             + ["-Xclang", "-disable-llvm-optzns", "-emit-llvm", "-c", unit["source"], "-o", unit["bitcode"]], unit["cwd"])
         run(*backend(unit, empty))
-    json.dump({"units": units, "commands": commands}, open(os.path.join(state, "plan.json"), "w"), indent=1)
-    print(f"limit: {len(units)} units, {len(commands)} archive and link commands")
+    replay = os.path.join(state, "replay.txt")
+    open(replay, "w").close()
+    rust = crates(records, state, replay)
+    for c in rust:
+        run_crates([c])
+    json.dump({"units": units, "commands": commands, "crates": rust, "replay": replay}, open(os.path.join(state, "plan.json"), "w"), indent=1)
+    print(f"limit: {len(units)} units, {len(commands)} archive and link commands, {len(rust)} crates")
 
 
 def inputs(command):
@@ -202,7 +302,11 @@ def loop(work, steps_file, run_argv):
     took = []
     for replay, changed in steps:
         started = time.monotonic()
-        units = [unit_named(p["units"], name) for name in filter(None, changed.split(","))]
+        names = list(filter(None, changed.split(",")))
+        if p["crates"]:
+            crate_step(p, replay, {n[len("crate:"):] for n in names if n.startswith("crate:")})
+            names = [n for n in names if not n.startswith("crate:")]
+        units = [unit_named(p["units"], name) for name in names]
         run_all([backend(unit, replay) for unit in units])
         made = {unit["object"] for unit in units}
         # Commands that take a changed output, in the build's order; those
@@ -227,15 +331,35 @@ def loop(work, steps_file, run_argv):
     print(f"{statistics.median(took):.3f}")
 
 
+def crate_step(p, replay, again):
+    """A step's rustc commands: the crates labelled `again`, then every crate that takes their outputs."""
+    shutil.copyfile(replay, p["replay"])
+    batch, batch_makes, made = [], set(), set()
+    for c in p["crates"]:
+        if c["label"] not in again and not set(c["takes"]) & made:
+            continue
+        if set(c["takes"]) & batch_makes:
+            run_crates(batch)
+            batch, batch_makes = [], set()
+        if c["label"] in again:
+            forget_codegen(c["incremental"])
+        batch.append(c)
+        batch_makes |= set(c["makes"])
+        made |= set(c["makes"])
+    run_crates(batch)
+
+
 def main():
     name = os.path.basename(sys.argv[0])
     if name in TOOLS:
         record(name, sys.argv[1:])
+    if name == WORKSPACE_WRAPPER:
+        record_rustc(sys.argv[1], sys.argv[2:])
     command = sys.argv[1] if len(sys.argv) > 1 else ""
     if command == "tools":
         folder = sys.argv[2]
         os.makedirs(folder, exist_ok=True)
-        for tool in TOOLS:
+        for tool in TOOLS + [WORKSPACE_WRAPPER]:
             link = os.path.join(folder, tool)
             if os.path.lexists(link):
                 os.remove(link)
