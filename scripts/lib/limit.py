@@ -12,8 +12,8 @@ real tool. Then, in the folder that build made:
   unit per source and a link of their objects, as kiln's wrapper splits it.
   Compiles whose folder or source is gone (a configure script's tests) are
   left out.
-- `loop STEPS` does what each step must, back to back, and prints the median
-  seconds a step: for the units kiln's step compiled (its build log names them), the
+- `loop STEPS` does what each step must, back to back, and prints each step's
+  seconds, a line each: for the units kiln's step compiled (its build log names them), the
   optimiser and code generator from the kept bitcode with the step's replay
   file; then each recorded archive or link command whose inputs include an
   output made this step (an archive is written afresh), in the build's order;
@@ -45,7 +45,6 @@ timing bound, not a check of kiln's.
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -299,7 +298,6 @@ def loop(work, steps_file, run_argv):
     state = os.path.join(work, ".limit")
     p = json.load(open(os.path.join(state, "plan.json")))
     steps = [line.rstrip("\n").split("\t") for line in open(steps_file) if line.strip()]
-    took = []
     for replay, changed in steps:
         started = time.monotonic()
         names = list(filter(None, changed.split(",")))
@@ -327,8 +325,7 @@ def loop(work, steps_file, run_argv):
             made |= makes
         run_all(batch)
         run(run_argv, work)
-        took.append(time.monotonic() - started)
-    print(f"{statistics.median(took):.3f}")
+        print(f"{time.monotonic() - started:.3f}", flush=True)
 
 
 def crate_step(p, replay, again):
