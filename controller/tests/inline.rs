@@ -877,6 +877,39 @@ fn discovery_bounds_a_one_command_build_and_names_the_units_that_fell_back() {
     );
 }
 
+/// A unit that does not compile at all fails discovery with the compiler's own
+/// error, not a note that its compile with every call inlined passed its limits
+/// and fell back to the stock decisions (which fail as well).
+#[test]
+fn a_unit_that_does_not_compile_fails_discovery_with_its_own_error() {
+    if !have("clang") {
+        return skip("needs clang");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("b");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(
+        src.join("main.c"),
+        "int main(void) { return missing_name; }\n",
+    )
+    .unwrap();
+    let config = r#"(campaign (name broken) (store "store")
+  (experiments ((benchmark b) (search (random-walk (steps 1)))))
+  (benchmarks ((name b) (kind llvm-inline) (sources "b") (build ("clang" "-O2" "main.c" "-o" "bench"))
+    (run ("./bench")) (build-timeout-s 300)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("c.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["sites", "c.sexp", "b"]);
+    let said = text(&out);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("use of undeclared identifier 'missing_name'"),
+        "{said}"
+    );
+    assert!(!said.contains("with every call inlined"), "{said}");
+}
+
 /// A two-unit C++ program whose hot code is templates, built by make with
 /// clang++. `KILN_FLAGS` is empty under kiln (its wrapper adds the flags);
 /// the plain build below passes them itself.

@@ -515,14 +515,19 @@ pub fn run_if_wrapped() {
             } else {
                 // What the failed compile said (remarks of a part of the unit) is dropped.
                 let mut again = run(command(&flag_list(FALLBACK_ENV, &fallback)));
-                let why = format!(
-                    "failed ({}) within its limits ({} GiB, {cpu_s} s of CPU)",
-                    first.status,
-                    LIMIT_BYTES >> 30
-                );
-                let note =
-                    format!("{FELL_BACK_START}{unit_name}{FELL_BACK_MIDDLE}{why}{FELL_BACK_END}\n");
-                again.stderr.splice(0..0, note.into_bytes());
+                // A unit that does not compile with the stock decisions either is
+                // broken, not bounded: its own errors are what the build says.
+                if again.status.success() {
+                    let why = format!(
+                        "failed ({}) within its limits ({} GiB, {cpu_s} s of CPU)",
+                        first.status,
+                        LIMIT_BYTES >> 30
+                    );
+                    let note = format!(
+                        "{FELL_BACK_START}{unit_name}{FELL_BACK_MIDDLE}{why}{FELL_BACK_END}\n"
+                    );
+                    again.stderr.splice(0..0, note.into_bytes());
+                }
                 again
             }
         }
