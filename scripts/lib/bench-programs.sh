@@ -13,6 +13,10 @@ program_spec() {
         '("./target/release/examples/toml2json" "input.toml")' rustc ;;
     brotli) printf '%s\n' "$real/brotli" '("cargo" "build" "--release")' \
         '("./target/release/brotli" "-c" "-q9" "src/enc/encode.rs")' rustc ;;
+    # brotli as shipped (fat LTO), building only the binary the run takes: a
+    # step links one whole program, not two (catbrotli's sites are not run).
+    brotli-bin) printf '%s\n' "$real/brotli" '("cargo" "build" "--release" "--bin" "brotli")' \
+        '("./target/release/brotli" "-c" "-q9" "src/enc/encode.rs")' rustc ;;
     # brotli with its release profile's fat LTO off: what its step costs when
     # the whole program is not optimised again at every link (another program:
     # its decisions are not brotli's under LTO).
@@ -35,7 +39,7 @@ program_spec() {
 # The steps a campaign over PROGRAM takes: SQLite's and brotli's builds take
 # a minute, so at most 4.
 program_steps() {
-    case $1 in sqlite | brotli | brotli-no-lto) echo $(($2 < 4 ? $2 : 4)) ;; *) echo "$2" ;; esac
+    case $1 in sqlite | brotli | brotli-bin | brotli-no-lto) echo $(($2 < 4 ? $2 : 4)) ;; *) echo "$2" ;; esac
 }
 
 # Writes PROGRAM's sources into DIR/src, a campaign of STEPS one-flip steps
