@@ -194,13 +194,16 @@ fn step_inner(
             let (mut record, mut built) = build.run(&mut result.warnings, &kept_log);
             // A build that fails from a warm start is done again from the
             // bare sources: the failure is the step's own only if that fails too.
-            if let (Err(_), Some(from)) = (&built, from) {
+            if let (Err(failed), Some(from)) = (&built, from) {
+                // Said with the warning: the fresh build's log replaces the failed one's.
+                let said = failed.reason().unwrap_or_default();
                 fresh().map_err(reject)?;
                 unchanged = None;
                 (record, built) = build.run(&mut result.warnings, "");
                 if built.is_ok() {
-                    let why =
-                        format!("the build from {from} failed, and from a fresh copy it did not");
+                    let why = format!(
+                        "the build from {from} failed ({said}), and from a fresh copy it did not"
+                    );
                     warn(result, why);
                 }
             }
