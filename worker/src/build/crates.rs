@@ -6,8 +6,12 @@
 //! of its own inside the build's (`INCREMENTAL/<key>`, the key a hash of the
 //! crate's command line, which cargo keeps the same from step to step), and
 //! keeps there, after a compile that succeeded, what rustc said (its remarks
-//! among it) and the crate's decisions: the replay file's lines whose caller
-//! (the outermost function of a site) is a function the crate's remarks name.
+//! among it), the functions its remarks name as callers, and the crate's
+//! decisions: the replay file's lines whose caller (the outermost function of
+//! a site) is a function the crate's remarks name, or one that no crate of
+//! the build names. A call the replay file decides not to inline gets no
+//! remark, so a function whose every call stayed out is in no crate's list;
+//! its lines count for every crate, and a flip of one compiles each again.
 //! The next compile of the crate in that folder (the slot's kept incremental
 //! folder, see [`super::cargo_target`]):
 //!
@@ -47,6 +51,10 @@ const FRONT_END_FILES: &[&str] = &["dep-graph.bin", "query-cache.bin", "work-pro
 
 /// The record of the crate's last compile in its folder.
 const RECORD_FILE: &str = "kiln-crate.json";
+
+/// The functions the crate's last compile's remarks name as callers, a line
+/// each, beside its record: what the build's other crates read.
+const CALLERS_FILE: &str = "kiln-callers.txt";
 
 /// What the build log says of a crate whose code was kept.
 pub const CODE_KEPT: &str = "code reused (its decisions did not change)";
@@ -106,7 +114,7 @@ impl Crate {
             .and_then(|bytes| serde_json::from_slice(&bytes).ok());
         let decisions = record.as_ref().and_then(|r| {
             let text = fs::read_to_string(&replay).ok()?;
-            Some(decisions_of(&text, &callers(&r.said)))
+            Some(decisions_of(&text, &callers(&r.said), &known_callers(&dir)))
         });
         Some(Crate {
             dir,
@@ -133,16 +141,18 @@ impl Crate {
         let Ok(text) = fs::read_to_string(&self.replay) else {
             return;
         };
+        let own = callers(&said);
+        let listed: String = own.iter().flat_map(|name| [name, "\n"]).collect();
+        // Its own list first: the record's decisions count what it names.
+        if !write_atomically(&self.dir, CALLERS_FILE, listed.as_bytes()) {
+            return;
+        }
         let record = Record {
-            decisions: decisions_of(&text, &callers(&said)),
+            decisions: decisions_of(&text, &own, &known_callers(&self.dir)),
             said,
         };
-        let Ok(bytes) = serde_json::to_vec(&record) else {
-            return;
-        };
-        let tmp = self.dir.join(format!("{RECORD_FILE}.tmp"));
-        if fs::create_dir_all(&self.dir).is_ok() && fs::write(&tmp, bytes).is_ok() {
-            let _ = fs::rename(&tmp, self.dir.join(RECORD_FILE));
+        if let Ok(bytes) = serde_json::to_vec(&record) {
+            write_atomically(&self.dir, RECORD_FILE, &bytes);
         }
     }
 }
@@ -177,9 +187,36 @@ fn callers(said: &str) -> BTreeSet<&str> {
         .collect()
 }
 
-/// The hash of the replay file's lines whose caller is among `callers`.
-fn decisions_of(replay: &str, callers: &BTreeSet<&str>) -> ContentHash {
-    ReplayLines::new(replay).key(&[], callers.iter().copied())
+/// The hash of the replay file's lines whose caller is among `own`, or
+/// among no crate's `known` callers.
+fn decisions_of(replay: &str, own: &BTreeSet<&str>, known: &BTreeSet<String>) -> ContentHash {
+    let lines = ReplayLines::new(replay);
+    let unclaimed = lines.callers().filter(|c| !known.contains(*c));
+    lines.key(&[], own.iter().copied().chain(unclaimed))
+}
+
+/// The callers every crate of the build named at its last compile: the lists
+/// kept in the crate folders beside `dir` (its own among them).
+fn known_callers(dir: &Path) -> BTreeSet<String> {
+    let Some(folder) = dir.parent() else {
+        return BTreeSet::new();
+    };
+    fs::read_dir(folder)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|crate_dir| fs::read_to_string(crate_dir.path().join(CALLERS_FILE)).ok())
+        .flat_map(|list| list.lines().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+/// Writes `bytes` to `dir`/`name` through a temporary file, so a reader finds
+/// the old file or the new one; whether it was written.
+fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> bool {
+    let tmp = dir.join(format!("{name}.tmp"));
+    fs::create_dir_all(dir).is_ok()
+        && fs::write(&tmp, bytes).is_ok()
+        && fs::rename(&tmp, dir.join(name)).is_ok()
 }
 
 /// Removes from the incremental folder `dir` what rustc's code generation
@@ -256,7 +293,13 @@ mod tests {
         let theirs =
             "x: '_ZN6helper3rot17hE' will not be inlined into '_ZN6helper3mix17hE' at callsite _ZN6helper3mix17hE:1:9;";
         let flipped = ours.replace(" inlined into", " will not be inlined into");
-        let of = |replay: &str| decisions_of(replay, &callers(said));
+        // helper::mix is the other crate's: its remarks name it.
+        let known: BTreeSet<String> = callers(said)
+            .into_iter()
+            .chain(["_ZN6helper3mix17hE"])
+            .map(str::to_string)
+            .collect();
+        let of = |replay: &str| decisions_of(replay, &callers(said), &known);
         let base = of(&format!("{ours}\n{theirs}\n"));
         assert_eq!(
             base,
@@ -273,5 +316,24 @@ mod tests {
             of(&format!("{theirs}\n{ours}\n")),
             "the order counted"
         );
+    }
+
+    /// A function whose every call the replay file kept out has no remark in
+    /// any crate: a flip of one of its calls compiles every crate again.
+    #[test]
+    fn a_line_whose_caller_no_crate_names_counts_for_every_crate() {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, helper) = (dir.path().join("app"), dir.path().join("helper"));
+        fs::create_dir_all(&helper).unwrap();
+        fs::write(helper.join(CALLERS_FILE), "_ZN6helper3mix17hE\n").unwrap();
+        let said = "'_ZN3app2sq17hE' inlined into '_ZN3app4main17hE' with (cost=always)";
+        let known = known_callers(&app);
+        assert_eq!(known.iter().collect::<Vec<_>>(), ["_ZN6helper3mix17hE"]);
+        let of = |line: &str| decisions_of(&format!("{line}\n"), &callers(said), &known);
+        let orphan =
+            "x: '_ZN3app2cb17hE' inlined into '_ZN3app4lone17hE' at callsite _ZN3app4lone17hE:1:5;";
+        let helpers = "x: '_ZN6helper3rot17hE' inlined into '_ZN6helper3mix17hE' at callsite _ZN6helper3mix17hE:1:9;";
+        assert_ne!(of(orphan), of(""), "a line no crate claims left out");
+        assert_eq!(of(helpers), of(""), "a line another crate claims counted");
     }
 }

@@ -382,6 +382,11 @@ impl<'a> ReplayLines<'a> {
         ReplayLines(by_caller)
     }
 
+    /// The callers the file has lines for.
+    pub(crate) fn callers(&self) -> impl Iterator<Item = &'a str> + '_ {
+        self.0.keys().copied()
+    }
+
     /// The hash of `seed` and the lines whose caller is among `callers`, in
     /// sorted order: the decisions of a unit (`seed` its inputs) or of a crate.
     pub(crate) fn key<'c>(
