@@ -38,7 +38,7 @@ use kiln_protocol::decision::ContentHash;
 use serde::{Deserialize, Serialize};
 
 use super::llvm_inline::REPLAY_FLAG;
-use super::objects::ReplayLines;
+use super::objects::{write_whole, ReplayLines};
 
 /// The variable that tells the rustc wrapper it compiles in a step build
 /// (discovery's builds keep nothing).
@@ -144,7 +144,9 @@ impl Crate {
         let own = callers(&said);
         let listed: String = own.iter().flat_map(|name| [name, "\n"]).collect();
         // Its own list first: the record's decisions count what it names.
-        if !write_atomically(&self.dir, CALLERS_FILE, listed.as_bytes()) {
+        if fs::create_dir_all(&self.dir).is_err()
+            || !write_whole(&self.dir.join(CALLERS_FILE), listed.as_bytes())
+        {
             return;
         }
         let record = Record {
@@ -152,7 +154,7 @@ impl Crate {
             said,
         };
         if let Ok(bytes) = serde_json::to_vec(&record) {
-            write_atomically(&self.dir, RECORD_FILE, &bytes);
+            write_whole(&self.dir.join(RECORD_FILE), &bytes);
         }
     }
 }
@@ -208,15 +210,6 @@ fn known_callers(dir: &Path) -> BTreeSet<String> {
         .filter_map(|crate_dir| fs::read_to_string(crate_dir.path().join(CALLERS_FILE)).ok())
         .flat_map(|list| list.lines().map(str::to_string).collect::<Vec<_>>())
         .collect()
-}
-
-/// Writes `bytes` to `dir`/`name` through a temporary file, so a reader finds
-/// the old file or the new one; whether it was written.
-fn write_atomically(dir: &Path, name: &str, bytes: &[u8]) -> bool {
-    let tmp = dir.join(format!("{name}.tmp"));
-    fs::create_dir_all(dir).is_ok()
-        && fs::write(&tmp, bytes).is_ok()
-        && fs::rename(&tmp, dir.join(name)).is_ok()
 }
 
 /// Removes from the incremental folder `dir` what rustc's code generation

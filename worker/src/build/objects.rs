@@ -608,12 +608,18 @@ fn replay_caller(line: &str) -> Option<&str> {
     rest.split_once("' at callsite ").map(|(caller, _)| caller)
 }
 
-/// Writes a file whole: into a file of this process, renamed into place.
-fn write_whole(path: &Path, bytes: &[u8]) {
+/// Writes a file whole: into a file of this process, renamed into place, so a
+/// reader finds the old file or the new one; whether it was written.
+pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> bool {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+    if std::fs::write(&tmp, bytes).is_err() {
+        return false;
+    }
+    let renamed = std::fs::rename(&tmp, path).is_ok();
+    if !renamed {
         let _ = std::fs::remove_file(&tmp);
     }
+    renamed
 }
 
 /// Removes the older half of the cache once it holds more than [`MAX_FILES`].
