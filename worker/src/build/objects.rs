@@ -612,14 +612,12 @@ fn replay_caller(line: &str) -> Option<&str> {
 /// reader finds the old file or the new one; whether it was written.
 pub(crate) fn write_whole(path: &Path, bytes: &[u8]) -> bool {
     let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    if std::fs::write(&tmp, bytes).is_err() {
-        return false;
-    }
-    let renamed = std::fs::rename(&tmp, path).is_ok();
-    if !renamed {
+    // A write that failed partway (a full disk) leaves no temporary behind either.
+    let written = std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_ok();
+    if !written {
         let _ = std::fs::remove_file(&tmp);
     }
-    renamed
+    written
 }
 
 /// Removes the older half of the cache once it holds more than [`MAX_FILES`].
