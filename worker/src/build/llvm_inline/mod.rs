@@ -333,9 +333,13 @@ pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Verified {
                 Some(why) => {
                     moot.insert(id.clone(), why);
                 }
+                // Inliner.cpp skips such calls before it asks the replay ("recursive",
+                // "recursive SCC split") and prints no remark: the output cannot tell
+                // that from a replay line that matched nothing.
                 None => problems.push(format!(
-                    "'{id}': requested inline but not inlined (the replay line did not match and \
-                     the fallback applied)"
+                    "'{id}': requested inline but not inlined, with no remark: the replay line \
+                     matched nothing, or LLVM passed the call by, as it does inside a recursive \
+                     cycle it has inlined through"
                 )),
             }
         } else if !want_inline && realised {
