@@ -172,6 +172,7 @@ fn next_step(g: &mut Gen, state: &mut ChainState, chain: u32, step: u32) -> Step
     state.next_decide = step + 1;
     state.generated = step + 1;
     state.accepted += 1;
+    *state.proposals.get_or_insert(0) += 1;
     state.updated_ms = t + 1;
     if objective < state.best.objective() {
         state.best = state.current.clone();
@@ -182,6 +183,7 @@ fn next_step(g: &mut Gen, state: &mut ChainState, chain: u32, step: u32) -> Step
         at_ms: state.updated_ms,
         best: None,
         accepted: state.accepted,
+        proposals: state.proposals.unwrap_or(0),
         failures: BTreeMap::new(),
         temperature: 0.0,
     };

@@ -93,6 +93,19 @@ pub fn best_cells(best: f64, baseline: f64, done: u32, unit: &str) -> [String; 2
     }
 }
 
+/// A chain's acceptance as every view says it: `12 of 40 (30%)`, counting
+/// only the steps that could move it (a guided chain's screening is none);
+/// `-` before its first such step.
+pub fn format_acceptance(accepted: u32, proposals: u32) -> String {
+    match proposals {
+        0 => "-".into(),
+        _ => format!(
+            "{accepted} of {proposals} ({:.0}%)",
+            100.0 * f64::from(accepted) / f64::from(proposals)
+        ),
+    }
+}
+
 /// A serialized name as the config language spells it: `simulated-annealing`
 /// for `SimulatedAnnealing`, `t-max` for `t_max`.
 pub fn config_word(key: &str) -> String {

@@ -425,6 +425,25 @@ fn a_stalled_guided_chain_moves_two_points_together_and_reaches_the_pair_optimum
         })
         .expect("the chain never took x0 and x1 together");
     assert!(all[both].diff.0.len() >= 2, "{:?}", all[both].diff);
+    // The acceptance the status shows is a share of the proposals: the screened flips,
+    // measured and never taken, are not among them.
+    let screened = all.iter().filter(|s| s.kind == StepKind::Screen).count();
+    let proposals = all.iter().filter(|s| s.kind.can_move()).count();
+    let accepted = all
+        .iter()
+        .filter(|s| s.decision.as_ref().is_some_and(|d| d.accepted))
+        .count();
+    assert!(screened > 0 && proposals + screened <= all.len() && accepted > 0);
+    let status = run_kiln(dir.path(), &["status", "store"]);
+    let shown = format!(
+        "{accepted} of {proposals} ({:.0}%)",
+        100.0 * accepted as f64 / proposals as f64
+    );
+    assert!(
+        text(&status).contains(&shown),
+        "{shown}:\n{}",
+        text(&status)
+    );
     let best =
         std::fs::read_to_string(dir.path().join("store/best/synthetic-chain0.sexp")).unwrap();
     let file = kiln_protocol::DecisionFile::parse(&best, "best").unwrap();

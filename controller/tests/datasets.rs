@@ -254,6 +254,9 @@ fn synthetic_store_pinning(
             state.next_decide = step + 1;
             state.generated = step + 1;
             state.temperature = record.temperature;
+            if record.kind.can_move() {
+                *state.proposals.get_or_insert(0) += 1;
+            }
             if accepted {
                 state.accepted += 1;
                 state.current = Incumbent {
@@ -271,6 +274,7 @@ fn synthetic_store_pinning(
                 at_ms: record.recorded_ms + 1,
                 best: None,
                 accepted: state.accepted,
+                proposals: state.proposals.unwrap_or(0),
                 failures: state.failures.clone(),
                 temperature: record.temperature,
             };

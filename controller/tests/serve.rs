@@ -257,6 +257,18 @@ fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
         ratio == "no step beat stock" || ratio.parse::<f64>().is_ok_and(|r| r > 0.0 && r <= 1.0),
         "time ratio {ratio:?}"
     );
+    // Acceptance as every view says it: a share of the steps that could move the chain.
+    let accepted = browser
+        .eval("document.querySelector('tr[data-chain=\"slow/0\"] td:nth-child(3)').textContent");
+    let accepted = accepted.as_str().unwrap();
+    let (taken, rest) = accepted.split_once(" of ").unwrap_or_default();
+    let (proposals, rate) = rest.split_once(" (").unwrap_or_default();
+    assert!(
+        taken.parse::<u32>().is_ok()
+            && proposals.parse::<u32>().is_ok_and(|p| p >= 2)
+            && rate.ends_with("%)"),
+        "accepted {accepted:?}"
+    );
 
     // The course, drawn in the page: six charts, each with its title.
     let titles = browser.eval(

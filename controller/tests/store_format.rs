@@ -228,6 +228,9 @@ fn campaign(steps: u32) -> Campaign {
             state.generated = step + 1;
             state.temperature = record.temperature;
             state.updated_ms = record.recorded_ms + 1;
+            if record.kind.can_move() {
+                *state.proposals.get_or_insert(0) += 1;
+            }
             if record.decision.as_ref().is_some_and(|d| d.accepted) {
                 state.accepted += 1;
                 state.current = Incumbent {
@@ -544,6 +547,7 @@ fn a_chain_stored_before_kiln_kept_its_course_has_it_replayed_from_its_steps() {
     for (_, state) in &mut c.steps {
         if let Some(state) = state {
             state.progress = None;
+            state.proposals = None;
         }
     }
     let dir = tempfile::tempdir().unwrap();
@@ -571,6 +575,14 @@ fn a_chain_stored_before_kiln_kept_its_course_has_it_replayed_from_its_steps() {
         .filter(|r| r.decision.as_ref().unwrap().accepted)
         .count();
     assert_eq!(last.accepted as usize, accepted);
+    // The share of steps that could move the chain, re-measurements not among them.
+    let proposals = chain
+        .iter()
+        .filter(|r| r.kind == StepKind::Proposal)
+        .count();
+    assert_eq!((proposals, chain.len()), (270, 300));
+    assert_eq!(state.proposals, Some(proposals as u32));
+    assert_eq!(last.proposals as usize, proposals);
     let lowest = chain
         .iter()
         .filter_map(|r| r.objective)

@@ -10,7 +10,7 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::pool::{StatusBoard, WorkerState};
 use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
-use crate::text::best_cells;
+use crate::text::{best_cells, format_acceptance};
 
 use super::status::best_of;
 
@@ -114,15 +114,11 @@ impl Progress {
 
 /// A chain's acceptance and best (against `baseline`), the best as every command says it.
 fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str) -> String {
-    let rate = if state.next_decide > 0 {
-        100.0 * f64::from(state.accepted) / f64::from(state.next_decide)
-    } else {
-        0.0
-    };
     let baseline = baseline.copied().unwrap_or(f64::NAN);
     let best = match best_cells(best_of(state, baseline), baseline, state.next_decide, unit) {
         [best, ratio] if best != "-" => format!("best {best} ({ratio})"),
         [_, words] => words,
     };
-    format!("accepted {rate:.0}% {best}")
+    let accepted = format_acceptance(state.accepted, state.proposals.unwrap_or(0));
+    format!("accepted {accepted} {best}")
 }

@@ -59,6 +59,9 @@ pub struct ChainRow {
     pub total: u32,
     /// Proposals accepted.
     pub accepted: u32,
+    /// Steps decided that could move the chain (what `accepted` is a share of).
+    #[serde(default)]
+    pub proposals: u32,
     /// Best objective: the lowest a step measured, or the baseline's until
     /// one measured below it.
     pub best: f64,
@@ -156,6 +159,7 @@ fn chain_rows(
                     .experiment(experiment)
                     .map_or(0, |e| e.search.steps()),
                 accepted: s.accepted,
+                proposals: s.proposals.unwrap_or(0),
                 best: best_of(s, baseline),
                 baseline,
                 temperature: s.temperature,

@@ -10,7 +10,9 @@ use crate::cli::StatusArgs;
 use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
-use crate::text::{best_cells, escape_controls, format_secs, format_value, table, TIME_RATIO};
+use crate::text::{
+    best_cells, escape_controls, format_acceptance, format_secs, format_value, table, TIME_RATIO,
+};
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
     let (report, note) = status::load(&args.store)?;
@@ -90,22 +92,13 @@ fn render(report: &Report, live: bool) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let accept_rate = if r.done > 0 {
-            format!(
-                "{} ({:.0}%)",
-                r.accepted,
-                100.0 * f64::from(r.accepted) / f64::from(r.done)
-            )
-        } else {
-            "0".into()
-        };
         let eta = r.eta_s().filter(|_| live).map_or("-".into(), format_secs);
         let [best, ratio] = best_cells(r.best, r.baseline, r.done, &report.unit);
         vec![
             r.experiment.clone(),
             r.chain.to_string(),
             format!("{}/{}", r.done, r.total),
-            accept_rate,
+            format_acceptance(r.accepted, r.proposals),
             best,
             ratio,
             format!("{:.3e}", r.temperature),

@@ -398,6 +398,10 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
         state.current = measured;
         state.accepted += 1;
     }
+    if record.kind.can_move() {
+        // A chain read from its store has its count ([`crate::store::Store::chain`]).
+        *state.proposals.get_or_insert(0) += 1;
+    }
     if record.kind == StepKind::Proposal {
         state.rejected_in_a_row = if accepted {
             0
@@ -435,6 +439,7 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
         at_ms: state.updated_ms,
         best: None,
         accepted: state.accepted,
+        proposals: state.proposals.unwrap_or(0),
         failures: state.failures.clone(),
         temperature: state.temperature,
     };

@@ -11,7 +11,7 @@ use plotters::prelude::*;
 use super::data::{ExperimentData, Point};
 use super::font::FAMILY;
 use crate::atomic::Staging;
-use crate::store::manual_benchmark;
+use crate::store::{manual_benchmark, StepKind};
 use crate::text::{format_value, TIME_RATIO};
 
 /// Pixel size of every plot.
@@ -297,9 +297,10 @@ fn positive_range(values: impl Iterator<Item = f64>) -> (f64, f64) {
     (lo / 1.5, hi * 1.5)
 }
 
-/// The trailing acceptance rate of a chain's proposals, at each proposal's step.
+/// The trailing acceptance rate of a chain's proposals, at each proposal's step
+/// (screened flips and re-measurements are never taken, so not among them).
 fn acceptance(points: &[Point]) -> Vec<(f64, f64)> {
-    let proposals: Vec<&Point> = points.iter().filter(|p| !p.remeasure).collect();
+    let proposals: Vec<&Point> = points.iter().filter(|p| p.kind.can_move()).collect();
     proposals
         .iter()
         .enumerate()
@@ -419,7 +420,7 @@ where
     // Marker meanings, in black; each chain draws them in its own colour.
     legend.push(("accepted".to_string(), Mark::Dot(BLACK)));
     legend.push(("rejected".to_string(), Mark::Ring));
-    if e.points().any(|p| p.remeasure) {
+    if e.points().any(|p| p.kind == StepKind::Remeasure) {
         legend.push(("re-measured incumbent".to_string(), Mark::Triangle));
     }
     for (chain, points) in &e.chains {
@@ -442,19 +443,23 @@ where
             .draw_series(
                 measured
                     .clone()
-                    .filter(|(p, _)| p.remeasure)
+                    .filter(|(p, _)| p.kind == StepKind::Remeasure)
                     .map(|(p, o)| TriangleMarker::new((f64::from(p.step), o), 5, c.filled())),
             )
             .map_err(draw_error)?;
         chart
-            .draw_series(measured.filter(|(p, _)| !p.remeasure).map(|(p, o)| {
-                let style = if p.accepted {
-                    c.filled()
-                } else {
-                    c.stroke_width(1)
-                };
-                Circle::new((f64::from(p.step), o), 4, style)
-            }))
+            .draw_series(
+                measured
+                    .filter(|(p, _)| p.kind != StepKind::Remeasure)
+                    .map(|(p, o)| {
+                        let style = if p.accepted {
+                            c.filled()
+                        } else {
+                            c.stroke_width(1)
+                        };
+                        Circle::new((f64::from(p.step), o), 4, style)
+                    }),
+            )
             .map_err(draw_error)?;
     }
     let failed: Vec<f64> = e

@@ -20,7 +20,7 @@ const MAX_POINTS: u32 = 4_000;
 /// What the plots need of one step.
 pub(super) struct Point {
     pub(super) step: u32,
-    pub(super) remeasure: bool,
+    pub(super) kind: StepKind,
     /// `None`: the step failed.
     pub(super) objective: Option<f64>,
     pub(super) accepted: bool,
@@ -55,7 +55,7 @@ impl Point {
         };
         Point {
             step: row.step,
-            remeasure: row.kind == StepKind::Remeasure,
+            kind: row.kind,
             objective: row.objective,
             accepted: row.decision.is_some_and(|d| d.accepted),
             temperature: row.temperature,
@@ -78,6 +78,8 @@ pub(super) struct ChainTally {
     pub(super) steps: usize,
     pub(super) ok: usize,
     pub(super) accepted: usize,
+    /// Steps that could move the chain ([`StepKind::can_move`]).
+    pub(super) proposals: usize,
     /// The lowest objective measured.
     pub(super) best: Option<f64>,
     /// Failed steps by outcome.
@@ -88,6 +90,7 @@ impl ChainTally {
     fn add(&mut self, row: &StepSummary<'_>) {
         self.steps += 1;
         self.accepted += usize::from(row.decision.is_some_and(|d| d.accepted));
+        self.proposals += usize::from(row.decision.is_some() && row.kind.can_move());
         match row.objective {
             Some(o) => {
                 self.ok += 1;
@@ -236,6 +239,7 @@ fn chain_steps(
             steps: decided as usize,
             ok: (decided as usize).saturating_sub(failed),
             accepted: state.accepted as usize,
+            proposals: state.proposals.unwrap_or(0) as usize,
             best: progress.and_then(|p| p.lowest).map(|l| l.objective),
             failures,
         },

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use kiln_protocol::quantity;
 
-use crate::text::{best_cells, format_measure, TIME_RATIO};
+use crate::text::{best_cells, format_acceptance, format_measure, TIME_RATIO};
 
 use super::charts::MAX_BARS;
 use super::data::{ChainTally, ExperimentData};
@@ -109,9 +109,11 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
             steps,
             ok,
             accepted,
+            proposals,
             best,
             ..
         } = *tally;
+        let accepted = format_acceptance(accepted as u32, proposals as u32);
         // As every command says it: a best only where a step beat the baseline.
         let [best, ratio] = best_cells(
             best.unwrap_or(f64::INFINITY),

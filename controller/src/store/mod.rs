@@ -348,13 +348,13 @@ impl Store {
             .collect()
     }
 
-    /// The stored chain state, with its course replayed from its steps'
-    /// rows where it was stored before kiln kept one.
+    /// The stored chain state, with its course and proposals counted from
+    /// its steps' rows where it was stored before kiln kept them.
     pub fn chain(&self, experiment: &str, chain: u32) -> Result<Option<ChainState>> {
         let Some(mut state) = self.get::<ChainState>(&layout::chain_key(experiment, chain))? else {
             return Ok(None);
         };
-        if state.progress.is_none() {
+        if state.progress.is_none() || state.proposals.is_none() {
             let start = self
                 .experiment(experiment)?
                 .and_then(|info| info.baseline.objective())
@@ -363,7 +363,9 @@ impl Store {
             for stored in self.summaries(&layout::chain_suffix(experiment, chain)) {
                 replay.push(&stored?.row()?);
             }
-            state.progress = Some(replay.finish());
+            let (progress, proposals) = replay.finish();
+            state.progress = Some(progress);
+            state.proposals = Some(proposals);
         }
         Ok(Some(state))
     }

@@ -60,6 +60,9 @@ pub struct ProgressPoint {
     pub best: Option<f64>,
     /// Proposals accepted so far.
     pub accepted: u32,
+    /// Steps decided so far that could move the chain (what `accepted` is a share of).
+    #[serde(default)]
+    pub proposals: u32,
     /// Failed steps so far, by outcome.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub failures: BTreeMap<String, u32>,
@@ -126,12 +129,13 @@ impl ChainProgress {
     }
 }
 
-/// The course of a chain stored before kiln kept it, rebuilt from its steps'
-/// rows in step order.
+/// The course of a chain stored before kiln kept it (or counted its
+/// proposals), rebuilt from its steps' rows in step order.
 pub struct Replay {
     progress: ChainProgress,
     baseline: f64,
     accepted: u32,
+    proposals: u32,
     failures: BTreeMap<String, u32>,
 }
 
@@ -142,6 +146,7 @@ impl Replay {
             progress: ChainProgress::default(),
             baseline,
             accepted: 0,
+            proposals: 0,
             failures: BTreeMap::new(),
         }
     }
@@ -149,6 +154,7 @@ impl Replay {
     /// Notes the chain's next step.
     pub fn push(&mut self, row: &StepSummary<'_>) {
         self.accepted += u32::from(row.decision.is_some_and(|d| d.accepted));
+        self.proposals += u32::from(row.decision.is_some() && row.kind.can_move());
         if row.outcome != StepOutcome::Ok.name() {
             *self.failures.entry(row.outcome.to_string()).or_default() += 1;
         }
@@ -157,6 +163,7 @@ impl Replay {
             at_ms: row.decision.map_or(row.recorded_ms, |d| d.decided_ms),
             best: None,
             accepted: self.accepted,
+            proposals: self.proposals,
             failures: self.failures.clone(),
             temperature: row.temperature,
         };
@@ -165,9 +172,9 @@ impl Replay {
             .note(row.step, worker, row.objective, self.baseline, point);
     }
 
-    /// The course replayed.
-    pub fn finish(self) -> ChainProgress {
-        self.progress
+    /// The course replayed, and the proposals it counted.
+    pub fn finish(self) -> (ChainProgress, u32) {
+        (self.progress, self.proposals)
     }
 }
 
@@ -181,6 +188,7 @@ mod tests {
             at_ms: u64::from(steps) * 1000,
             best: None,
             accepted: steps / 2,
+            proposals: steps,
             failures: BTreeMap::new(),
             temperature: 0.5,
         }

@@ -51,6 +51,15 @@ pub enum StepKind {
     Restart,
 }
 
+impl StepKind {
+    /// Whether the chain may move to the step's decisions: a proposal or a
+    /// restart. Screened flips and re-measurements are measured in full and
+    /// never taken, so an acceptance rate counts neither.
+    pub fn can_move(self) -> bool {
+        matches!(self, StepKind::Proposal | StepKind::Restart)
+    }
+}
+
 /// A measured step, as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
@@ -156,6 +165,11 @@ pub struct ChainState {
     pub pending: BTreeMap<u32, Proposal>,
     /// Accepted proposals.
     pub accepted: u32,
+    /// Steps decided that could move the chain ([`StepKind::can_move`]): what
+    /// `accepted` is a share of. `None` in a chain stored before kiln counted
+    /// them ([`crate::store::Store::chain`] counts them from the steps).
+    #[serde(default)]
+    pub proposals: Option<u32>,
     /// Failed steps by outcome name.
     pub failures: BTreeMap<String, u32>,
     /// Why the latest failed step failed (`step N: outcome: last line`).
@@ -272,6 +286,7 @@ impl ChainState {
             rng,
             pending: BTreeMap::new(),
             accepted: 0,
+            proposals: Some(0),
             failures: BTreeMap::new(),
             last_failure: None,
             failing_alike: 0,
