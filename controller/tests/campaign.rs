@@ -444,6 +444,11 @@ fn a_stalled_guided_chain_moves_two_points_together_and_reaches_the_pair_optimum
         "{shown}:\n{}",
         text(&status)
     );
+    // The plots tell the screened flips from rejected proposals.
+    let report = run_kiln(dir.path(), &["report", "store", "-o", "plots"]);
+    assert!(report.status.success(), "{}", text(&report));
+    let svg = std::fs::read_to_string(dir.path().join("plots/synthetic-objective.svg")).unwrap();
+    assert!(svg.contains("screened flip (never taken)"), "{svg}");
     let best =
         std::fs::read_to_string(dir.path().join("store/best/synthetic-chain0.sexp")).unwrap();
     let file = kiln_protocol::DecisionFile::parse(&best, "best").unwrap();

@@ -179,6 +179,7 @@ enum Mark {
     Dot(RGBColor),
     Ring,
     Triangle,
+    Square,
     Cross,
     Block(RGBColor),
 }
@@ -206,6 +207,10 @@ where
             Mark::Dot(c) => area.draw(&Circle::new((x + 9, y), 4, c.filled())),
             Mark::Ring => area.draw(&Circle::new((x + 9, y), 4, BLACK.stroke_width(1))),
             Mark::Triangle => area.draw(&TriangleMarker::new((x + 9, y), 5, BLACK.filled())),
+            Mark::Square => area.draw(&Rectangle::new(
+                [(x + 6, y - 3), (x + 12, y + 3)],
+                BLACK.stroke_width(1),
+            )),
             Mark::Cross => area.draw(&Cross::new((x + 9, y), 5, RED.stroke_width(2))),
             Mark::Block(c) => area.draw(&Rectangle::new(
                 [(x + 2, y - 5), (x + 16, y + 5)],
@@ -423,6 +428,9 @@ where
     if e.points().any(|p| p.kind == StepKind::Remeasure) {
         legend.push(("re-measured incumbent".to_string(), Mark::Triangle));
     }
+    if e.points().any(|p| p.kind == StepKind::Screen) {
+        legend.push(("screened flip (never taken)".to_string(), Mark::Square));
+    }
     for (chain, points) in &e.chains {
         let c = color(*chain);
         // The best so far starts at the baseline: a step only counts below it.
@@ -450,16 +458,23 @@ where
         chart
             .draw_series(
                 measured
-                    .filter(|(p, _)| p.kind != StepKind::Remeasure)
+                    .clone()
+                    .filter(|(p, _)| p.kind == StepKind::Screen)
                     .map(|(p, o)| {
-                        let style = if p.accepted {
-                            c.filled()
-                        } else {
-                            c.stroke_width(1)
-                        };
-                        Circle::new((f64::from(p.step), o), 4, style)
+                        EmptyElement::at((f64::from(p.step), o))
+                            + Rectangle::new([(-3, -3), (3, 3)], c.stroke_width(1))
                     }),
             )
+            .map_err(draw_error)?;
+        chart
+            .draw_series(measured.filter(|(p, _)| p.kind.can_move()).map(|(p, o)| {
+                let style = if p.accepted {
+                    c.filled()
+                } else {
+                    c.stroke_width(1)
+                };
+                Circle::new((f64::from(p.step), o), 4, style)
+            }))
             .map_err(draw_error)?;
     }
     let failed: Vec<f64> = e

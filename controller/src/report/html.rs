@@ -41,7 +41,8 @@ pub(super) fn objective_caption(e: &ExperimentData) -> String {
     let failed: usize = e.failures().values().sum();
     let mut caption = format!(
         "Objective ({}) of each step per chain: filled dots were accepted, hollow ones \
-         rejected, triangles re-measure the incumbent; the line is the best so far and the \
+         rejected, triangles re-measure the incumbent, squares are screened flips (measured \
+         to rank the points, never taken); the line is the best so far and the \
          dashed line the baseline. The right axis gives the {TIME_RATIO}, step / baseline \
          (below 1 is faster).",
         e.objective.label
