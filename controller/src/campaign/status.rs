@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use kiln_protocol::CampaignConfig;
+use kiln_protocol::{CampaignConfig, Summary};
 
 use crate::dispatch::calibration::SlotCalibration;
 use crate::dispatch::pool::{StatusBoard, WorkerStatus};
@@ -59,9 +59,10 @@ pub struct ChainRow {
     pub total: u32,
     /// Proposals accepted.
     pub accepted: u32,
-    /// Steps decided that could move the chain (what `accepted` is a share of).
+    /// Steps decided that could move the chain (what `accepted` is a share
+    /// of; `None` in a snapshot of a controller that did not count them).
     #[serde(default)]
-    pub proposals: u32,
+    pub proposals: Option<u32>,
     /// Best objective: the lowest a step measured, or the baseline's until
     /// one measured below it.
     pub best: f64,
@@ -90,6 +91,10 @@ pub struct ChainRow {
     /// The chain's course, downsampled (the live page's curves).
     #[serde(default)]
     pub series: Vec<ProgressPoint>,
+    /// Its recent time per decided step in ms, what its ETA assumes (`None`
+    /// in a snapshot of a controller that did not write it).
+    #[serde(default)]
+    pub step_ms: Option<f64>,
 }
 
 impl Report {
@@ -105,14 +110,35 @@ impl Report {
     }
 }
 
+/// Intervals of a chain's course its pace is the median of.
+const PACE_INTERVALS: usize = 16;
+
 impl ChainRow {
-    /// Estimated time to finish, from the chain's pace so far.
+    /// Estimated time to finish, at the chain's recent pace ([`ChainRow::step_ms`]).
     pub fn eta_s(&self) -> Option<f64> {
         if self.done == 0 || self.done >= self.total {
             return None;
         }
-        let per_step = (self.updated_ms - self.started_ms) as f64 / 1000.0 / f64::from(self.done);
-        Some(per_step * f64::from(self.total - self.done))
+        let per_step = self.step_ms.unwrap_or_else(|| self.pace_ms());
+        Some(per_step / 1000.0 * f64::from(self.total - self.done))
+    }
+
+    /// The median time per decided step over the last [`PACE_INTERVALS`]
+    /// intervals of the chain's course (its start, its series, its last
+    /// step): a pause, a campaign stopped for hours and resumed, is one slow
+    /// interval, not the pace. Over the whole course where it has no points.
+    fn pace_ms(&self) -> f64 {
+        let points: Vec<(u32, u64)> = std::iter::once((0, self.started_ms))
+            .chain(self.series.iter().map(|p| (p.steps, p.at_ms)))
+            .chain(std::iter::once((self.done, self.updated_ms)))
+            .collect();
+        let per_step: Vec<f64> = points
+            .windows(2)
+            .filter(|w| w[1].0 > w[0].0)
+            .map(|w| w[1].1.saturating_sub(w[0].1) as f64 / f64::from(w[1].0 - w[0].0))
+            .collect();
+        let recent = &per_step[per_step.len().saturating_sub(PACE_INTERVALS)..];
+        Summary::of(recent).map_or(f64::NAN, |s| s.median)
     }
 }
 
@@ -151,7 +177,7 @@ fn chain_rows(
                 .get(experiment)
                 .and_then(|i| i.baseline.objective())
                 .unwrap_or(f64::NAN);
-            ChainRow {
+            let mut row = ChainRow {
                 experiment: experiment.clone(),
                 chain: *chain,
                 done: s.next_decide,
@@ -159,7 +185,7 @@ fn chain_rows(
                     .experiment(experiment)
                     .map_or(0, |e| e.search.steps()),
                 accepted: s.accepted,
-                proposals: s.proposals.unwrap_or(0),
+                proposals: Some(s.proposals.unwrap_or(0)),
                 best: best_of(s, baseline),
                 baseline,
                 temperature: s.temperature,
@@ -178,7 +204,10 @@ fn chain_rows(
                     .as_ref()
                     .map(|p| p.series.clone())
                     .unwrap_or_default(),
-            }
+                step_ms: None,
+            };
+            row.step_ms = (row.done > 0).then(|| row.pace_ms());
+            row
         })
         .collect()
 }
@@ -415,5 +444,69 @@ pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
             };
             Ok((report, Some(note)))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chain of 300 steps at 100 decided, its course a point every 10 steps.
+    fn row(series: Vec<ProgressPoint>, updated_ms: u64) -> ChainRow {
+        ChainRow {
+            experiment: "e".into(),
+            chain: 0,
+            done: 100,
+            total: 300,
+            accepted: 10,
+            proposals: Some(40),
+            best: 1.0,
+            baseline: 1.0,
+            temperature: 0.01,
+            failures: BTreeMap::new(),
+            last_failure: None,
+            stopped: None,
+            started_ms: 0,
+            updated_ms,
+            coverage: Coverage::default(),
+            raced: Raced::default(),
+            series,
+            step_ms: None,
+        }
+    }
+
+    fn point(steps: u32, at_ms: u64) -> ProgressPoint {
+        ProgressPoint {
+            steps,
+            at_ms,
+            best: None,
+            accepted: 0,
+            proposals: 0,
+            failures: BTreeMap::new(),
+            temperature: 0.01,
+        }
+    }
+
+    #[test]
+    fn the_eta_goes_at_the_recent_pace_and_a_pause_is_not_the_pace() {
+        // A step a second, with a pause of ten hours between steps 50 and 60.
+        let pause = 36_000_000;
+        let series = (1..=10)
+            .map(|i| {
+                let steps = 10 * i;
+                point(
+                    steps,
+                    u64::from(steps) * 1000 + if steps >= 60 { pause } else { 0 },
+                )
+            })
+            .collect();
+        let paused = row(series, 100_000 + pause);
+        assert_eq!(paused.eta_s(), Some(200.0));
+        // Without a course it can only go at the pace of the whole run, pause and all.
+        let bare = row(Vec::new(), 100_000 + pause);
+        assert_eq!(
+            bare.eta_s(),
+            Some((100_000.0 + 36_000_000.0) / 1000.0 / 100.0 * 200.0)
+        );
     }
 }

@@ -98,7 +98,10 @@ fn render(report: &Report, live: bool) -> String {
             r.experiment.clone(),
             r.chain.to_string(),
             format!("{}/{}", r.done, r.total),
-            format_acceptance(r.accepted, r.proposals),
+            r.proposals.map_or_else(
+                || r.accepted.to_string(),
+                |p| format_acceptance(r.accepted, p),
+            ),
             best,
             ratio,
             format!("{:.3e}", r.temperature),
