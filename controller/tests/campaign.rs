@@ -640,6 +640,14 @@ fn status_of_a_running_campaign_comes_from_its_snapshot() {
     );
     assert!(shown.contains("/40"), "{shown}");
     assert!(shown.contains("local"), "{shown}");
+    // How long until its last chain ends, in its first line.
+    let head = shown.lines().find(|l| l.starts_with("campaign "));
+    assert!(
+        head.is_some_and(
+            |h| h.starts_with("campaign slow (running: searching; about ") && h.ends_with(" left)")
+        ),
+        "{shown}"
+    );
 }
 
 /// A view of a store beside the campaign running it (`kiln export`, `show`)

@@ -269,6 +269,20 @@ fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
             && rate.ends_with("%)"),
         "accepted {accepted:?}"
     );
+    // How long the chain has to go, and the campaign.
+    let eta = browser
+        .eval("document.querySelector('tr[data-chain=\"slow/0\"] td:nth-child(10)').textContent");
+    assert!(
+        eta.as_str()
+            .is_some_and(|e| e != "-" && e.ends_with(['s', 'm'])),
+        "eta {eta}"
+    );
+    let left = browser.eval("document.getElementById('left').textContent");
+    assert!(
+        left.as_str()
+            .is_some_and(|l| l.starts_with(", about ") && l.ends_with(" left")),
+        "{left}"
+    );
 
     // The course, drawn in the page: six charts, each with its title.
     let titles = browser.eval(

@@ -5,7 +5,7 @@
 //! report as `status.json` beside the store; `kiln status` reads the store
 //! when it can and that snapshot when the campaign is running.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -91,10 +91,16 @@ pub struct ChainRow {
     /// The chain's course, downsampled (the live page's curves).
     #[serde(default)]
     pub series: Vec<ProgressPoint>,
-    /// Its recent time per decided step in ms, what its ETA assumes (`None`
-    /// in a snapshot of a controller that did not write it).
+    /// Its recent time per decided step in ms, its pace with the slots shared
+    /// as they are now (`None` in a snapshot of a controller that did not
+    /// write it).
     #[serde(default)]
     pub step_ms: Option<f64>,
+    /// Seconds from its last decided step to its end, from [`shared_etas`]
+    /// (`None`: not running, or a snapshot of a controller that did not
+    /// write it).
+    #[serde(default)]
+    pub eta_s: Option<f64>,
 }
 
 impl Report {
@@ -108,19 +114,36 @@ impl Report {
         }
         names
     }
+
+    /// Seconds until its last running chain ends ([`ChainRow::eta`]).
+    pub fn eta(&self) -> Option<f64> {
+        self.chains
+            .iter()
+            .filter_map(ChainRow::eta)
+            .reduce(f64::max)
+    }
 }
 
 /// Intervals of a chain's course its pace is the median of.
 const PACE_INTERVALS: usize = 16;
 
 impl ChainRow {
-    /// Estimated time to finish, at the chain's recent pace ([`ChainRow::step_ms`]).
-    pub fn eta_s(&self) -> Option<f64> {
-        if self.done == 0 || self.done >= self.total {
-            return None;
-        }
+    /// Estimated seconds to finish: [`ChainRow::eta_s`], or in a snapshot of a
+    /// controller that did not write it, at the chain's own recent pace.
+    pub fn eta(&self) -> Option<f64> {
+        self.running()
+            .then(|| self.eta_s.unwrap_or_else(|| self.own_pace_s()))
+    }
+
+    /// Whether it has decided a step and has more to decide.
+    fn running(&self) -> bool {
+        self.done > 0 && self.done < self.total && self.stopped.is_none()
+    }
+
+    /// Seconds to finish if its pace stays what it is ([`ChainRow::step_ms`]).
+    fn own_pace_s(&self) -> f64 {
         let per_step = self.step_ms.unwrap_or_else(|| self.pace_ms());
-        Some(per_step / 1000.0 * f64::from(self.total - self.done))
+        per_step / 1000.0 * f64::from(self.total - self.done)
     }
 
     /// The median time per decided step over the last [`PACE_INTERVALS`]
@@ -128,17 +151,25 @@ impl ChainRow {
     /// step): a pause, a campaign stopped for hours and resumed, is one slow
     /// interval, not the pace. Over the whole course where it has no points.
     fn pace_ms(&self) -> f64 {
+        self.recent_per_step(|_| 1.0)
+    }
+
+    /// The median over the last [`PACE_INTERVALS`] intervals of its course of
+    /// the time per step, each times `weight` at the interval's middle.
+    fn recent_per_step(&self, mut weight: impl FnMut(u64) -> f64) -> f64 {
         let points: Vec<(u32, u64)> = std::iter::once((0, self.started_ms))
             .chain(self.series.iter().map(|p| (p.steps, p.at_ms)))
             .chain(std::iter::once((self.done, self.updated_ms)))
             .collect();
-        let per_step: Vec<f64> = points
-            .windows(2)
-            .filter(|w| w[1].0 > w[0].0)
-            .map(|w| w[1].1.saturating_sub(w[0].1) as f64 / f64::from(w[1].0 - w[0].0))
+        let intervals: Vec<&[(u32, u64)]> = points.windows(2).filter(|w| w[1].0 > w[0].0).collect();
+        let per_step: Vec<f64> = intervals[intervals.len().saturating_sub(PACE_INTERVALS)..]
+            .iter()
+            .map(|w| {
+                let ms = w[1].1.saturating_sub(w[0].1);
+                ms as f64 / f64::from(w[1].0 - w[0].0) * weight(w[0].1 + ms / 2)
+            })
             .collect();
-        let recent = &per_step[per_step.len().saturating_sub(PACE_INTERVALS)..];
-        Summary::of(recent).map_or(f64::NAN, |s| s.median)
+        Summary::of(&per_step).map_or(f64::NAN, |s| s.median)
     }
 }
 
@@ -170,7 +201,7 @@ fn chain_rows(
     infos: &BTreeMap<String, ExperimentInfo>,
     chains: &BTreeMap<(String, u32), ChainState>,
 ) -> Vec<ChainRow> {
-    chains
+    let mut rows: Vec<ChainRow> = chains
         .iter()
         .map(|((experiment, chain), s)| {
             let baseline = infos
@@ -205,11 +236,127 @@ fn chain_rows(
                     .map(|p| p.series.clone())
                     .unwrap_or_default(),
                 step_ms: None,
+                eta_s: None,
             };
             row.step_ms = (row.done > 0).then(|| row.pace_ms());
             row
         })
-        .collect()
+        .collect();
+    shared_etas(&mut rows, config);
+    rows
+}
+
+/// Fills in each running chain's [`ChainRow::eta_s`] as if the campaign's
+/// slots were shared evenly among its running chains, each taking at most its
+/// experiment's `parallel` (water-filling). A chain's step costs the time it
+/// took times the share of the slots it had then, and it speeds up as other
+/// chains end: with a guided experiment of 150 steps beside a uniform one of
+/// 600, three chains each on two slots, the uniform chains go twice as fast
+/// once the guided ones are done, which their pace so far cannot know. Chains
+/// not started yet are not counted.
+fn shared_etas(rows: &mut [ChainRow], config: &CampaignConfig) {
+    let slots = f64::from(config.workers.iter().map(|w| w.slots()).sum::<u32>());
+    let caps: Vec<f64> = rows
+        .iter()
+        .map(|r| {
+            let parallel = config.experiment(&r.experiment).map_or(1, |e| e.parallel);
+            f64::from(parallel.max(1))
+        })
+        .collect();
+    // When each chain ran: from its start to its last step, or on if it has not ended.
+    let spans: Vec<(u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            let ended = r.done >= r.total || r.stopped.is_some();
+            (r.started_ms, if ended { r.updated_ms } else { u64::MAX })
+        })
+        .collect();
+    // The chains that ran change only where one started or ended: one level
+    // for each stretch between those times, worked out when first asked.
+    let mut bounds: Vec<u64> = spans
+        .iter()
+        .flat_map(|&(start, end)| [start, end])
+        .collect();
+    bounds.sort_unstable();
+    bounds.dedup();
+    let mut levels: HashMap<usize, f64> = HashMap::new();
+    let mut share = |i: usize, at: u64| {
+        let stretch = bounds.partition_point(|&b| b <= at);
+        let level = *levels.entry(stretch).or_insert_with(|| {
+            let on: Vec<usize> = (0..spans.len())
+                .filter(|&j| spans[j].0 <= at && at < spans[j].1)
+                .collect();
+            water_level(&caps, &on, slots)
+        });
+        caps[i].min(level)
+    };
+    let running: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].running()).collect();
+    // Each one's work left, in slot-seconds.
+    let chains: Vec<(f64, f64)> = running
+        .iter()
+        .map(|&i| {
+            let per_step = rows[i].recent_per_step(|at| share(i, at)) / 1000.0;
+            (per_step * f64::from(rows[i].total - rows[i].done), caps[i])
+        })
+        .collect();
+    let ends = finish_times(&chains, slots);
+    for (i, end) in running.into_iter().zip(ends) {
+        rows[i].eta_s = end;
+    }
+}
+
+/// When each chain ends, given (its work left in slot-seconds, the most slots
+/// it can take) and the slots all share: an event simulation, one event per
+/// chain ending. `None` each where no slots are known or some work is not a
+/// number.
+fn finish_times(chains: &[(f64, f64)], slots: f64) -> Vec<Option<f64>> {
+    if slots <= 0.0 || chains.iter().any(|(work, _)| !work.is_finite()) {
+        return vec![None; chains.len()];
+    }
+    let caps: Vec<f64> = chains.iter().map(|(_, cap)| *cap).collect();
+    let mut work: Vec<f64> = chains.iter().map(|(work, _)| *work).collect();
+    let mut ends = vec![None; chains.len()];
+    let (mut left, mut now): (Vec<usize>, f64) = ((0..chains.len()).collect(), 0.0);
+    while !left.is_empty() {
+        let level = water_level(&caps, &left, slots);
+        let shares: Vec<f64> = left.iter().map(|&i| caps[i].min(level)).collect();
+        let next = left
+            .iter()
+            .zip(&shares)
+            .map(|(&i, share)| work[i] / share)
+            .fold(f64::INFINITY, f64::min);
+        now += next;
+        let mut still = Vec::with_capacity(left.len());
+        for (&i, share) in left.iter().zip(&shares) {
+            // The relative slack keeps rounding from leaving a chain a hair of work.
+            if work[i] / share <= next * (1.0 + 1e-9) {
+                ends[i] = Some(now);
+            } else {
+                work[i] -= share * next;
+                still.push(i);
+            }
+        }
+        left = still;
+    }
+    ends
+}
+
+/// The most slots any one of the chains `of` gets when they share `slots`
+/// evenly, none taking more than its cap and what a capped chain leaves going
+/// to the others: chain `j` gets `caps[j].min(level)`. Infinite when the caps
+/// leave slots free.
+fn water_level(caps: &[f64], of: &[usize], slots: f64) -> f64 {
+    let mut capped: Vec<f64> = of.iter().map(|&j| caps[j]).collect();
+    capped.sort_by(f64::total_cmp);
+    let mut free = slots;
+    for (taken, cap) in capped.iter().enumerate() {
+        let even = free / (capped.len() - taken) as f64;
+        if *cap >= even {
+            return even;
+        }
+        free -= cap;
+    }
+    f64::INFINITY
 }
 
 /// A chain's best, as every command means it: the lowest objective a step
@@ -472,6 +619,7 @@ mod tests {
             raced: Raced::default(),
             series,
             step_ms: None,
+            eta_s: None,
         }
     }
 
@@ -501,12 +649,109 @@ mod tests {
             })
             .collect();
         let paused = row(series, 100_000 + pause);
-        assert_eq!(paused.eta_s(), Some(200.0));
+        assert_eq!(paused.eta(), Some(200.0));
         // Without a course it can only go at the pace of the whole run, pause and all.
         let bare = row(Vec::new(), 100_000 + pause);
         assert_eq!(
-            bare.eta_s(),
+            bare.eta(),
             Some((100_000.0 + 36_000_000.0) / 1000.0 / 100.0 * 200.0)
         );
+    }
+
+    /// Whether each end is the expected one, to rounding.
+    fn ends_at(chains: &[(f64, f64)], slots: f64, expected: &[f64]) {
+        let ends = finish_times(chains, slots);
+        let close = ends.len() == expected.len()
+            && ends
+                .iter()
+                .zip(expected)
+                .all(|(a, b)| a.is_some_and(|a| (a - b).abs() < 1e-9));
+        assert!(close, "{ends:?}, expected {expected:?}");
+    }
+
+    #[test]
+    fn a_chain_speeds_up_when_others_end_and_never_past_its_cap() {
+        // Six chains on two slots, a third of a slot each: the three of 50
+        // slot-seconds end at 150 s, and the others, with 150 of their 200
+        // left, go twice as fast (two-thirds of a slot each) for the rest.
+        let six: Vec<_> = [(50.0, 1.0); 3]
+            .into_iter()
+            .chain([(200.0, 1.0); 3])
+            .collect();
+        ends_at(&six, 2.0, &[150.0, 150.0, 150.0, 375.0, 375.0, 375.0]);
+        // Slots to spare already: no chain goes faster when another ends.
+        ends_at(&[(100.0, 1.0), (400.0, 1.0)], 4.0, &[100.0, 400.0]);
+        // Two chains of up to two proposals in flight on three slots: one
+        // and a half each, then two for the one left, not three.
+        ends_at(&[(150.0, 2.0), (450.0, 2.0)], 3.0, &[100.0, 250.0]);
+        // No slots known: no end (the chain's own pace is the ETA then).
+        assert_eq!(finish_times(&[(5.0, 1.0)], 0.0), [None]);
+    }
+
+    /// The three chains of `experiment` as rows: `done` steps each, the last at
+    /// `updated_ms`, one series point per (steps, at_ms) of `course`.
+    fn chains_of(
+        experiment: &str,
+        done: u32,
+        updated_ms: u64,
+        course: &[(u32, u64)],
+    ) -> Vec<ChainRow> {
+        (0..3)
+            .map(|chain| ChainRow {
+                experiment: experiment.into(),
+                chain,
+                done,
+                total: if experiment == "short" { 40 } else { 160 },
+                ..row(
+                    course.iter().map(|&(steps, at)| point(steps, at)).collect(),
+                    updated_ms,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_chain_is_due_when_the_chains_that_end_first_leave_it_their_slots() {
+        let config = CampaignConfig::parse(
+            r#"(campaign (name c) (store "s")
+                 (experiments
+                   ((name short) (benchmark b) (search (simulated-annealing (steps 40))) (chains 3))
+                   ((name long) (benchmark b) (search (simulated-annealing (steps 160))) (chains 3)))
+                 (benchmarks ((name b) (kind knobs) (sources "b") (knobs (k 1 2)) (run ("true"))))
+                 (workers (local (slots 2))))"#,
+            "test",
+        )
+        .unwrap();
+        // Six chains on two slots, 1.5 s a step each (half a slot-second), until
+        // the short ones ended at 60 s; the long ones then went at 0.75 s a step.
+        let shared: Vec<(u32, u64)> = (1..=8).map(|i| (5 * i, 7_500 * u64::from(i))).collect();
+        let course: Vec<(u32, u64)> = shared
+            .iter()
+            .copied()
+            .chain((1..=4).map(|i| (40 + 5 * i, 60_000 + 3_750 * u64::from(i))))
+            .collect();
+        let mut rows = chains_of("long", 60, 75_000, &course);
+        rows.extend(chains_of("short", 40, 60_000, &shared));
+        shared_etas(&mut rows, &config);
+        // 100 steps of half a slot-second each, on two-thirds of a slot: 75 s.
+        // At the last 16 intervals' median pace alone it would be 150 s.
+        for r in &rows[..3] {
+            let eta = r.eta().unwrap();
+            assert!((eta - 75.0).abs() < 1e-6, "{eta}");
+            assert_eq!(r.own_pace_s(), 150.0);
+        }
+        assert!(
+            rows[3..].iter().all(|r| r.eta().is_none()),
+            "the short ones ended"
+        );
+    }
+
+    #[test]
+    fn the_eta_is_the_shared_one_and_none_for_a_stopped_chain() {
+        let mut shared = row(Vec::new(), 100_000);
+        shared.eta_s = Some(42.0);
+        assert_eq!(shared.eta(), Some(42.0));
+        shared.stopped = Some("too many failures".into());
+        assert_eq!(shared.eta(), None);
     }
 }

@@ -73,7 +73,14 @@ fn experiment_totals(report: &Report) -> String {
 fn render(report: &Report, live: bool) -> String {
     let mut out = String::new();
     let state = if live {
-        format!("running: {}", report.phase)
+        match report.eta() {
+            Some(left) => format!(
+                "running: {}; about {} left",
+                report.phase,
+                format_secs(left)
+            ),
+            None => format!("running: {}", report.phase),
+        }
     } else {
         report.phase.clone()
     };
@@ -92,7 +99,7 @@ fn render(report: &Report, live: bool) -> String {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let eta = r.eta_s().filter(|_| live).map_or("-".into(), format_secs);
+        let eta = r.eta().filter(|_| live).map_or("-".into(), format_secs);
         let [best, ratio] = best_cells(r.best, r.baseline, r.done, &report.unit);
         vec![
             r.experiment.clone(),

@@ -55,6 +55,8 @@ struct Live {
     objective: String,
     /// Per chain (in the report's order), its figures as every command prints them.
     figures: Vec<Figures>,
+    /// Seconds until the last running chain ends, while a controller runs it.
+    left_s: Option<f64>,
 }
 
 /// A chain's figures as text, formatted as by every command (`crate::text`).
@@ -65,6 +67,8 @@ struct Figures {
     time_ratio: String,
     /// Whether the best is faster than the baseline (`None`: no ratio yet, or as fast).
     faster: Option<bool>,
+    /// Seconds to its end, while a controller runs it ([`crate::campaign::status::ChainRow::eta`]).
+    eta_s: Option<f64>,
 }
 
 impl Live {
@@ -81,10 +85,12 @@ impl Live {
                     time_ratio,
                     // Only a step below the baseline is a best at all.
                     faster: (ratio.is_finite() && ratio < 1.0).then_some(true),
+                    eta_s: r.eta().filter(|_| live),
                 }
             })
             .collect();
         Live {
+            left_s: report.eta().filter(|_| live),
             report,
             source,
             live,
