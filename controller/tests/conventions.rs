@@ -87,11 +87,13 @@ fn piped_output_has_progress_lines_and_no_escape_codes() {
         "escape codes in piped output:\n{all}"
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let progress = stderr
+    let progress: Vec<&str> = stderr
         .lines()
         .filter(|l| l.starts_with("kiln: knob/chain 0: step "))
-        .count();
-    assert!(progress >= 2, "{stderr}");
+        .collect();
+    assert!(progress.len() >= 2, "{stderr}");
+    // Each line ends in its ETA, as `kiln status` says it ("-" before the first step).
+    assert!(progress.iter().all(|l| l.contains(" eta ")), "{stderr}");
     // The log has one timestamp per line, and the progress too.
     let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
     assert!(log.contains("knob/chain 0: step "), "{log}");

@@ -10,9 +10,9 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::pool::{StatusBoard, WorkerState};
 use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
-use crate::text::{best_cells, format_acceptance};
+use crate::text::{best_cells, format_acceptance, format_secs};
 
-use super::status::best_of;
+use super::status::{best_of, etas};
 
 /// One bar per chain.
 type Bars = BTreeMap<(String, u32), ProgressBar>;
@@ -20,7 +20,8 @@ type Bars = BTreeMap<(String, u32), ProgressBar>;
 /// The progress display of a campaign.
 pub struct Progress {
     bars: Option<(MultiProgress, Bars)>,
-    totals: BTreeMap<String, u32>,
+    /// The campaign's config: budgets, and the slots and `parallel` its ETAs assume.
+    config: CampaignConfig,
     /// Per prepared experiment, its baseline's objective.
     baselines: BTreeMap<String, f64>,
     /// The objective's unit.
@@ -30,16 +31,11 @@ pub struct Progress {
 impl Progress {
     /// Bars when stderr is a terminal, log lines otherwise.
     pub fn new(config: &CampaignConfig) -> Progress {
-        let totals = config
-            .experiments
-            .iter()
-            .map(|e| (e.name.clone(), e.search.steps()))
-            .collect();
         let bars = (std::io::stderr().is_terminal() && logging::verbosity() > Verbosity::Quiet)
             .then(|| (MultiProgress::new(), BTreeMap::new()));
         Progress {
             bars,
-            totals,
+            config: config.clone(),
             baselines: BTreeMap::new(),
             unit: config.objective.metric.unit(),
         }
@@ -52,26 +48,23 @@ impl Progress {
 
     /// Updates the bars after a decision.
     pub fn refresh(&mut self, chains: &BTreeMap<(String, u32), ChainState>) {
-        let (baselines, unit) = (&self.baselines, self.unit);
+        let (baselines, unit, config) = (&self.baselines, self.unit, &self.config);
         let Some((multi, bars)) = self.bars.as_mut() else {
             return;
         };
-        for ((experiment, chain), state) in chains {
+        for (((experiment, chain), state), eta) in chains.iter().zip(etas(config, chains)) {
             let bar = bars.entry((experiment.clone(), *chain)).or_insert_with(|| {
-                let total = self.totals.get(experiment).copied().unwrap_or(0);
-                let bar = multi.add(ProgressBar::new(u64::from(total)));
+                let bar = multi.add(ProgressBar::new(u64::from(total(config, experiment))));
                 bar.set_style(
-                    ProgressStyle::with_template(
-                        "{prefix:<24} [{bar:30}] {pos:>5}/{len:<5} {msg} eta {eta}",
-                    )
-                    .expect("valid template")
-                    .progress_chars("=> "),
+                    ProgressStyle::with_template("{prefix:<24} [{bar:30}] {pos:>5}/{len:<5} {msg}")
+                        .expect("valid template")
+                        .progress_chars("=> "),
                 );
                 bar.set_prefix(format!("{experiment}/chain {chain}"));
                 bar
             });
             bar.set_position(u64::from(state.next_decide));
-            bar.set_message(summary(state, baselines.get(experiment), unit));
+            bar.set_message(summary(state, baselines.get(experiment), unit, eta));
         }
     }
 
@@ -80,12 +73,12 @@ impl Progress {
         if self.bars.is_some() {
             return;
         }
-        for ((experiment, chain), state) in chains {
-            let total = self.totals.get(experiment).copied().unwrap_or(0);
+        for (((experiment, chain), state), eta) in chains.iter().zip(etas(&self.config, chains)) {
             logging::note(format_args!(
-                "{experiment}/chain {chain}: step {}/{total}, {}",
+                "{experiment}/chain {chain}: step {}/{}, {}",
                 state.next_decide,
-                summary(state, self.baselines.get(experiment), self.unit)
+                total(&self.config, experiment),
+                summary(state, self.baselines.get(experiment), self.unit, eta)
             ));
         }
         for (name, s) in board.lock().expect("not poisoned").iter() {
@@ -112,13 +105,21 @@ impl Progress {
     }
 }
 
-/// A chain's acceptance and best (against `baseline`), the best as every command says it.
-fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str) -> String {
+/// An experiment's step budget.
+fn total(config: &CampaignConfig, experiment: &str) -> u32 {
+    config
+        .experiment(experiment)
+        .map_or(0, |e| e.search.steps())
+}
+
+/// A chain's acceptance, best (against `baseline`) and ETA, each as every command says it.
+fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str, eta: Option<f64>) -> String {
     let baseline = baseline.copied().unwrap_or(f64::NAN);
     let best = match best_cells(best_of(state, baseline), baseline, state.next_decide, unit) {
         [best, ratio] if best != "-" => format!("best {best} ({ratio})"),
         [_, words] => words,
     };
     let accepted = format_acceptance(state.accepted, state.proposals.unwrap_or(0));
-    format!("accepted {accepted} {best}")
+    let eta = eta.map_or_else(|| "-".to_string(), format_secs);
+    format!("accepted {accepted} {best} eta {eta}")
 }

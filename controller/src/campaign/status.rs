@@ -246,6 +246,16 @@ fn chain_rows(
     rows
 }
 
+/// Each chain's ETA ([`ChainRow::eta`]), in the order of `chains`, from
+/// their states alone: what `kiln run`'s progress says.
+pub fn etas(
+    config: &CampaignConfig,
+    chains: &BTreeMap<(String, u32), ChainState>,
+) -> Vec<Option<f64>> {
+    let rows = chain_rows(config, &BTreeMap::new(), chains);
+    rows.iter().map(ChainRow::eta).collect()
+}
+
 /// Fills in each running chain's [`ChainRow::eta_s`] as if the campaign's
 /// slots were shared evenly among its running chains, each taking at most its
 /// experiment's `parallel` (water-filling). A chain's step costs the time it
