@@ -91,11 +91,6 @@ pub struct ChainRow {
     /// The chain's course, downsampled (the live page's curves).
     #[serde(default)]
     pub series: Vec<ProgressPoint>,
-    /// Its recent time per decided step in ms, its pace with the slots shared
-    /// as they are now (`None` in a snapshot of a controller that did not
-    /// write it).
-    #[serde(default)]
-    pub step_ms: Option<f64>,
     /// Seconds from its last decided step to its end, from [`shared_etas`]
     /// (`None`: not running, or a snapshot of a controller that did not
     /// write it).
@@ -140,10 +135,9 @@ impl ChainRow {
         self.done > 0 && self.done < self.total && self.stopped.is_none()
     }
 
-    /// Seconds to finish if its pace stays what it is ([`ChainRow::step_ms`]).
+    /// Seconds to finish if its recent pace stays what it is.
     fn own_pace_s(&self) -> f64 {
-        let per_step = self.step_ms.unwrap_or_else(|| self.pace_ms());
-        per_step / 1000.0 * f64::from(self.total - self.done)
+        self.pace_ms() / 1000.0 * f64::from(self.total - self.done)
     }
 
     /// The median time per decided step over the last [`PACE_INTERVALS`]
@@ -208,7 +202,7 @@ fn chain_rows(
                 .get(experiment)
                 .and_then(|i| i.baseline.objective())
                 .unwrap_or(f64::NAN);
-            let mut row = ChainRow {
+            ChainRow {
                 experiment: experiment.clone(),
                 chain: *chain,
                 done: s.next_decide,
@@ -235,11 +229,8 @@ fn chain_rows(
                     .as_ref()
                     .map(|p| p.series.clone())
                     .unwrap_or_default(),
-                step_ms: None,
                 eta_s: None,
-            };
-            row.step_ms = (row.done > 0).then(|| row.pace_ms());
-            row
+            }
         })
         .collect();
     shared_etas(&mut rows, config);
@@ -628,7 +619,6 @@ mod tests {
             coverage: Coverage::default(),
             raced: Raced::default(),
             series,
-            step_ms: None,
             eta_s: None,
         }
     }
