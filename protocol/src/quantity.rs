@@ -17,9 +17,10 @@ pub fn count(v: f64) -> String {
     }
 }
 
-/// A measured figure in a metric's unit (`ns`, `bytes`, `count`, or another
-/// printed after the figure), scaled to read: `12.41 ms`, `5.902 MiB`,
-/// `1.023 M`, `99.50 %`; `-` where there is none.
+/// A measured figure in a metric's unit (`ns`, `bytes`, `count`, NVML's `mJ`,
+/// `mW` and `MHz`, or another printed after the figure), scaled to read:
+/// `12.41 ms`, `5.902 MiB`, `1.023 M`, `260.4 J`, `99.50 %`; `-` where there
+/// is none.
 pub fn measure(v: f64, unit: &str) -> String {
     if !v.is_finite() {
         return "-".into();
@@ -45,7 +46,12 @@ pub fn measure(v: f64, unit: &str) -> String {
             (1.0, "B"),
         ]),
         "count" => count(v),
-        other => format!("{} {other}", count(v)),
+        // NVML's units, scaled to the unit a reader expects: `260.4 J`, not `260.4 k mJ`.
+        "mJ" => scaled(&[(1e6, "kJ"), (1e3, "J"), (1.0, "mJ")]),
+        "mW" => scaled(&[(1e6, "kW"), (1e3, "W"), (1.0, "mW")]),
+        "MHz" => scaled(&[(1e3, "GHz"), (1.0, "MHz")]),
+        // A share or a temperature takes no prefix: `1600 %` on 16 cores, not `1.600 k %`.
+        other => scaled(&[(1.0, other)]),
     }
 }
 
@@ -89,6 +95,15 @@ mod tests {
         assert_eq!(measure(512.0, "bytes"), "512 B");
         assert_eq!(measure(1234.0, "count"), "1.234 k");
         assert_eq!(measure(99.5, "%"), "99.50 %");
+        assert_eq!(measure(1600.0, "%"), "1600 %");
+        assert_eq!(measure(36.0, "C"), "36 C");
+        assert_eq!(measure(260_417.0, "mJ"), "260.4 J");
+        assert_eq!(measure(3_086_100_000.0, "mJ"), "3086 kJ");
+        assert_eq!(measure(512.0, "mJ"), "512 mJ");
+        assert_eq!(measure(117_200.0, "mW"), "117.2 W");
+        assert_eq!(measure(1980.0, "MHz"), "1.980 GHz");
+        assert_eq!(measure(1768.846, "MHz"), "1.769 GHz");
+        assert_eq!(measure(705.0, "MHz"), "705 MHz");
         assert_eq!(plural(1, "step"), "1 step");
         assert_eq!(plural(0, "decision"), "0 decisions");
     }

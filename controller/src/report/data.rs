@@ -122,9 +122,11 @@ impl ObjectiveAxis {
                 unit: "count",
             };
         };
-        // Times are stored in ns; ms reads better for programs that run for a while.
+        // Times are stored in ns, energy and power in NVML's mJ and mW; ms, J and W read better.
         let (unit, scale) = match o.metric.unit() {
             "ns" => ("ms", 1e-6),
+            "mJ" => ("J", 1e-3),
+            "mW" => ("W", 1e-3),
             unit => (unit, 1.0),
         };
         ObjectiveAxis {
@@ -310,4 +312,34 @@ fn runs(store: &Store, data: &mut ExperimentData) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_protocol::Statistic;
+
+    #[test]
+    fn the_objective_axis_reads_times_in_ms_and_nvml_figures_in_j_and_w() {
+        let axis = |metric| {
+            let a = ObjectiveAxis::of(Some(&Objective {
+                metric,
+                statistic: Statistic::Median,
+            }));
+            (a.label, a.scale)
+        };
+        assert_eq!(
+            axis(Metric::WallTime),
+            ("median wall-time (ms)".into(), 1e-6)
+        );
+        assert_eq!(axis(Metric::Energy), ("median energy (J)".into(), 1e-3));
+        assert_eq!(
+            axis(Metric::PowerAvg),
+            ("median power-avg (W)".into(), 1e-3)
+        );
+        assert_eq!(
+            axis(Metric::Instructions),
+            ("median instructions (count)".into(), 1.0)
+        );
+    }
 }
