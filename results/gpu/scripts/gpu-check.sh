@@ -8,7 +8,7 @@ timeout 30 $G/bin/kiln-worker probe --json > $R/probe.json 2>&1; echo "probe rc=
 pack
 
 stamp gpu-tests
-cd $ROOT/worker && timeout 150 $ROOT/target/release/deps/gpu-test-* --test-threads=1 --nocapture 2>&1 | tee $R/gpu-tests.txt; echo "gpu tests rc=$?"; cd $ROOT
+cd $ROOT/worker && timeout 150 $ROOT/target/release/deps/gpu-test-* gpu:: --test-threads=1 --nocapture 2>&1 | tee $R/gpu-tests.txt; echo "gpu tests rc=$?"; cd $ROOT
 pack
 
 stamp calibrate-by-hand
