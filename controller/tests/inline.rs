@@ -291,6 +291,61 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
     assert!(reused >= 3, "{reused} of 6 steps reused an object");
 }
 
+#[test]
+fn remarks_stay_whole_while_another_make_job_prints() {
+    // make -j2 runs a job that prints a line at a time (as CMake's progress
+    // does) while a compile's remarks, hundreds of kilobytes, are written to
+    // the same pipe: a line of the job's inside a remark cut it, and its site
+    // read as not realised (yaml-cpp lost 4 % of its steps so), or as no
+    // site at all in discovery.
+    if !have("clang") || !have_valgrind() || !have("make") {
+        return skip("needs clang, valgrind and make");
+    }
+    const SITES: usize = 4000;
+    let mut main = String::from("#include <stdio.h>\n#include <stdlib.h>\n");
+    for i in 0..SITES {
+        main += &format!("static int f{i}(int x) {{ return x * {i} + 1; }}\n");
+    }
+    main += "int main(int argc, char **argv) {\n  int s = atoi(argv[1]);\n";
+    for i in 0..SITES {
+        main += &format!("  s = f{i}(s);\n");
+    }
+    main += "  printf(\"%d\\n\", s);\n  return 0;\n}\n";
+    // The noise goes on from when clang has written main.o, before its
+    // output is written, until bench is linked after it (bounded, should
+    // the build fail).
+    let makefile = ".PHONY: all fresh noise\n\
+        all: bench noise\n\
+        fresh:\n\trm -f main.o bench\n\
+        main.o: fresh\n\t$(CC) -O2 -c main.c -o main.o\n\
+        bench: main.o\n\t$(CC) -O2 main.o -o bench\n\
+        noise: fresh\n\
+        \tn=0; while [ ! -e main.o ] && [ $$n -lt 5000000 ]; do n=$$((n+1)); done; \\\n\
+        \ti=0; while [ ! -e bench ] && [ $$i -lt 1000000 ]; do echo '[ 50%] Building C object'; i=$$((i+1)); done\n";
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("benchmarks/noisy");
+    std::fs::create_dir_all(&src).unwrap();
+    write_files(&src, &[("main.c", &main), ("Makefile", makefile)]);
+    let config = r#"(campaign
+  (name noisy)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark noisy) (search (random-walk (steps 4) (flips 300))) (seed 5)))
+  (benchmarks
+    ((name noisy) (kind llvm-inline) (compiler clang) (sources "benchmarks/noisy")
+     (build ("make" "-j2")) (run ("./bench" "7")) (timeout-s 60)))
+  (workers (local (slots 1))))
+"#;
+    let (store, info) = run_campaign(dir.path(), config, "noisy");
+    assert_eq!(
+        (info.discovery.points.len(), info.discovery.fixed.len()),
+        (SITES, 0),
+        "sites found and left out"
+    );
+    assert_eq!(assert_every_step_ok(&store, "noisy"), 4);
+}
+
 /// A cargo package whose dependency is a path crate outside its workspace.
 const APP_WITH_HELPER: [(&str, &str); 4] = [
     (

@@ -249,13 +249,15 @@ impl Build<'_> {
                 log_tail: record.log_tail.clone(),
             }),
             End::Exited(_) if is_llvm => {
-                if finished.kept_truncated {
+                let said = self.compilers_said().map(|said| said + kept_log);
+                if said.is_none() && finished.kept_truncated {
                     tracing::warn!(
                         "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
                     );
                 }
-                let verified =
-                    llvm_inline::verify(decisions, &llvm_inline::parse_remarks_in(&log, self.work));
+                let remarks =
+                    llvm_inline::parse_remarks_in(said.as_ref().unwrap_or(&log), self.work);
+                let verified = llvm_inline::verify(decisions, &remarks);
                 record.moot = verified.moot;
                 if verified.mismatched.is_empty() {
                     Ok(())
@@ -317,7 +319,7 @@ impl Build<'_> {
                 if let Some(dir) = ir.filter(|_| !wrapped) {
                     self.write_ir(&flags, dir);
                 }
-                return Ok(log);
+                return Ok(self.compilers_said().unwrap_or(log));
             }
             End::Exited(c) => format!("exited with {c}"),
             End::Signaled(s) => format!("was killed by {}", launch::signal_name(s)),
@@ -330,6 +332,13 @@ impl Build<'_> {
             compiling(),
             tail(&llvm_inline::strip_remarks(&log))
         ))
+    }
+
+    /// What the compiles of the last build said, each whole, where they ran
+    /// through the compiler wrapper ([`wrap::compilers_said`]): what their
+    /// remarks are read from, since the build's log may cut them.
+    fn compilers_said(&self) -> Option<String> {
+        wrap::compilers_said(&self.work.join(WRAP_DIR), BUILD_LOG_CAP)
     }
 
     /// The wrapper's name for the build command's program, where the build is
@@ -424,6 +433,8 @@ impl Build<'_> {
             }
             _ => None,
         };
+        let dir = self.work.join(WRAP_DIR);
+        wrap::forget_said(&dir);
         let added = match wrapper {
             None => {
                 argv.extend(flags);
@@ -431,7 +442,6 @@ impl Build<'_> {
             }
             Some(compiler) => {
                 let path = launch::search_path(&env).to_string();
-                let dir = self.work.join(WRAP_DIR);
                 let crates = &self.spec.dependency_crates;
                 if let Some(name) = &bounded_command {
                     argv[0] = dir.join(name).display().to_string();

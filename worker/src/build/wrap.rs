@@ -48,6 +48,16 @@ const CPU_ENV: &str = "KILN_WRAP_CPU_S";
 /// The file whose lock a compile holds while it writes its output.
 const LOCK_ENV: &str = "KILN_WRAP_LOCK";
 
+/// The file each compile appends what it said to, whole and under the
+/// output lock: what the build's remarks are read from. In the build's log a
+/// job that prints as it goes (make's `[ 29%] Building ...` beside a compile)
+/// can put a line inside a remark, and a cut remark reads as a decision not
+/// realised.
+const SAID_ENV: &str = "KILN_WRAP_SAID";
+
+/// [`SAID_ENV`]'s file in the wrapper's folder.
+const SAID_FILE: &str = "compilers-said";
+
 /// A folder where each compile that gets the flags keeps a file, named by
 /// its pid and holding the units it compiles, while it runs: what discovery's
 /// progress and a limit's message name.
@@ -160,6 +170,10 @@ pub fn prepare(
                 LOCK_ENV.into(),
                 dir.join("output.lock").display().to_string(),
             ));
+            let said = dir.join(SAID_FILE);
+            std::fs::write(&said, "")
+                .map_err(|e| format!("cannot write {}: {e}", said.display()))?;
+            env.push((SAID_ENV.into(), said.display().to_string()));
         }
         Compiler::Rustc => {
             link_names(dir, [RUSTC_WRAPPER, RUSTC_DEPS_WRAPPER])?;
@@ -177,6 +191,26 @@ pub fn prepare(
         }
     }
     Ok(env)
+}
+
+/// What the compiles of the last build prepared in `dir` said, each whole
+/// (at most `cap` bytes): `None` where it ran no clang through the wrapper.
+pub fn compilers_said(dir: &Path, cap: usize) -> Option<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(dir.join(SAID_FILE)).ok()?;
+    let mut said = Vec::new();
+    file.take(cap as u64 + 1).read_to_end(&mut said).ok()?;
+    if said.len() > cap {
+        said.truncate(cap);
+        tracing::warn!("the compiles said more than {cap} bytes; remarks past it are lost");
+    }
+    Some(String::from_utf8_lossy(&said).into_owned())
+}
+
+/// Forgets what an earlier build's compiles said, for a build in `dir`
+/// that runs no compile through the wrapper.
+pub fn forget_said(dir: &Path) {
+    let _ = std::fs::remove_file(dir.join(SAID_FILE));
 }
 
 /// The benchmark's program, when the build makes it (its run command names a
@@ -631,7 +665,8 @@ fn compile_then_link(
 
 /// Writes a compile's output whole, under the build's output lock: compiles
 /// that make runs side by side (`-j`) would otherwise interleave their
-/// remarks mid-line, and a cut remark reads as a decision not realised.
+/// remarks mid-line. What it said goes to [`SAID_ENV`]'s file too, where
+/// no other job's output can cut it.
 fn show(output: &mut std::process::Output) {
     use std::io::Write;
     let lock = std::env::var_os(LOCK_ENV).and_then(|path| {
@@ -644,6 +679,10 @@ fn show(output: &mut std::process::Output) {
         unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
         Some(file)
     });
+    if let Some(said) = std::env::var_os(SAID_ENV) {
+        let file = std::fs::OpenOptions::new().append(true).open(said);
+        let _ = file.and_then(|mut f| f.write_all(&output.stderr));
+    }
     let _ = std::io::stdout().write_all(&output.stdout);
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().write_all(&output.stderr);
