@@ -198,12 +198,16 @@ impl Build<'_> {
         };
         // The units a warm start left alone say what their compiles said.
         let log = String::from_utf8_lossy(&finished.kept).into_owned() + kept_log;
+        // What the compiles said, each line whole, where the wrapper kept it
+        // (the log may cut a line): what is read from them is read there.
+        let kept_said = self.compilers_said().map(|said| said + kept_log);
+        let said = kept_said.as_deref().unwrap_or(&log);
         warnings.extend(
-            log.lines()
+            said.lines()
                 .filter(|l| l.starts_with("kiln: ") && l.contains(objects::DAMAGED))
                 .map(str::to_string),
         );
-        if let Some(line) = log
+        if let Some(line) = said
             .lines()
             .find(|l| l.starts_with("kiln: ") && l.contains(objects::NOT_FROM_IR))
         {
@@ -249,15 +253,13 @@ impl Build<'_> {
                 log_tail: record.log_tail.clone(),
             }),
             End::Exited(_) if is_llvm => {
-                let said = self.compilers_said().map(|said| said + kept_log);
-                if said.is_none() && finished.kept_truncated {
+                if kept_said.is_none() && finished.kept_truncated {
                     tracing::warn!(
                         "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
                     );
                 }
-                let remarks =
-                    llvm_inline::parse_remarks_in(said.as_ref().unwrap_or(&log), self.work);
-                let verified = llvm_inline::verify(decisions, &remarks);
+                let verified =
+                    llvm_inline::verify(decisions, &llvm_inline::parse_remarks_in(said, self.work));
                 record.moot = verified.moot;
                 if verified.mismatched.is_empty() {
                     Ok(())
