@@ -17,18 +17,19 @@ pub fn kiln() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_kiln"))
 }
 
-/// The `kiln-worker` binary beside it, built on demand (it belongs to another package).
+/// The `kiln-worker` binary beside it, brought up to date once a test run (it
+/// belongs to another package, which `cargo test -p kiln-controller` does not
+/// build: a worker left from before a change would be tested instead).
 pub fn worker() -> PathBuf {
-    let dir = kiln().parent().expect("bin folder").to_path_buf();
-    let path = dir.join("kiln-worker");
-    if !path.exists() {
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "-p", "kiln-worker"])
+            .args(["build", "--quiet", "-p", "kiln-worker"])
             .status()
             .expect("cargo runs");
         assert!(status.success(), "cannot build kiln-worker");
-    }
-    path
+    });
+    kiln().parent().expect("bin folder").join("kiln-worker")
 }
 
 /// The repository root.
