@@ -7,10 +7,7 @@
 //! next `up` in the same folder). Where the rig cannot run (not root, no /usr/sbin/sshd, no network
 //! namespaces) a test is reported skipped, with the rig's reason.
 //!
-//! The worker binary: cargo gives integration tests the paths of their own package's binaries
-//! only, so `kiln-worker` is found as `<target>/<profile>/kiln-worker` next to this test's
-//! `deps/` folder (or `$KILN_WORKER_BIN`), after `cargo build -p kiln-worker` (run once per test
-//! process; if that build fails, an existing binary is used with a warning).
+//! The worker binary is [`crate::common::worker`]'s.
 //!
 //! Targets are only 127.0.0.x and the link-local addresses of the rig's own namespaces.
 
@@ -80,7 +77,7 @@ impl Rig {
             worker,
         };
         assert!(out.status.success(), "ssh-rig up failed: {stderr}");
-        std::fs::copy(worker_binary(), &rig.worker).unwrap();
+        std::fs::copy(crate::common::worker(), &rig.worker).unwrap();
         let hosts = std::fs::read_to_string(rig.dir.join("hosts")).unwrap();
         for line in hosts.lines() {
             let f: Vec<&str> = line.split_whitespace().collect();
@@ -149,50 +146,6 @@ fn init_tracing() {
             .with_ansi(false)
             .try_init();
     });
-}
-
-/// The local kiln-worker binary, built if needed (see the module docs).
-fn worker_binary() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        if let Some(p) = std::env::var_os("KILN_WORKER_BIN") {
-            return PathBuf::from(p);
-        }
-        let exe = std::env::current_exe().unwrap();
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("test binary lives in <target>/<profile>/deps");
-        let target_dir = profile_dir.parent().unwrap();
-        let bin = profile_dir.join("kiln-worker");
-        let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-        cmd.args(["build", "-p", "kiln-worker", "--bin", "kiln-worker"])
-            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join(".."))
-            .env("CARGO_TARGET_DIR", target_dir);
-        if profile_dir.file_name().is_some_and(|n| n == "release") {
-            cmd.arg("--release");
-        }
-        let t = Instant::now();
-        let out = cmd.output().expect("cannot run cargo");
-        if !out.status.success() {
-            assert!(
-                bin.exists(),
-                "cargo build -p kiln-worker failed and there is no {}: {}",
-                bin.display(),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            eprintln!(
-                "WARNING: cargo build -p kiln-worker failed; using the existing {}",
-                bin.display()
-            );
-        }
-        eprintln!(
-            "kiln-worker ready in {:.2} s: {}",
-            t.elapsed().as_secs_f64(),
-            bin.display()
-        );
-        bin
-    })
 }
 
 /// SHA-256 by coreutils' sha256sum (an implementation independent of ours).

@@ -17,19 +17,42 @@ pub fn kiln() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_kiln"))
 }
 
-/// The `kiln-worker` binary beside it, brought up to date once a test run (it
-/// belongs to another package, which `cargo test -p kiln-controller` does not
-/// build: a worker left from before a change would be tested instead).
+/// The `kiln-worker` binary beside `kiln` (or `KILN_WORKER_BIN`), brought up
+/// to date once a test run: it belongs to another package, which
+/// `cargo test -p kiln-controller` does not build, and a worker left from
+/// before a change would be tested instead.
 pub fn worker() -> PathBuf {
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| {
-        let status = Command::new(env!("CARGO"))
-            .args(["build", "--quiet", "-p", "kiln-worker"])
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cannot build kiln-worker");
-    });
-    kiln().parent().expect("bin folder").join("kiln-worker")
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(p) = std::env::var_os("KILN_WORKER_BIN") {
+            return PathBuf::from(p);
+        }
+        let profile_dir = kiln().parent().expect("bin folder").to_path_buf();
+        let bin = profile_dir.join("kiln-worker");
+        let target = profile_dir.parent().expect("target folder");
+        let mut cmd = Command::new(env!("CARGO"));
+        cmd.args("build --quiet -p kiln-worker --bin kiln-worker".split(' '));
+        cmd.current_dir(repo()).env("CARGO_TARGET_DIR", target);
+        if profile_dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().expect("cannot run cargo");
+        if !out.status.success() {
+            // Offline or mid-edit: an existing binary still serves, said loudly.
+            assert!(
+                bin.exists(),
+                "cargo build -p kiln-worker failed and there is no {}: {}",
+                bin.display(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            eprintln!(
+                "WARNING: cargo build -p kiln-worker failed; using the existing {}",
+                bin.display()
+            );
+        }
+        bin
+    })
+    .clone()
 }
 
 /// The repository root.
