@@ -1,7 +1,8 @@
 //! kiln's compiler flags for builds that do not run the compiler themselves
 //! (make, CMake, cargo, a build script); the build's own command and files
 //! are left as they are, and the compiler's remarks reach the build log as
-//! the build passes them on.
+//! the build passes them on; kiln reads them from a file of the wrapper's,
+//! where each compile's output is whole ([`compilers_said`]).
 //!
 //! - clang: the build's `PATH` starts with a folder whose `clang`, `clang++`,
 //!   `cc` and `c++` are kiln-worker, which runs the real clang with kiln's
@@ -50,7 +51,7 @@ const LOCK_ENV: &str = "KILN_WRAP_LOCK";
 
 /// The file each compile appends what it said to, whole and under the
 /// output lock: what the build's remarks are read from. In the build's log a
-/// job that prints as it goes (make's `[ 29%] Building ...` beside a compile)
+/// job that prints as it goes (CMake's `[ 29%] Building ...` beside a compile)
 /// can put a line inside a remark, and a cut remark reads as a decision not
 /// realised.
 const SAID_ENV: &str = "KILN_WRAP_SAID";
