@@ -173,15 +173,21 @@ pub struct BenchmarkArgs {
     pub json: bool,
 }
 
-/// The arguments of `kiln policy`.
+/// The arguments of `kiln policy`. Flags may stand anywhere before `--`; only what follows
+/// `--` is the policy command and its arguments.
 #[derive(Args)]
+#[command(override_usage = POLICY_USAGE)]
 pub struct PolicyArgs {
     /// The campaign config (.sexp): its llvm-inline benchmarks, workers, objective and runs.
     pub config: PathBuf,
-    /// `stock`, `nothing`, or a command (after `--`) that reads a benchmark's sites as JSON
-    /// lines (the `sites` table's columns) on stdin and writes a decision file to stdout.
-    #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
-    pub policy: Vec<String>,
+    /// A built-in policy: `stock` (the stock compiler's decisions) or `nothing` (inline no site).
+    #[arg(value_name = "stock|nothing", value_parser = builtin_policy,
+          required_unless_present = "command", conflicts_with = "command")]
+    pub builtin: Option<BuiltinPolicy>,
+    /// After `--`: a command that reads a benchmark's sites as JSON lines (the `sites` table's
+    /// columns) on stdin and writes a decision file to stdout; every word after `--`, flags too, is its own.
+    #[arg(last = true, value_name = "COMMAND ARGS")]
+    pub command: Vec<String>,
     /// Only these benchmarks (repeatable; default: every llvm-inline benchmark).
     #[arg(long = "benchmark")]
     pub benchmarks: Vec<String>,
@@ -201,6 +207,30 @@ pub struct PolicyArgs {
     /// Print the rows as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `kiln policy`'s usage: the three ways to name a policy, flags anywhere before `--`.
+const POLICY_USAGE: &str = "kiln policy [OPTIONS] <CONFIG> stock|nothing|-- <COMMAND> [ARGS]...";
+
+/// A policy kiln has built in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BuiltinPolicy {
+    /// The stock compiler's decisions.
+    Stock,
+    /// Inline no site.
+    Nothing,
+}
+
+/// Reads a built-in policy's name; any other word is bad usage naming the three forms (a
+/// command must follow `--`, so a mistyped name never runs as a program).
+fn builtin_policy(word: &str) -> Result<BuiltinPolicy, String> {
+    match word {
+        "stock" => Ok(BuiltinPolicy::Stock),
+        "nothing" => Ok(BuiltinPolicy::Nothing),
+        _ => Err(
+            "a policy is `stock`, `nothing` or `-- COMMAND ARGS...` (a command after `--`)".into(),
+        ),
+    }
 }
 
 /// The arguments of `kiln export`.

@@ -314,6 +314,19 @@ fn unknown_flags_and_bad_values_exit_2_naming_them() {
         (&["serve", "store", "--port", "http"], "--port"),
         (&["export", "store", "--table", "nosuch"], "nosuch"),
         (&["export", "store", "--all"], "--output"),
+        // A policy is a built-in's name or a command after `--`, never a word run as a program.
+        (
+            &["policy", "campaign.sexp", "./decide.py", "--store", "s"],
+            "`stock`, `nothing` or `-- COMMAND ARGS...`",
+        ),
+        (
+            &["policy", "campaign.sexp", "--store", "s"],
+            "stock|nothing",
+        ),
+        (
+            &["policy", "campaign.sexp", "stock", "--", "./decide.py"],
+            "--",
+        ),
     ];
     for (args, named) in cases {
         let out = run_kiln(dir.path(), args);
@@ -667,4 +680,207 @@ fn sighup_during_a_step_exits_129_and_the_campaign_resumes() {
     assert!(out.status.success(), "{}", text(&out));
     let status = run_kiln_when_free(path, &["status", "store"]);
     assert!(text(&status).contains("12/12"), "{}", text(&status));
+}
+
+// ---- the README's command table, as written ----
+
+/// Every usage line of the README's command table, typed as written in a folder where each
+/// should work (a finished campaign over a knob benchmark and a small C program): every
+/// alternative of an `a|b` once, the optional `[...]` parts in and out. Each ends with status 0
+/// (`serve` is still serving after a few seconds), so the table cannot drift from the parser.
+#[test]
+fn every_usage_line_of_the_readme_works_as_written() {
+    if !have("clang") {
+        return skip("clang is not installed (the policy lines need an llvm-inline benchmark)");
+    }
+    let dir = usage_campaign();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let lines = readme_usage_lines(&readme);
+    assert!(
+        lines.len() >= 15,
+        "the command table was not found: {lines:?}"
+    );
+    for line in &lines {
+        for argv in usage_variants(line) {
+            let (out, serving) = run_typed(dir.path(), &argv);
+            let serves = argv[1] == "serve" && argv[0] == "kiln";
+            assert!(
+                if serves {
+                    serving
+                } else {
+                    out.status.success()
+                },
+                "README line `{line}` typed as {argv:?} did not work:\n{}",
+                text(&out)
+            );
+        }
+    }
+}
+
+/// A folder in which a campaign has run to its end (`campaign.sexp`, store `store`): walks over
+/// the knob benchmark `noop` (experiment `a`) and over the inlining sites of `one`, a small C
+/// program timed by wall clock (experiment `b`).
+fn usage_campaign() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path();
+    std::fs::create_dir_all(path.join("noop")).unwrap();
+    std::fs::write(path.join("noop/README"), "nothing to build\n").unwrap();
+    std::fs::create_dir_all(path.join("one")).unwrap();
+    std::fs::write(
+        path.join("one/main.c"),
+        "static int sq(int x) { return x * x; }\nstatic int add(int a, int b) { return a + b; }\n\
+         int main(void) { int s = 0; for (int i = 0; i < 1000; i++) s = add(s, sq(i)); return s == 7; }\n",
+    )
+    .unwrap();
+    let config = r#"(campaign
+  (name usage)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    ((name a) (benchmark noop) (search (random-walk (steps 4))) (seed 3))
+    ((name b) (benchmark one) (search (random-walk (steps 2))) (seed 1)))
+  (benchmarks
+    ((name noop) (kind knobs) (knobs (k 0 1 2 3))
+     (sources "noop") (build ()) (run ("true")) (check-output none) (timeout-s 10))
+    ((name one) (kind llvm-inline) (compiler clang) (sources "one")
+     (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench")) (timeout-s 30)))
+  (workers (local (slots 2))))
+"#;
+    std::fs::write(path.join("campaign.sexp"), config).unwrap();
+    decisions(path, "DECISIONS.sexp", "(k 1)");
+    let out = run_kiln(path, &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    dir
+}
+
+/// The first cells of the README's command table (`kiln …` and `kiln-worker …`), unescaped.
+fn readme_usage_lines(readme: &str) -> Vec<String> {
+    let table = readme
+        .split("\n## Commands\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .unwrap_or("");
+    table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `")?.split("` |").next())
+        .filter(|cell| cell.starts_with("kiln"))
+        .map(|cell| cell.replace("\\|", "|"))
+        .collect()
+}
+
+/// A usage line's words: `[...]` groups kept whole (with their `…`), the rest split at spaces.
+fn usage_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let (mut word, mut depth) = (String::new(), 0);
+    for c in line.chars() {
+        match c {
+            ' ' if depth == 0 => words.push(std::mem::take(&mut word)),
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            _ => {}
+        }
+        if c != ' ' || depth > 0 {
+            word.push(c);
+        }
+    }
+    words.push(word);
+    words.retain(|w| !w.is_empty());
+    words
+}
+
+/// The concrete command lines a usage line stands for: one per alternative of its `a|b` words
+/// (the n-th alternative of each, or its last), every optional part in; and one without them.
+/// An alternative `--` takes the plain words after it (its command) with it; the others skip them.
+fn usage_variants(line: &str) -> Vec<Vec<String>> {
+    let words = usage_words(line);
+    let most = words
+        .iter()
+        .map(|w| w.split('|').count())
+        .max()
+        .unwrap_or(1);
+    let mut variants: Vec<Vec<String>> = (0..most).map(|n| typed(&words, n, true)).collect();
+    variants.push(typed(&words, 0, false));
+    variants.dedup();
+    variants
+}
+
+/// One concrete command line of `words`: the `n`-th alternatives, optional parts in or out.
+fn typed(words: &[String], n: usize, optional: bool) -> Vec<String> {
+    let mut argv: Vec<String> = Vec::new();
+    // After an alternative to `--`: the plain words that only `--` takes.
+    let mut skipping = false;
+    for word in words {
+        let word = word.trim_end_matches('…');
+        if let Some(inner) = word.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+            if optional {
+                argv.extend(typed(&usage_words(inner), n, true));
+            }
+            continue;
+        }
+        if skipping {
+            continue;
+        }
+        let alternatives: Vec<&str> = word.split('|').collect();
+        let chosen = alternatives[n.min(alternatives.len() - 1)];
+        skipping = alternatives.contains(&"--") && chosen != "--";
+        let value = placeholder(argv.last().map_or("", String::as_str), chosen);
+        argv.push(value);
+    }
+    argv
+}
+
+/// A placeholder's value in [`usage_campaign`]'s folder (a word that is none, as it is).
+fn placeholder(flag: &str, word: &str) -> String {
+    let value = match (flag, word) {
+        ("--benchmark", "NAME") => "one",
+        (_, "BENCHMARK") => "noop",
+        ("--worker", "NAME") => "local",
+        ("--experiment", "NAME") => "a",
+        (_, "CONFIG") => "campaign.sexp",
+        (_, "STORE") => "store",
+        (_, "EXPERIMENT/CHAIN/STEP") => "a/0/1",
+        (_, "FILE") => "typed.out",
+        (_, "DIR") => "typed-dir",
+        ("--port", "N") => "0",
+        (_, "N") | (_, "SECS") | (_, "L") => "1",
+        (_, "S") => "30",
+        (_, "ADDR") => "127.0.0.1",
+        (_, "COMMAND") | (_, "CMD") => "echo",
+        // One word: a decision file that keeps every stock decision.
+        (_, "ARGS") => "(decisions (values))",
+        (_, other) => other,
+    };
+    value.to_string()
+}
+
+/// Runs a typed command line (`kiln …` or `kiln-worker …`) in `dir`: its output, and whether
+/// it was still running (then stopped) after a few seconds, as `serve` is; others get 2 minutes.
+fn run_typed(dir: &Path, argv: &[String]) -> (Output, bool) {
+    let mut cmd = match argv[0].as_str() {
+        "kiln" => kiln_cmd(dir),
+        "kiln-worker" => {
+            let mut cmd = std::process::Command::new(worker());
+            cmd.current_dir(dir);
+            cmd
+        }
+        other => panic!("not a kiln command: {other}"),
+    };
+    // Into a file: a long page (`man`) must not fill a pipe nobody reads yet.
+    let stdout = std::fs::File::create(dir.join("typed.stdout")).unwrap();
+    let mut child = cmd
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let limit = Duration::from_secs(if argv[1] == "serve" { 3 } else { 120 });
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let serving = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    (child.wait_with_output().unwrap(), serving)
 }

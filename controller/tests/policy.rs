@@ -109,9 +109,17 @@ fn kiln_policy_measures_stock_nothing_and_a_failing_policy_per_benchmark() {
     let run = common::run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(run.status.success(), "{}", text(&run));
 
+    // Flags after the built-in's name, as the README types them.
     let json = |args: &[&str]| -> serde_json::Value {
-        let mut all = vec!["policy", "campaign.sexp", "--json"];
+        let mut all = vec!["policy", "campaign.sexp"];
         all.extend(args);
+        all.extend([
+            "--json",
+            "--benchmark",
+            "sample-dsp",
+            "--benchmark",
+            "tiny-interp",
+        ]);
         let out = common::run_kiln(dir.path(), &all);
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out)))
     };

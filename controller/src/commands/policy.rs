@@ -30,7 +30,7 @@ use kiln_protocol::message::Discovery;
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue};
 
 use crate::atomic;
-use crate::cli::PolicyArgs;
+use crate::cli::{BuiltinPolicy, PolicyArgs};
 use crate::dispatch::bundle;
 use crate::error::{self, BadInput, Interrupted, Outcome};
 use crate::export::site_records;
@@ -58,11 +58,11 @@ enum Policy {
 }
 
 impl Policy {
-    fn from_args(words: &[String]) -> Policy {
-        match words {
-            [one] if one == "stock" => Policy::Stock,
-            [one] if one == "nothing" => Policy::Nothing,
-            command => Policy::Command(command.to_vec()),
+    fn from_args(args: &PolicyArgs) -> Policy {
+        match args.builtin {
+            Some(BuiltinPolicy::Stock) => Policy::Stock,
+            Some(BuiltinPolicy::Nothing) => Policy::Nothing,
+            None => Policy::Command(args.command.clone()),
         }
     }
 
@@ -218,7 +218,7 @@ impl Row {
 
 pub(super) fn run(args: &PolicyArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
-    let policy = Policy::from_args(&args.policy);
+    let policy = Policy::from_args(args);
     let specs = benchmarks(&config, &args.benchmarks)?;
     let worker = single_slot(&pick_worker(&config, args.worker.as_deref())?);
     let store_dir = args.store.clone().unwrap_or_else(|| config.store.clone());
