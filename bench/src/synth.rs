@@ -215,6 +215,7 @@ fn experiment_info() -> ExperimentInfo {
             output_digest: None,
             checked_output: None,
             text_bytes: None,
+            function_instructions: Default::default(),
         },
         references: BTreeMap::new(),
         runs: None,

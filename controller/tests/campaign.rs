@@ -8,7 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::campaign::{
-    decided, run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
+    decided, resumes_exactly, run_until_decided, slow_config, slow_setup, synthetic_config_on,
+    trajectory,
 };
 use crate::common::*;
 use kiln_controller::store::{now_ms, StepKind, StepRecord, Store};
@@ -50,19 +51,20 @@ fn synthetic_config_searching(steps: u32, seed: u64, parallel: u32, search: &str
 
 #[test]
 fn killed_and_resumed_campaign_equals_an_uninterrupted_one() {
-    resumes_exactly(&synthetic_config_proposing(24, 11, 2, "uniform"), 24);
+    resumes_exactly(setup, &synthetic_config_proposing(24, 11, 2, "uniform"), 24);
 }
 
 #[test]
 fn killed_and_resumed_guided_campaign_equals_an_uninterrupted_one() {
     // 24 steps: six screening flips (a quarter of the budget), the combined
     // improving flips, then guided proposals.
-    resumes_exactly(&synthetic_config_proposing(24, 11, 2, "guided"), 24);
+    resumes_exactly(setup, &synthetic_config_proposing(24, 11, 2, "guided"), 24);
 }
 
 #[test]
 fn killed_and_resumed_random_search_equals_an_uninterrupted_one() {
     resumes_exactly(
+        setup,
         &synthetic_config_searching(24, 11, 2, "(random-search (steps 24))"),
         24,
     );
@@ -72,65 +74,13 @@ fn killed_and_resumed_random_search_equals_an_uninterrupted_one() {
 fn killed_and_resumed_hill_climbing_equals_an_uninterrupted_one() {
     // Ten knobs and 40 steps: the climb reaches a local optimum and restarts.
     let Some(steps) = resumes_exactly(
+        setup,
         &synthetic_config_searching(40, 11, 2, "(hill-climbing (steps 40))"),
         40,
     ) else {
         return;
     };
     assert!(steps.iter().any(|s| s.kind == StepKind::Restart));
-}
-
-/// Runs `config` straight, and again killed (SIGKILL) at several points and
-/// resumed; the two trajectories must be equal. Returns the straight run's steps, or `None`
-/// where the test is skipped.
-fn resumes_exactly(config: &str, steps_in_all: usize) -> Option<Vec<StepRecord>> {
-    if !have_valgrind() {
-        skip("valgrind is not installed (callgrind is the deterministic objective)");
-        return None;
-    }
-    let straight = setup(config);
-    let out = run_kiln(straight.path(), &["run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let expected = steps(straight.path());
-    assert_eq!(expected.len(), steps_in_all);
-
-    let resumed = setup(config);
-    // Kill at several points: while preparing, and after a few decided steps.
-    for kill_after_steps in [0usize, 3, 9, 15] {
-        let mut child = kiln_cmd(resumed.path())
-            .args(["run", "campaign.sexp"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let deadline = Instant::now() + Duration::from_secs(120);
-        loop {
-            std::thread::sleep(Duration::from_millis(50));
-            let decided = decided(resumed.path()) as usize;
-            if (kill_after_steps == 0 && resumed.path().join("store/db").exists())
-                || decided >= kill_after_steps && kill_after_steps > 0
-            {
-                break;
-            }
-            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
-                break;
-            }
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-    }
-    let out = run_kiln(resumed.path(), &["run", "campaign.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let got = steps(resumed.path());
-    assert_eq!(
-        trajectory(&got),
-        trajectory(&expected),
-        "resumed run diverged"
-    );
-    let verify = run_kiln(resumed.path(), &["store", "verify", "store"]);
-    assert!(verify.status.success(), "{}", text(&verify));
-    assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
-    Some(expected)
 }
 
 #[test]

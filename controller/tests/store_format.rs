@@ -73,6 +73,7 @@ fn info() -> ExperimentInfo {
             output_digest: None,
             checked_output: None,
             text_bytes: Some(4096),
+            function_instructions: Default::default(),
         },
         references: BTreeMap::new(),
         runs: None,
@@ -118,6 +119,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
         started_ms: 1_000,
         finished_ms: 2_000,
         warnings: Vec::new(),
+        function_instructions: BTreeMap::new(),
     };
     match step % 7 {
         3 => {

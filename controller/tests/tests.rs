@@ -8,6 +8,7 @@ mod container;
 mod conventions;
 mod corpus;
 mod datasets;
+mod effects;
 mod exit_status;
 mod exports;
 mod inline;

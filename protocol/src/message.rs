@@ -251,6 +251,11 @@ pub struct StepRequest {
     /// bound allows; `None`: repeat as the run policy says.
     #[serde(default)]
     pub race: Option<Race>,
+    /// Also return the instructions each function executed itself
+    /// ([`StepResult::function_instructions`]): callgrind runs write a profile
+    /// with names as compiled, which screening attributes flips by.
+    #[serde(default)]
+    pub function_costs: bool,
 }
 
 /// The race a candidate of an annealing chain runs under a noisy objective
@@ -532,6 +537,11 @@ pub struct StepResult {
     /// program's own that clashed with kiln's GPU tracing.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Where the request asked for them: the instructions each function
+    /// executed itself (callgrind's self `Ir` of the last callgrind run), by
+    /// name as compiled; functions that executed none are left out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub function_instructions: BTreeMap<String, u64>,
 }
 
 impl StepResult {
@@ -558,6 +568,7 @@ impl StepResult {
             started_ms: now,
             finished_ms: now,
             warnings: Vec::new(),
+            function_instructions: BTreeMap::new(),
         }
     }
 }

@@ -77,6 +77,7 @@ fn requests() -> Vec<Request> {
             objective: Metric::Instructions,
             expected_output: Some(bundle.hash),
             reuse_build: false,
+            function_costs: false,
             race: Some(race()),
         })),
         Request::Cancel { step: StepId(7) },
@@ -169,6 +170,7 @@ fn responses() -> Vec<Response> {
                 started_ms: 1,
                 finished_ms: 2,
                 warnings: Vec::new(),
+                function_instructions: BTreeMap::new(),
             }))
         })
         .collect();

@@ -251,6 +251,7 @@ fn main() -> ExitCode {
                 output: OutputSpec::Stdout(LineFilter::All),
                 expected_output: expect_output,
                 callgrind_out: callgrind_out.clone(),
+                function_costs: false,
                 gpu_trace_dir: gpu_trace_dir.clone(),
                 limits: Limits {
                     cpus: limit_cpus,

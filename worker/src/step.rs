@@ -249,6 +249,7 @@ fn step_inner(
         output,
         expected_output: req.expected_output,
         callgrind_out: slot_dir.join("callgrind.out"),
+        function_costs: req.function_costs,
         gpu_trace_dir: slot_dir.join("gpu-trace"),
         limits: spec.limits,
         container: spec.container.clone(),
@@ -260,6 +261,7 @@ fn step_inner(
     result.cut_short = m.cut_short;
     result.output_digest = m.output_digest;
     result.checked_output = m.checked_output;
+    result.function_instructions = m.function_instructions;
     // Logged by the measurement already.
     result.warnings.extend(m.warnings);
     match m.outcome {

@@ -210,6 +210,7 @@ fn step(id: u64, slot: u32, spec: &BenchmarkSpec, bundle: ContentHash, x: i64) -
         objective: Metric::WallTime,
         expected_output: None,
         reuse_build: false,
+        function_costs: false,
         race: None,
     }
 }

@@ -79,6 +79,7 @@ fn request(f: &Fixture, spec: BenchmarkSpec) -> StepRequest {
         objective: Metric::WallTime,
         expected_output: None,
         reuse_build: false,
+        function_costs: false,
         race: None,
     }
 }
@@ -509,6 +510,7 @@ fn inline_request(spec: BenchmarkSpec, bundle: &Bundle, decisions: DecisionSet) 
         objective: Metric::WallTime,
         expected_output: None,
         reuse_build: false,
+        function_costs: false,
         race: None,
     }
 }

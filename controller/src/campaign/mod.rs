@@ -301,6 +301,9 @@ fn reference_of(config: &CampaignConfig, set: &DecisionSet, results: &[StepResul
         output_digest: first_ok.and_then(|r| r.output_digest),
         checked_output: first_ok.and_then(|r| r.checked_output.clone()),
         text_bytes: first_ok.and_then(|r| r.build.as_ref()?.text_bytes),
+        function_instructions: first_ok
+            .map(|r| r.function_instructions.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -414,6 +417,7 @@ fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
         points: &p.info.discovery.points,
         features: &p.info.discovery.features,
         baseline_objective: p.info.baseline.objective().expect("baseline checked"),
+        start_functions: &p.info.baseline.function_instructions,
         flips: p.flips,
         repeatability,
         metric: config.objective.metric,
@@ -544,7 +548,7 @@ impl Running<'_> {
             }
             self.in_flight.insert(set, Vec::new());
         }
-        let request = step::request(
+        let mut request = step::request(
             self.config,
             &p.benchmark,
             &p.bundle,
@@ -553,6 +557,7 @@ impl Running<'_> {
             proposal.race,
             p.info.baseline.output_digest,
         );
+        request.function_costs = step::shares_builds(&p.experiment);
         self.dispatched_ms.insert(key.clone(), now_ms());
         self.outbox.push(Job {
             tag: Tag::Step(key),

@@ -247,10 +247,12 @@ impl Preparation {
             references.push(("no-inline".to_string(), none, 1));
         }
         // Measurements kept from an earlier start count; only the rest is measured.
+        // The start of screening in shared builds is counted per function, as its steps are.
         let requests: Vec<StepRequest> = references
             .iter()
-            .map(|(_, set, _)| {
-                step::request(config, benchmark, bundle, set, config.runs, None, None)
+            .map(|(name, set, _)| StepRequest {
+                function_costs: name == "baseline" && step::shares_builds(experiment),
+                ..step::request(config, benchmark, bundle, set, config.runs, None, None)
             })
             .collect();
         let mut results: Vec<Vec<StepResult>> = requests

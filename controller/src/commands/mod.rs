@@ -168,6 +168,7 @@ pub(super) fn record_manual(
                 output_digest: base.output_digest,
                 checked_output: base.checked_output.clone(),
                 text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
+                function_instructions: BTreeMap::new(),
             },
             references: BTreeMap::new(),
             runs: None,

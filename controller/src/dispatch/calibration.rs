@@ -69,6 +69,7 @@ impl Calibrator {
             objective: Metric::WallTime,
             expected_output: None,
             reuse_build: false,
+            function_costs: false,
             race: None,
         };
         Ok(Some(Arc::new(Calibrator {

@@ -205,6 +205,25 @@ impl Tables {
         benchmark_of(self.config.as_ref(), experiment).unwrap_or_default()
     }
 
+    /// The decisions an experiment's flips were made from: `stock`, or its
+    /// baseline file's name (`start` where the config is not at hand).
+    fn context(&self, experiment: &str, info: &ExperimentInfo) -> String {
+        if info.baseline.decisions == info.discovery.baseline {
+            return "stock".into();
+        }
+        let file = self.config.as_ref().and_then(|c| {
+            let e = c.experiments.iter().find(|e| e.name == experiment)?;
+            Some(
+                e.baseline
+                    .as_ref()?
+                    .file_name()?
+                    .to_string_lossy()
+                    .into_owned(),
+            )
+        });
+        file.unwrap_or_else(|| "start".into())
+    }
+
     /// The selected experiments' steps, in key order.
     fn steps<'s>(&'s self, store: &'s Store) -> impl Iterator<Item = Result<StepRecord>> + 's {
         self.experiments

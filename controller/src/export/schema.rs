@@ -15,8 +15,10 @@ use super::Table;
 /// The version of the export schema: 1 was CSV only with `unsupported` in
 /// numeric columns; 2 typed every column (null for a missing or
 /// unsupported value) and added the `support` and `dataset` tables, run
-/// kinds and site features; 3 added the `dataset` table's `moot` column.
-pub const EXPORT_VERSION: u32 = 3;
+/// kinds and site features; 3 added the `dataset` table's `moot` column; 4
+/// measured `effects` from the experiment's start (its context), with the
+/// `context`, `estimate`, `residual` and `separable` columns.
+pub const EXPORT_VERSION: u32 = 4;
 
 /// A column every store's table has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,11 +192,15 @@ pub const EFFECT_COLUMNS: &[Col] = &[
     col("benchmark", Text, "its benchmark"),
     col("site", Text, "the decision point"),
     col("stock", Text, "the stock decision at the site"),
-    col("value", Text, "the value it was flipped to, every other site at its stock decision"),
-    col("effect", Float, "(flipped objective − stock objective) / stock objective: below 0 the flip is faster (fewer instructions); the median over its steps"),
+    col("value", Text, "the value it was flipped to, every other site at its decision in the context"),
+    col("effect", Float, "(flipped objective − start objective) / start objective, the start being the context's decisions: below 0 the flip is faster (fewer instructions); the median over its steps"),
     col("exact", Bool, "whether the objective counts exactly (callgrind's instructions), so the effect has no noise"),
     col("std_error", Float, "the effect's standard error where the objective is noisy: over its steps where several measured it, else from the one step's 95 % interval; null where exact"),
     col("steps", Int, "successful steps that measured the flip"),
+    col("context", Text, "the decisions the flip was made from: `stock`, or the name of the experiment's `(baseline FILE)` (a searched best set, a random one)"),
+    col("estimate", Text, "`alone` (the flip was the step's only one) or `shared-build` (screening's `(flips-per-step K)`: one of several flips whose functions overlap no other's, its change read from the instructions its caller and callee executed themselves)"),
+    col("residual", Float, "shared builds: the largest change, relative to the start's count, of the functions no flip of its build touched: a bound on what the estimate may have missed; null where alone"),
+    col("separable", Bool, "shared builds: whether every build's residual was within 0.01 % of the start's count (else the flip was also measured alone, a row of its own, and the two differ by how it interacted with its build's other flips); true where alone"),
 ];
 
 /// The columns of the `rewards` table.
@@ -395,7 +401,7 @@ pub fn schema() -> Schema {
             table(Table::Sites, "one per decision point of every experiment, with its features (null where a feature could not be had)", sites),
             table(Table::Support, "one per (worker, metric present in the store)", columns(SUPPORT_COLUMNS)),
             table(Table::Dataset, "one per (step, decision point of its experiment): ready for training", dataset),
-            table(Table::Effects, "one per (site, value) of every experiment that some successful step measured one flip away from the stock decisions (a screening step, or any step that happens to be one; a flip that was moot in its build is left out): the site's own effect, with its features", effects),
+            table(Table::Effects, "one per (site, value, estimate) of every experiment that some successful step measured away from the experiment's start (the stock decisions or its baseline file): one flip alone (a screening step, or any step that happens to be one), or several in one of screening's shared builds; a flip that was moot in its build is left out: the site's own effect in that context, with its features", effects),
             table(Table::Rewards, "one per (site, value) of every experiment, from `kiln rewards` with its defaults (target `log-speedup`, λ = 1, `--min-count 3`); the export measures nothing and writes no file", columns(REWARD_TABLE_COLUMNS)),
         ],
     }

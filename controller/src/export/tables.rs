@@ -8,9 +8,10 @@ use anyhow::{Context, Result};
 use kiln_protocol::message::RunRecord;
 use kiln_protocol::{Metric, MetricValue, SiteId};
 
+use crate::plan::attribution;
 use crate::rewards::{self, Assignment, RewardOptions};
 use crate::store::summary::MetricKey;
-use crate::store::{StepKind, Store};
+use crate::store::{ExperimentInfo, StepKind, StepRecord, Store};
 
 use super::format::{Batched, Column, Sink, SinkExt, Type, Writer};
 use super::schema::{
@@ -350,14 +351,49 @@ fn dataset<W: Writer>(
     out.done()
 }
 
-/// What the steps one flip away from stock measured of one (site, value).
-#[derive(Default)]
 struct Flipped {
-    /// Each step's relative change from the stock objective.
+    /// Each step's relative change from the start's objective.
     effects: Vec<f64>,
-    /// Each step's half-width of its objective's 95 % interval, relative to the stock objective.
+    /// Each step's half-width of its objective's 95 % interval, relative to the start's objective.
     half_widths: Vec<f64>,
+    /// Shared builds: each one's residual (what no flip claimed), relative to the start's objective.
+    residuals: Vec<f64>,
+    /// Shared builds: whether every one's residual was within [`attribution::SEPARABLE`].
+    separable: bool,
 }
+
+impl Default for Flipped {
+    fn default() -> Flipped {
+        Flipped {
+            effects: Vec::new(),
+            half_widths: Vec::new(),
+            residuals: Vec::new(),
+            separable: true,
+        }
+    }
+}
+
+/// How an `effects` row's flips were measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Estimate {
+    /// One flip a step.
+    Alone,
+    /// Several flips a build, read from the instructions of each one's functions.
+    SharedBuild,
+}
+
+impl Estimate {
+    fn name(self) -> &'static str {
+        match self {
+            Estimate::Alone => "alone",
+            Estimate::SharedBuild => "shared-build",
+        }
+    }
+}
+
+/// Each (site, value, estimate) flipped away from an experiment's start, with what its steps
+/// measured of it.
+type Flips = BTreeMap<(SiteId, String, Estimate), Flipped>;
 
 fn effects<W: Writer>(
     store: &Store,
@@ -368,37 +404,25 @@ fn effects<W: Writer>(
     let metric = ctx.config.as_ref().map(|c| c.objective.metric);
     let exact = metric.is_some_and(|m| m.needs_callgrind());
     for (name, info) in &ctx.experiments {
-        let Some(stock) = info.baseline.objective() else {
+        let Some(start) = info.baseline.objective() else {
             continue;
         };
-        let mut flips: BTreeMap<(SiteId, String), Flipped> = BTreeMap::new();
+        let mut flips = Flips::new();
+        let footprints =
+            attribution::Footprints::new(&info.discovery.points, &info.baseline.decisions);
         for record in store.steps(Some(name)) {
-            let r = record?;
-            let diff = r.decisions.diff_from(&info.discovery.baseline);
-            // A reused measurement repeats its source's: counted once.
-            let (Some(objective), 1, None) = (r.objective, diff.0.len(), &r.cached_from) else {
-                continue;
+            let measured = Measured {
+                info,
+                footprints: &footprints,
+                metric,
+                start,
             };
-            let (site, value) = diff.0.into_iter().next().expect("one flip");
-            // A moot flip decided nothing: no effect of the site's to count.
-            if r.result
-                .build
-                .as_ref()
-                .is_some_and(|b| b.moot.contains_key(&site))
-            {
-                continue;
-            }
-            let flipped = flips.entry((site, value.to_string())).or_default();
-            flipped.effects.push(objective / stock - 1.0);
-            if let Some(s) = metric.and_then(|m| r.result.summary.get(&m)) {
-                flipped
-                    .half_widths
-                    .push((s.ci_high - s.ci_low) / 2.0 / stock);
-            }
+            measured.note(&mut flips, &record?);
         }
         let benchmark = ctx.benchmark(name);
+        let context = ctx.context(name, info);
         let d = &info.discovery;
-        for ((site, value), f) in &flips {
+        for ((site, value, estimate), f) in &flips {
             let n = f.effects.len();
             let std_error = match n {
                 _ if exact => None,
@@ -415,6 +439,10 @@ fn effects<W: Writer>(
             row.bool(exact);
             row.opt_float(std_error);
             row.uint(n as u64);
+            row.text(&context);
+            row.text(estimate.name());
+            row.opt_float(f.residuals.iter().copied().reduce(f64::max));
+            row.bool(f.separable);
             feature_cells(
                 row,
                 features,
@@ -424,6 +452,82 @@ fn effects<W: Writer>(
         }
     }
     out.done()
+}
+
+/// What an experiment's flips are measured against.
+struct Measured<'a> {
+    info: &'a ExperimentInfo,
+    /// Where each function's code runs under the start's decisions.
+    footprints: &'a attribution::Footprints<'a>,
+    metric: Option<Metric>,
+    /// The start's objective.
+    start: f64,
+}
+
+impl Measured<'_> {
+    /// Adds what a step measured of the flips it made away from the experiment's start: one
+    /// flip alone, or several in a shared build of screening. A reused measurement repeats its
+    /// source's (counted once); a moot flip decided nothing (no effect of its site's to count).
+    fn note(&self, flips: &mut Flips, r: &StepRecord) {
+        let Measured {
+            info,
+            footprints,
+            metric,
+            start,
+        } = *self;
+        let diff = r.decisions.diff_from(&info.baseline.decisions);
+        let (Some(objective), None) = (r.objective, &r.cached_from) else {
+            return;
+        };
+        let moot = |site: &SiteId| {
+            r.result
+                .build
+                .as_ref()
+                .is_some_and(|b| b.moot.contains_key(site))
+        };
+        let value = |site: &SiteId| {
+            diff.0
+                .get(site)
+                .map(ToString::to_string)
+                .unwrap_or_default()
+        };
+        if diff.len() == 1 {
+            let site = diff.0.keys().next().expect("one flip");
+            if moot(site) {
+                return;
+            }
+            let flipped = flips
+                .entry((site.clone(), value(site), Estimate::Alone))
+                .or_default();
+            flipped.effects.push(objective / start - 1.0);
+            if let Some(s) = metric.and_then(|m| r.result.summary.get(&m)) {
+                flipped
+                    .half_widths
+                    .push((s.ci_high - s.ci_low) / 2.0 / start);
+            }
+            return;
+        }
+        if r.kind != StepKind::Screen {
+            return;
+        }
+        let Some(a) = attribution::attribute(
+            diff.0.keys(),
+            footprints,
+            &info.baseline.function_instructions,
+            &r.result.function_instructions,
+        ) else {
+            return;
+        };
+        let residual = a.residual.unsigned_abs() as f64 / start;
+        let separable = a.separable(start);
+        for (site, change) in a.changes.iter().filter(|(site, _)| !moot(site)) {
+            let key = (site.clone(), value(site), Estimate::SharedBuild);
+            let flipped = flips.entry(key).or_default();
+            flipped.effects.push(*change as f64 / start);
+            flipped.residuals.push(residual);
+            flipped.separable &= separable;
+        }
+    }
 }
 
 fn rewards_rows<W: Writer>(all: &[Assignment], out: &mut Batched<'_, W>) -> Result<u64> {

@@ -15,8 +15,8 @@ use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, Metric, SiteFeatures, SiteId, Summary,
 };
 
-use super::search;
-use super::step::Repeatability;
+use super::step::{self, Repeatability};
+use super::{attribution, search};
 use crate::store::{
     now_ms, ChainState, Decision, Effect, Flip, Incumbent, ProgressPoint, Proposal, StepKind,
     StepRecord,
@@ -32,6 +32,9 @@ pub struct ChainContext<'a> {
     pub features: &'a BTreeMap<SiteId, SiteFeatures>,
     /// The baseline objective (for relative energy).
     pub baseline_objective: f64,
+    /// The instructions each function of the start executed itself (screening in shared
+    /// builds reads its flips against them; empty otherwise).
+    pub start_functions: &'a BTreeMap<String, u64>,
     /// Decisions changed per uniform proposal (a guided one moves one).
     pub flips: u32,
     /// Whether a repeated decision set can measure differently.
@@ -61,7 +64,7 @@ impl ChainContext<'_> {
     /// guided proposals, one per movable point, at most a quarter of the
     /// budget (the rest is for the search it guides).
     fn screen_steps(&self) -> u32 {
-        if let Search::Screening { steps } = self.search() {
+        if let Search::Screening { steps, .. } = self.search() {
             // No point to flip: nothing to screen (the chain proposes nothing).
             return match search::movable(self.points).is_empty() {
                 true => 0,
@@ -89,6 +92,39 @@ impl ChainContext<'_> {
             Some(order) => movable[order[step as usize]],
             None => movable[step as usize * movable.len() / screened],
         }
+    }
+}
+
+impl ChainContext<'_> {
+    /// The next step of screening in shared builds: the next flip waiting to
+    /// be measured alone, else the next group of points that share no
+    /// function, hottest first (again from the first once every group is
+    /// proposed).
+    fn shared_screen(&self, state: &mut ChainState) -> DecisionSet {
+        let start = &state.current.decisions;
+        while !state.alone.is_empty() {
+            let site = state.alone.remove(0);
+            if let Some(point) = self.points.iter().find(|p| p.id == site) {
+                return search::flip_one(start, point, &mut state.rng);
+            }
+        }
+        let Search::Screening { per_step, .. } = self.search() else {
+            unreachable!("only screening shares builds")
+        };
+        let movable = search::movable(self.points);
+        let order: Vec<&DecisionPoint> = match search::hottest(&movable, self.features) {
+            Some(order) => order.iter().map(|&i| movable[i]).collect(),
+            None => movable,
+        };
+        let footprints = attribution::Footprints::new(self.points, start);
+        let groups = attribution::groups(&order, &footprints, *per_step as usize);
+        let group = &groups[state.shared as usize % groups.len()];
+        state.shared += 1;
+        let mut set = start.clone();
+        for point in group {
+            set = search::flip_one(&set, point, &mut state.rng);
+        }
+        set
     }
 }
 
@@ -157,7 +193,9 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
         let improving = (step == screen && screen > 0)
             .then(|| search::improving_flips(&state.current.decisions, &state.effects))
             .filter(|set| *set != state.current.decisions);
-        let (kind, decisions) = if step < screen {
+        let (kind, decisions) = if step < screen && step::shares_builds(ctx.experiment) {
+            (StepKind::Screen, ctx.shared_screen(state))
+        } else if step < screen {
             let point = ctx.screened_point(step);
             let decisions = search::flip_one(&state.current.decisions, point, &mut state.rng);
             (StepKind::Screen, decisions)
@@ -320,6 +358,38 @@ fn note_effect(
     }
 }
 
+/// Keeps the effect of each flip of a shared build where its flips' changes
+/// add up to the build's ([`attribution`]); queues them to be measured alone
+/// where they do not, or the build failed.
+fn note_shared(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepRecord) {
+    let start = ctx.baseline_objective;
+    let attributed = record
+        .objective
+        .and_then(|_| {
+            attribution::attribute(
+                record.diff.0.keys(),
+                &attribution::Footprints::new(ctx.points, &state.current.decisions),
+                ctx.start_functions,
+                &record.result.function_instructions,
+            )
+        })
+        .filter(|a| a.separable(start));
+    let Some(a) = attributed else {
+        state.alone.extend(record.diff.0.keys().cloned());
+        return;
+    };
+    let uncertainty = a.residual.unsigned_abs() as f64 / start;
+    for (site, change) in a.changes {
+        let value = record.diff.0.get(&site).cloned();
+        let effect = Effect {
+            change: Some(change as f64 / start),
+            uncertainty,
+            value,
+        };
+        state.effects.insert(site, effect);
+    }
+}
+
 /// Hill climbing moves to `next`: no flip of it is tried yet, except the one
 /// back to where it came from when it is one flip away (measured, and worse).
 fn note_climb(state: &mut ChainState, next: &DecisionSet) {
@@ -347,6 +417,10 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
                     }
                 }
             }
+            false
+        }
+        StepKind::Screen if record.diff.len() > 1 => {
+            note_shared(ctx, state, record);
             false
         }
         StepKind::Screen => {

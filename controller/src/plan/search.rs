@@ -400,7 +400,7 @@ fn heat(features: &SiteFeatures) -> Option<u64> {
 /// The callee of an inlining site `CALLEE @ F:LINE:COL[ @ ...]` and the
 /// function its code runs in (the chain's outermost element); `None` for ids
 /// of another shape (knobs).
-fn call_of(id: &SiteId) -> Option<(&str, &str)> {
+pub(super) fn call_of(id: &SiteId) -> Option<(&str, &str)> {
     let (callee, chain) = id.as_str().split_once(" @ ")?;
     let outer = chain.rsplit(" @ ").next()?;
     let function = outer.rsplitn(3, ':').nth(2)?;

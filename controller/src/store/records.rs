@@ -214,6 +214,17 @@ pub struct ChainState {
     /// it ([`crate::store::Store::chain`] replays it from the steps).
     #[serde(default)]
     pub progress: Option<ChainProgress>,
+    /// Screening in shared builds: the builds proposed so far.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub shared: u32,
+    /// Screening in shared builds: flips to measure alone next, in order (their
+    /// build failed, or its flips' changes did not add up to its whole change).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alone: Vec<SiteId>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The steps of a chain that racing cut short, and the runs it spared.
@@ -301,6 +312,8 @@ impl ChainState {
             tried: BTreeSet::new(),
             rejected_in_a_row: 0,
             progress: Some(ChainProgress::default()),
+            shared: 0,
+            alone: Vec::new(),
         }
     }
 
@@ -343,6 +356,10 @@ pub struct Reference {
     pub checked_output: Option<String>,
     /// .text size of the build, where known.
     pub text_bytes: Option<u64>,
+    /// The instructions each function executed itself, where screening in
+    /// shared builds asked for them (the start its flips are read against).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub function_instructions: BTreeMap<String, u64>,
 }
 
 impl Reference {

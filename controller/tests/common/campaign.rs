@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use kiln_controller::store::{StepRecord, Store};
 
-use super::{kiln_cmd, run_kiln, text};
+use super::{have_valgrind, kiln_cmd, run_kiln, skip, text};
 
 /// Short infrastructure timeouts, so that a loss is noticed within seconds.
 pub const TIMEOUTS: &str = "(timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 4))";
@@ -295,4 +295,61 @@ pub fn slow_setup(steps: u32) -> tempfile::TempDir {
     std::fs::write(bench.join("run.sh"), "sleep 0.2\necho $1 $2\n").unwrap();
     std::fs::write(dir.path().join("campaign.sexp"), slow_config(steps)).unwrap();
     dir
+}
+
+/// Runs `config` in a folder `setup` makes straight, and again killed (SIGKILL) at several points and
+/// resumed; the two trajectories must be equal. Returns the straight run's steps, or `None`
+/// where the test is skipped.
+pub fn resumes_exactly(
+    setup: impl Fn(&str) -> tempfile::TempDir,
+    config: &str,
+    steps_in_all: usize,
+) -> Option<Vec<StepRecord>> {
+    if !have_valgrind() {
+        skip("valgrind is not installed (callgrind is the deterministic objective)");
+        return None;
+    }
+    let straight = setup(config);
+    let out = run_kiln(straight.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let expected = stored_steps(straight.path());
+    assert_eq!(expected.len(), steps_in_all);
+
+    let resumed = setup(config);
+    // Kill at several points: while preparing, and after a few decided steps.
+    for kill_after_steps in [0usize, 3, 9, 15] {
+        let mut child = kiln_cmd(resumed.path())
+            .args(["run", "campaign.sexp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            std::thread::sleep(Duration::from_millis(50));
+            let decided = decided(resumed.path()) as usize;
+            if (kill_after_steps == 0 && resumed.path().join("store/db").exists())
+                || decided >= kill_after_steps && kill_after_steps > 0
+            {
+                break;
+            }
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                break;
+            }
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+    }
+    let out = run_kiln(resumed.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let got = stored_steps(resumed.path());
+    assert_eq!(
+        trajectory(&got),
+        trajectory(&expected),
+        "resumed run diverged"
+    );
+    let verify = run_kiln(resumed.path(), &["store", "verify", "store"]);
+    assert!(verify.status.success(), "{}", text(&verify));
+    assert!(String::from_utf8_lossy(&verify.stdout).contains("ok: no problems found"));
+    Some(expected)
 }

@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::benchmark::{decode_benchmark, decode_run_policy, BenchmarkSpec, Limits, RunPolicy};
+use super::benchmark::{
+    decode_benchmark, decode_run_policy, BenchmarkKind, BenchmarkSpec, Limits, RunPolicy,
+};
+use super::search::Search;
 use super::search::{decode_experiment, Experiment};
 use super::workers::{decode_worker, WorkerSpec};
 use super::{boolean, field_record, float, int, lexically_normal, path_sexp};
@@ -72,6 +75,34 @@ pub struct Objective {
     pub metric: Metric,
     /// How runs are summarised into one figure.
     pub statistic: Statistic,
+}
+
+/// Screening that flips several points a step reads each flip's effect from
+/// the instructions of the functions it touches: only inlining sites name
+/// those functions, and only callgrind counts instructions per function.
+fn attribution_fits(
+    src: Src<'_>,
+    entry: &Sexp,
+    experiment: &Experiment,
+    objective: &Objective,
+    benchmark: Option<&BenchmarkSpec>,
+) -> Result<(), SexpError> {
+    let Search::Screening { per_step, .. } = experiment.search else {
+        return Ok(());
+    };
+    let inline = benchmark.is_some_and(|b| matches!(b.kind, BenchmarkKind::LlvmInline { .. }));
+    if per_step == 1 || (inline && objective.metric == Metric::Instructions) {
+        return Ok(());
+    }
+    Err(src.error(
+        entry.pos,
+        format!(
+            "experiment '{}': (flips-per-step {per_step}) needs an llvm-inline benchmark and \
+             (objective (metric instructions)): each flip's effect is read from callgrind's \
+             instructions per function",
+            experiment.name
+        ),
+    ))
 }
 
 /// Infrastructure timeouts.
@@ -355,6 +386,8 @@ impl CampaignConfig {
                     ),
                 ));
             }
+            let benchmark = benchmarks.iter().find(|b| b.name == e.benchmark);
+            attribution_fits(src, entry, &e, &objective, benchmark)?;
             if !experiment_names.insert(e.name.clone()) {
                 return Err(src.error(
                     entry.pos,

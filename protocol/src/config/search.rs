@@ -18,6 +18,7 @@ mod word {
     pub const CHAINS: &str = "chains";
     pub const EXPONENTIAL: &str = "exponential";
     pub const FLIPS: &str = "flips";
+    pub const FLIPS_PER_STEP: &str = "flips-per-step";
     pub const GUIDED: &str = "guided";
     pub const HILL_CLIMBING: &str = "hill-climbing";
     pub const KICK: &str = "kick";
@@ -130,9 +131,18 @@ pub enum Search {
     /// hottest first by the stock build's profile (again from the hottest
     /// once every point is screened): the per-site effects a dataset of
     /// effects wants, with no search after.
+    ///
+    /// With `(flips-per-step K)` above 1 (inlining sites, callgrind's
+    /// instruction count as the objective), a step flips up to K points whose
+    /// code does not overlap (no two share a caller or callee), and each
+    /// flip's effect is read from the instructions of the functions it
+    /// touches; a step whose flips do not add up to its whole change has its
+    /// flips measured again, each alone.
     Screening {
         /// Steps of the chain.
         steps: u32,
+        /// Most points one step flips (1: each alone).
+        per_step: u32,
     },
 }
 
@@ -144,7 +154,7 @@ impl Search {
             | Search::RandomWalk { steps, .. }
             | Search::RandomSearch { steps, .. }
             | Search::HillClimbing { steps, .. }
-            | Search::Screening { steps } => *steps,
+            | Search::Screening { steps, .. } => *steps,
         }
     }
 
@@ -410,10 +420,13 @@ fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
                 node,
                 word::SCREENING,
                 Some(word::SCREENING),
-                &[word::STEPS],
+                &[word::STEPS, word::FLIPS_PER_STEP],
             )?;
             Ok(Search::Screening {
                 steps: rec.req_value(word::STEPS, decode::positive32)?,
+                per_step: rec
+                    .opt_value(word::FLIPS_PER_STEP, decode::positive32)?
+                    .unwrap_or(1),
             })
         }
         _ => Err(src.error(
@@ -473,9 +486,13 @@ impl Search {
                     f(word::KICK, vec![int(*kick)]),
                 ],
             ),
-            Search::Screening { steps } => {
-                f(word::SCREENING, vec![f(word::STEPS, vec![int(*steps)])])
-            }
+            Search::Screening { steps, per_step } => f(
+                word::SCREENING,
+                vec![
+                    f(word::STEPS, vec![int(*steps)]),
+                    f(word::FLIPS_PER_STEP, vec![int(*per_step)]),
+                ],
+            ),
         }
     }
 }

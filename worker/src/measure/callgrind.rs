@@ -5,7 +5,7 @@
 //! program runs from the same path with the same environment, which the
 //! launcher guarantees.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::Command;
 
@@ -157,6 +157,19 @@ pub fn read_total(out_file: &Path) -> Result<u64, String> {
             out_file.display()
         )
     })
+}
+
+/// The instructions each function executed itself, by name as compiled, from
+/// a profile written with [`PROFILE_OPTIONS`]; functions that executed none are left out.
+pub fn read_function_costs(out_file: &Path) -> Result<BTreeMap<String, u64>, String> {
+    let text = std::fs::read_to_string(out_file)
+        .map_err(|e| format!("cannot read callgrind profile {}: {e}", out_file.display()))?;
+    Ok(Profile::parse(&text)
+        .functions
+        .into_iter()
+        .filter(|(_, cost)| cost.self_ir > 0)
+        .map(|(name, cost)| (name, cost.self_ir))
+        .collect())
 }
 
 /// valgrind's version (`valgrind-3.19.0`), if it is installed on the build `PATH`.

@@ -88,6 +88,9 @@ pub struct Plan {
     pub expected_output: Option<ContentHash>,
     /// Where callgrind writes its profile.
     pub callgrind_out: PathBuf,
+    /// Whether to read each function's own instructions from callgrind's
+    /// profile ([`Measurement::function_instructions`]).
+    pub function_costs: bool,
     /// Where the CUPTI injection library writes a timed run's traces (emptied before each).
     pub gpu_trace_dir: PathBuf,
     /// CPU and memory limits on the timed runs.
@@ -120,6 +123,10 @@ pub struct Measurement {
     /// that clashed with kiln's GPU tracing (a step's record keeps them as warnings).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The instructions each function executed itself in the last callgrind
+    /// run, by name as compiled, where the plan asked for them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub function_instructions: BTreeMap<String, u64>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -146,6 +153,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
                     output_digest: None,
                     checked_output: None,
                     warnings: Vec::new(),
+                    function_instructions: BTreeMap::new(),
                 }
             }
         }
@@ -164,6 +172,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         cut_short: None,
         cgroup,
         counters: None,
+        functions: BTreeMap::new(),
     };
     let outcome = m.run_all().err().unwrap_or(StepOutcome::Ok);
     let summary = if outcome == StepOutcome::Ok {
@@ -184,6 +193,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         output_digest: m.output_digest,
         checked_output: m.checked_output,
         warnings: m.gpu.notes().to_vec(),
+        function_instructions: m.functions,
     }
 }
 
@@ -222,6 +232,8 @@ struct Engine<'a> {
     /// perf counters for timed runs, opened on this thread at the first one
     /// and closed before callgrind runs (which need no counting).
     counters: Option<Inherited>,
+    /// Each function's own instructions in the last callgrind run, where the plan wants them.
+    functions: BTreeMap<String, u64>,
 }
 
 impl Engine<'_> {
@@ -310,8 +322,12 @@ impl Engine<'_> {
             },
             Kind::Callgrind => {
                 remove_if_present(&plan.callgrind_out);
+                let wrap = match plan.function_costs {
+                    true => callgrind::wrap_profile,
+                    false => callgrind::wrap,
+                };
                 (
-                    callgrind::wrap(&plan.argv, &plan.callgrind_out),
+                    wrap(&plan.argv, &plan.callgrind_out),
                     plan.timeout
                         .checked_mul(CALLGRIND_TIMEOUT_FACTOR)
                         .unwrap_or(Duration::MAX),
@@ -398,6 +414,11 @@ impl Engine<'_> {
                     .map_or(MetricValue::Unsupported, |n| {
                         MetricValue::Measured(n as f64)
                     });
+                if plan.function_costs {
+                    self.functions = callgrind::read_function_costs(&plan.callgrind_out)
+                        .map_err(|e| tracing::warn!("{e}"))
+                        .unwrap_or_default();
+                }
                 Metrics::from([(Metric::Instructions, count)])
             }
             Kind::Callgrind => Metrics::new(),

@@ -168,6 +168,7 @@ mod tests {
             output_digest: None,
             checked_output: None,
             warnings: Vec::new(),
+            function_instructions: Default::default(),
         };
         let text = table("prog", &measurement, Metric::WallTime, 0.01);
         assert!(text.contains("Time breakdown"), "{text}");
@@ -217,6 +218,7 @@ mod tests {
             output_digest: None,
             checked_output: None,
             warnings: Vec::new(),
+            function_instructions: Default::default(),
         };
         let ci_line = |objective| {
             table("prog", &measurement, objective, 0.01)
@@ -247,6 +249,7 @@ mod tests {
             output_digest: None,
             checked_output: None,
             warnings: vec!["the program's own CUPTI client could not start".into()],
+            function_instructions: Default::default(),
         };
         let text = table("prog", &measurement, Metric::WallTime, 0.01);
         assert!(

@@ -47,6 +47,7 @@ pub fn plan(argv: &[&str], dir: &Path, runs: u32) -> Plan {
         output: OutputSpec::Stdout(kiln_worker::launch::checked_output::LineFilter::All),
         expected_output: None,
         callgrind_out: dir.join("callgrind.out"),
+        function_costs: false,
         gpu_trace_dir: dir.join("gpu-trace"),
         limits: Limits::default(),
         container: None,

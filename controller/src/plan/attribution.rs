@@ -1,0 +1,250 @@
+//! Screening's shared builds: several flips measured in one build, each flip's
+//! effect read from the instructions of the functions it touches.
+//!
+//! Flipping an inlining site changes the code of the function the call sits in
+//! (the site chain's outermost function), and of every function that code is
+//! inlined into in turn (the inliner works bottom-up: a function's body, its
+//! own decisions applied, is what its callers inline), and how often its callee
+//! runs out of line; callgrind counts the instructions each function executes
+//! itself.
+//! Flips whose touched functions do not overlap can share a build: each one's
+//! effect is the change of its own functions' counts from the start's. What the
+//! other functions changed by (the residual) is what no flip claims; where it is
+//! more than [`SEPARABLE`] of the start's count, the flips did not act on their
+//! own functions alone, and each is measured again, alone.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
+
+use super::search::call_of;
+
+/// The residual, relative to the start's count, above which a shared build's
+/// estimates are not trusted (0.01 %: the few instructions of the loader's
+/// relocations move with the binary, a whole function's do not).
+pub const SEPARABLE: f64 = 1e-4;
+
+/// Where each function's code runs under a set of decisions: in itself, and in
+/// every function it is inlined into, through any depth of inlining.
+pub struct Footprints<'a> {
+    hosts: BTreeMap<&'a str, BTreeSet<&'a str>>,
+}
+
+impl<'a> Footprints<'a> {
+    /// The hosts of every function of `points` under the decisions `start`.
+    pub fn new(points: &'a [DecisionPoint], start: &DecisionSet) -> Footprints<'a> {
+        let inlined: Vec<(&str, &str)> = points
+            .iter()
+            .filter(|p| start.get(&p.id).is_some_and(DecisionValue::is_inline))
+            .filter_map(|p| call_of(&p.id))
+            .collect();
+        let mut hosts: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for &(callee, function) in &inlined {
+            hosts.entry(callee).or_default().insert(function);
+        }
+        // Each round passes hosts one level up the inlining; a round that adds none ends it
+        // (a recursion cannot loop: sets only grow).
+        loop {
+            let mut grown = false;
+            for &(callee, function) in &inlined {
+                let above: Vec<&str> = hosts.get(function).into_iter().flatten().copied().collect();
+                let mine = hosts.entry(callee).or_default();
+                for host in above {
+                    grown |= mine.insert(host);
+                }
+            }
+            if !grown {
+                return Footprints { hosts };
+            }
+        }
+    }
+
+    /// The functions a flip of `site` changes: its callee, the function its
+    /// call's code sits in and every function that one's code runs in;
+    /// `None` for a site of another shape (a knob).
+    pub fn of<'s>(&'s self, site: &'s SiteId) -> Option<BTreeSet<&'s str>> {
+        let (callee, function) = call_of(site)?;
+        let mut touched: BTreeSet<&'s str> = [callee, function].into();
+        touched.extend(self.hosts.get(function).into_iter().flatten().copied());
+        Some(touched)
+    }
+}
+
+/// What a shared build measured of its flips.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attribution {
+    /// Each flip's change of the instruction count (step − start), from its own functions.
+    pub changes: BTreeMap<SiteId, i64>,
+    /// The change of the functions no flip touches.
+    pub residual: i64,
+}
+
+impl Attribution {
+    /// Whether the residual is small enough, against the start's count `start`, to trust the
+    /// changes.
+    pub fn separable(&self, start: f64) -> bool {
+        (self.residual.unsigned_abs() as f64) <= SEPARABLE * start
+    }
+}
+
+/// The changes of `flips` (whose footprints do not overlap) from a build whose
+/// functions counted `step`, against the start's `start`; `None` where a flip
+/// names no functions or either count is missing.
+pub fn attribute<'a>(
+    flips: impl IntoIterator<Item = &'a SiteId>,
+    footprints: &Footprints<'_>,
+    start: &BTreeMap<String, u64>,
+    step: &BTreeMap<String, u64>,
+) -> Option<Attribution> {
+    if start.is_empty() || step.is_empty() {
+        return None;
+    }
+    let delta = |f: &str| -> i64 {
+        let count = |m: &BTreeMap<String, u64>| m.get(f).copied().unwrap_or(0) as i64;
+        count(step) - count(start)
+    };
+    let mut changes = BTreeMap::new();
+    let mut claimed: BTreeSet<String> = BTreeSet::new();
+    for site in flips {
+        let change = footprints
+            .of(site)?
+            .into_iter()
+            .filter(|f| claimed.insert(f.to_string()))
+            .map(delta)
+            .sum();
+        changes.insert(site.clone(), change);
+    }
+    let names: BTreeSet<&String> = start.keys().chain(step.keys()).collect();
+    let whole: i64 = names.iter().map(|f| delta(f)).sum();
+    let residual = whole - changes.values().sum::<i64>();
+    Some(Attribution { changes, residual })
+}
+
+/// The points of `order` in groups of at most `per_step` whose footprints do
+/// not overlap: each group takes, in order, every point left that overlaps
+/// none of its own, until it is full. Points that name no functions go alone.
+pub fn groups<'a>(
+    order: &[&'a DecisionPoint],
+    footprints: &Footprints<'_>,
+    per_step: usize,
+) -> Vec<Vec<&'a DecisionPoint>> {
+    let mut left: Vec<&DecisionPoint> = order.to_vec();
+    let mut groups = Vec::new();
+    while !left.is_empty() {
+        let mut group = Vec::new();
+        let mut used: BTreeSet<String> = BTreeSet::new();
+        let mut full = false;
+        left.retain(|point| {
+            let touched = footprints.of(&point.id);
+            let fits = !full
+                && match &touched {
+                    Some(fs) => fs.iter().all(|f| !used.contains(*f)),
+                    None => group.is_empty(),
+                };
+            if fits {
+                group.push(*point);
+                match touched {
+                    Some(fs) => used.extend(fs.into_iter().map(str::to_string)),
+                    None => full = true,
+                }
+                full |= group.len() >= per_step;
+            }
+            !fits
+        });
+        groups.push(group);
+    }
+    groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(id: &str) -> SiteId {
+        SiteId(id.to_string())
+    }
+
+    fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|(f, n)| (f.to_string(), *n)).collect()
+    }
+
+    /// Points of `ids`, and the decisions that inline those marked `+`.
+    fn program(ids: &[&str]) -> (Vec<DecisionPoint>, DecisionSet) {
+        let points: Vec<DecisionPoint> = ids
+            .iter()
+            .map(|id| DecisionPoint::inline_site(site(id.trim_start_matches('+'))))
+            .collect();
+        let values = ids.iter().zip(&points).map(|(id, p)| {
+            let value = match id.starts_with('+') {
+                true => DecisionValue::inline(),
+                false => DecisionValue::no_inline(),
+            };
+            (p.id.clone(), value)
+        });
+        (points.clone(), DecisionSet(values.collect()))
+    }
+
+    #[test]
+    fn a_flip_touches_its_callee_and_every_function_its_code_is_inlined_into() {
+        // b is inlined into a, a into main: a call in b runs in b, a and main.
+        let (points, start) = program(&["+b @ a:1:1", "+a @ main:1:1", "g @ b:2:1", "h @ x:1:1"]);
+        let footprints = Footprints::new(&points, &start);
+        let of = |id: &str| -> Vec<String> {
+            let s = site(id);
+            footprints
+                .of(&s)
+                .unwrap()
+                .iter()
+                .map(|f| f.to_string())
+                .collect()
+        };
+        assert_eq!(of("g @ b:2:1"), ["a", "b", "g", "main"]);
+        assert_eq!(of("h @ x:1:1"), ["h", "x"]);
+        assert!(footprints.of(&site("knob")).is_none());
+    }
+
+    #[test]
+    fn each_flip_takes_the_change_of_its_own_functions_and_the_rest_is_residual() {
+        let (points, start_set) = program(&["f @ main:3:4", "g @ c:1:2"]);
+        let footprints = Footprints::new(&points, &start_set);
+        let start = counts(&[("main", 1000), ("f", 100), ("c", 50), ("g", 10), ("ld", 7)]);
+        let step = counts(&[("main", 990), ("f", 130), ("c", 40), ("ld", 9)]);
+        let flips = [site("f @ main:3:4"), site("g @ c:1:2")];
+        let a = attribute(&flips, &footprints, &start, &step).unwrap();
+        assert_eq!(a.changes[&flips[0]], -10 + 30);
+        assert_eq!(a.changes[&flips[1]], -10 - 10);
+        assert_eq!(a.residual, 2);
+        assert!(a.separable(20_000.0));
+        assert!(!a.separable(19_000.0));
+        assert_eq!(attribute(&[site("k")], &footprints, &start, &step), None);
+    }
+
+    #[test]
+    fn groups_never_share_a_function_and_keep_the_order() {
+        let (points, start) = program(&[
+            "f @ main:1:1",
+            "g @ main:2:1", // shares main with the first
+            "h @ a:1:1",
+            "f @ b:1:1", // shares f with the first
+            "x @ y:1:1",
+        ]);
+        let footprints = Footprints::new(&points, &start);
+        let order: Vec<&DecisionPoint> = points.iter().collect();
+        let ids = |gs: Vec<Vec<&DecisionPoint>>| -> Vec<Vec<String>> {
+            gs.iter()
+                .map(|g| g.iter().map(|p| p.id.as_str().to_string()).collect())
+                .collect()
+        };
+        assert_eq!(
+            ids(groups(&order, &footprints, 8)),
+            vec![
+                vec!["f @ main:1:1", "h @ a:1:1", "x @ y:1:1"],
+                vec!["g @ main:2:1", "f @ b:1:1"],
+            ]
+        );
+        assert_eq!(
+            ids(groups(&order, &footprints, 2))[0],
+            vec!["f @ main:1:1", "h @ a:1:1"]
+        );
+    }
+}

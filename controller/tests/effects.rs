@@ -1,0 +1,226 @@
+//! Screening in shared builds (`(screening (steps N) (flips-per-step K))`) on C programs whose
+//! sites' effects are known: each flip's effect read from the instructions of its own
+//! functions equals the flip measured alone; flips whose code overlaps are never built
+//! together; a build whose flips do not add up to its change has them measured alone; and a
+//! killed campaign resumes exactly.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common::campaign::{resumes_exactly, stored_steps};
+use crate::common::*;
+
+/// Calls that never share a function: `leafK` inlined into `workK`, each `workK` called by
+/// `main` through a pointer (no site), as `outer` is.
+const PAIRS: usize = 10;
+
+/// The program's sites: one call of each pair, and the overlapping pair.
+const SITES: usize = PAIRS + 2;
+
+/// A C program of [`PAIRS`] independent calls, and an overlapping pair (`inner` called by
+/// `middle`, `middle` by `outer`: a flip of either changes `middle` and `outer`). With `spin`,
+/// `main` also reads its own binary and works in proportion to its zero bytes: code no site
+/// names that every build changes, as a flip's effect on its neighbours' code would.
+fn program(spin: bool) -> String {
+    // No libc call but printf's and spin's: a header's inline wrapper (atoi) would be a site
+    // whose flip also moves the loader's relocations, which no site names.
+    let mut c = String::from("#include <stdio.h>\n");
+    for k in 0..PAIRS {
+        c += &format!(
+            "static int leaf{k}(int x) {{ return (x ^ {k}) * {m} + (x >> {s}); }}\n\
+             __attribute__((noinline)) static long work{k}(int n) {{\n  long s = 0;\n  \
+             for (int i = 0; i < n * {r}; i++) s += leaf{k}(i);\n  return s;\n}}\n",
+            m = k + 3,
+            s = k % 4 + 1,
+            r = k + 1,
+        );
+    }
+    c += "static int inner(int x) { return x * x + 1; }\n\
+          static int middle(int x) { int s = 0; for (int i = 0; i < 4; i++) s += inner(x + i); return s; }\n\
+          __attribute__((noinline)) static long outer(int n) { long s = 0; for (int i = 0; i < n; i++) s += middle(i); return s; }\n";
+    if spin {
+        c += "__attribute__((noinline)) static long spin(const char *self) {\n  \
+              FILE *f = fopen(self, \"rb\");\n  volatile long acc = 0;\n  int c;\n  \
+              while ((c = fgetc(f)) != EOF) if (c == 0) for (int j = 0; j < 40; j++) acc += j;\n  \
+              fclose(f);\n  return acc;\n}\n";
+    }
+    let works: Vec<String> = (0..PAIRS)
+        .map(|k| format!("work{k}"))
+        .chain(["outer".to_string()])
+        .collect();
+    c += &format!(
+        "static long (*volatile works[])(int) = {{ {} }};\n",
+        works.join(", ")
+    );
+    c += &format!(
+        "int main(int argc, char **argv) {{\n  int n = 0;\n  \
+         for (const char *p = argv[1]; *p; p++) n = n * 10 + (*p - '0');\n  long s = 0;\n  \
+         for (int k = 0; k <= {PAIRS}; k++) s += works[k](n);\n"
+    );
+    if spin {
+        c += "  s += spin(argv[0]) > 0;\n";
+    }
+    c += "  printf(\"%ld\\n\", s);\n  return 0;\n}\n";
+    c
+}
+
+/// A campaign over the program (`spin` as [`program`] says) with `experiments` (the
+/// `(experiments ...)` field's entries), counted by callgrind.
+fn config(experiments: &str) -> String {
+    format!(
+        r#"(campaign
+  (name effects)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    {experiments})
+  (benchmarks
+    ((name prog) (kind llvm-inline) (compiler clang) (sources "prog")
+     (build ("clang" "-O2" "-g" "main.c" "-o" "bench")) (run ("./bench" "2000")) (timeout-s 60)))
+  (workers (local (slots 2))))
+"#
+    )
+}
+
+/// A scratch folder with the program (`spin` as [`program`] says) in `prog` and `config`.
+fn setup(spin: bool, config: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("prog")).unwrap();
+    std::fs::write(dir.path().join("prog/main.c"), program(spin)).unwrap();
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    dir
+}
+
+/// Whether this machine has what the tests need, else a skip said.
+fn can_run() -> bool {
+    if !have("clang") || !have_valgrind() {
+        skip("clang or valgrind is not installed (inlining sites, callgrind's counts)");
+        return false;
+    }
+    true
+}
+
+/// The `effects` table's rows of `dir`'s store, as JSON objects.
+fn effects(dir: &Path) -> Vec<serde_json::Value> {
+    let out = run_kiln(
+        dir,
+        &["export", "store", "--table", "effects", "--format", "jsonl"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// The rows of `experiment` whose estimate is `estimate`, by site.
+fn rows_of<'a>(
+    rows: &'a [serde_json::Value],
+    experiment: &str,
+    estimate: &str,
+) -> BTreeMap<String, &'a serde_json::Value> {
+    rows.iter()
+        .filter(|r| r["experiment"] == experiment && r["estimate"] == estimate)
+        .map(|r| (r["site"].as_str().unwrap().to_string(), r))
+        .collect()
+}
+
+#[test]
+fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_together() {
+    if !can_run() {
+        return;
+    }
+    let dir = setup(
+        false,
+        &config(
+            "((name alone) (benchmark prog) (search (screening (steps 12))) (seed 1))\n    \
+             ((name shared) (benchmark prog) (search (screening (steps 4) (flips-per-step 8))) (seed 1))",
+        ),
+    );
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = effects(dir.path());
+    let alone = rows_of(&rows, "alone", "alone");
+    let shared = rows_of(&rows, "shared", "shared-build");
+    assert_eq!(alone.len(), SITES, "every site alone: {alone:?}");
+    // Three builds hold them all: the overlapping pair in different ones (`middle`'s flip
+    // alone, as the last), the fourth repeats the first.
+    let shared_alone = rows_of(&rows, "shared", "alone");
+    let mut measured: Vec<&String> = shared.keys().chain(shared_alone.keys()).collect();
+    measured.sort();
+    assert_eq!(measured, alone.keys().collect::<Vec<_>>());
+    assert_eq!(shared.len(), SITES - 1, "{shared:?}");
+    for (site, row) in &shared {
+        assert_eq!(row["separable"], true, "{row}");
+        assert_eq!(
+            row["residual"], 0.0,
+            "nothing changed but the flips' own code: {row}"
+        );
+        let (got, want) = (
+            row["effect"].as_f64().unwrap(),
+            alone[site]["effect"].as_f64().unwrap(),
+        );
+        assert!(
+            (got - want).abs() < 1e-12,
+            "{site}: shared build {got}, alone {want}"
+        );
+    }
+    assert!(
+        alone
+            .values()
+            .any(|r| r["effect"].as_f64().unwrap().abs() > 1e-3),
+        "some flip moves the count: {alone:?}"
+    );
+    // The overlapping pair: measured, never in one build.
+    for step in stored_steps(dir.path()) {
+        let sites: Vec<&str> = step.diff.0.keys().map(|s| s.as_str()).collect();
+        let pair = sites
+            .iter()
+            .filter(|s| s.starts_with("inner @") || s.starts_with("middle @"));
+        assert!(pair.count() <= 1, "{sites:?}");
+    }
+}
+
+#[test]
+fn flips_whose_build_changed_more_than_their_own_code_are_measured_alone() {
+    if !can_run() {
+        return;
+    }
+    let dir = setup(
+        true,
+        &config(
+            "((name shared) (benchmark prog) (search (screening (steps 40) (flips-per-step 8))) (seed 1))",
+        ),
+    );
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = effects(dir.path());
+    let shared = rows_of(&rows, "shared", "shared-build");
+    let alone = rows_of(&rows, "shared", "alone");
+    let mixed: Vec<&String> = shared
+        .iter()
+        .filter(|(_, r)| r["separable"] == false)
+        .map(|(site, _)| site)
+        .collect();
+    assert!(
+        !mixed.is_empty(),
+        "the binary's bytes moved spin's count: {shared:?}"
+    );
+    for site in mixed {
+        let (row, alone) = (shared[site], &alone.get(site));
+        assert!(row["residual"].as_f64().unwrap() > 1e-4, "{row}");
+        assert!(alone.is_some(), "{site} was measured alone too: {alone:?}");
+    }
+}
+
+#[test]
+fn killed_and_resumed_shared_screening_equals_an_uninterrupted_one() {
+    if !can_run() {
+        return;
+    }
+    let config = config(
+        "((name shared) (benchmark prog) (search (screening (steps 18) (flips-per-step 3))) (seed 1) (parallel 2))",
+    );
+    resumes_exactly(|c| setup(false, c), &config, 18);
+}
