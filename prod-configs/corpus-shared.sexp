@@ -18,6 +18,6 @@
     ((name expat-alone) (benchmark expat) (search (screening (steps 100))) (seed 4))
     ((name expat-shared) (benchmark expat) (search (screening (steps 30) (flips-per-step 32))) (seed 4))
     ((name lzip-alone) (benchmark lzip) (search (screening (steps 100))) (seed 5))
-    ((name lzip-shared) (benchmark lzip) (search (screening (steps 30) (flips-per-step 32))) (seed 5)))
+    ((name lzip-shared2) (benchmark lzip) (search (screening (steps 30) (flips-per-step 32))) (seed 5)))
   (benchmarks (include "corpus"))
   (workers (local (slots 2))))

@@ -458,7 +458,7 @@ fn effects<W: Writer>(
 struct Measured<'a> {
     info: &'a ExperimentInfo,
     /// Where each function's code runs under the start's decisions.
-    footprints: &'a attribution::Footprints<'a>,
+    footprints: &'a attribution::Footprints,
     metric: Option<Metric>,
     /// The start's objective.
     start: f64,

@@ -24,31 +24,87 @@ use super::search::call_of;
 /// relocations move with the binary, a whole function's do not).
 pub const SEPARABLE: f64 = 1e-4;
 
-/// Where each function's code runs under a set of decisions: in itself, and in
-/// every function it is inlined into, through any depth of inlining.
-pub struct Footprints<'a> {
-    hosts: BTreeMap<&'a str, BTreeSet<&'a str>>,
+/// A function's source name, as the caller part of a site id spells it: no
+/// scope, parameters or template arguments. Names as compiled (callgrind's,
+/// a site's callee) are demangled (Itanium C++, Rust); a C name is itself.
+/// Functions of one source name count as one (overloads, methods of several
+/// classes): footprints grow, never miss a function.
+pub fn source_name(name: &str) -> String {
+    let demangled = match rustc_demangle::try_demangle(name) {
+        Ok(rust) => format!("{rust:#}"),
+        // Only a mangled name: a plain one would read as a builtin type (`b`: bool).
+        Err(_) if name.starts_with("_Z") => cpp_demangle::Symbol::new(name.as_bytes())
+            .ok()
+            .and_then(|symbol| symbol.demangle().ok())
+            .unwrap_or_else(|| name.to_string()),
+        Err(_) => name.to_string(),
+    };
+    let plain = without_brackets(before_parameters(&demangled));
+    // The last scope's component, after a return type's space (`void f<int>(int)`).
+    let unscoped = plain.rsplit("::").next().unwrap_or(&plain);
+    unscoped.split_whitespace().last().unwrap_or("").to_string()
 }
 
-impl<'a> Footprints<'a> {
+/// `name` up to its parameter list: the first `(` outside template arguments.
+fn before_parameters(name: &str) -> &str {
+    let mut depth = 0usize;
+    for (i, c) in name.char_indices() {
+        match c {
+            '<' => depth += 1,
+            '>' => depth = depth.saturating_sub(1),
+            '(' if depth == 0 && i > 0 => return &name[..i],
+            _ => {}
+        }
+    }
+    name
+}
+
+/// `text` without what `<>` and `[]` enclose (template arguments, array bounds).
+fn without_brackets(text: &str) -> String {
+    let mut depth = 0usize;
+    let mut out = String::new();
+    for c in text.chars() {
+        match c {
+            '<' | '[' => depth += 1,
+            '>' | ']' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Where each function's code runs under a set of decisions: in itself, and in
+/// every function it is inlined into, through any depth of inlining; by
+/// [`source_name`].
+pub struct Footprints {
+    hosts: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl Footprints {
     /// The hosts of every function of `points` under the decisions `start`.
-    pub fn new(points: &'a [DecisionPoint], start: &DecisionSet) -> Footprints<'a> {
-        let inlined: Vec<(&str, &str)> = points
+    pub fn new(points: &[DecisionPoint], start: &DecisionSet) -> Footprints {
+        let inlined: Vec<(String, String)> = points
             .iter()
             .filter(|p| start.get(&p.id).is_some_and(DecisionValue::is_inline))
             .filter_map(|p| call_of(&p.id))
+            .map(|(callee, function)| (source_name(callee), source_name(function)))
             .collect();
-        let mut hosts: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
-        for &(callee, function) in &inlined {
-            hosts.entry(callee).or_default().insert(function);
+        let mut hosts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (callee, function) in &inlined {
+            hosts
+                .entry(callee.clone())
+                .or_default()
+                .insert(function.clone());
         }
         // Each round passes hosts one level up the inlining; a round that adds none ends it
         // (a recursion cannot loop: sets only grow).
         loop {
             let mut grown = false;
-            for &(callee, function) in &inlined {
-                let above: Vec<&str> = hosts.get(function).into_iter().flatten().copied().collect();
-                let mine = hosts.entry(callee).or_default();
+            for (callee, function) in &inlined {
+                let above: Vec<String> =
+                    hosts.get(function).into_iter().flatten().cloned().collect();
+                let mine = hosts.entry(callee.clone()).or_default();
                 for host in above {
                     grown |= mine.insert(host);
                 }
@@ -62,12 +118,24 @@ impl<'a> Footprints<'a> {
     /// The functions a flip of `site` changes: its callee, the function its
     /// call's code sits in and every function that one's code runs in;
     /// `None` for a site of another shape (a knob).
-    pub fn of<'s>(&'s self, site: &'s SiteId) -> Option<BTreeSet<&'s str>> {
+    pub fn of(&self, site: &SiteId) -> Option<BTreeSet<String>> {
         let (callee, function) = call_of(site)?;
-        let mut touched: BTreeSet<&'s str> = [callee, function].into();
-        touched.extend(self.hosts.get(function).into_iter().flatten().copied());
+        let function = source_name(function);
+        let mut touched: BTreeSet<String> = BTreeSet::new();
+        touched.extend(self.hosts.get(&function).into_iter().flatten().cloned());
+        touched.insert(source_name(callee));
+        touched.insert(function);
         Some(touched)
     }
+}
+
+/// Counts per function summed by [`source_name`].
+fn by_source_name(counts: &BTreeMap<String, u64>) -> BTreeMap<String, i64> {
+    let mut out: BTreeMap<String, i64> = BTreeMap::new();
+    for (name, n) in counts {
+        *out.entry(source_name(name)).or_default() += *n as i64;
+    }
+    out
 }
 
 /// What a shared build measured of its flips.
@@ -92,16 +160,17 @@ impl Attribution {
 /// names no functions or either count is missing.
 pub fn attribute<'a>(
     flips: impl IntoIterator<Item = &'a SiteId>,
-    footprints: &Footprints<'_>,
+    footprints: &Footprints,
     start: &BTreeMap<String, u64>,
     step: &BTreeMap<String, u64>,
 ) -> Option<Attribution> {
     if start.is_empty() || step.is_empty() {
         return None;
     }
-    let delta = |f: &str| -> i64 {
-        let count = |m: &BTreeMap<String, u64>| m.get(f).copied().unwrap_or(0) as i64;
-        count(step) - count(start)
+    let (start, step) = (by_source_name(start), by_source_name(step));
+    let delta = |f: &String| -> i64 {
+        let count = |m: &BTreeMap<String, i64>| m.get(f).copied().unwrap_or(0);
+        count(&step) - count(&start)
     };
     let mut changes = BTreeMap::new();
     let mut claimed: BTreeSet<String> = BTreeSet::new();
@@ -109,13 +178,13 @@ pub fn attribute<'a>(
         let change = footprints
             .of(site)?
             .into_iter()
-            .filter(|f| claimed.insert(f.to_string()))
-            .map(delta)
+            .filter(|f| claimed.insert(f.clone()))
+            .map(|f| delta(&f))
             .sum();
         changes.insert(site.clone(), change);
     }
     let names: BTreeSet<&String> = start.keys().chain(step.keys()).collect();
-    let whole: i64 = names.iter().map(|f| delta(f)).sum();
+    let whole: i64 = names.into_iter().map(delta).sum();
     let residual = whole - changes.values().sum::<i64>();
     Some(Attribution { changes, residual })
 }
@@ -125,7 +194,7 @@ pub fn attribute<'a>(
 /// none of its own, until it is full. Points that name no functions go alone.
 pub fn groups<'a>(
     order: &[&'a DecisionPoint],
-    footprints: &Footprints<'_>,
+    footprints: &Footprints,
     per_step: usize,
 ) -> Vec<Vec<&'a DecisionPoint>> {
     let mut left: Vec<&DecisionPoint> = order.to_vec();
@@ -138,13 +207,13 @@ pub fn groups<'a>(
             let touched = footprints.of(&point.id);
             let fits = !full
                 && match &touched {
-                    Some(fs) => fs.iter().all(|f| !used.contains(*f)),
+                    Some(fs) => fs.iter().all(|f| !used.contains(f)),
                     None => group.is_empty(),
                 };
             if fits {
                 group.push(*point);
                 match touched {
-                    Some(fs) => used.extend(fs.into_iter().map(str::to_string)),
+                    Some(fs) => used.extend(fs),
                     None => full = true,
                 }
                 full |= group.len() >= per_step;
@@ -201,6 +270,28 @@ mod tests {
         assert_eq!(of("g @ b:2:1"), ["a", "b", "g", "main"]);
         assert_eq!(of("h @ x:1:1"), ["h", "x"]);
         assert!(footprints.of(&site("knob")).is_none());
+    }
+
+    #[test]
+    fn names_as_compiled_read_as_the_source_names_of_site_ids() {
+        let cases = [
+            (
+                "_ZN10LZ_encoder20read_match_distancesEv",
+                "read_match_distances",
+            ),
+            ("_ZNK15LZ_encoder_base13price_literalEhh", "price_literal"),
+            ("_ZNSt6vectorIiSaIiEE9push_backERKi", "push_back"),
+            ("_Z3maxIiET_S0_S0_", "max"),
+            (
+                "_ZN4core3ptr13drop_in_place17h0123456789abcdefE",
+                "drop_in_place",
+            ),
+            ("deflate_slow", "deflate_slow"),
+            ("drop_in_place<alloc::vec::Vec<u8>>", "drop_in_place"),
+        ];
+        for (name, source) in cases {
+            assert_eq!(source_name(name), source, "{name}");
+        }
     }
 
     #[test]
