@@ -69,6 +69,10 @@ struct Index<'a> {
     lines: HashMap<&'a str, u32>,
     /// Calls in the profile by callee and line, whatever function held them.
     calls: HashMap<(&'a str, u32), u64>,
+    /// The name as compiled (the IR's, the profile's, a remark's caller) of each function a
+    /// site id names by its source name (C++, Rust: `read_match_distances` for
+    /// `_ZN10LZ_encoder20read_match_distancesEv`), from the remarks that name both.
+    linkage: HashMap<&'a str, &'a str>,
 }
 
 impl<'a> Index<'a> {
@@ -85,8 +89,14 @@ impl<'a> Index<'a> {
             missed.entry(key).or_insert(m.cost);
         }
         let mut lines = HashMap::new();
+        let mut linkage = HashMap::new();
         for remark in evidence.discovery.iter().chain(evidence.stock) {
             let parts = llvm_inline::site_parts(&remark.site);
+            if let Some(outer) = parts.as_ref().and_then(|(_, elements)| elements.last()) {
+                linkage
+                    .entry(outer.function)
+                    .or_insert(remark.caller.as_str());
+            }
             if let (Some(line), Some((_, elements))) = (remark.line, parts) {
                 let inner = elements[0];
                 // Checked: an id's offset can be any i64.
@@ -107,7 +117,13 @@ impl<'a> Index<'a> {
             missed,
             lines,
             calls,
+            linkage,
         }
+    }
+
+    /// The name as compiled of a function a site id names (itself where no remark told).
+    fn compiled<'s>(&'s self, function: &'s str) -> &'s str {
+        self.linkage.get(function).copied().unwrap_or(function)
     }
 
     /// The absolute line of a chain element.
@@ -115,7 +131,7 @@ impl<'a> Index<'a> {
         let ir_line = self
             .evidence
             .ir
-            .and_then(|p| p.functions.get(element.function)?.line);
+            .and_then(|p| p.functions.get(self.compiled(element.function))?.line);
         let first = ir_line.or_else(|| self.lines.get(element.function).copied())?;
         u32::try_from(i64::from(first).checked_add(element.offset)?).ok()
     }
@@ -123,7 +139,7 @@ impl<'a> Index<'a> {
     fn features(&self, id: &SiteId, stock_inline: bool) -> Option<SiteFeatures> {
         let (callee, elements) = llvm_inline::site_parts(id)?;
         let inner = elements[0];
-        let caller = elements.last()?.function;
+        let caller = self.compiled(elements.last()?.function);
         let line = self.line_of(inner);
         let missed = |holder: &str| {
             let line = line?;
@@ -136,7 +152,7 @@ impl<'a> Index<'a> {
             .copied()
             .or_else(|| missed(caller))
             .or_else(|| self.inlined.get(&innermost).copied())
-            .or_else(|| missed(inner.function));
+            .or_else(|| missed(self.compiled(inner.function)));
         let mut f = SiteFeatures {
             chain_length: Some(elements.len() as u32),
             inline_cost: cost.map(|c| c.cost),
@@ -215,5 +231,30 @@ mod tests {
         let features = site_features(&points, &DecisionSet::default(), &evidence);
         assert_eq!(features.len(), 3);
         assert_eq!(features[&remarks[0].site].inline_cost, Some(1));
+    }
+
+    /// A C++ site id names its caller by source name (`g`), the profile by the name as
+    /// compiled (`_ZN1B1gEv`, the remark's caller): the caller's costs are read all the same.
+    #[test]
+    fn a_caller_named_by_its_source_name_has_its_profile_costs() {
+        let remarks = llvm_inline::parse_remarks(
+            "a.cc:5:3: remark: '_ZN1A1fEv' inlined into '_ZN1B1gEv' with (cost=1, \
+             threshold=2) at callsite g:1:3; [-Rpass=inline]\n",
+        );
+        let points = vec![DecisionPoint::inline_site(remarks[0].site.clone())];
+        let profile = Profile::parse("events: Ir\nfn=_ZN1B1gEv\n3 40\nfn=_ZN1A1fEv\n7 2\n");
+        let evidence = Evidence {
+            discovery: &remarks,
+            stock: &remarks,
+            missed: &[],
+            ir: None,
+            profile: Some(&profile),
+        };
+        let features = site_features(&points, &DecisionSet::default(), &evidence);
+        let f = &features[&remarks[0].site];
+        assert_eq!(
+            (f.caller_self_cost, f.callee_self_cost),
+            (Some(40), Some(2))
+        );
     }
 }
