@@ -22,6 +22,7 @@ FEATURES = [
     "loop_depth",
     "callee_call_sites",
     "callee_recursive",
+    "callee_external",
     "constant_arguments",
     "caller_self_cost",
     "caller_inclusive_cost",

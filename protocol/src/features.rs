@@ -36,6 +36,9 @@ pub struct SiteFeatures {
     pub callee_call_sites: Option<u32>,
     /// Whether the callee calls itself, directly.
     pub callee_recursive: Option<bool>,
+    /// Whether the callee has external linkage (other units may call it, so inlining every
+    /// call of its own unit does not delete it).
+    pub callee_external: Option<bool>,
     /// Arguments of the call that are constants.
     pub constant_arguments: Option<u32>,
     /// Instructions executed in the caller itself (callgrind Ir, stock build).

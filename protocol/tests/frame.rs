@@ -221,6 +221,7 @@ fn responses() -> Vec<Response> {
                     kiln_protocol::SiteFeatures {
                         inline_cost: Some(-15),
                         callee_recursive: Some(false),
+                        callee_external: Some(true),
                         ..Default::default()
                     },
                 )]

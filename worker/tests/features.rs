@@ -131,7 +131,8 @@ fn clang_benchmarks_have_varying_features() {
     // Neither has a recursive function, nor a nested site: the all-inlined
     // build inlines callees first, so its sites are all flat, and stock clang
     // inlines no function that holds a call it keeps (which would make one).
-    let constant = ["callee-recursive", "chain-length"];
+    // Every callee is static.
+    let constant = ["callee-external", "callee-recursive", "chain-length"];
     check_clang_benchmark("sample-dsp", &["./bench", "80"], &constant);
     check_clang_benchmark("tiny-interp", &["./bench", "1"], &constant);
 }
@@ -148,8 +149,12 @@ fn graph_walk_features_match_the_compilers_remarks() {
     if !have("clang") || !have("valgrind") {
         return skip("clang or valgrind is not installed");
     }
-    // graph-walk has no recursive function.
-    let discovery = check_clang_benchmark("graph-walk", &["./bench", "1"], &["callee-recursive"]);
+    // graph-walk has no recursive function, and every callee is static.
+    let discovery = check_clang_benchmark(
+        "graph-walk",
+        &["./bench", "1"],
+        &["callee-external", "callee-recursive"],
+    );
     let site = SiteId::from("heap_push @ dijkstra:14:17");
     let f = &discovery.features[&site];
     eprintln!("{site}: {f:#?}");
@@ -158,6 +163,7 @@ fn graph_walk_features_match_the_compilers_remarks() {
     assert_eq!(f.loop_depth, Some(2));
     assert_eq!(f.callee_call_sites, Some(3));
     assert_eq!(f.callee_recursive, Some(false));
+    assert_eq!(f.callee_external, Some(false));
     assert_eq!(f.constant_arguments, Some(0));
     // The first push, `heap_push(h, 0, src)` at line 157, outside the loops.
     let first = &discovery.features[&SiteId::from("heap_push @ dijkstra:5:5")];
@@ -198,9 +204,11 @@ fn rustc_benchmark_has_costs_and_profile_features() {
         serde_json::to_string_pretty(&discovery.features).unwrap()
     );
     assert_eq!(discovery.features.len(), discovery.points.len());
+    // A one-crate program's functions, std's generic ones instantiated in it included, are
+    // all internal to its one unit.
     assert_eq!(
         constant_columns(&discovery),
-        Vec::<String>::new(),
+        vec!["callee-external".to_string()],
         "rust-sort"
     );
     let costed = discovery

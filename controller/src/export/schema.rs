@@ -331,6 +331,7 @@ const FEATURE_MEANINGS: &[(&str, &str)] = &[
     ("loop_depth", "loops around the call in its caller (0: not in a loop)"),
     ("callee_call_sites", "direct call sites of the callee in the whole program"),
     ("callee_recursive", "whether the callee calls itself, directly"),
+    ("callee_external", "whether the callee has external linkage: other units may call it, so inlining every call of its own unit does not delete it"),
     ("constant_arguments", "arguments of the call that are constants"),
     ("caller_self_cost", "instructions executed in the caller itself (callgrind Ir, stock build)"),
     ("caller_inclusive_cost", "instructions executed in the caller and everything it called"),

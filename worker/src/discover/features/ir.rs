@@ -44,6 +44,9 @@ pub struct Function {
     pub line: Option<u32>,
     /// Whether it calls itself directly.
     pub recursive: bool,
+    /// Whether other units may call it (no `internal` or `private` linkage): a function the
+    /// inliner cannot delete once every call in its unit is inlined.
+    pub external: bool,
 }
 
 /// The IR of a whole program: its units' functions (a function defined in
@@ -108,6 +111,7 @@ impl Program {
                 blocks: parsed.blocks.len() as u64,
                 line: line_of,
                 recursive: false,
+                external: external_linkage(line),
             };
             for call in &parsed.calls {
                 function.recursive |= call.callee == name;
@@ -125,6 +129,15 @@ impl Program {
             self.functions.insert(name, function);
         }
     }
+}
+
+/// Whether a `define` line gives its function external linkage: none of the local ones
+/// before its name.
+fn external_linkage(define: &str) -> bool {
+    let head = define.split('@').next().unwrap_or("");
+    !head
+        .split_whitespace()
+        .any(|word| word == "internal" || word == "private")
 }
 
 fn re(cell: &'static (OnceLock<Regex>, &'static str)) -> &'static Regex {
@@ -492,6 +505,12 @@ define internal i32 @sum(i32* noundef %0, i32 noundef %1) #0 !dbg !10 {
         assert_eq!((sum.instructions, sum.blocks), (10, 5));
         assert_eq!(sum.line, Some(20));
         assert!(sum.recursive);
+        assert!(!sum.external, "define internal");
+        assert!(external_linkage("define dso_local i32 @main() #0 {"));
+        assert!(external_linkage("define linkonce_odr i32 @_Z1fv() {"));
+        assert!(!external_linkage(
+            "define private void @\"internal name\"() {"
+        ));
         let call = &program.calls["clamp @ sum:3:12"];
         assert_eq!(call.loop_depth, 1);
         assert_eq!(call.constant_arguments, 2);

@@ -167,6 +167,7 @@ impl<'a> Index<'a> {
             f.callee_instructions = callee_ir.map(|c| c.instructions);
             f.callee_blocks = callee_ir.map(|c| c.blocks);
             f.callee_recursive = callee_ir.map(|c| c.recursive);
+            f.callee_external = callee_ir.map(|c| c.external);
             f.callee_call_sites = program.call_sites.get(callee).copied();
             // Each element is a call of the next inner function (of the callee
             // for the innermost), held by the element's function.
