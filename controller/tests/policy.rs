@@ -4,7 +4,9 @@
 //! benchmark's sites, and its decision file measured against stock; and the
 //! corpus's leave-one-program-out loop (`examples/policy/corpus`) on three.
 
+use std::os::unix::process::CommandExt as _;
 use std::process::Command;
+use std::time::Duration;
 
 use crate::common::{self, copy_benchmark, kiln, repo, text, worker};
 
@@ -211,4 +213,74 @@ fn corpus_policies_decide_each_program_with_a_model_that_never_saw_it() {
         summary.contains("3 held-out programs measured"),
         "{summary}"
     );
+}
+
+/// `scripts/dataset` over two bundled benchmarks in shared builds: stopped during its campaign
+/// (SIGINT to its process group, as Ctrl-C sends) it adds nothing; started again it resumes and
+/// the dataset holds each of the store's effects once; a third run adds none.
+#[test]
+fn the_dataset_script_resumes_and_adds_no_duplicate_effect() {
+    let dir = setup(|_| {
+        r#"(campaign
+  (name data)
+  (store "store")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments (each-benchmark (search (screening (steps 8) (flips-per-step 4))) (seed 1)))
+  (benchmarks
+    ((name sample-dsp) (kind llvm-inline) (sources "benchmarks/sample-dsp")
+     (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "80")))
+    ((name tiny-interp) (kind llvm-inline) (sources "benchmarks/tiny-interp")
+     (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "1"))))
+  (workers (local (slots 2))))
+"#
+        .to_string()
+    });
+    let script = || {
+        let mut cmd = Command::new(repo().join("scripts/dataset"));
+        cmd.args(["campaign.sexp", "--out", "dataset"])
+            .current_dir(dir.path())
+            .env("KILN", kiln())
+            .env("KILN_WORKER", worker())
+            .env("PYTHON", python());
+        cmd
+    };
+    let mut first = script().process_group(0).spawn().unwrap();
+    common::campaign::wait_for(
+        "3 decided steps",
+        dir.path(),
+        Duration::from_secs(300),
+        || common::campaign::decided(dir.path()) >= 3,
+    );
+    unsafe { libc::kill(-(first.id() as libc::pid_t), libc::SIGINT) };
+    assert_eq!(first.wait().unwrap().code(), Some(130));
+    assert!(!dir.path().join("dataset").exists());
+
+    let rows = |dir: &std::path::Path| -> usize {
+        let sheet = std::fs::read_to_string(dir.join("dataset/DATASHEET.md")).unwrap();
+        let line = sheet
+            .lines()
+            .find(|l| l.starts_with("- effects: "))
+            .unwrap();
+        line["- effects: ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .replace(',', "")
+            .parse()
+            .unwrap()
+    };
+    for _ in 0..2 {
+        let out = script().output().unwrap();
+        assert!(out.status.success(), "{}", text(&out));
+        let stored = common::run_kiln(
+            dir.path(),
+            &["export", "store", "--table", "effects", "--format", "jsonl"],
+        );
+        let effects = String::from_utf8_lossy(&stored.stdout).lines().count();
+        assert!(effects > 16, "two programs, 8 builds each: {effects}");
+        assert_eq!(rows(dir.path()), effects, "each effect once");
+    }
+    assert!(dir.path().join("dataset/effects.parquet").exists());
+    assert!(dir.path().join("dataset/sites.parquet").exists());
 }

@@ -1,0 +1,13 @@
+;; The dataset kept in the repository (scripts/dataset): every corpus program
+;; screened from its stock decisions in shared builds of up to 32 flips whose
+;; functions do not overlap (results/effects.md), the hottest sites first,
+;; callgrind's exact instruction count as the objective.
+(campaign
+  (name dataset)
+  (store "../target/dataset")
+  (objective (metric instructions) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments
+    (each-benchmark (search (screening (steps 40) (flips-per-step 32))) (seed 1)))
+  (benchmarks (include "corpus"))
+  (workers (local (slots 2))))

@@ -1,0 +1,115 @@
+"""The dataset kept in the repository: measured site effects and the sites' features, added
+to by each campaign, never replaced (see scripts/dataset).
+
+    python dataset.py store SETTINGS
+    python dataset.py add --settings SETTINGS --effects E.parquet --sites S.parquet
+                          --kiln VERSION --out DIR
+
+SETTINGS is `kiln check CONFIG --json`'s output: `store` prints the campaign's store, `add`
+reads one campaign's `kiln export` tables and merges them into DIR/effects.parquet and
+DIR/sites.parquet: a row whose key is already there (an effect: campaign, experiment, site,
+value, context, estimate; a site: campaign, experiment, site) replaces the old one (a resumed
+campaign's effect over more steps), every other row is added. DIR/DATASHEET.md is written
+anew from what the tables then hold.
+"""
+
+import argparse
+import json
+import os
+import sys
+
+import pandas as pd
+
+EFFECT_KEY = ["campaign", "experiment", "site", "value", "context", "estimate"]
+SITE_KEY = ["campaign", "experiment", "site"]
+
+
+def merged(path, new, key):
+    """The table at `path` (if any) with `new`'s rows, one row per key, new rows winning."""
+    if os.path.exists(path):
+        old = pd.read_parquet(path)
+        new = pd.concat([old, new], ignore_index=True)
+    return new.drop_duplicates(subset=key, keep="last").reset_index(drop=True)
+
+
+def tagged(frame, settings, kiln):
+    """A campaign's export rows, with where they came from."""
+    frame = frame.copy()
+    frame.insert(0, "campaign", settings["name"])
+    frame["objective"] = settings["objective"]["metric"]
+    frame["kiln"] = kiln
+    return frame
+
+
+def datasheet(effects, sites):
+    """DATASHEET.md: what the dataset holds, program by program, and how it was measured."""
+    lines = [
+        "# kiln's dataset of measured inlining effects",
+        "",
+        "Written by `scripts/dataset` from the campaigns' stores; do not edit by hand.",
+        "",
+        f"- effects: {len(effects):,} rows over {effects['benchmark'].nunique()} programs "
+        f"({(effects['estimate'] == 'alone').sum():,} measured alone, "
+        f"{(effects['estimate'] == 'shared-build').sum():,} read from shared builds, "
+        f"{(~effects['separable']).sum():,} of those not separable);",
+        f"- sites: {len(sites):,} rows, each a call site's features at discovery;",
+        f"- campaigns: {', '.join(sorted(effects['campaign'].unique()))}; kiln versions: "
+        f"{', '.join(sorted(effects['kiln'].unique()))}; objectives: "
+        f"{', '.join(sorted(effects['objective'].unique()))}.",
+        "",
+        "| program | sites | effects | alone | shared builds | contexts | "
+        "effects beyond ±0.1 % |",
+        "|---|---:|---:|---:|---:|---|---:|",
+    ]
+    for program, rows in effects.groupby("benchmark"):
+        n_sites = sites.loc[sites["benchmark"] == program, "site"].nunique()
+        moved = (rows["effect"].abs() > 0.001).sum()
+        lines.append(
+            f"| {program} | {n_sites:,} | {len(rows):,} | "
+            f"{(rows['estimate'] == 'alone').sum():,} | "
+            f"{(rows['estimate'] == 'shared-build').sum():,} | "
+            f"{', '.join(sorted(rows['context'].unique()))} | {moved:,} |"
+        )
+    lines += ["", open(os.path.join(os.path.dirname(__file__), "datasheet-notes.md")).read()]
+    return "\n".join(lines)
+
+
+def add(args):
+    with open(args.settings) as f:
+        settings = json.load(f)
+    effects = merged(
+        os.path.join(args.out, "effects.parquet"),
+        tagged(pd.read_parquet(args.effects), settings, args.kiln),
+        EFFECT_KEY,
+    )
+    sites = merged(
+        os.path.join(args.out, "sites.parquet"),
+        tagged(pd.read_parquet(args.sites), settings, args.kiln),
+        SITE_KEY,
+    )
+    os.makedirs(args.out, exist_ok=True)
+    effects.to_parquet(os.path.join(args.out, "effects.parquet"), index=False)
+    sites.to_parquet(os.path.join(args.out, "sites.parquet"), index=False)
+    with open(os.path.join(args.out, "DATASHEET.md"), "w") as f:
+        f.write(datasheet(effects, sites))
+    print(f"{args.out}: {len(effects):,} effects, {len(sites):,} sites", file=sys.stderr)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    store = commands.add_parser("store", help="print the campaign's store")
+    store.add_argument("settings")
+    one = commands.add_parser("add", help="merge one campaign's exports into the dataset")
+    for name in ["settings", "effects", "sites", "kiln", "out"]:
+        one.add_argument("--" + name, required=True)
+    args = parser.parse_args()
+    if args.command == "store":
+        with open(args.settings) as f:
+            print(json.load(f)["store"])
+    else:
+        add(args)
+
+
+if __name__ == "__main__":
+    main()
