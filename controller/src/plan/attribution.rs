@@ -189,30 +189,34 @@ pub fn attribute<'a>(
     Some(Attribution { changes, residual })
 }
 
-/// The points of `order` in groups of at most `per_step` whose footprints do
-/// not overlap: each group takes, in order, every point left that overlaps
-/// none of its own, until it is full. Points that name no functions go alone.
+/// The first `most` groups of the points of `order`, each of at most
+/// `per_step` points whose footprints do not overlap: each group takes, in
+/// order, every point left that overlaps none of its own, until it is full.
+/// Points that name no functions go alone. Fewer groups where the points run out.
 pub fn groups<'a>(
     order: &[&'a DecisionPoint],
     footprints: &Footprints,
     per_step: usize,
+    most: usize,
 ) -> Vec<Vec<&'a DecisionPoint>> {
-    let mut left: Vec<&DecisionPoint> = order.to_vec();
+    // Each point's footprint once: a group's scan looks at every point left.
+    let touched: Vec<Option<BTreeSet<String>>> =
+        order.iter().map(|p| footprints.of(&p.id)).collect();
+    let mut left: Vec<usize> = (0..order.len()).collect();
     let mut groups = Vec::new();
-    while !left.is_empty() {
+    while !left.is_empty() && groups.len() < most {
         let mut group = Vec::new();
-        let mut used: BTreeSet<String> = BTreeSet::new();
+        let mut used: BTreeSet<&String> = BTreeSet::new();
         let mut full = false;
-        left.retain(|point| {
-            let touched = footprints.of(&point.id);
+        left.retain(|&i| {
             let fits = !full
-                && match &touched {
+                && match &touched[i] {
                     Some(fs) => fs.iter().all(|f| !used.contains(f)),
                     None => group.is_empty(),
                 };
             if fits {
-                group.push(*point);
-                match touched {
+                group.push(order[i]);
+                match &touched[i] {
                     Some(fs) => used.extend(fs),
                     None => full = true,
                 }
@@ -327,14 +331,14 @@ mod tests {
                 .collect()
         };
         assert_eq!(
-            ids(groups(&order, &footprints, 8)),
+            ids(groups(&order, &footprints, 8, usize::MAX)),
             vec![
                 vec!["f @ main:1:1", "h @ a:1:1", "x @ y:1:1"],
                 vec!["g @ main:2:1", "f @ b:1:1"],
             ]
         );
         assert_eq!(
-            ids(groups(&order, &footprints, 2))[0],
+            ids(groups(&order, &footprints, 2, 1))[0],
             vec!["f @ main:1:1", "h @ a:1:1"]
         );
     }

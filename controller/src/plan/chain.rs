@@ -117,8 +117,10 @@ impl ChainContext<'_> {
             None => movable,
         };
         let footprints = attribution::Footprints::new(self.points, start);
-        let groups = attribution::groups(&order, &footprints, *per_step as usize);
-        let group = &groups[state.shared as usize % groups.len()];
+        let next = state.shared as usize;
+        let mut groups = attribution::groups(&order, &footprints, *per_step as usize, next + 1);
+        // Every group proposed: again from the first.
+        let group = groups.swap_remove(next % groups.len());
         state.shared += 1;
         let mut set = start.clone();
         for point in group {
