@@ -126,31 +126,57 @@ fn rows_of<'a>(
         .collect()
 }
 
-#[test]
-fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_together() {
-    if !can_run() {
-        return;
-    }
+/// The program screened from `baseline` (a decision file; stock where `None`) alone and in
+/// shared builds: the store's folder, every site measured both ways.
+fn screened_both_ways(baseline: Option<&str>) -> tempfile::TempDir {
+    let start = baseline.map_or(String::new(), |file| format!(" (baseline {file:?})"));
     let dir = setup(
         false,
-        &config(
-            "((name alone) (benchmark prog) (search (screening (steps 12))) (seed 1))\n    \
-             ((name shared) (benchmark prog) (search (screening (steps 4) (flips-per-step 8))) (seed 1))",
-        ),
+        &config(&format!(
+            "((name alone) (benchmark prog) (search (screening (steps 12))) (seed 1){start})\n    \
+             ((name shared) (benchmark prog) (search (screening (steps 4) (flips-per-step 8))) \
+             (seed 1){start})"
+        )),
     );
+    if let Some(file) = baseline {
+        write_context(dir.path(), file);
+    }
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
-    let rows = effects(dir.path());
-    let alone = rows_of(&rows, "alone", "alone");
-    let shared = rows_of(&rows, "shared", "shared-build");
+    dir
+}
+
+/// A decision file `file` in `dir` that takes four of the program's inlined calls out.
+fn write_context(dir: &Path, file: &str) {
+    let out = run_kiln(dir, &["sites", "campaign.sexp", "prog", "--json"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let sites: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let values: Vec<String> = sites["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["id"].as_str())
+        .filter(|id| id.starts_with("leaf"))
+        .take(4)
+        .map(|id| format!("({id:?} no-inline)"))
+        .collect();
+    let text = format!(
+        "(decisions (benchmark prog) (values {}))\n",
+        values.join(" ")
+    );
+    std::fs::write(dir.join(file), text).unwrap();
+}
+
+/// Every site of the store's `shared` experiment was measured (in a shared build or alone), and
+/// each shared-build estimate equals the site's one-flip measurement of experiment `alone`.
+fn assert_shared_equals_alone(rows: &[serde_json::Value]) {
+    let alone = rows_of(rows, "alone", "alone");
+    let shared = rows_of(rows, "shared", "shared-build");
     assert_eq!(alone.len(), SITES, "every site alone: {alone:?}");
-    // Three builds hold them all: the overlapping pair in different ones (`middle`'s flip
-    // alone, as the last), the fourth repeats the first.
-    let shared_alone = rows_of(&rows, "shared", "alone");
+    let shared_alone = rows_of(rows, "shared", "alone");
     let mut measured: Vec<&String> = shared.keys().chain(shared_alone.keys()).collect();
     measured.sort();
     assert_eq!(measured, alone.keys().collect::<Vec<_>>());
-    assert_eq!(shared.len(), SITES - 1, "{shared:?}");
     for (site, row) in &shared {
         assert_eq!(row["separable"], true, "{row}");
         assert_eq!(
@@ -172,6 +198,20 @@ fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_to
             .any(|r| r["effect"].as_f64().unwrap().abs() > 1e-3),
         "some flip moves the count: {alone:?}"
     );
+}
+
+#[test]
+fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_together() {
+    if !can_run() {
+        return;
+    }
+    let dir = screened_both_ways(None);
+    let rows = effects(dir.path());
+    assert_shared_equals_alone(&rows);
+    // Three builds hold them all: the overlapping pair in different ones (`middle`'s flip
+    // alone, as the last), the fourth repeats the first.
+    assert_eq!(rows_of(&rows, "shared", "shared-build").len(), SITES - 1);
+    assert!(rows.iter().all(|r| r["context"] == "stock"));
     // The overlapping pair: measured, never in one build.
     for step in stored_steps(dir.path()) {
         let sites: Vec<&str> = step.diff.0.keys().map(|s| s.as_str()).collect();
@@ -180,6 +220,22 @@ fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_to
             .filter(|s| s.starts_with("inner @") || s.starts_with("middle @"));
         assert!(pair.count() <= 1, "{sites:?}");
     }
+}
+
+/// Effects in context: the same around a decision file that is not stock's, which the
+/// `effects` table names.
+#[test]
+fn shared_builds_measure_flips_around_another_context_as_alone() {
+    if !can_run() {
+        return;
+    }
+    let dir = screened_both_ways(Some("context.sexp"));
+    let rows = effects(dir.path());
+    assert_shared_equals_alone(&rows);
+    assert!(
+        rows.iter().all(|r| r["context"] == "context.sexp"),
+        "{rows:?}"
+    );
 }
 
 #[test]
