@@ -8,8 +8,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::campaign::{
-    decided, resumes_exactly, run_until_decided, slow_config, slow_setup, synthetic_config_on,
-    trajectory,
+    assert_every_step_once, decided, diagnostics, requeued_from, resumes_exactly,
+    run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
 };
 use crate::common::*;
 use kiln_controller::store::{now_ms, StepKind, StepRecord, Store};
@@ -1558,4 +1558,39 @@ fn a_shipped_generated_file_stays_newer_than_its_source_in_the_workers_copy() {
     for step in &steps {
         assert_eq!(step.result.outcome.name(), "ok", "{:?}", step.result);
     }
+}
+
+/// The controller stopped (SIGSTOP, as a suspended VM or a stalled login node) mid-step for
+/// longer than the loss timeout: on SIGCONT it hears its worker out before it blames it: no
+/// worker lost, no job re-queued, every step measured once.
+#[test]
+fn a_controller_stopped_past_the_loss_timeout_blames_no_worker() {
+    let steps = 3;
+    let dir = slow_setup(steps);
+    // Each step runs 4 s: the one in flight says nothing while the controller is stopped.
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        "sleep 4\necho $1 $2\n",
+    )
+    .unwrap();
+    let config = slow_config(steps).replace(
+        "(runs (warmup 0) (min 1) (max 1))",
+        "(runs (warmup 0) (min 1) (max 1))\n  (timeouts (heartbeat-s 0.5) (lost-after-s 2))",
+    );
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let mut child = run_until_decided(dir.path(), 1);
+    std::thread::sleep(Duration::from_millis(500));
+    let pid = child.id() as libc::pid_t;
+    unsafe { libc::kill(pid, libc::SIGSTOP) };
+    std::thread::sleep(Duration::from_secs(3));
+    unsafe { libc::kill(pid, libc::SIGCONT) };
+    assert!(
+        child.wait().unwrap().success(),
+        "{}",
+        diagnostics(dir.path())
+    );
+    assert_every_step_once(dir.path(), steps as usize);
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(!log.contains("no answer for"), "{log}");
+    assert!(!requeued_from(dir.path(), "local"), "{log}");
 }

@@ -178,13 +178,28 @@ impl Connection {
             })
         };
         // The watchdog never waits on the writer: a stalled stream cannot keep a silent
-        // worker alive.
+        // worker alive. Silence counts only while the controller itself was there: a wake
+        // later than asked by more than an interval (the controller stopped, its host
+        // stalled) starts the count afresh, so that the worker's answers to the pings sent
+        // since, and what it wrote meanwhile, are heard before it is blamed.
         let watchdog_task = {
-            let (waiters, lost_tx) = (waiters.clone(), lost_tx.clone());
+            let (waiters, lost_tx, name) = (waiters.clone(), lost_tx.clone(), name.to_string());
             tokio::spawn(async move {
+                let mut counted_from = Instant::now();
                 loop {
+                    let asleep = Instant::now();
                     tokio::time::sleep(heartbeat.interval).await;
-                    let silent = last_heard.lock().expect("not poisoned").elapsed();
+                    let away = asleep.elapsed().saturating_sub(heartbeat.interval);
+                    if away > heartbeat.interval {
+                        tracing::info!(
+                            worker = %name,
+                            "the controller was away for {:.0} s: the worker's silence counts from now",
+                            away.as_secs_f64()
+                        );
+                        counted_from = Instant::now();
+                    }
+                    let heard = last_heard.lock().expect("not poisoned").elapsed();
+                    let silent = heard.min(counted_from.elapsed());
                     if silent > heartbeat.lost_after {
                         let reason = format!("no answer for {:.0} s", silent.as_secs_f64());
                         mark_lost(&lost_tx, &waiters, reason);
