@@ -1594,3 +1594,28 @@ fn a_controller_stopped_past_the_loss_timeout_blames_no_worker() {
     assert!(!log.contains("no answer for"), "{log}");
     assert!(!requeued_from(dir.path(), "local"), "{log}");
 }
+
+/// The worker's folder removed mid-campaign (a temporary-files cleaner, a reimaged worker, a
+/// tmpfs after a reboot): the worker, which then lacks the campaign's bundle, is sent it
+/// again and the campaign goes on to its end, every step measured once and none failed.
+#[test]
+fn a_worker_whose_folder_was_removed_is_prepared_again() {
+    let steps = 8;
+    let dir = slow_setup(steps);
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        "sleep 1\necho $1 $2\n",
+    )
+    .unwrap();
+    let mut child = run_until_decided(dir.path(), 2);
+    std::fs::remove_dir_all(dir.path().join("store/workers/local")).unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "{}",
+        diagnostics(dir.path())
+    );
+    let all = assert_every_step_once(dir.path(), steps as usize);
+    assert!(all.iter().all(|s| s.objective.is_some()), "{all:#?}");
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(log.contains("it is sent again"), "{log}");
+}

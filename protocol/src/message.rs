@@ -361,7 +361,22 @@ pub enum StepOutcome {
     },
 }
 
+/// How a worker words its refusal of a job whose bundle it lacks (never sent, or its folder
+/// removed or replaced since): [`StepOutcome::lacks_bundle`] reads it, and the controller sends
+/// the bundle again.
+const LACKS_BUNDLE: &str = "is not in this worker's cache; send Prepare first";
+
+/// A worker's refusal of a job over `bundle`, which it lacks.
+pub fn missing_bundle(bundle: &ContentHash) -> String {
+    format!("bundle {} {LACKS_BUNDLE}", bundle.short())
+}
+
 impl StepOutcome {
+    /// Whether the worker refused the step for lack of its bundle ([`missing_bundle`]).
+    pub fn lacks_bundle(&self) -> bool {
+        matches!(self, StepOutcome::Rejected { reason } if reason.ends_with(LACKS_BUNDLE))
+    }
+
     /// Short name for tables and CSV.
     pub fn name(&self) -> &'static str {
         match self {

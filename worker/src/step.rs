@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use kiln_protocol::bundle::is_confined_path;
 use kiln_protocol::config::benchmark::{BenchmarkSpec, OutputCheck};
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest, StepResult};
+use kiln_protocol::message::{missing_bundle, BuildRecord, StepOutcome, StepRequest, StepResult};
 
 use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, DECISIONS_FILE};
@@ -87,12 +87,10 @@ fn step_inner(
 ) -> Result<(), StepOutcome> {
     let reject = |reason: String| StepOutcome::Rejected { reason };
     let spec = &req.benchmark;
-    let bundle_dir = ws.cache.get(&req.bundle).ok_or_else(|| {
-        reject(format!(
-            "bundle {} is not in this worker's cache; send Prepare first",
-            req.bundle.short()
-        ))
-    })?;
+    let bundle_dir = ws
+        .cache
+        .get(&req.bundle)
+        .ok_or_else(|| reject(missing_bundle(&req.bundle)))?;
     check_cpus(&req.cpus).map_err(reject)?;
     // Before building: a worker that cannot apply the limits must not spend a build.
     if !spec.limits.is_none() {

@@ -315,6 +315,12 @@ impl Connection {
         )
     }
 
+    /// Forgets that `bundle` was sent: the worker says it lacks it (its folder removed or
+    /// replaced since), so the next job over it sends it again.
+    pub async fn forget_bundle(&self, bundle: &ContentHash) {
+        self.prepared.lock().await.remove(bundle);
+    }
+
     /// Makes sure the worker has `bundle`, sending only the parts it lacks (a
     /// transfer cut off earlier resumes where it stopped).
     pub async fn ensure_bundle(&self, bundle: &Bundle) -> Result<(), Lost> {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler, ReplayFallback};
 use kiln_protocol::decision::{ContentHash, DecisionSet, SiteId};
-use kiln_protocol::message::{Discovery, StepId};
+use kiln_protocol::message::{missing_bundle, Discovery, StepId};
 
 use crate::build::env::{expand_all, seconds, step_env, DECISIONS_FILE};
 use crate::build::wrap;
@@ -42,12 +42,7 @@ pub fn discover(
         BenchmarkKind::Knobs { points } => return Ok(Discovery::of_knobs(points)),
         BenchmarkKind::LlvmInline { compiler, .. } => *compiler,
     };
-    let bundle_dir = ws.cache.get(bundle).ok_or_else(|| {
-        format!(
-            "bundle {} is not in this worker's cache; send Prepare first",
-            bundle.short()
-        )
-    })?;
+    let bundle_dir = ws.cache.get(bundle).ok_or_else(|| missing_bundle(bundle))?;
     seconds(spec.build_timeout_s, "build-timeout-s")?;
     let dir = ws.rundir.join("discover").join(id.0.to_string());
     let result = discover_in(compiler, spec, &bundle_dir, &dir, ws, cancel, progress);

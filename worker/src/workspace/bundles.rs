@@ -171,6 +171,10 @@ impl BundleCache {
         if let Some(dir) = self.get(&hash) {
             return Ok(Some(dir));
         }
+        // The cache's folder again where it was removed since it opened (a cleaner, a reboot's
+        // tmpfs): the controller sends what it lacks.
+        fs::create_dir_all(&self.root)
+            .map_err(|e| format!("cannot create {}: {e}", self.root.display()))?;
         // One session at a time stores parts of a bundle (an orphaned one may still be at it).
         let count_file = self.parts_count_file(&hash);
         let lock = fs::OpenOptions::new()

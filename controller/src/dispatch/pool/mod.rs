@@ -164,6 +164,8 @@ struct Queued<K> {
     job: Job<K>,
     /// Times a worker was lost while running it.
     losses: u32,
+    /// Times a worker refused it for lack of its bundle, which was then sent again.
+    resent: u32,
 }
 
 /// The running pool.
@@ -247,7 +249,11 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
     /// Queues a job.
     pub fn submit(&self, job: Job<K>) {
         // The receiver lives in the supervisors for the pool's whole life.
-        let _ = self.queue.try_send(Queued { job, losses: 0 });
+        let _ = self.queue.try_send(Queued {
+            job,
+            losses: 0,
+            resent: 0,
+        });
     }
 }
 

@@ -13,6 +13,10 @@ use kiln_protocol::{StepId, StepOutcome, StepResult};
 
 use super::*;
 
+/// Times a job is sent again, its bundle with it, to a worker that says it lacks the bundle;
+/// past them the slot is unfit (a worker whose cache does not keep what it is sent).
+const RESEND_BUNDLE: u32 = 3;
+
 /// One slot of a connected worker: calibrates when due, runs jobs from the queue, and ends when
 /// the connection is lost (putting its job back on the queue).
 pub(super) struct SlotRunner<K> {
@@ -66,10 +70,23 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
     /// back on the queue for another slot, or answered as failed once it has cost its worker
     /// `step_losses` times).
     pub(super) async fn run_one(&self, queued: Queued<K>) -> bool {
-        // The bundle first: a loss before the job is sent costs the job nothing.
+        // The bundle first: a loss before the job is sent costs the job nothing. A worker
+        // that refuses it is asked again a few times, then takes no more jobs.
         if let Err(Lost(reason)) = self.conn.ensure_bundle(&queued.job.bundle).await {
             tracing::warn!(worker = %self.worker, slot = self.place.slot, "job re-queued: {reason}");
-            return self.requeue(queued);
+            if self.conn.is_lost() {
+                return self.requeue(queued);
+            }
+            let resent = queued.resent + 1;
+            let _ = self.requeue.try_send(Queued { resent, ..queued });
+            if resent > RESEND_BUNDLE {
+                self.unfit(format!(
+                    "slot {} cannot store a bundle: {reason}",
+                    self.place.slot
+                ));
+                return false;
+            }
+            return true;
         }
         let alone = queued.losses > 0;
         let _turn = tokio::select! {
@@ -89,24 +106,27 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
             s.busy_ms += started.elapsed().as_millis() as u64;
         }
         match answered {
+            Ok(Answer::Step(result))
+                if result.outcome.lacks_bundle() && queued.resent < RESEND_BUNDLE =>
+            {
+                // The worker lost its folder (a cleaner, a reimage, a tmpfs after a reboot):
+                // prepared again, it takes the step as before.
+                tracing::warn!(worker = %self.worker, slot = self.place.slot,
+                    "the worker lacks bundle {}: it is sent again", queued.job.bundle.hash.short());
+                self.conn.forget_bundle(&queued.job.bundle.hash).await;
+                let resent = queued.resent + 1;
+                let _ = self.requeue.try_send(Queued { resent, ..queued });
+                true
+            }
             Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
                 // The worker could not run the step at all (a CPU it lacks, limits it cannot
                 // apply): that is no result of the candidate's. Another worker takes the step,
                 // and this slot takes no more.
-                let why = format!(
+                let _ = self.requeue.try_send(queued);
+                self.unfit(format!(
                     "slot {} rejected a step: {}",
                     self.place.slot, result.outcome
-                );
-                tracing::error!(worker = %self.worker, "{why}; the step goes back on the queue");
-                let _ = self.requeue.try_send(queued);
-                if let Some(s) = self
-                    .board
-                    .lock()
-                    .expect("not poisoned")
-                    .get_mut(&self.worker)
-                {
-                    s.state = WorkerState::Unfit(why);
-                }
+                ));
                 false
             }
             Ok(answer) => {
@@ -157,6 +177,20 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
                 self.hand_on(queued.job.tag, answer);
                 false
             }
+        }
+    }
+
+    /// Marks the worker unfit for `why`: its job went back on the queue, and this slot takes
+    /// no more.
+    fn unfit(&self, why: String) {
+        tracing::error!(worker = %self.worker, "{why}; the step goes back on the queue");
+        if let Some(s) = self
+            .board
+            .lock()
+            .expect("not poisoned")
+            .get_mut(&self.worker)
+        {
+            s.state = WorkerState::Unfit(why);
         }
     }
 
