@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::campaign::{
     assert_every_step_once, decided, diagnostics, requeued_from, resumes_exactly,
-    run_until_decided, slow_config, slow_setup, synthetic_config_on, trajectory,
+    run_until_decided, slow_config, slow_setup, slow_setup_of, synthetic_config_on, trajectory,
 };
 use crate::common::*;
 use kiln_controller::store::{now_ms, StepKind, StepRecord, Store};
@@ -1566,13 +1566,8 @@ fn a_shipped_generated_file_stays_newer_than_its_source_in_the_workers_copy() {
 #[test]
 fn a_controller_stopped_past_the_loss_timeout_blames_no_worker() {
     let steps = 3;
-    let dir = slow_setup(steps);
     // Each step runs 4 s: the one in flight says nothing while the controller is stopped.
-    std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
-        "sleep 4\necho $1 $2\n",
-    )
-    .unwrap();
+    let dir = slow_setup_of(steps, "4");
     let config = slow_config(steps).replace(
         "(runs (warmup 0) (min 1) (max 1))",
         "(runs (warmup 0) (min 1) (max 1))\n  (timeouts (heartbeat-s 0.5) (lost-after-s 2))",
@@ -1601,12 +1596,7 @@ fn a_controller_stopped_past_the_loss_timeout_blames_no_worker() {
 #[test]
 fn a_worker_whose_folder_was_removed_is_prepared_again() {
     let steps = 8;
-    let dir = slow_setup(steps);
-    std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
-        "sleep 1\necho $1 $2\n",
-    )
-    .unwrap();
+    let dir = slow_setup_of(steps, "1");
     let mut child = run_until_decided(dir.path(), 2);
     std::fs::remove_dir_all(dir.path().join("store/workers/local")).unwrap();
     assert!(

@@ -289,10 +289,19 @@ pub fn slow_config(steps: u32) -> String {
 
 /// A scratch folder holding [`slow_config`] and its benchmark.
 pub fn slow_setup(steps: u32) -> tempfile::TempDir {
+    slow_setup_of(steps, "0.2")
+}
+
+/// [`slow_setup`] with runs of `seconds` each.
+pub fn slow_setup_of(steps: u32, seconds: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let bench = dir.path().join("benchmarks/slow");
     std::fs::create_dir_all(&bench).unwrap();
-    std::fs::write(bench.join("run.sh"), "sleep 0.2\necho $1 $2\n").unwrap();
+    std::fs::write(
+        bench.join("run.sh"),
+        format!("sleep {seconds}\necho $1 $2\n"),
+    )
+    .unwrap();
     std::fs::write(dir.path().join("campaign.sexp"), slow_config(steps)).unwrap();
     dir
 }
