@@ -72,10 +72,23 @@ pub fn run_step(
         }),
     };
     if let Err(outcome) = outcome {
-        result.outcome = outcome;
+        result.outcome = lost_its_bundle(outcome, req, ws);
     }
     result.finished_ms = unix_ms();
     result
+}
+
+/// A step that failed while the worker's bundle went away under it (its folder removed: a
+/// cleaner, a reimage) failed for the worker's sake, not its decisions': said as the missing
+/// bundle, which the controller sends again before the step runs again.
+fn lost_its_bundle(outcome: StepOutcome, req: &StepRequest, ws: &Workspace) -> StepOutcome {
+    let ours = !matches!(outcome, StepOutcome::Cancelled | StepOutcome::Ok);
+    match ours && ws.cache.get(&req.bundle).is_none() {
+        true => StepOutcome::Rejected {
+            reason: missing_bundle(&req.bundle),
+        },
+        false => outcome,
+    }
 }
 
 fn step_inner(

@@ -155,9 +155,10 @@ impl Attribution {
     }
 }
 
-/// The changes of `flips` (whose footprints do not overlap) from a build whose
-/// functions counted `step`, against the start's `start`; `None` where a flip
-/// names no functions or either count is missing.
+/// The changes of `flips` from a build whose functions counted `step`, against
+/// the start's `start`; `None` where a flip names no functions, two flips'
+/// footprints overlap (no change is one flip's alone: a build grouped by other
+/// footprints, such as an older kiln's) or either count is missing.
 pub fn attribute<'a>(
     flips: impl IntoIterator<Item = &'a SiteId>,
     footprints: &Footprints,
@@ -175,12 +176,13 @@ pub fn attribute<'a>(
     let mut changes = BTreeMap::new();
     let mut claimed: BTreeSet<String> = BTreeSet::new();
     for site in flips {
-        let change = footprints
-            .of(site)?
-            .into_iter()
-            .filter(|f| claimed.insert(f.clone()))
-            .map(|f| delta(&f))
-            .sum();
+        let mut change = 0;
+        for f in footprints.of(site)? {
+            change += delta(&f);
+            if !claimed.insert(f) {
+                return None;
+            }
+        }
         changes.insert(site.clone(), change);
     }
     let names: BTreeSet<&String> = start.keys().chain(step.keys()).collect();
@@ -312,6 +314,8 @@ mod tests {
         assert!(a.separable(20_000.0));
         assert!(!a.separable(19_000.0));
         assert_eq!(attribute(&[site("k")], &footprints, &start, &step), None);
+        let overlapping = [site("f @ main:3:4"), site("h @ main:9:1")];
+        assert_eq!(attribute(&overlapping, &footprints, &start, &step), None);
     }
 
     #[test]
