@@ -35,6 +35,9 @@ def merged(path, new, key):
 def tagged(frame, settings, kiln):
     """A campaign's export rows, with where they came from."""
     frame = frame.copy()
+    # An experiment no longer in the campaign's config has no benchmark in the export.
+    unnamed = frame["benchmark"].isna() | (frame["benchmark"] == "")
+    frame.loc[unnamed, "benchmark"] = "(" + frame.loc[unnamed, "experiment"] + ")"
     frame.insert(0, "campaign", settings["name"])
     frame["objective"] = settings["objective"]["metric"]
     frame["kiln"] = kiln
@@ -53,7 +56,7 @@ def datasheet(effects, sites):
         f"{(effects['estimate'] == 'shared-build').sum():,} read from shared builds, "
         f"{(~effects['separable']).sum():,} of those not separable);",
         f"- sites: {len(sites):,} rows, each a call site's features at discovery;",
-        f"- campaigns: {', '.join(sorted(effects['campaign'].unique()))}; kiln versions: "
+        f"- campaigns: {', '.join(sorted(effects['campaign'].unique()))}; exported by kiln "
         f"{', '.join(sorted(effects['kiln'].unique()))}; objectives: "
         f"{', '.join(sorted(effects['objective'].unique()))}.",
         "",
