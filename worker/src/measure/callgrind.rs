@@ -147,11 +147,15 @@ pub fn parse_total(profile: &str) -> Option<u64> {
     totals
 }
 
-/// Reads the instruction count from a profile file, naming the file on error.
-pub fn read_total(out_file: &Path) -> Result<u64, String> {
-    let text = std::fs::read_to_string(out_file)
-        .map_err(|e| format!("cannot read callgrind profile {}: {e}", out_file.display()))?;
-    parse_total(&text).ok_or_else(|| {
+/// A profile file's text, naming the file on error.
+pub fn read_profile(out_file: &Path) -> Result<String, String> {
+    std::fs::read_to_string(out_file)
+        .map_err(|e| format!("cannot read callgrind profile {}: {e}", out_file.display()))
+}
+
+/// The instruction count of a profile's text ([`parse_total`]), naming `out_file` on error.
+pub fn total_of(text: &str, out_file: &Path) -> Result<u64, String> {
+    parse_total(text).ok_or_else(|| {
         format!(
             "callgrind profile {} has no 'summary:' or 'totals:' line",
             out_file.display()
@@ -161,15 +165,13 @@ pub fn read_total(out_file: &Path) -> Result<u64, String> {
 
 /// The instructions each function executed itself, by name as compiled, from
 /// a profile written with [`PROFILE_OPTIONS`]; functions that executed none are left out.
-pub fn read_function_costs(out_file: &Path) -> Result<BTreeMap<String, u64>, String> {
-    let text = std::fs::read_to_string(out_file)
-        .map_err(|e| format!("cannot read callgrind profile {}: {e}", out_file.display()))?;
-    Ok(Profile::parse(&text)
+pub fn function_costs(text: &str) -> BTreeMap<String, u64> {
+    Profile::parse(text)
         .functions
         .into_iter()
         .filter(|(_, cost)| cost.self_ir > 0)
         .map(|(name, cost)| (name, cost.self_ir))
-        .collect())
+        .collect()
 }
 
 /// valgrind's version (`valgrind-3.19.0`), if it is installed on the build `PATH`.

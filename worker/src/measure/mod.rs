@@ -237,6 +237,25 @@ struct Engine<'a> {
 }
 
 impl Engine<'_> {
+    /// A finished callgrind run's instruction count and, where the plan wants them, each
+    /// function's own instructions: one read of its profile.
+    fn callgrind_metrics(&mut self) -> Metrics {
+        let out = &self.plan.callgrind_out;
+        let text = callgrind::read_profile(out);
+        let count = text
+            .as_deref()
+            .map_err(Clone::clone)
+            .and_then(|t| callgrind::total_of(t, out))
+            .map_err(|e| tracing::warn!("{e}"))
+            .map_or(MetricValue::Unsupported, |n| {
+                MetricValue::Measured(n as f64)
+            });
+        if let (true, Ok(text)) = (self.plan.function_costs, &text) {
+            self.functions = callgrind::function_costs(text);
+        }
+        Metrics::from([(Metric::Instructions, count)])
+    }
+
     fn run_all(&mut self) -> Result<(), StepOutcome> {
         let policy = self.plan.policy;
         let min = policy.min.max(1);
@@ -408,19 +427,7 @@ impl Engine<'_> {
                 }
                 m
             }
-            Kind::Callgrind if finished.end == End::Exited(0) => {
-                let count = callgrind::read_total(&plan.callgrind_out)
-                    .map_err(|e| tracing::warn!("{e}"))
-                    .map_or(MetricValue::Unsupported, |n| {
-                        MetricValue::Measured(n as f64)
-                    });
-                if plan.function_costs {
-                    self.functions = callgrind::read_function_costs(&plan.callgrind_out)
-                        .map_err(|e| tracing::warn!("{e}"))
-                        .unwrap_or_default();
-                }
-                Metrics::from([(Metric::Instructions, count)])
-            }
+            Kind::Callgrind if finished.end == End::Exited(0) => self.callgrind_metrics(),
             Kind::Callgrind => Metrics::new(),
         };
         self.runs.push(RunRecord {
