@@ -13,8 +13,14 @@ sites by the stock profile. P's own effects are never read for P's policy.
 stdin (JSON lines, the `sites` table's columns), its name in KILN_BENCHMARK,
 the decision file on stdout, from the model trained without that benchmark.
 
+`fit` writes one model trained on every program, its rule validated the
+same way: the model shipped with the dataset (dataset/model.joblib), which
+`decide --model` applies to any program (examples/policy/decide).
+
     lopo.py train --effects effects.parquet --sites sites.parquet --out DIR
     kiln policy CONFIG -- python lopo.py decide --models DIR
+    lopo.py fit --effects effects.parquet --sites sites.parquet --out model.joblib
+    kiln policy CONFIG -- python lopo.py decide --model model.joblib
 """
 
 import argparse
@@ -144,31 +150,70 @@ def validate(train: pd.DataFrame, hottest: int) -> dict:
     return min(safe, key=lambda s: (s["median"], s["mean"], s["limit"]))
 
 
-def train_all(args) -> int:
-    effects = normalise(pd.read_parquet(args.effects))
-    sites = with_shares(normalise(pd.read_parquet(args.sites)))
+def flips(effects_path: str, sites_path: str) -> pd.DataFrame:
+    """Each screened flip away from stock once, with its site's features: a
+    flip measured alone is taken over its shared-build estimate, a
+    shared-build estimate that could not be separated is left out, and so are
+    flips measured around other contexts than stock (the policy decides from stock)."""
+    effects = normalise(pd.read_parquet(effects_path))
+    sites = with_shares(normalise(pd.read_parquet(sites_path)))
     keys = ["benchmark", "site"]
     effects = effects.merge(sites[keys + [c for c in sites if c not in effects]], on=keys)
     effects = effects[effects["value"] == effects["stock"].map(FLIP)]
-    # The policy flips only among a program's hottest sites, as many as the
-    # screening measured: the sites its validation could judge.
-    hottest = args.hottest or int(effects.groupby("benchmark")["site"].nunique().max())
+    # An experiment no longer in its config is named in parentheses, not by its
+    # program: it could not be held out with that program, so it is left out.
+    effects = effects[~effects["benchmark"].str.startswith("(")]
+    for column, kept in [("context", "stock"), ("separable", True)]:
+        if column in effects:
+            effects = effects[effects[column] == kept]
+    if "estimate" in effects:
+        effects = effects.sort_values("estimate", key=lambda e: e != "alone", kind="stable")
+    return effects.drop_duplicates(keys)
+
+
+def trained(train: pd.DataFrame, hottest: int) -> dict:
+    """A model fitted on `train` and its rule, validated on `train` alone."""
+    return {"model": fit(train), "rule": validate(train, hottest), "hottest": hottest,
+            "trained_on": sorted(train["benchmark"].unique())}
+
+
+def default_hottest(effects: pd.DataFrame, hottest) -> int:
+    """The policy flips only among a program's hottest sites, as many as the
+    screening measured: the sites its validation could judge."""
+    return hottest or int(effects.groupby("benchmark")["site"].nunique().max())
+
+
+def rule_line(name: str, model: dict) -> str:
+    rule = model["rule"]
+    return (f"{name}: trained on {len(model['trained_on'])} programs' flips "
+            f"({', '.join(model['trained_on'])}); rule: gain >= {rule['margin']}, "
+            f"at most {rule['limit']} flips (validation median {rule['median']:+.4%}, "
+            f"mean {rule['mean']:+.4%}, worst {rule['worst']:+.4%})")
+
+
+def train_all(args) -> int:
+    effects = flips(args.effects, args.sites)
+    hottest = default_hottest(effects, args.hottest)
     os.makedirs(args.out, exist_ok=True)
     summary = {}
-    for program in sorted(sites["benchmark"].unique()):
+    for program in sorted(effects["benchmark"].unique()):
         train = effects[effects["benchmark"] != program]
-        rule = validate(train, hottest)
-        model = fit(train)
-        joblib.dump({"model": model, "rule": rule, "hottest": hottest,
-                     "trained_on": sorted(train["benchmark"].unique())},
-                    os.path.join(args.out, f"{program}.joblib"))
-        summary[program] = {"sites": int(len(train)), **rule}
-        print(f"{program}: trained on {len(train)} flips of "
-              f"{train['benchmark'].nunique()} programs; rule: gain >= {rule['margin']}, "
-              f"at most {rule['limit']} flips (validation median {rule['median']:+.4%}, "
-              f"mean {rule['mean']:+.4%}, worst {rule['worst']:+.4%})", file=sys.stderr)
+        model = trained(train, hottest)
+        joblib.dump(model, os.path.join(args.out, f"{program}.joblib"))
+        summary[program] = {"sites": int(len(train)), **model["rule"]}
+        print(rule_line(program, model), file=sys.stderr)
     with open(os.path.join(args.out, "rules.json"), "w") as f:
         json.dump(summary, f, indent=1)
+    return 0
+
+
+def fit_one(args) -> int:
+    """The model shipped with the dataset: trained on every program, its rule
+    validated by leaving each out in turn."""
+    effects = flips(args.effects, args.sites)
+    model = trained(effects, default_hottest(effects, args.hottest))
+    joblib.dump(model, args.out, compress=3)
+    print(rule_line(args.out, model), file=sys.stderr)
     return 0
 
 
@@ -178,20 +223,26 @@ def quoted(text: str) -> str:
 
 def decide(args) -> int:
     benchmark = os.environ["KILN_BENCHMARK"]
-    trained = joblib.load(os.path.join(args.models, f"{benchmark}.joblib"))
-    if benchmark in trained["trained_on"]:
-        sys.exit(f"lopo.py: the model for {benchmark} was trained on it")
+    if args.model is not None:
+        model = joblib.load(args.model)
+        if benchmark in model["trained_on"]:
+            print(f"lopo.py: {benchmark} is one of the programs {args.model} was trained on",
+                  file=sys.stderr)
+    else:
+        model = joblib.load(os.path.join(args.models, f"{benchmark}.joblib"))
+        if benchmark in model["trained_on"]:
+            sys.exit(f"lopo.py: the model for {benchmark} was trained on it")
     sites = pd.DataFrame([json.loads(line) for line in sys.stdin if line.strip()])
     sites = with_shares(normalise(sites)).set_index("site", drop=False)
-    predicted = pd.Series(trained["model"].predict(matrix(sites)), index=sites.index)
-    rule = trained["rule"]
-    flips = set() if rule["limit"] == 0 else set(
-        choose(predicted, sites["rank"], rule["margin"], rule["limit"], trained["hottest"]))
-    print(f"lopo.py: {benchmark}: flipping {len(flips)} site(s): "
-          + ", ".join(f"{s} ({predicted[s]:+.4%})" for s in sorted(flips)), file=sys.stderr)
+    predicted = pd.Series(model["model"].predict(matrix(sites)), index=sites.index)
+    rule = model["rule"]
+    chosen = set() if rule["limit"] == 0 else set(
+        choose(predicted, sites["rank"], rule["margin"], rule["limit"], model["hottest"]))
+    print(f"lopo.py: {benchmark}: flipping {len(chosen)} site(s): "
+          + ", ".join(f"{s} ({predicted[s]:+.4%})" for s in sorted(chosen)), file=sys.stderr)
     lines = [";; kiln decision file, written by examples/policy/lopo.py", "(decisions",
              f"  (benchmark {benchmark})", "  (values"]
-    for site in sorted(flips):
+    for site in sorted(chosen):
         lines.append(f"    ({quoted(site)} {FLIP[sites.loc[site, 'stock']]})")
     lines[-1] += "))"
     print("\n".join(lines))
@@ -269,15 +320,23 @@ def main() -> int:
                        help="sites a program's policy may flip, its hottest (default: as many "
                             "as the screening measured of any program)")
     train.add_argument("--out", required=True, help="the folder of models")
+    one = commands.add_parser("fit", help="one model trained on every program")
+    one.add_argument("--effects", required=True, help="kiln's effects table as Parquet")
+    one.add_argument("--sites", required=True, help="kiln's sites table as Parquet")
+    one.add_argument("--hottest", type=int, default=None, help="as for train")
+    one.add_argument("--out", required=True, help="the model file to write")
     use = commands.add_parser("decide", help="the policy command of `kiln policy`")
-    use.add_argument("--models", required=True, help="the folder `train` wrote")
+    source = use.add_mutually_exclusive_group(required=True)
+    source.add_argument("--models", help="the folder `train` wrote: each program's held-out model")
+    source.add_argument("--model", help="one model `fit` wrote, for every program")
     summary = commands.add_parser("report", help="the held-out table, as Markdown")
     summary.add_argument("--rows", required=True, help="`kiln policy --json` output")
     summary.add_argument("--models", required=True, help="the folder `train` wrote")
     summary.add_argument("--effects", help="the effects table, for what the flips offered")
     summary.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
-    return {"train": train_all, "decide": decide, "report": report}[args.command](args)
+    commands = {"train": train_all, "fit": fit_one, "decide": decide, "report": report}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -170,10 +170,14 @@ fn run_policy(
     let _ = writer.join();
     let out = reader.join().unwrap_or_default();
     let err = errors.join().unwrap_or_default();
+    let err = String::from_utf8_lossy(&err);
     if !status.success() {
-        let err = String::from_utf8_lossy(&err);
         let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
         return Err(format!("the policy failed ({status}): {}", last.trim()));
+    }
+    // What a policy says on stderr (which sites it flipped, and why) is the person's to read.
+    for line in err.lines().filter(|l| !l.trim().is_empty()) {
+        logging::note(format_args!("{}: the policy says: {line}", spec.name));
     }
     String::from_utf8(out).map_err(|_| "the policy's output is not UTF-8 text".to_string())
 }
