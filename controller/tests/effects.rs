@@ -238,6 +238,42 @@ fn shared_builds_measure_flips_around_another_context_as_alone() {
     );
 }
 
+/// Effects around a random set beside those around stock: `(each-benchmark (suffix random)
+/// (baseline (random (flips 3))) ...)` names its experiment `prog-random`, starts it from stock
+/// with three sites moved (the same three in a second campaign of the same seed), and the
+/// `effects` table says each row's context.
+#[test]
+fn screening_around_a_random_start_says_its_context_and_draws_it_again() {
+    if !can_run() {
+        return;
+    }
+    let experiments =
+        "(each-benchmark (search (screening (steps 2) (flips-per-step 8))) (seed 1))\n    \
+        (each-benchmark (suffix random) (baseline (random (flips 3))) \
+        (search (screening (steps 2) (flips-per-step 8))) (seed 5))";
+    let started = || {
+        let dir = setup(false, &config(experiments));
+        let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+        assert!(out.status.success(), "{}", text(&out));
+        let rows = effects(dir.path());
+        for (experiment, context) in [("prog", "stock"), ("prog-random", "random 3 flips")] {
+            let of: Vec<_> = rows
+                .iter()
+                .filter(|r| r["experiment"] == experiment)
+                .collect();
+            assert!(!of.is_empty(), "{experiment}: {rows:?}");
+            assert!(of.iter().all(|r| r["context"] == context), "{of:?}");
+        }
+        let store =
+            kiln_controller::store::Store::open_existing(&dir.path().join("store")).unwrap();
+        let info = store.experiment("prog-random").unwrap().unwrap();
+        let moved = info.baseline.decisions.diff_from(&info.discovery.baseline);
+        assert_eq!(moved.0.len(), 3, "{moved:?}");
+        moved
+    };
+    assert_eq!(started(), started());
+}
+
 #[test]
 fn flips_whose_build_changed_more_than_their_own_code_are_measured_alone() {
     if !can_run() {

@@ -620,6 +620,65 @@ fn racing_defaults_to_one_percent_and_off_or_another_level_round_trips() {
     }
 }
 
+/// An experiment's start: a decision file, a random set or the stock one with K points moved,
+/// each kept through printing; `each-benchmark (suffix S)` names its experiments `BENCH-S`.
+#[test]
+fn starts_and_each_benchmark_suffixes_parse_and_round_trip() {
+    use kiln_protocol::config::Start;
+    let text = |experiments: &str| {
+        format!(
+            "(campaign (name p) (store \"s\") (objective (metric instructions) (statistic median))
+               (experiments {experiments})
+               (benchmarks ((name b) (kind llvm-inline) (compiler clang) (sources \".\")
+                 (build (\"true\")) (run (\"true\"))))
+               (workers (local (slots 1))))"
+        )
+    };
+    let each = |start: &str| {
+        text(&format!(
+            "(each-benchmark (search (screening (steps 5))))
+             (each-benchmark (suffix random) (baseline {start}) (search (screening (steps 5))))"
+        ))
+    };
+    for (start, want) in [
+        ("\"best.sexp\"", Start::File("best.sexp".into())),
+        ("random", Start::Random { flips: None }),
+        ("(random)", Start::Random { flips: None }),
+        ("(random (flips 8))", Start::Random { flips: Some(8) }),
+    ] {
+        let config = CampaignConfig::parse(&each(start), "each").unwrap();
+        let names: Vec<&str> = config.experiments.iter().map(|e| e.name.as_str()).collect();
+        assert_eq!(names, ["b", "b-random"], "{start}");
+        assert_eq!(config.experiments[0].baseline, None);
+        let again = CampaignConfig::parse(&config.to_text(), "again").unwrap();
+        assert_eq!(again, config, "{start}");
+        match (&again.experiments[1].baseline, &want) {
+            // A file is read relative to the config's folder.
+            (Some(Start::File(path)), Start::File(file)) => assert!(path.ends_with(file)),
+            (got, want) => assert_eq!(got.as_ref(), Some(want), "{start}"),
+        }
+    }
+    for (bad, says) in [
+        (
+            "7",
+            "'baseline' must be a decision file (a double-quoted string), random or",
+        ),
+        ("(random (flips 0))", "flips"),
+        ("(random (steps 2))", "steps"),
+    ] {
+        let e = error_of(&each(bad));
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+    let twice = error_of(&text(
+        "(each-benchmark (suffix a) (suffix b) (search (screening (steps 5))))",
+    ));
+    assert!(twice.contains("one (suffix NAME)"), "{twice}");
+    let clash = error_of(&text(
+        "(each-benchmark (search (screening (steps 5)))) (each-benchmark (search (screening (steps 5))))",
+    ));
+    assert!(clash.contains("two experiments are named 'b'"), "{clash}");
+}
+
 #[test]
 fn random_search_and_hill_climbing_parse_round_trip_and_locate_errors() {
     let with = |search: &str| {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 
 use kiln_protocol::bundle::Bundle;
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, Start};
 use kiln_protocol::message::{Discovery, StepRequest, StepResult};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue, StepOutcome};
 
@@ -21,7 +21,7 @@ use crate::dispatch::bundle::BadSources;
 use crate::dispatch::pool::{Answer, Job, Work};
 use crate::error::BadInput;
 use crate::logging;
-use crate::plan::step;
+use crate::plan::{random_start, step};
 use crate::store::{kept, ExperimentInfo, NotPrepared, Reference, Store};
 
 /// An experiment being prepared.
@@ -205,16 +205,7 @@ impl Preparation {
         outbox: &mut Vec<Job<Tag>>,
     ) -> Result<Progress> {
         let (experiment, benchmark, bundle) = (&self.experiment, &self.benchmark, &self.bundle);
-        let baseline_set = match &experiment.baseline {
-            Some(path) => {
-                let text = DecisionFile::read_text(path).map_err(|e| BadInput(e.to_string()))?;
-                DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)
-                    .map_err(|e| BadInput(e.to_string()))?
-                    .set
-                    .completed_from(&discovery.baseline)
-            }
-            None => discovery.baseline.clone(),
-        };
+        let baseline_set = start_set(experiment, &discovery)?;
         logging::note(format_args!(
             "{}: {} decision points; measuring the baseline {BASELINE_REPEATS} times",
             experiment.name,
@@ -355,4 +346,25 @@ impl Preparation {
             flips: self.flips,
         }
     }
+}
+
+/// The decisions an experiment starts from: the stock ones, a decision file's (the sites it
+/// leaves out at their stock value) or a random set.
+fn start_set(experiment: &Experiment, discovery: &Discovery) -> Result<DecisionSet> {
+    Ok(match &experiment.baseline {
+        None => discovery.baseline.clone(),
+        Some(Start::File(path)) => {
+            let text = DecisionFile::read_text(path).map_err(|e| BadInput(e.to_string()))?;
+            DecisionFile::parse_checked(&text, &path.display().to_string(), &discovery.points)
+                .map_err(|e| BadInput(e.to_string()))?
+                .set
+                .completed_from(&discovery.baseline)
+        }
+        Some(Start::Random { flips }) => random_start(
+            &discovery.baseline,
+            &discovery.points,
+            *flips,
+            experiment.seed,
+        ),
+    })
 }

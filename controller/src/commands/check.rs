@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use kiln_protocol::config::WorkerSpec;
+use kiln_protocol::config::{Start, WorkerSpec};
 use kiln_protocol::CampaignConfig;
 
 use crate::cli::CheckArgs;
@@ -84,7 +84,10 @@ fn missing(config: &CampaignConfig) -> (Vec<String>, Vec<String>) {
         }
     }
     for e in &config.experiments {
-        if let Some(path) = e.baseline.as_ref().filter(|p| !p.is_file()) {
+        let Some(Start::File(path)) = &e.baseline else {
+            continue;
+        };
+        if !path.is_file() {
             problems.push(format!(
                 "experiment {}: (baseline ...): no file {}",
                 e.name,

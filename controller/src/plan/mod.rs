@@ -11,3 +11,5 @@ pub mod attribution;
 pub mod chain;
 mod search;
 pub mod step;
+
+pub use search::random_start;

@@ -5,7 +5,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rand::{Rng, RngExt};
+use rand::{Rng, RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
 
 use kiln_protocol::config::Search;
 use kiln_protocol::message::Race;
@@ -16,6 +17,24 @@ use crate::store::{Effect, Flip};
 /// The movable decision points: those with more than one value (as [`crate::store::Coverage`] counts them).
 pub fn movable(points: &[DecisionPoint]) -> Vec<&DecisionPoint> {
     points.iter().filter(|p| p.domain.len() > 1).collect()
+}
+
+/// An experiment's random start (`(baseline random)`, `(baseline (random (flips K)))`): every
+/// movable point drawn uniformly, or the stock set with `flips` points moved, by a generator
+/// of its own seeded from the experiment's seed, so that a resumed campaign draws it again.
+pub fn random_start(
+    stock: &DecisionSet,
+    points: &[DecisionPoint],
+    flips: Option<u32>,
+    seed: u64,
+) -> DecisionSet {
+    // Apart from the chains' streams (chain_seed), which would otherwise repeat its draws.
+    const START_STREAM: u64 = 0x5354_4152_5420_5345;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed ^ START_STREAM);
+    match flips {
+        None => uniform_set(stock, points, &mut rng),
+        Some(k) => propose(stock, points, k, None, &mut rng),
+    }
 }
 
 /// A proposal: `current` with `flips` distinct decision points moved to

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::benchmark::{
     decode_benchmark, decode_run_policy, BenchmarkKind, BenchmarkSpec, Limits, RunPolicy,
 };
-use super::search::Search;
 use super::search::{decode_experiment, Experiment};
+use super::search::{Search, Start};
 use super::workers::{decode_worker, WorkerSpec};
 use super::{boolean, field_record, float, int, lexically_normal, path_sexp};
 use crate::decision::name_sexp;
@@ -40,6 +40,7 @@ mod word {
     pub const STATISTIC: &str = "statistic";
     pub const STEP_LOSSES: &str = "step-losses";
     pub const STORE: &str = "store";
+    pub const SUFFIX: &str = "suffix";
     pub const TAKE_OUT_OF_SERVICE: &str = "take-out-of-service";
     pub const TIMEOUTS: &str = "timeouts";
     pub const WORKERS: &str = "workers";
@@ -157,6 +158,29 @@ fn form_args<'a>(node: &'a Sexp, word: &str) -> Option<&'a [Sexp]> {
     }
 }
 
+/// `(suffix S)` among an `each-benchmark` form's fields, and the other fields: its
+/// experiments are then named `BENCHMARK-S`, so that one campaign may hold several
+/// experiments a benchmark (effects around stock and around a random set, say).
+fn split_suffix(src: Src<'_>, fields: &[Sexp]) -> Result<(Option<String>, Vec<Sexp>), SexpError> {
+    let mut suffix = None;
+    let mut rest = Vec::new();
+    for field in fields {
+        match form_args(field, word::SUFFIX) {
+            Some([value]) if suffix.is_none() => {
+                suffix = Some(decode::name(src, value, word::SUFFIX)?);
+            }
+            Some(_) => {
+                return Err(src.error(
+                    field.pos,
+                    "each-benchmark takes one (suffix NAME), with one name",
+                ))
+            }
+            None => rest.push(field.clone()),
+        }
+    }
+    Ok((suffix, rest))
+}
+
 /// The benchmarks an `(include "PATH")` entry of `(benchmarks ...)` names: the
 /// one entry of the file PATH, or of each `.sexp` file of the folder PATH in
 /// name order, relative to the including config's folder `base`. Errors in
@@ -244,7 +268,9 @@ impl CampaignConfig {
         };
         resolve(&mut self.store);
         for e in &mut self.experiments {
-            e.baseline.iter_mut().for_each(resolve);
+            if let Some(Start::File(path)) = &mut e.baseline {
+                resolve(path);
+            }
         }
         for b in &mut self.benchmarks {
             resolve(&mut b.sources);
@@ -358,17 +384,24 @@ impl CampaignConfig {
         for entry in decode::entries(&experiments_field)? {
             match form_args(entry, "each-benchmark") {
                 // One experiment per benchmark, named after it, with the form's fields.
-                Some(fields) => generated.extend(benchmarks.iter().map(|b| {
-                    let mut items = vec![
-                        Sexp::field(word::NAME, vec![name_sexp(&b.name)]),
-                        Sexp::field(word::BENCHMARK, vec![name_sexp(&b.name)]),
-                    ];
-                    items.extend(fields.iter().cloned());
-                    Sexp {
-                        pos: entry.pos,
-                        kind: SexpKind::List(items),
-                    }
-                })),
+                Some(fields) => {
+                    let (suffix, fields) = split_suffix(src, fields)?;
+                    generated.extend(benchmarks.iter().map(|b| {
+                        let name = match &suffix {
+                            Some(suffix) => format!("{}-{suffix}", b.name),
+                            None => b.name.clone(),
+                        };
+                        let mut items = vec![
+                            Sexp::field(word::NAME, vec![name_sexp(&name)]),
+                            Sexp::field(word::BENCHMARK, vec![name_sexp(&b.name)]),
+                        ];
+                        items.extend(fields.iter().cloned());
+                        Sexp {
+                            pos: entry.pos,
+                            kind: SexpKind::List(items),
+                        }
+                    }))
+                }
                 None => generated.push(entry.clone()),
             }
         }
@@ -392,7 +425,7 @@ impl CampaignConfig {
                 return Err(src.error(
                     entry.pos,
                     format!(
-                        "two experiments are named '{}'; give one a (name ...)",
+                        "two experiments are named '{}'; give one a (name ...), or an each-benchmark a (suffix ...)",
                         e.name
                     ),
                 ));

@@ -28,6 +28,7 @@ mod word {
     pub const PARALLEL: &str = "parallel";
     pub const PROPOSALS: &str = "proposals";
     pub const RACE: &str = "race";
+    pub const RANDOM: &str = "random";
     pub const RANDOM_SEARCH: &str = "random-search";
     pub const RANDOM_WALK: &str = "random-walk";
     pub const REMEASURE_EVERY: &str = "remeasure-every";
@@ -54,8 +55,9 @@ pub struct Experiment {
     pub chains: u32,
     /// Seed of chain 0; chain i uses a seed derived from it.
     pub seed: u64,
-    /// A decision file to start from instead of the stock decisions.
-    pub baseline: Option<PathBuf>,
+    /// The decisions to start from instead of the stock ones: the context of
+    /// the experiment's effects.
+    pub baseline: Option<Start>,
     /// Re-measure the incumbent every this many steps (0: never).
     pub remeasure_every: u32,
     /// Proposals of one chain in flight at once.
@@ -71,6 +73,55 @@ pub struct Experiment {
 impl Experiment {
     /// The acceptance probability below which a candidate is raced out, unless configured.
     pub const DEFAULT_RACE: f64 = 0.01;
+}
+
+/// The decisions an experiment starts from when not the stock ones: the context its
+/// screening measures effects in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum Start {
+    /// `(baseline "FILE")`: a decision file (a searched best set, say); sites it leaves
+    /// out keep their stock value.
+    File(PathBuf),
+    /// `(baseline random)`: every movable point's value drawn uniformly from its domain;
+    /// `(baseline (random (flips K)))`: the stock set with `K` distinct points moved. Drawn
+    /// from the experiment's seed, so a resumed campaign draws the same set.
+    Random { flips: Option<u32> },
+}
+
+impl Start {
+    fn decode(src: Src<'_>, node: &Sexp) -> Result<Start, SexpError> {
+        if let SexpKind::Str(path) = &node.kind {
+            return Ok(Start::File(PathBuf::from(path)));
+        }
+        if node.as_symbol() == Some(word::RANDOM) {
+            return Ok(Start::Random { flips: None });
+        }
+        let head = node
+            .as_list()
+            .and_then(|l| l.first())
+            .and_then(Sexp::as_symbol);
+        if head == Some(word::RANDOM) {
+            let rec = Record::open(src, node, word::RANDOM, Some(word::RANDOM), &[word::FLIPS])?;
+            let flips = rec.opt_value(word::FLIPS, decode::positive32)?;
+            return Ok(Start::Random { flips });
+        }
+        Err(src.error(
+            node.pos,
+            "'baseline' must be a decision file (a double-quoted string), random or \
+             (random (flips K))",
+        ))
+    }
+
+    fn to_sexp(&self) -> Sexp {
+        match self {
+            Start::File(path) => path_sexp(path),
+            Start::Random { flips: None } => Sexp::symbol(word::RANDOM),
+            Start::Random { flips: Some(k) } => Sexp::list(vec![
+                Sexp::symbol(word::RANDOM),
+                Sexp::field(word::FLIPS, vec![int(*k)]),
+            ]),
+        }
+    }
 }
 
 /// How a chain's proposals pick the decision points they change.
@@ -254,9 +305,7 @@ pub(super) fn decode_experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment,
             .opt_value(word::CHAINS, decode::positive32)?
             .unwrap_or(1),
         seed: rec.opt_value(word::SEED, decode::uint)?.unwrap_or(0),
-        baseline: rec
-            .opt_value(word::BASELINE, decode::string)?
-            .map(PathBuf::from),
+        baseline: rec.opt_value(word::BASELINE, |src, node, _| Start::decode(src, node))?,
         remeasure_every: rec
             .opt_value(word::REMEASURE_EVERY, decode::uint32)?
             .unwrap_or(0),
@@ -303,7 +352,7 @@ impl Experiment {
             f(word::SEED, vec![Sexp::new(SexpKind::Int(self.seed as i64))]),
         ];
         if let Some(b) = &self.baseline {
-            fields.push(f(word::BASELINE, vec![path_sexp(b)]));
+            fields.push(f(word::BASELINE, vec![b.to_sexp()]));
         }
         fields.push(f(word::REMEASURE_EVERY, vec![int(self.remeasure_every)]));
         fields.push(f(word::PARALLEL, vec![int(self.parallel)]));
