@@ -41,6 +41,12 @@ pub fn note(message: impl std::fmt::Display) {
     tracing::info!(target: "kiln::note", "{message}");
 }
 
+/// Records `message` in the log only, as a note: what a person at a terminal sees otherwise
+/// (progress bars, a summary printed on stdout).
+pub fn record(message: impl std::fmt::Display) {
+    tracing::info!(target: "kiln::note", "{message}");
+}
+
 /// The log file of the current campaign, swapped in once its store is known.
 static LOG_FILE: OnceLock<Mutex<Option<std::fs::File>>> = OnceLock::new();
 

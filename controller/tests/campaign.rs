@@ -1204,6 +1204,62 @@ fn ctrl_c_on_a_terminal_leaves_the_bars_and_says_each_thing_once() {
     std::fs::remove_file(&hang).unwrap();
 }
 
+/// The summary block a campaign's kiln.log ends with: from `campaign NAME ENDING` on, what
+/// `kiln run` printed and the `kiln status` table, each line a log line.
+fn summary_block(dir: &Path, ending: &str) -> String {
+    let log = std::fs::read_to_string(dir.join("store/kiln.log")).unwrap();
+    let start = log
+        .rfind(&format!("campaign slow {ending}"))
+        .unwrap_or_else(|| panic!("no `campaign slow {ending}` in the log:\n{log}"));
+    let block = &log[start..];
+    for header in [
+        "experiment slow (benchmark slow):",
+        "best of chain 0",
+        "chain  steps",
+    ] {
+        assert!(block.contains(header), "{header:?} in {block}");
+    }
+    assert!(block.lines().count() > 8, "{block}");
+    block.to_string()
+}
+
+/// kiln.log tells the story to one who reads only it: a progress line per chain at least every
+/// `--progress-every` seconds and, at the end, the summary block, on a terminal (bars on
+/// stderr) as off it.
+#[test]
+fn a_campaigns_log_ends_with_its_summary_on_a_terminal_and_off_it() {
+    let off = slow_setup(6);
+    let out = run_kiln(
+        off.path(),
+        &["run", "--progress-every", "0.3", "campaign.sexp"],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let block = summary_block(off.path(), "finished");
+    assert!(block.contains("6/6"), "{block}");
+
+    let on = slow_setup(6);
+    let line = format!(
+        "{} run --progress-every 0.3 campaign.sexp",
+        kiln().display()
+    );
+    let out = Command::new("script")
+        .args(["-qfec", &line, "/dev/null"])
+        .current_dir(on.path())
+        .env("KILN_WORKER", worker())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("slow/chain 0"),
+        "bars drawn: {}",
+        text(&out)
+    );
+    summary_block(on.path(), "finished");
+    let log = std::fs::read_to_string(on.path().join("store/kiln.log")).unwrap();
+    let progress = log.matches("slow/chain 0: step ").count();
+    assert!(progress >= 2, "progress lines in the log under bars: {log}");
+}
+
 #[test]
 fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
     let (dir, hang, child, _) = hanging_campaign(8, "");
@@ -1218,10 +1274,13 @@ fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
         log.contains("interrupted; the campaign is stored in"),
         "{log}"
     );
+    let block = summary_block(dir.path(), "stopped: interrupted");
+    assert!(block.contains("/8"), "{block}");
     let before = steps(dir.path());
     std::fs::remove_file(&hang).unwrap();
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
+    summary_block(dir.path(), "finished");
     // The resume says where it resumes.
     let resuming = format!("{} of 8 steps decided", before.len());
     assert!(

@@ -45,8 +45,6 @@ use progress::Progress;
 pub struct RunOptions {
     /// The kiln-worker binary for local workers and deployment.
     pub worker_binary: PathBuf,
-    /// Start afresh even if the store holds an incompatible campaign.
-    pub force_new: bool,
     /// How often a progress line is printed without a terminal (and the status
     /// snapshot rewritten when no step lands).
     pub progress_every: Duration,
@@ -77,9 +75,8 @@ struct Prepared {
     flips: u32,
 }
 
-/// Runs (or resumes) the campaign to its end; returns the folder of the store.
-pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf> {
-    let store = open_store(&config, options.force_new)?;
+/// Runs (or resumes) the campaign in `store` ([`open_store`]) to its end.
+pub async fn run(config: CampaignConfig, store: Store, options: RunOptions) -> Result<()> {
     let _log_guard = crate::logging::to_file(&layout::log(store.dir()))?;
     // A resumed campaign says where it resumes.
     let (decided, budget) = config
@@ -200,11 +197,12 @@ pub async fn run(config: CampaignConfig, options: RunOptions) -> Result<PathBuf>
     }
     run.progress.finish();
     status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
-    run.write_best_files()?;
-    Ok(store.dir().to_path_buf())
+    run.write_best_files()
 }
 
-fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
+/// The campaign's store, claimed for this controller: a fresh one (the old moved aside with
+/// `force_new`), or the stored campaign when the config is compatible with it.
+pub fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
     let dir = &config.store;
     if force_new {
         if let Some(aside) = crate::store::move_aside(dir, now_ms())? {

@@ -68,13 +68,15 @@ impl Progress {
         }
     }
 
-    /// A periodic line per chain when there is no terminal.
+    /// A periodic line per chain: in the log always, on stderr when there is no terminal
+    /// (the bars say it there).
     pub fn tick(&self, chains: &BTreeMap<(String, u32), ChainState>, board: &StatusBoard) {
-        if self.bars.is_some() {
-            return;
-        }
+        let say = |line: String| match self.bars {
+            Some(_) => logging::record(line),
+            None => logging::note(line),
+        };
         for (((experiment, chain), state), eta) in chains.iter().zip(etas(&self.config, chains)) {
-            logging::note(format_args!(
+            say(format!(
                 "{experiment}/chain {chain}: step {}/{}, {}",
                 state.next_decide,
                 total(&self.config, experiment),
@@ -83,7 +85,7 @@ impl Progress {
         }
         for (name, s) in board.lock().expect("not poisoned").iter() {
             if s.state != WorkerState::Ok {
-                logging::note(format_args!("worker {name}: {}", s.state));
+                say(format!("worker {name}: {}", s.state));
             }
         }
     }
@@ -121,5 +123,5 @@ fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str, eta: Option<f
     };
     let accepted = format_acceptance(state.accepted, state.proposals.unwrap_or(0));
     let eta = eta.map_or_else(|| "-".to_string(), format_secs);
-    format!("accepted {accepted} {best} eta {eta}")
+    format!("accepted {accepted}, {best}, eta {eta}")
 }

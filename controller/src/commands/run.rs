@@ -3,18 +3,20 @@
 
 use std::fmt::Write as _;
 use std::io::Write;
+use std::path::Path;
 
 use anyhow::{Context, Result};
 
 use kiln_protocol::CampaignConfig;
 
 use crate::atomic::Staged;
-use crate::campaign::status::best_of;
+use crate::campaign::status::{self, best_of};
 use crate::campaign::{self, RunOptions};
 use crate::cli::RunArgs;
 use crate::dispatch::transport::worker_binary;
 use crate::error::Outcome;
 use crate::export::{self, ExportOptions, Table};
+use crate::logging;
 use crate::store::time_ratio;
 use crate::store::{layout, Store};
 use crate::text::{escape_controls, format_measure, format_ratio, TIME_RATIO};
@@ -23,16 +25,50 @@ pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::check::checked(&args.config)?;
     let options = RunOptions {
         worker_binary: worker_binary()?,
-        force_new: args.force_new,
         progress_every: std::time::Duration::from_secs_f64(args.progress_every),
     };
-    let dir = super::runtime()?.block_on(campaign::run(config.clone(), options))?;
-    let store = Store::open_existing(&dir)?;
-    write_steps_csv(&store)?;
-    let (summary, outcome) = final_summary(&config, &store)?;
+    let store = campaign::open_store(&config, args.force_new)?;
+    let dir = store.dir().to_path_buf();
+    let ran = super::runtime()?.block_on(campaign::run(config.clone(), store, options));
+    let ended = summarise(&config, &dir, ran.as_ref().err());
+    // The campaign's own error first (an interrupt exits 130), then the summary's.
+    ran?;
+    let (summary, outcome) = ended?;
     // A stopped chain's reason quotes the benchmark's stderr: shown, never obeyed.
     write!(out, "{}", escape_controls(&summary))?;
     Ok(outcome)
+}
+
+/// The summary of a campaign that finished, or stopped on `error`, also written to its log;
+/// a finished one's steps table beside its store.
+fn summarise(
+    config: &CampaignConfig,
+    dir: &Path,
+    error: Option<&anyhow::Error>,
+) -> Result<(String, Outcome)> {
+    let store = Store::open_existing(dir)?;
+    let ending = match error {
+        None => {
+            write_steps_csv(&store)?;
+            "finished".to_string()
+        }
+        Some(e) => format!("stopped: {e:#}"),
+    };
+    let (summary, outcome) = final_summary(config, &store, &ending)?;
+    log_summary(&store, &summary)?;
+    Ok((summary, outcome))
+}
+
+/// Ends the campaign's kiln.log with its summary and the `kiln status` table of where it
+/// stopped, so that one who reads the log (`tail -f` over SSH) knows it ended, and how.
+fn log_summary(store: &Store, summary: &str) -> Result<()> {
+    let report = status::from_store(store)?;
+    let _log = logging::to_file(&layout::log(store.dir()))?;
+    let block = format!("{summary}\n{}", super::status::render(&report, false));
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        logging::record(line);
+    }
+    Ok(())
 }
 
 /// Exports the steps table beside the store, so a finished campaign has its dataset at hand.
@@ -48,7 +84,11 @@ fn write_steps_csv(store: &Store) -> Result<()> {
 /// everything is; and how the campaign ends: a chain stopped on failures or an
 /// experiment that could not be prepared is a failure, as a script should
 /// learn, and bad input when its sources were at fault.
-fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, Outcome)> {
+fn final_summary(
+    config: &CampaignConfig,
+    store: &Store,
+    ending: &str,
+) -> Result<(String, Outcome)> {
     let store_dir = store.dir();
     let mut out = String::new();
     let mut any_stopped = false;
@@ -57,7 +97,7 @@ fn final_summary(config: &CampaignConfig, store: &Store) -> Result<(String, Outc
     let unit = metric.unit();
     let _ = writeln!(
         out,
-        "\ncampaign {} finished; objective: {} of {}; {TIME_RATIO} = objective / baseline (below 1 is faster)",
+        "\ncampaign {} {ending}; objective: {} of {}; {TIME_RATIO} = objective / baseline (below 1 is faster)",
         config.name,
         config.objective.statistic.name(),
         metric,

@@ -70,7 +70,7 @@ fn experiment_totals(report: &Report) -> String {
 }
 
 /// The report as tables; ETAs only for a campaign that runs.
-fn render(report: &Report, live: bool) -> String {
+pub(super) fn render(report: &Report, live: bool) -> String {
     let mut out = String::new();
     let state = if live {
         match report.eta() {
