@@ -293,6 +293,63 @@ fn a_decision_set_that_kills_its_worker_is_recorded_failed_and_the_campaign_fini
     );
 }
 
+/// The losses a decision set causes are charged to the set, not its worker: a one-worker,
+/// one-slot campaign of three steps whose every proposal is the set that kills its worker
+/// (a random walk between two knob values, the stock one and the killing one) records both
+/// steps failed, the second without running it again, and ends in seconds with its worker
+/// never quarantined (each quarantine would cost 90 s).
+#[test]
+fn a_poison_set_is_charged_its_losses_and_never_quarantines_its_worker() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let bench = dir.path().join("bench");
+    std::fs::create_dir_all(&bench).unwrap();
+    std::fs::write(
+        bench.join("run.sh"),
+        "if [ \"$1\" = 1 ]; then kill -9 $PPID; sleep 5; fi\nsleep 0.1\n",
+    )
+    .unwrap();
+    let config = r#"(campaign
+  (name poison)
+  (store "store")
+  (objective (metric wall-time) (statistic median))
+  (runs (warmup 0) (min 1) (max 1))
+  (experiments ((benchmark kill) (search (random-walk (steps 3) (flips 1))) (seed 2)))
+  (benchmarks
+    ((name kill) (kind knobs) (sources "bench") (knobs (k 0 1))
+     (run ("sh" "run.sh" "{k}")) (check-output none) (timeout-s 10)))
+  (workers (local (slots 1))))
+"#;
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let started = Instant::now();
+    finish_campaign(
+        start_campaign(dir.path(), &worker()),
+        dir.path(),
+        Duration::from_secs(120),
+    );
+    let elapsed = started.elapsed();
+    let steps = stored_steps(dir.path());
+    assert_eq!(steps.len(), 3);
+    for s in &steps {
+        let reason = s.result.outcome.reason().unwrap_or_default();
+        assert!(
+            reason.starts_with("worker lost while running this step (3 times"),
+            "{}: {:?}",
+            s.key,
+            s.result.outcome
+        );
+    }
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(!log.contains("quarantined"), "{log}");
+    assert_eq!(
+        log.matches("re-queued (its decision set lost a worker")
+            .count(),
+        2,
+        "{log}"
+    );
+    assert!(elapsed < Duration::from_secs(30), "{elapsed:?}\n{log}");
+}
+
 /// A worker binary that answers hello with garbage is unfit after a few tries, and a campaign
 /// with no other worker stops with the reason (exit 1) instead of retrying it forever.
 #[test]

@@ -6,18 +6,20 @@
 //! and since only the campaign loop records results, never recorded twice.
 //!
 //! A job may itself be what ends its worker (a decision set that crashes the
-//! machine's kiln-worker, or kills it): once it has lost a worker it runs
-//! alone on its next one, so that a further loss is its own, and after the
-//! campaign's `step-losses` it is answered as failed ([`StepOutcome::WorkerLost`])
-//! rather than sent again. A worker lost several times in a row without
-//! finishing a job (losing the jobs it took, or dropping within a minute of
-//! connecting) is quarantined for a while; losses a job running alone caused
-//! count against the job, not the worker. A worker that answers hello with
+//! machine's kiln-worker, or kills it): each loss is charged to the job's
+//! decision set ([`ledger`]), whichever step brings it. A set that has cost a
+//! worker runs alone from then on, so that a further loss is its own, and after
+//! the campaign's `step-losses` it is answered as failed ([`StepOutcome::WorkerLost`])
+//! rather than sent again, in every step that proposes it. A worker lost several
+//! times in a row without finishing a job (losing the jobs it took, or dropping
+//! within a minute of connecting) is quarantined for a while; losses a set
+//! running alone caused count against the set, not the worker. A worker that answers hello with
 //! something else, or a local one that cannot start, is unfit after
 //! [`MAX_BAD_STARTS`] tries in a row. With calibration configured, each slot
 //! measures the calibration benchmark before its first job and every N jobs
 //! (see [`super::calibration`]).
 
+mod ledger;
 mod runner;
 mod supervisor;
 
@@ -41,6 +43,7 @@ use super::connection::{BadHello, Connection, Heartbeat, Lost, VersionMismatch};
 use super::slot::SlotPlace;
 use super::slurm::JobWatch;
 use super::transport;
+use ledger::Ledger;
 use runner::SlotRunner;
 use supervisor::{folder_identity, Supervisor, Tally};
 
@@ -158,12 +161,10 @@ pub struct PoolSettings {
     pub limits: Limits,
 }
 
-/// A job on the queue, with the workers it cost so far.
+/// A job on the queue.
 #[derive(Debug)]
 struct Queued<K> {
     job: Job<K>,
-    /// Times a worker was lost while running it.
-    losses: u32,
     /// Times a worker refused it for lack of its bundle, which was then sent again.
     resent: u32,
 }
@@ -206,6 +207,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
         let (done_tx, done) = mpsc::unbounded_channel();
         let board: StatusBoard = Arc::default();
         let ids = Arc::new(AtomicU64::new(1));
+        let ledger = Ledger::default();
         let supervisors = workers
             .iter()
             .map(|spec| {
@@ -233,6 +235,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
                     done: done_tx.clone(),
                     board: board.clone(),
                     ids: ids.clone(),
+                    ledger: ledger.clone(),
                     slurm,
                 };
                 tokio::spawn(supervisor.run())
@@ -249,11 +252,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
     /// Queues a job.
     pub fn submit(&self, job: Job<K>) {
         // The receiver lives in the supervisors for the pool's whole life.
-        let _ = self.queue.try_send(Queued {
-            job,
-            losses: 0,
-            resent: 0,
-        });
+        let _ = self.queue.try_send(Queued { job, resent: 0 });
     }
 }
 

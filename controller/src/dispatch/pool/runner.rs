@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use kiln_protocol::{StepId, StepOutcome, StepResult};
 
+use super::ledger::{Ledger, Losses};
 use super::*;
 
 /// Times a job is sent again, its bundle with it, to a worker that says it lacks the bundle;
@@ -33,6 +34,8 @@ pub(super) struct SlotRunner<K> {
     pub(super) done: mpsc::UnboundedSender<Done<K>>,
     pub(super) board: StatusBoard,
     pub(super) ids: Arc<AtomicU64>,
+    /// Losses per decision set, all workers together.
+    pub(super) ledger: Ledger,
     /// What became of this connection's jobs, all slots together.
     pub(super) tally: Arc<Tally>,
     pub(super) calibrator: Option<Arc<Calibrator>>,
@@ -88,7 +91,14 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
             }
             return true;
         }
-        let alone = queued.losses > 0;
+        let before = self.ledger.losses(&queued.job);
+        if before.times >= self.step_losses {
+            // Another step brought a set that has already cost its workers: failed as it was.
+            let answer = lost_answer(&queued.job, self.next_id(), before);
+            self.hand_on(queued.job.tag, answer);
+            return true;
+        }
+        let alone = before.times > 0;
         let _turn = tokio::select! {
             biased;
             _ = self.conn.lost() => return self.requeue(queued),
@@ -153,27 +163,17 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
                 if alone {
                     self.tally.caused_by_a_job.fetch_add(1, Ordering::Relaxed);
                 }
-                let losses = queued.losses + 1;
-                if losses < self.step_losses {
+                let losses = self.ledger.charge(&queued.job, reason.clone());
+                let times = losses.times;
+                if times < self.step_losses {
                     tracing::warn!(worker = %self.worker, slot = self.place.slot,
-                        "job {id} re-queued (its worker lost {losses} times): {reason}");
-                    let _ = self.requeue.try_send(Queued { losses, ..queued });
+                        "job {id} re-queued (its decision set lost a worker {times} times): {reason}");
+                    let _ = self.requeue.try_send(queued);
                     return false;
                 }
                 tracing::error!(worker = %self.worker, slot = self.place.slot,
-                    "job {id} lost its worker {losses} times, the last: {reason}; recorded failed");
-                let answer = match &queued.job.work {
-                    Work::Step(_) => Answer::Step(Box::new(StepResult::new(
-                        id,
-                        StepOutcome::WorkerLost {
-                            times: losses,
-                            reason,
-                        },
-                    ))),
-                    Work::Discover(_) => Answer::Discovered(Err(format!(
-                        "worker lost while discovering ({losses} times; the last: {reason})"
-                    ))),
-                };
+                    "job {id}'s decision set lost a worker {times} times, the last: {reason}; recorded failed");
+                let answer = lost_answer(&queued.job, id, losses);
                 self.hand_on(queued.job.tag, answer);
                 false
             }
@@ -301,5 +301,22 @@ pub(super) async fn run_job<K>(
             place.apply(&mut request);
             Ok(Answer::Step(Box::new(conn.step(request).await?)))
         }
+    }
+}
+
+/// The answer to a job whose decision set cost its workers `losses.times` times.
+fn lost_answer<K>(job: &Job<K>, id: StepId, losses: Losses) -> Answer {
+    let Losses { times, last } = losses;
+    match &job.work {
+        Work::Step(_) => Answer::Step(Box::new(StepResult::new(
+            id,
+            StepOutcome::WorkerLost {
+                times,
+                reason: last,
+            },
+        ))),
+        Work::Discover(_) => Answer::Discovered(Err(format!(
+            "worker lost while discovering ({times} times; the last: {last})"
+        ))),
     }
 }

@@ -51,6 +51,7 @@ pub(super) struct Supervisor<K> {
     pub(super) done: mpsc::UnboundedSender<Done<K>>,
     pub(super) board: StatusBoard,
     pub(super) ids: Arc<AtomicU64>,
+    pub(super) ledger: Ledger,
     /// A Slurm worker's job.
     pub(super) slurm: Option<Arc<JobWatch>>,
 }
@@ -294,6 +295,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
             done: self.done.clone(),
             board: self.board.clone(),
             ids: self.ids.clone(),
+            ledger: self.ledger.clone(),
             tally: tally.clone(),
             calibrator: self.settings.calibration.clone(),
         }
@@ -307,7 +309,8 @@ pub(super) struct Tally {
     pub(super) finished: AtomicU64,
     /// Jobs and calibrations cut short by the loss of the connection.
     pub(super) interrupted: AtomicU64,
-    /// Losses that struck while a job that had lost a worker before ran alone: the job's doing.
+    /// Losses that struck while a decision set that had lost a worker before ran alone: the
+    /// set's doing.
     pub(super) caused_by_a_job: AtomicU64,
 }
 
@@ -316,7 +319,7 @@ impl Tally {
     /// and how long the connection `lasted`. A loss that cost no work after a connection that
     /// held for [`STABLE`] leaves the count as it was: quarantine is for workers that lose the
     /// jobs they take or cannot stay connected, not for idle links that flap now and then. A
-    /// loss a job running alone caused leaves it as it was too: it counts against the job.
+    /// loss a set running alone caused leaves it as it was too: it counts against the set.
     pub(super) fn losses_in_a_row(&self, before: u32, lasted: Duration) -> u32 {
         if self.finished.load(Ordering::Relaxed) > 0 {
             1
