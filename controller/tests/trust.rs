@@ -223,32 +223,36 @@ fn damaged_cached_objects_are_compiled_again() {
     );
 }
 
-/// A knob value whose run kills its worker (`kill -9 $PPID`): its steps are recorded failed
-/// after three losses, "worker lost while running this step (3 times", the other steps are
-/// measured, and the campaign ends without waiting out a worker's quarantine.
-#[test]
-fn a_decision_set_that_kills_its_worker_is_recorded_failed_and_the_campaign_finishes() {
-    let _serial = serial();
+/// A campaign over knob `k` (`values`) whose value `poison` kills its worker (`kill -9 $PPID`
+/// from the run), with `fields` (its experiments, timeouts), on a local worker of `slots`,
+/// run to its end: its folder and how long it took.
+fn poison_campaign(
+    poison: &str,
+    fields: &str,
+    values: &str,
+    slots: u32,
+) -> (tempfile::TempDir, Duration) {
     let dir = tempfile::tempdir().unwrap();
     let bench = dir.path().join("bench");
     std::fs::create_dir_all(&bench).unwrap();
     std::fs::write(
         bench.join("run.sh"),
-        "if [ \"$1\" = 3 ]; then kill -9 $PPID; sleep 5; fi\nsleep 0.1\n",
+        format!("if [ \"$1\" = {poison} ]; then kill -9 $PPID; sleep 5; fi\nsleep 0.1\n"),
     )
     .unwrap();
-    let config = r#"(campaign
+    let config = format!(
+        r#"(campaign
   (name poison)
   (store "store")
   (objective (metric wall-time) (statistic median))
   (runs (warmup 0) (min 1) (max 1))
-  (timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 3))
-  (experiments ((benchmark kill) (search (random-walk (steps 12) (flips 1))) (seed 2) (parallel 2)))
+  {fields}
   (benchmarks
-    ((name kill) (kind knobs) (sources "bench") (knobs (k 0 1 2 3 4 5 6))
-     (run ("sh" "run.sh" "{k}")) (check-output none) (timeout-s 10)))
-  (workers (local (slots 2))))
-"#;
+    ((name kill) (kind knobs) (sources "bench") (knobs (k {values}))
+     (run ("sh" "run.sh" "{{k}}")) (check-output none) (timeout-s 10)))
+  (workers (local (slots {slots}))))
+"#
+    );
     std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
     let started = Instant::now();
     finish_campaign(
@@ -256,7 +260,22 @@ fn a_decision_set_that_kills_its_worker_is_recorded_failed_and_the_campaign_fini
         dir.path(),
         Duration::from_secs(120),
     );
-    let elapsed = started.elapsed();
+    (dir, started.elapsed())
+}
+
+/// A knob value whose run kills its worker (`kill -9 $PPID`): its steps are recorded failed
+/// after three losses, "worker lost while running this step (3 times", the other steps are
+/// measured, and the campaign ends without waiting out a worker's quarantine.
+#[test]
+fn a_decision_set_that_kills_its_worker_is_recorded_failed_and_the_campaign_finishes() {
+    let _serial = serial();
+    let (dir, elapsed) = poison_campaign(
+        "3",
+        "(timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 3))
+  (experiments ((benchmark kill) (search (random-walk (steps 12) (flips 1))) (seed 2) (parallel 2)))",
+        "0 1 2 3 4 5 6",
+        2,
+    );
     let steps = stored_steps(dir.path());
     assert_eq!(steps.len(), 12);
     let knob =
@@ -301,33 +320,12 @@ fn a_decision_set_that_kills_its_worker_is_recorded_failed_and_the_campaign_fini
 #[test]
 fn a_poison_set_is_charged_its_losses_and_never_quarantines_its_worker() {
     let _serial = serial();
-    let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("bench");
-    std::fs::create_dir_all(&bench).unwrap();
-    std::fs::write(
-        bench.join("run.sh"),
-        "if [ \"$1\" = 1 ]; then kill -9 $PPID; sleep 5; fi\nsleep 0.1\n",
-    )
-    .unwrap();
-    let config = r#"(campaign
-  (name poison)
-  (store "store")
-  (objective (metric wall-time) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark kill) (search (random-walk (steps 3) (flips 1))) (seed 2)))
-  (benchmarks
-    ((name kill) (kind knobs) (sources "bench") (knobs (k 0 1))
-     (run ("sh" "run.sh" "{k}")) (check-output none) (timeout-s 10)))
-  (workers (local (slots 1))))
-"#;
-    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
-    let started = Instant::now();
-    finish_campaign(
-        start_campaign(dir.path(), &worker()),
-        dir.path(),
-        Duration::from_secs(120),
+    let (dir, elapsed) = poison_campaign(
+        "1",
+        "(experiments ((benchmark kill) (search (random-walk (steps 3) (flips 1))) (seed 2)))",
+        "0 1",
+        1,
     );
-    let elapsed = started.elapsed();
     let steps = stored_steps(dir.path());
     assert_eq!(steps.len(), 3);
     for s in &steps {
