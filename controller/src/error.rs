@@ -87,6 +87,32 @@ pub fn exit_on_second_signal() {
     });
 }
 
+/// kiln's exit statuses and what each means, briefly (the README's table says more): the man
+/// page's EXIT STATUS section.
+pub const EXIT_STATUSES: [(&str, &str); 4] = [
+    (
+        "0",
+        "success; also when the reader of kiln's output went away early",
+    ),
+    (
+        "1",
+        "failure: a worker, build or store that failed, an experiment that could not be \
+         prepared, a store another controller holds, problems found by store verify, a failed \
+         candidate or policy",
+    ),
+    (
+        "2",
+        "bad usage or input: an unknown flag, a config or decision file that does not parse \
+         (named with file, line and column), a name the config lacks, a path that holds no \
+         store, sources kiln cannot send",
+    ),
+    (
+        "130, 143, 129",
+        "stopped by SIGINT, SIGTERM or SIGHUP (128 + the signal): what was measured is \
+         stored, and the same command resumes",
+    ),
+];
+
 /// How a command that ran to its end went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {

@@ -43,6 +43,16 @@ fn completions_and_the_man_page_list_every_subcommand() {
             "man lacks {name}"
         );
     }
+    let exit = page
+        .find(".SH \"EXIT STATUS\"")
+        .expect("an EXIT STATUS section");
+    for status in ["0", "1", "2", "130, 143, 129"] {
+        assert!(
+            page[exit..].contains(&format!("\\fB{status}\\fR")),
+            "{}",
+            &page[exit..]
+        );
+    }
     // Every page the main one refers to (`kiln-run(1)`, …) is written with it.
     let out = run_kiln(dir.path(), &["man", "--dir", "man1"]);
     assert!(out.status.success(), "{}", text(&out));

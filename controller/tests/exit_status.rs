@@ -485,15 +485,23 @@ fn a_path_that_holds_no_store_exits_2_in_every_command_naming_it() {
             &["rewards", store],
             &["store", "verify", store],
         ];
+        let said = match store {
+            "afile" => "afile is a file, not a kiln store (a folder)".to_string(),
+            _ => format!("{store} is not a kiln store"),
+        };
         for args in commands {
             let out = run_kiln(path, args);
-            ends(&out, 2, &[&format!("{store} is not a kiln store")]);
+            ends(&out, 2, &[&said]);
         }
     }
-    // The live view waits for a store no campaign has made yet (nowhere, an empty folder).
-    for store in ["other", "afile"] {
+    // The live view waits for a store no campaign has made yet (nowhere, an empty folder); it
+    // words the others as every command does.
+    for (store, said) in [
+        ("other", "other is not a kiln store"),
+        ("afile", "afile is a file, not a kiln store (a folder)"),
+    ] {
         let out = run_kiln(path, &["serve", store, "--port", "0"]);
-        ends(&out, 2, &[&format!("{store} holds no campaign store")]);
+        ends(&out, 2, &[said]);
     }
     // Commands that make a store where there is none: a file is in the way.
     std::fs::write(
@@ -523,8 +531,19 @@ fn a_path_that_holds_no_store_exits_2_in_every_command_naming_it() {
     ];
     for (cwd, args) in commands {
         let out = run_kiln(cwd, args);
-        ends(&out, 2, &["afile is not a kiln store"]);
+        ends(&out, 2, &["afile is a file, not a kiln store (a folder)"]);
     }
+    // `kiln check` refuses it as `kiln run` does, at the config's line.
+    let out = run_kiln(&path.join("other"), &["check", "campaign.sexp"]);
+    ends(
+        &out,
+        2,
+        &[
+            "campaign.sexp:",
+            "(store ...): ",
+            "afile is a file, not a kiln store",
+        ],
+    );
     assert_eq!(
         std::fs::read_to_string(path.join("afile")).unwrap(),
         "not a store\n"

@@ -442,7 +442,7 @@ fn the_live_view_waits_for_a_store_no_campaign_has_made_yet() {
     let out = run_kiln(dir.path(), &["serve", "noop", "--port", "0"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(
-        text(&out).contains("holds no campaign store"),
+        text(&out).contains("noop is not a kiln store"),
         "{}",
         text(&out)
     );

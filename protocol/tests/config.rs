@@ -580,8 +580,10 @@ fn proposals_default_to_uniform_and_guided_round_trips() {
     };
     let plain = CampaignConfig::parse(&text(""), "plain").unwrap();
     assert_eq!(plain.experiments[0].proposals, Proposals::Uniform);
-    // The default is not written, so configs stored before the field compare equal.
-    assert!(!plain.to_text().contains("proposals"));
+    // `kiln check` spells the default out; a config stored before the field reads as it.
+    assert!(plain.to_text().contains("(proposals uniform)"));
+    let again = CampaignConfig::parse(&plain.to_text(), "again").unwrap();
+    assert_eq!(again, plain);
     let guided = CampaignConfig::parse(&text("(proposals guided)"), "guided").unwrap();
     assert_eq!(guided.experiments[0].proposals, Proposals::Guided);
     let again = CampaignConfig::parse(&guided.to_text(), "again").unwrap();
@@ -604,7 +606,11 @@ fn racing_defaults_to_one_percent_and_off_or_another_level_round_trips() {
     };
     let plain = CampaignConfig::parse(&text(""), "plain").unwrap();
     assert_eq!(plain.experiments[0].race, Some(Experiment::DEFAULT_RACE));
-    assert!(!plain.to_text().contains("race"));
+    assert!(plain.to_text().contains("(race 0.01)"));
+    assert_eq!(
+        CampaignConfig::parse(&plain.to_text(), "again").unwrap(),
+        plain
+    );
     for (field, race) in [("(race off)", None), ("(race 0.05)", Some(0.05))] {
         let config = CampaignConfig::parse(&text(field), "race").unwrap();
         assert_eq!(config.experiments[0].race, race, "{field}");

@@ -206,8 +206,16 @@ impl Preparation {
     ) -> Result<Progress> {
         let (experiment, benchmark, bundle) = (&self.experiment, &self.benchmark, &self.bundle);
         let baseline_set = start_set(experiment, &discovery)?;
+        let runs = match (config.runs.min, config.runs.max) {
+            (1, 1) => "one run".to_string(),
+            (min, max) if min == max => format!("{min} runs"),
+            (min, max) => format!("{min} to {max} runs"),
+        };
+        // Three builds and measurements of the start, whatever the runs a step takes: how much
+        // they differ is the noise every step is judged against.
         logging::note(format_args!(
-            "{}: {} decision points; measuring the baseline {BASELINE_REPEATS} times",
+            "{}: {} decision points; measuring the baseline {BASELINE_REPEATS} times, \
+             {runs} each, to see how much it varies",
             experiment.name,
             discovery.points.len()
         ));

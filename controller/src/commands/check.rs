@@ -7,12 +7,14 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use kiln_protocol::config::{Start, WorkerSpec};
+use kiln_protocol::config::{Start, WorkerSpec, CONFIG_MAX_BYTES};
+use kiln_protocol::sexp::{self, Pos};
 use kiln_protocol::CampaignConfig;
 
 use crate::cli::CheckArgs;
 use crate::error::{BadInput, Outcome};
 use crate::logging;
+use crate::store::OpenError;
 
 pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = checked(&args.config)?;
@@ -32,6 +34,12 @@ pub(super) fn run(args: &CheckArgs, out: &mut dyn Write) -> Result<Outcome> {
 /// it, which `kiln run` checks first too); doubts are notes.
 pub(super) fn checked(path: &Path) -> Result<CampaignConfig> {
     let config = super::read_config(path)?;
+    if config.store.is_file() {
+        // Refused here as `kiln run` would refuse it, at the config's line.
+        let at = store_field(path).map_or(String::new(), |p| format!("{}:{}:", p.line, p.column));
+        let why = OpenError::NotAStore(config.store.clone());
+        return Err(BadInput(format!("{}:{at} (store ...): {why}", path.display())).into());
+    }
     let (problems, doubts) = missing(&config);
     for doubt in &doubts {
         logging::note(doubt);
@@ -42,6 +50,15 @@ pub(super) fn checked(path: &Path) -> Result<CampaignConfig> {
         return Err(BadInput(listed.join("\n")).into());
     }
     Ok(config)
+}
+
+/// Where the config in `path` names its store: the value of its `(store ...)` field.
+fn store_field(path: &Path) -> Option<Pos> {
+    let campaign = sexp::parse_file(path, CONFIG_MAX_BYTES).ok()?;
+    campaign.as_list()?.iter().find_map(|f| match f.as_list()? {
+        [word, value] if word.as_symbol() == Some("store") => Some(value.pos),
+        _ => None,
+    })
 }
 
 /// What the config names that is not there, each naming its field: problems,

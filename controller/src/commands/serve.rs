@@ -10,13 +10,14 @@ use anyhow::Result;
 use crate::cli::ServeArgs;
 use crate::error::{self, BadInput, Interrupted, Outcome};
 use crate::serve::{self, Server};
+use crate::store::OpenError;
 
 pub(super) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Outcome> {
     // A store not made yet is waited for; a folder of other things is a mistake.
     let store = &args.store;
     let other = store.is_file() || std::fs::read_dir(store).is_ok_and(|mut d| d.next().is_some());
     if !serve::has_store(store) && other {
-        return Err(BadInput(format!("{} holds no campaign store", store.display())).into());
+        return Err(BadInput(OpenError::NotAStore(store.clone()).to_string()).into());
     }
     let server = Arc::new(Server::bind(store, SocketAddr::new(args.bind, args.port))?);
     writeln!(

@@ -185,15 +185,18 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
     }
     let measured = record.result.runs.iter().filter(|r| !r.warmup).count();
     if !record.result.summary.is_empty() {
-        writeln!(out, "metrics (median [95% CI] over {measured} runs):")?;
+        // One run has no interval: its value alone, not a CI drawn from one sample.
+        match measured {
+            1 => writeln!(out, "metrics (one run):")?,
+            n => writeln!(out, "metrics (median [95% CI] over {n} runs):")?,
+        }
         for metric in Metric::ALL {
             if let Some(s) = record.result.summary.get(metric) {
-                writeln!(
-                    out,
-                    "  {:<20} {}",
-                    metric.name(),
-                    format_summary(s, metric.unit())
-                )?;
+                let shown = match measured {
+                    1 => format_measure(s.median, metric.unit()),
+                    _ => format_summary(s, metric.unit()),
+                };
+                writeln!(out, "  {:<20} {shown}", metric.name())?;
             }
         }
     }

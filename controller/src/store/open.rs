@@ -11,6 +11,20 @@ use anyhow::{Context, Result};
 
 use super::*;
 
+/// Why `dir` is no store, in the words every command uses.
+fn not_a_store(dir: &Path) -> String {
+    if dir.is_file() {
+        format!("{} is a file, not a kiln store (a folder)", dir.display())
+    } else {
+        let db = layout::db_file(dir);
+        format!(
+            "{} is not a kiln store (no database {})",
+            dir.display(),
+            db.display()
+        )
+    }
+}
+
 /// How long a reader may hold a store's lock (to read the chains' states, a
 /// step, or draw the report: seconds on a million steps) before a controller
 /// that wants it calls the store taken.
@@ -21,7 +35,7 @@ const READER_HOLDS: Duration = Duration::from_secs(10);
 pub enum OpenError {
     /// A reading command pointed at a folder that holds no store, or any command at a path
     /// that is no folder.
-    #[error("{} is not a kiln store (no database {})", .0.display(), layout::db_file(.0).display())]
+    #[error("{}", not_a_store(.0))]
     NotAStore(PathBuf),
     /// Another process holds the database.
     #[error("store {} is in use by another controller{holder} ({cause})", .dir.display())]

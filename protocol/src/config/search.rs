@@ -40,6 +40,7 @@ mod word {
     pub const STEPS: &str = "steps";
     pub const T_MAX: &str = "t-max";
     pub const T_MIN: &str = "t-min";
+    pub const UNIFORM: &str = "uniform";
 }
 
 /// One search over one benchmark.
@@ -278,7 +279,7 @@ pub(super) fn decode_experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment,
     let proposals = match rec.opt(word::PROPOSALS) {
         Some(f) => {
             let node = f.one()?;
-            match decode::choice(src, node, word::PROPOSALS, &["uniform", word::GUIDED])? {
+            match decode::choice(src, node, word::PROPOSALS, &[word::UNIFORM, word::GUIDED])? {
                 word::GUIDED => {
                     if !search.draws_flips() {
                         return Err(src.error(
@@ -356,16 +357,14 @@ impl Experiment {
         }
         fields.push(f(word::REMEASURE_EVERY, vec![int(self.remeasure_every)]));
         fields.push(f(word::PARALLEL, vec![int(self.parallel)]));
-        if self.proposals == Proposals::Guided {
-            // Written only when not the default, so stored configs of earlier versions compare equal.
-            fields.push(f(word::PROPOSALS, vec![Sexp::symbol(word::GUIDED)]));
-        }
-        // Likewise written only when not the default.
-        match self.race {
-            Some(p) if p == Experiment::DEFAULT_RACE => {}
-            Some(p) => fields.push(f(word::RACE, vec![float(p)])),
-            None => fields.push(f(word::RACE, vec![Sexp::symbol(word::OFF)])),
-        }
+        // Every default spelled out, as `kiln check` promises.
+        let proposals = match self.proposals {
+            Proposals::Uniform => word::UNIFORM,
+            Proposals::Guided => word::GUIDED,
+        };
+        fields.push(f(word::PROPOSALS, vec![Sexp::symbol(proposals)]));
+        let race = self.race.map_or(Sexp::symbol(word::OFF), float);
+        fields.push(f(word::RACE, vec![race]));
         Sexp::list(fields)
     }
 }
