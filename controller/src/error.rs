@@ -124,6 +124,9 @@ pub enum Outcome {
     /// It ran as far as the input allowed, and the input is at fault (a
     /// benchmark's sources that cannot be sent); its output says where.
     BadInput,
+    /// A signal ended it as such a command ends (`kiln serve`): no error, yet the status
+    /// of that signal, as a shell reports it.
+    Stopped(Signal),
 }
 
 /// The exit status of a command's result; prints the error, if any, first.
@@ -132,6 +135,7 @@ pub fn exit(result: anyhow::Result<Outcome>) -> ExitCode {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failure) => ExitCode::FAILURE,
         Ok(Outcome::BadInput) => ExitCode::from(2),
+        Ok(Outcome::Stopped(signal)) => ExitCode::from(signal.status()),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             // An error may quote a benchmark's output: shown, never obeyed by the terminal.

@@ -50,7 +50,7 @@ fn serve(dir: &Path) -> (Killed, String) {
             .args(["serve", "store", "--port", "0"])
             .env("TMPDIR", &tmp)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
@@ -614,5 +614,18 @@ fn a_signal_stops_the_server_and_removes_its_plots() {
         let ended = server.0.wait().unwrap();
         assert_eq!(ended.code(), Some(status), "{ended}");
         assert!(plots().is_empty(), "{:?} left behind", plots());
+        // A signal is how a server ends: a note, never an error.
+        let mut said = String::new();
+        server
+            .0
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut said)
+            .unwrap();
+        assert!(
+            said.contains("the live view stopped") && !said.contains("error"),
+            "{said}"
+        );
     }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use anyhow::Result;
 
 use crate::cli::ServeArgs;
-use crate::error::{self, BadInput, Interrupted, Outcome};
+use crate::error::{self, BadInput, Outcome};
+use crate::logging;
 use crate::serve::{self, Server};
 use crate::store::OpenError;
 
@@ -42,5 +43,7 @@ pub(super) fn run(args: &ServeArgs, out: &mut dyn Write) -> Result<Outcome> {
     });
     // The runtime lives on meanwhile: a second signal ends us at once.
     server.close();
-    Err(Interrupted(format!("{}: the live view stopped", signal.said()), signal).into())
+    // A signal is how a server ends: said as a note, no error, with the signal's status.
+    logging::note(format_args!("{}: the live view stopped", signal.said()));
+    Ok(Outcome::Stopped(signal))
 }
