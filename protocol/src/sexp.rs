@@ -320,10 +320,22 @@ impl Reader<'_> {
     fn document(mut self) -> Result<Vec<Sexp>, SexpError> {
         let mut open: Vec<Open> = Vec::new();
         let mut out = Vec::new();
+        // Where a missing `)` most likely is: the first line, inside two or more lists, that
+        // starts no further right than the innermost open list's `(`: written as its sibling,
+        // so that list was meant to be closed before it.
+        let mut misfit: Option<(Pos, Pos)> = None;
+        let mut line = 0;
         loop {
             self.skip_blank();
             let pos = self.pos();
             let Some(b) = self.peek() else { break };
+            let starts_line = std::mem::replace(&mut line, pos.line) != pos.line;
+            if let [_, .., inner] = open.as_slice() {
+                let closes = matches!(b, b')' | b']');
+                if starts_line && !closes && misfit.is_none() && pos.column <= inner.pos.column {
+                    misfit = Some((pos, inner.pos));
+                }
+            }
             let node = match b {
                 b'(' | b'[' => {
                     if open.len() == MAX_DEPTH {
@@ -381,16 +393,27 @@ impl Reader<'_> {
             }
         }
         // The innermost list still open is the one a missing `)` leaves open.
-        match open.pop() {
-            Some(list) => Err(self.error(
+        let Some(list) = open.pop() else {
+            return Ok(out);
+        };
+        let end = end_of(self.text);
+        Err(match misfit {
+            Some((at, sibling)) => self.error(
+                at,
+                format!(
+                    "unbalanced parenthesis: a `)` is likely missing before this line, which is \
+                     indented as a sibling of the list opened at {sibling}, not as its item; \
+                     the list opened at {} is never closed (the file ends at {end})",
+                    list.pos
+                ),
+            ),
+            None => self.error(
                 list.pos,
                 format!(
-                    "unbalanced parenthesis: the list opened here is never closed (the file ends at {})",
-                    end_of(self.text)
+                    "unbalanced parenthesis: the list opened here is never closed (the file ends at {end})"
                 ),
-            )),
-            None => Ok(out),
-        }
+            ),
+        })
     }
 
     /// A double-quoted string, with the escapes the printer writes and R6RS's

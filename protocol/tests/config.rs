@@ -101,10 +101,20 @@ fn golden_unbalanced_parenthesis() {
         "(run (\"./bench\" \"2000\"))",
         "(run (\"./bench\" \"2000\")",
     );
+    // Said at the likeliest place: `(workers` is indented as the sibling of `(benchmarks`,
+    // which the missing `)` leaves open; beside it, the outermost list never closed.
     assert_eq!(
         error_of(&unclosed),
+        "prod-configs/x.sexp:11:3: unbalanced parenthesis: a `)` is likely missing before this \
+         line, which is indented as a sibling of the list opened at 8:3, not as its item; the \
+         list opened at 1:1 is never closed (the file ends at 13:98)"
+    );
+    // With no line out of place (the `)` missing at the end) the outermost list is named.
+    let unclosed_at_end = SKETCH.trim_end().strip_suffix(')').unwrap().to_string();
+    assert_eq!(
+        error_of(&unclosed_at_end),
         "prod-configs/x.sexp:1:1: unbalanced parenthesis: the list opened here is never closed \
-         (the file ends at 13:98)"
+         (the file ends at 13:97)"
     );
     let extra = format!("{})\n", SKETCH.trim_end());
     assert_eq!(
