@@ -284,6 +284,15 @@ fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
         "{left}"
     );
 
+    // The chains' progress and ETA, what one checks daily, come before the charts.
+    let order = browser.eval(
+        "document.getElementById('experiments').compareDocumentPosition(document.getElementById('course'))",
+    );
+    assert_eq!(
+        order.as_u64().map(|o| o & 4),
+        Some(4),
+        "the course follows the tables"
+    );
     // The course, drawn in the page: six charts, each with its title.
     let titles = browser.eval(
         "[...document.querySelectorAll('#course .chart h3')].map(h => h.textContent).join('|')",
@@ -293,7 +302,7 @@ fn the_live_view_shows_a_running_campaign_and_updates_as_steps_land() {
         "Best so far (time ratio) against time",
         "Throughput",
         "Failed steps so far, by reason",
-        "Acceptance rate between points",
+        "Acceptance rate over the last 20 proposals",
         "Temperature",
     ] {
         assert!(
