@@ -1,5 +1,7 @@
-//! One step: a fresh work folder from the cached bundle, the build under the
-//! decision set (or a cached build, checked), then the measured runs.
+//! One step: a work folder from the cached bundle, the build under the
+//! decision set (or a cached build, checked), then the measured runs. A
+//! benchmark with no build runs in the copy its slot laid out last where its
+//! runs changed nothing there.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,7 +12,7 @@ use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{missing_bundle, BuildRecord, StepOutcome, StepRequest, StepResult};
 
 use crate::build::cache::Restored;
-use crate::build::env::{expand_all, knobs_of, seconds, step_env, DECISIONS_FILE};
+use crate::build::env::{expand_all, knobs_of, seconds, step_env, write_decisions, DECISIONS_FILE};
 use crate::build::{
     build_key, cargo_target, fresh_work, llvm_inline, resolve_binary, warm, Build, INCREMENTAL_DIR,
     WRAP_DIR,
@@ -22,10 +24,21 @@ use crate::measure::{self, OutputSpec, Plan};
 use crate::workspace::slot_lock::SlotLock;
 pub use crate::workspace::Workspace;
 
-/// What a slot remembers between steps: its last successful build.
+/// What a slot remembers between steps: its last successful build, or the sources it laid
+/// out for a benchmark with no build.
 #[derive(Debug, Default)]
 pub struct SlotState {
     last_build: Option<LastBuild>,
+    laid_out: Option<LaidOut>,
+}
+
+/// A benchmark's sources laid out in the work folder, no build made in it: as they were
+/// after the step's decision file was written, before its runs.
+#[derive(Debug)]
+struct LaidOut {
+    benchmark: String,
+    bundle: ContentHash,
+    tree: warm::TreeStamps,
 }
 
 /// The build the slot's work folder holds.
@@ -55,8 +68,8 @@ pub fn run_step(
     let outcome = match SlotLock::acquire(&slot_dir, cancel) {
         Ok(Some(lock)) => {
             if lock.used_by_another {
-                // Its folder no longer holds what this session built there.
-                slot.last_build = None;
+                // Its folder no longer holds what this session built or laid out there.
+                *slot = SlotState::default();
             }
             // The step starts once it has the slot (it may have waited for it).
             result.started_ms = unix_ms();
@@ -125,122 +138,10 @@ fn step_inner(
     let work = slot_dir.join("work");
     let output = output_spec(&spec.check_output, &work).map_err(reject)?;
 
-    let key = build_key(req);
-    let reused = match &slot.last_build {
-        Some(last) if req.reuse_build && last.key == key && work.is_dir() => {
-            Some(last.record.clone())
-        }
-        _ => None,
-    };
-    let reused = reused.filter(|record| match binary_changed(spec, &work, record) {
-        None => true,
-        Some(why) => {
-            warn(result, format!("slot {}: {why}; built afresh", req.slot));
-            false
-        }
-    });
-    if let Some(mut record) = reused {
-        record.reused = true;
-        result.build = Some(record);
+    if spec.build.is_empty() {
+        lay_out(req, ws, slot, &bundle_dir, &work).map_err(reject)?;
     } else {
-        let last = slot
-            .last_build
-            .take()
-            .filter(|last| last.benchmark == spec.name && last.bundle == req.bundle);
-        let mut units = Vec::new();
-        if cargo_target::applies(spec) && last.is_some() {
-            cargo_target::put_aside(&slot_dir, &work, &req.bundle);
-        }
-        let fresh = || fresh_work(&ws.rundir, &bundle_dir, &work, spec, &req.decisions);
-        let skip = [WRAP_DIR, INCREMENTAL_DIR];
-        // The last build's tree, untouched by its runs, where no kept build
-        // of these decisions is to be laid over a fresh copy instead.
-        let in_place = last.as_ref().is_some_and(|last| {
-            !ws.builds.holds(&key) && last.tree.as_ref().is_some_and(|t| t.still_in(&work, &skip))
-        });
-        let cached = if in_place {
-            warm::reopen(&work, &skip, spec, &req.decisions).map_err(reject)?;
-            Restored::Miss
-        } else {
-            fresh().map_err(reject)?;
-            match spec.build.is_empty() {
-                true => Restored::Miss,
-                false => ws.builds.restore(&key, &work),
-            }
-        };
-        let cached = match cached {
-            Restored::Hit(record) => Some(record),
-            Restored::Miss => None,
-            Restored::Damaged(why) => {
-                warn(result, format!("{why}; built afresh"));
-                // Some of the entry's files may lie over the sources already.
-                fresh().map_err(reject)?;
-                None
-            }
-        };
-        if let Some(mut record) = cached {
-            record.reused = true;
-            result.build = Some(record);
-        } else {
-            let objects = ws.rundir.join("objects");
-            let build = Build {
-                spec,
-                decisions: &req.decisions,
-                work: &work,
-                home: &slot_dir,
-                cpus: &req.cpus,
-                cancel,
-                objects: Some(&objects),
-                replay: Default::default(),
-            };
-            let started_warm = start_warm(&build, req, ws, last.as_ref(), in_place, result);
-            if started_warm.is_none() {
-                fresh().map_err(reject)?;
-            }
-            let (from, mut unchanged) = started_warm.flatten().unzip();
-            let kept_log = match (from, &unchanged) {
-                (Some(from), Some(u)) => format!("kiln: {STARTED_FROM} {from}\n{}", u.log),
-                _ => String::new(),
-            };
-            let (mut record, mut built) = build.run(&mut result.warnings, &kept_log);
-            // A build that fails from a warm start is done again from the
-            // bare sources: the failure is the step's own only if that fails too.
-            if let (Err(failed), Some(from)) = (&built, from) {
-                // Said with the warning: the fresh build's log replaces the failed one's.
-                let said = failed.reason().unwrap_or_default();
-                fresh().map_err(reject)?;
-                unchanged = None;
-                (record, built) = build.run(&mut result.warnings, "");
-                if built.is_ok() {
-                    let why = format!(
-                        "the build from {from} failed ({said}), and from a fresh copy it did not"
-                    );
-                    warn(result, why);
-                }
-            }
-            units = warm::read_units(&work.join(WRAP_DIR).join(warm::UNITS_FILE));
-            units.extend(unchanged.map(|u| u.units).unwrap_or_default());
-            result.build = record;
-            built?;
-            // Kept before any run can write into the work folder.
-            if let Some(record) = &result.build {
-                if let Err(e) = ws.builds.keep(&key, &bundle_dir, &work, &skip, record) {
-                    tracing::warn!("cannot keep the build of step {}: {e}", req.id);
-                }
-            }
-        }
-        if let Some(record) = &result.build {
-            slot.last_build = Some(LastBuild {
-                key,
-                record: record.clone(),
-                benchmark: spec.name.clone(),
-                bundle: req.bundle,
-                units,
-                tree: warm::applies(spec)
-                    .then(|| warm::TreeStamps::of(&work, &skip).ok())
-                    .flatten(),
-            });
-        }
+        build(req, ws, slot, cancel, result, &bundle_dir, &slot_dir)?;
     }
 
     let plan = Plan {
@@ -279,6 +180,170 @@ fn step_inner(
         StepOutcome::Ok => Ok(()),
         failed => Err(failed),
     }
+}
+
+/// The step's build in the slot's work folder: the one it holds where the step re-measures
+/// it, a kept build of these decisions, or a build (from the slot's last one where it can);
+/// the slot then remembers it.
+fn build(
+    req: &StepRequest,
+    ws: &Workspace,
+    slot: &mut SlotState,
+    cancel: &CancelToken,
+    result: &mut StepResult,
+    bundle_dir: &Path,
+    slot_dir: &Path,
+) -> Result<(), StepOutcome> {
+    let reject = |reason: String| StepOutcome::Rejected { reason };
+    let spec = &req.benchmark;
+    let work = slot_dir.join("work");
+    let key = build_key(req);
+    let reused = match &slot.last_build {
+        Some(last) if req.reuse_build && last.key == key && work.is_dir() => {
+            Some(last.record.clone())
+        }
+        _ => None,
+    };
+    let reused = reused.filter(|record| match binary_changed(spec, &work, record) {
+        None => true,
+        Some(why) => {
+            warn(result, format!("slot {}: {why}; built afresh", req.slot));
+            false
+        }
+    });
+    if let Some(mut record) = reused {
+        record.reused = true;
+        result.build = Some(record);
+    } else {
+        let last = slot
+            .last_build
+            .take()
+            .filter(|last| last.benchmark == spec.name && last.bundle == req.bundle);
+        let mut units = Vec::new();
+        if cargo_target::applies(spec) && last.is_some() {
+            cargo_target::put_aside(slot_dir, &work, &req.bundle);
+        }
+        let fresh = || fresh_work(&ws.rundir, bundle_dir, &work, spec, &req.decisions);
+        let skip = [WRAP_DIR, INCREMENTAL_DIR];
+        // The last build's tree, untouched by its runs, where no kept build
+        // of these decisions is to be laid over a fresh copy instead.
+        let in_place = last.as_ref().is_some_and(|last| {
+            !ws.builds.holds(&key) && last.tree.as_ref().is_some_and(|t| t.still_in(&work, &skip))
+        });
+        let cached = if in_place {
+            warm::reopen(&work, &skip, spec, &req.decisions).map_err(reject)?;
+            Restored::Miss
+        } else {
+            fresh().map_err(reject)?;
+            match spec.build.is_empty() {
+                true => Restored::Miss,
+                false => ws.builds.restore(&key, &work),
+            }
+        };
+        let cached = match cached {
+            Restored::Hit(record) => Some(record),
+            Restored::Miss => None,
+            Restored::Damaged(why) => {
+                warn(result, format!("{why}; built afresh"));
+                // Some of the entry's files may lie over the sources already.
+                fresh().map_err(reject)?;
+                None
+            }
+        };
+        if let Some(mut record) = cached {
+            record.reused = true;
+            result.build = Some(record);
+        } else {
+            let objects = ws.rundir.join("objects");
+            let build = Build {
+                spec,
+                decisions: &req.decisions,
+                work: &work,
+                home: slot_dir,
+                cpus: &req.cpus,
+                cancel,
+                objects: Some(&objects),
+                replay: Default::default(),
+            };
+            let started_warm = start_warm(&build, req, ws, last.as_ref(), in_place, result);
+            if started_warm.is_none() {
+                fresh().map_err(reject)?;
+            }
+            let (from, mut unchanged) = started_warm.flatten().unzip();
+            let kept_log = match (from, &unchanged) {
+                (Some(from), Some(u)) => format!("kiln: {STARTED_FROM} {from}\n{}", u.log),
+                _ => String::new(),
+            };
+            let (mut record, mut built) = build.run(&mut result.warnings, &kept_log);
+            // A build that fails from a warm start is done again from the
+            // bare sources: the failure is the step's own only if that fails too.
+            if let (Err(failed), Some(from)) = (&built, from) {
+                // Said with the warning: the fresh build's log replaces the failed one's.
+                let said = failed.reason().unwrap_or_default();
+                fresh().map_err(reject)?;
+                unchanged = None;
+                (record, built) = build.run(&mut result.warnings, "");
+                if built.is_ok() {
+                    let why = format!(
+                        "the build from {from} failed ({said}), and from a fresh copy it did not"
+                    );
+                    warn(result, why);
+                }
+            }
+            units = warm::read_units(&work.join(WRAP_DIR).join(warm::UNITS_FILE));
+            units.extend(unchanged.map(|u| u.units).unwrap_or_default());
+            result.build = record;
+            built?;
+            // Kept before any run can write into the work folder.
+            if let Some(record) = &result.build {
+                if let Err(e) = ws.builds.keep(&key, bundle_dir, &work, &skip, record) {
+                    tracing::warn!("cannot keep the build of step {}: {e}", req.id);
+                }
+            }
+        }
+        if let Some(record) = &result.build {
+            slot.last_build = Some(LastBuild {
+                key,
+                record: record.clone(),
+                benchmark: spec.name.clone(),
+                bundle: req.bundle,
+                units,
+                tree: warm::applies(spec)
+                    .then(|| warm::TreeStamps::of(&work, &skip).ok())
+                    .flatten(),
+            });
+        }
+    }
+
+    Ok(())
+}
+
+/// The sources of a benchmark with no build laid out in the slot's work folder with the
+/// step's decision file: the copy the last step laid out where its runs left every file as
+/// they found it (the same stamps the build cache checks), else a fresh one. A folder of
+/// 50,000 files is then copied once, not once a step; a benchmark whose runs write into their
+/// folder gets a fresh copy each step.
+fn lay_out(
+    req: &StepRequest,
+    ws: &Workspace,
+    slot: &mut SlotState,
+    bundle_dir: &Path,
+    work: &Path,
+) -> Result<(), String> {
+    let spec = &req.benchmark;
+    let kept = slot.laid_out.take().filter(|laid| {
+        laid.benchmark == spec.name && laid.bundle == req.bundle && laid.tree.still_in(work, &[])
+    });
+    match kept {
+        Some(_) => write_decisions(work, spec, &req.decisions)?,
+        None => fresh_work(&ws.rundir, bundle_dir, work, spec, &req.decisions)?,
+    }
+    slot.laid_out = Some(LaidOut {
+        benchmark: spec.name.clone(),
+        bundle: req.bundle,
+        tree: warm::TreeStamps::of(work, &[])?,
+    });
+    Ok(())
 }
 
 /// Starts the build in `work`, a fresh copy of the sources (or, `in_place`,

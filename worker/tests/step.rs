@@ -132,6 +132,57 @@ fn knobs_reach_arguments_environment_and_the_decision_file() {
     );
 }
 
+/// A step over `bundle`'s files with a knob benchmark that has no build and runs `run`, in
+/// `slot` (kept between steps as the worker keeps it): the result and the inode of `probe`.
+fn unbuilt_step(
+    f: &Fixture,
+    slot: &mut SlotState,
+    run: &str,
+    tile: i64,
+) -> (kiln_protocol::StepResult, u64) {
+    use std::os::unix::fs::MetadataExt;
+    let mut req = request(f, spec(&[], &["sh", "-c", run]));
+    req.decisions = DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(tile))].into());
+    (req.runs.min, req.runs.max) = (1, 1);
+    let r = run_step(&req, &f.ws, slot, &CancelToken::new().unwrap());
+    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    let probe = f.ws.rundir.join("slots/0/work/tree/f1999");
+    (r, std::fs::metadata(probe).unwrap().ino())
+}
+
+/// A benchmark with no build runs in the copy of its sources its slot laid out, while its
+/// runs write nothing there: the next step finds the same files (not copied again) with its
+/// own decision file. A benchmark whose runs write into the folder gets a fresh copy.
+#[test]
+fn a_slot_reuses_the_sources_it_laid_out_until_a_run_writes_into_them() {
+    let mut f = fixture();
+    let mut files = f.bundle.files.clone();
+    files.extend((0..2000).map(|i| BundleFile {
+        path: format!("tree/f{i}"),
+        executable: false,
+        contents: format!("{i}\n").into_bytes(),
+        modified_ns: None,
+    }));
+    f.bundle = Bundle::new(files);
+    f.ws.cache.store(&f.bundle).unwrap();
+
+    let mut slot = SlotState::default();
+    let reads = "cat decisions.sexp";
+    let (first, laid) = unbuilt_step(&f, &mut slot, reads, 8);
+    let (second, again) = unbuilt_step(&f, &mut slot, reads, 16);
+    assert_eq!(laid, again, "the second step copied the sources again");
+    assert_ne!(
+        first.output_digest, second.output_digest,
+        "each step's own decision file"
+    );
+
+    let writes = "if [ -e out.txt ]; then echo stale; else echo fresh; fi; echo x > out.txt";
+    let (before, _) = unbuilt_step(&f, &mut slot, writes, 8);
+    let (after, _) = unbuilt_step(&f, &mut slot, writes, 8);
+    let fresh = Some(kiln_protocol::ContentHash::of(b"fresh\n"));
+    assert_eq!((before.output_digest, after.output_digest), (fresh, fresh));
+}
+
 #[test]
 fn a_failing_build_is_build_failed_with_its_log() {
     let f = fixture();
