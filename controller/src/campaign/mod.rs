@@ -10,7 +10,7 @@
 //! It drives plan, dispatch and store; it formats nothing for a command's
 //! output beyond progress lines, and reads no export or report.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -113,6 +113,7 @@ pub async fn run(config: CampaignConfig, store: Store, options: RunOptions) -> R
         store: &store,
         experiments: BTreeMap::new(),
         preparing: BTreeMap::new(),
+        discovering: HashSet::new(),
         chains: BTreeMap::new(),
         arrived: HashMap::new(),
         measured: HashMap::new(),
@@ -126,7 +127,13 @@ pub async fn run(config: CampaignConfig, store: Store, options: RunOptions) -> R
     run.load_measured()?;
     // Every experiment prepares at once; each one's chains start when it is ready.
     for experiment in &config.experiments {
-        let progress = Preparation::start(&config, experiment, &store, &mut run.outbox)?;
+        let progress = Preparation::start(
+            &config,
+            experiment,
+            &store,
+            &mut run.discovering,
+            &mut run.outbox,
+        )?;
         run.on_preparation(&experiment.name, progress)?;
     }
     run.commit(&pool)?;
@@ -390,6 +397,8 @@ struct Running<'a> {
     experiments: BTreeMap<String, Arc<Prepared>>,
     /// Experiments still preparing.
     preparing: BTreeMap<String, Preparation>,
+    /// Discoveries in flight, each run once for every experiment of its benchmark.
+    discovering: HashSet<prepare::Discovering>,
     chains: BTreeMap<(String, u32), ChainState>,
     /// Results stored but not yet decided.
     arrived: HashMap<StepKey, StepRecord>,
@@ -464,6 +473,26 @@ impl Running<'_> {
                     self.start_chain(&prepared, chain)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Hands a discovery (or why it failed) to every other experiment that waited for it.
+    fn on_discovered(
+        &mut self,
+        discovery: &prepare::Discovering,
+        failed: Option<&str>,
+    ) -> Result<()> {
+        self.discovering.remove(discovery);
+        let waiting: Vec<String> = (self.preparing.iter())
+            .filter(|(_, p)| p.waits_for(discovery))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for experiment in waiting {
+            let preparation = self.preparing.remove(&experiment).expect("listed");
+            let progress =
+                preparation.on_discovered(self.config, self.store, failed, &mut self.outbox)?;
+            self.on_preparation(&experiment, progress)?;
         }
         Ok(())
     }
@@ -657,6 +686,8 @@ impl Running<'_> {
             let Some(preparation) = self.preparing.remove(&experiment) else {
                 bail!("an answer for experiment {experiment}, which is not preparing");
             };
+            let discovered =
+                matches!(done.tag, Tag::Discover(_)).then(|| preparation.discovering());
             let progress = preparation.on_answer(
                 self.config,
                 self.store,
@@ -664,7 +695,15 @@ impl Running<'_> {
                 done.answer,
                 &mut self.outbox,
             )?;
-            return self.on_preparation(&experiment, progress);
+            let failed = match &progress {
+                prepare::Progress::Failed(failed) => Some(failed.why.clone()),
+                _ => None,
+            };
+            self.on_preparation(&experiment, progress)?;
+            if let Some(discovery) = discovered {
+                self.on_discovered(&discovery, failed.as_deref())?;
+            }
+            return Ok(());
         }
         let (Tag::Step(key), Answer::Step(result)) = (done.tag, done.answer) else {
             bail!("unexpected answer during the campaign");

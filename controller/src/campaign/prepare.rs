@@ -6,7 +6,7 @@
 //! experiment whose sources, discovery or baseline fail stops alone
 //! ([`Progress::Failed`]): one broken program of many ends no campaign.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
@@ -14,7 +14,9 @@ use anyhow::{bail, Result};
 use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, Start};
 use kiln_protocol::message::{Discovery, StepRequest, StepResult};
-use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, DecisionValue, StepOutcome};
+use kiln_protocol::{
+    CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepOutcome,
+};
 
 use super::{reference_of, repeated, spread, Prepared, Spread, Tag, BASELINE_REPEATS};
 use crate::dispatch::bundle::BadSources;
@@ -65,13 +67,19 @@ impl Progress {
     }
 }
 
+/// A discovery: of a benchmark (by name), of its sources (by the bundle's hash).
+pub(super) type Discovering = (String, ContentHash);
+
 impl Preparation {
     /// Starts preparing `experiment`: ready at once if the store holds it,
     /// else the jobs it needs go to `outbox`.
+    /// A discovery already in flight for the same benchmark and sources (another experiment's,
+    /// in `discovering`) is waited for rather than run twice: [`Preparation::on_discovered`].
     pub(super) fn start(
         config: &CampaignConfig,
         experiment: &Experiment,
         store: &Store,
+        discovering: &mut HashSet<Discovering>,
         outbox: &mut Vec<Job<Tag>>,
     ) -> Result<Progress> {
         let benchmark = config
@@ -131,11 +139,13 @@ impl Preparation {
                         kept
                     }
                     None => {
-                        outbox.push(Job {
-                            tag: Tag::Discover(experiment.name.clone()),
-                            bundle,
-                            work: Work::Discover(Box::new(benchmark)),
-                        });
+                        if discovering.insert(preparation.discovering()) {
+                            outbox.push(Job {
+                                tag: Tag::Discover(experiment.name.clone()),
+                                bundle,
+                                work: Work::Discover(Box::new(benchmark)),
+                            });
+                        }
                         return Ok(Progress::Waiting(Box::new(preparation)));
                     }
                 }
@@ -338,6 +348,39 @@ impl Preparation {
     }
 
     /// What it is doing, for the status.
+    /// The discovery this preparation needs: its benchmark's, of its sources.
+    pub(super) fn discovering(&self) -> Discovering {
+        (self.benchmark.name.clone(), self.bundle.hash)
+    }
+
+    /// Whether it waits for its decision points (another experiment's discovery, maybe).
+    pub(super) fn waits_for(&self, discovery: &Discovering) -> bool {
+        self.measuring.is_none() && self.discovering() == *discovery
+    }
+
+    /// The decision points another experiment's discovery found for this one's benchmark (kept
+    /// beside the store), or why there are none: its reference measurements go out.
+    pub(super) fn on_discovered(
+        self,
+        config: &CampaignConfig,
+        store: &Store,
+        failed: Option<&str>,
+        outbox: &mut Vec<Job<Tag>>,
+    ) -> Result<Progress> {
+        match kept::load_discovery(store.dir(), &self.bundle.hash, &self.benchmark) {
+            Some((found, _)) if failed.is_none() => self.measure(config, store, found, outbox),
+            _ => Ok(Progress::failed(failed.map_or_else(
+                || {
+                    format!(
+                        "the decision points of benchmark {} were not kept",
+                        self.benchmark.name
+                    )
+                },
+                str::to_string,
+            ))),
+        }
+    }
+
     pub(super) fn doing(&self) -> String {
         match self.measuring {
             None => format!("discovering {}", self.benchmark.name),
