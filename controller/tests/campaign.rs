@@ -1649,6 +1649,39 @@ fn a_controller_stopped_past_the_loss_timeout_blames_no_worker() {
     assert!(!requeued_from(dir.path(), "local"), "{log}");
 }
 
+/// The worker's slots removed mid-step, its bundles left: the step in flight, whose run then
+/// fails (its folder is gone), is the environment's failure, not its decisions': the worker is
+/// prepared again, the step measured again, and no step of the store failed.
+#[test]
+fn a_step_whose_slot_was_removed_under_it_is_measured_again_not_failed() {
+    let steps = 6;
+    let dir = slow_setup_of(steps, "1");
+    std::fs::write(
+        dir.path().join("benchmarks/slow/run.sh"),
+        "sleep 1\ncat run.sh >/dev/null || exit 3\necho $1 $2\n",
+    )
+    .unwrap();
+    let mut child = run_until_decided(dir.path(), 2);
+    wait_for("a run in flight", || {
+        descendants(child.id())
+            .iter()
+            .any(|(_, cmd)| cmd.contains("run.sh"))
+    });
+    std::fs::remove_dir_all(dir.path().join("store/workers/local/slots")).unwrap();
+    assert!(
+        child.wait().unwrap().success(),
+        "{}",
+        diagnostics(dir.path())
+    );
+    let all = assert_every_step_once(dir.path(), steps as usize);
+    assert!(all.iter().all(|s| s.objective.is_some()), "{all:#?}");
+    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
+    assert!(
+        log.contains("was removed or replaced during the step"),
+        "{log}"
+    );
+}
+
 /// The worker's folder removed mid-campaign (a temporary-files cleaner, a reimaged worker, a
 /// tmpfs after a reboot): the worker, which then lacks the campaign's bundle, is sent it
 /// again and the campaign goes on to its end, every step measured once and none failed.

@@ -271,7 +271,11 @@ fn screening_around_a_random_start_says_its_context_and_draws_it_again() {
         assert_eq!(moved.0.len(), 3, "{moved:?}");
         // One discovery for both experiments of the program.
         let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
-        assert_eq!(log.matches("discovery build of 'prog' started").count(), 1, "{log}");
+        assert_eq!(
+            log.matches("discovery build of 'prog' started").count(),
+            1,
+            "{log}"
+        );
         moved
     };
     assert_eq!(started(), started());

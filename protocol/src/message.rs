@@ -361,20 +361,33 @@ pub enum StepOutcome {
     },
 }
 
-/// How a worker words its refusal of a job whose bundle it lacks (never sent, or its folder
-/// removed or replaced since): [`StepOutcome::lacks_bundle`] reads it, and the controller sends
-/// the bundle again.
-const LACKS_BUNDLE: &str = "is not in this worker's cache; send Prepare first";
+/// How a worker ends its answer to a job it could not run for want of what preparing gives
+/// it (its bundle never sent, or its folders removed or replaced since):
+/// [`StepOutcome::lacks_bundle`] reads it, and the controller sends the bundle again.
+const PREPARE_AGAIN: &str = "send Prepare first";
 
 /// A worker's refusal of a job over `bundle`, which it lacks.
 pub fn missing_bundle(bundle: &ContentHash) -> String {
-    format!("bundle {} {LACKS_BUNDLE}", bundle.short())
+    format!(
+        "bundle {} is not in this worker's cache; {PREPARE_AGAIN}",
+        bundle.short()
+    )
+}
+
+/// A worker's answer to a step that failed while `folder`, one of its own, was removed or
+/// replaced under it: the environment's doing, not the decisions'.
+pub fn folder_changed(folder: &std::path::Path) -> String {
+    format!(
+        "{} was removed or replaced during the step; {PREPARE_AGAIN}",
+        folder.display()
+    )
 }
 
 impl StepOutcome {
-    /// Whether the worker refused the step for lack of its bundle ([`missing_bundle`]).
+    /// Whether the worker refused the step for lack of its bundle ([`missing_bundle`]), or
+    /// its folders changed under it ([`folder_changed`]): it is to be prepared again.
     pub fn lacks_bundle(&self) -> bool {
-        matches!(self, StepOutcome::Rejected { reason } if reason.ends_with(LACKS_BUNDLE))
+        matches!(self, StepOutcome::Rejected { reason } if reason.ends_with(PREPARE_AGAIN))
     }
 
     /// Short name for tables and CSV.

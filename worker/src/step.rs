@@ -9,7 +9,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use kiln_protocol::bundle::is_confined_path;
 use kiln_protocol::config::benchmark::{BenchmarkSpec, OutputCheck};
 use kiln_protocol::decision::ContentHash;
-use kiln_protocol::message::{missing_bundle, BuildRecord, StepOutcome, StepRequest, StepResult};
+use kiln_protocol::message::{
+    folder_changed, missing_bundle, BuildRecord, StepOutcome, StepRequest, StepResult,
+};
 
 use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, write_decisions, DECISIONS_FILE};
@@ -22,6 +24,7 @@ use crate::launch::checked_output::LineFilter;
 use crate::launch::{self, CancelToken};
 use crate::measure::{self, OutputSpec, Plan};
 use crate::workspace::slot_lock::SlotLock;
+use crate::workspace::FolderIds;
 pub use crate::workspace::Workspace;
 
 /// What a slot remembers between steps: its last successful build, or the sources it laid
@@ -73,7 +76,9 @@ pub fn run_step(
             }
             // The step starts once it has the slot (it may have waited for it).
             result.started_ms = unix_ms();
+            let folders = step_folders(ws, req);
             step_inner(req, ws, slot, cancel, &mut result)
+                .map_err(|outcome| folders_changed(outcome, &folders))
         }
         Ok(None) => Err(StepOutcome::Cancelled),
         Err(e) => Err(StepOutcome::Rejected {
@@ -89,6 +94,29 @@ pub fn run_step(
     }
     result.finished_ms = unix_ms();
     result
+}
+
+/// The worker's folders a step uses: its rundir, slot, build cache and bundle.
+fn step_folders(ws: &Workspace, req: &StepRequest) -> FolderIds {
+    let mut folders = vec![
+        ws.rundir.clone(),
+        ws.slot_dir(req.slot),
+        ws.rundir.join("builds"),
+    ];
+    folders.extend(ws.cache.get(&req.bundle));
+    FolderIds::of(folders)
+}
+
+/// A step that failed while one of the worker's folders was removed or replaced under it
+/// failed for the worker's sake, not its decisions': said so, and the controller prepares the
+/// worker again before the step runs again.
+fn folders_changed(outcome: StepOutcome, folders: &FolderIds) -> StepOutcome {
+    match (&outcome, folders.changed()) {
+        (StepOutcome::Cancelled | StepOutcome::Ok, _) | (_, None) => outcome,
+        (_, Some(folder)) => StepOutcome::Rejected {
+            reason: folder_changed(folder),
+        },
+    }
 }
 
 /// A step that failed while the worker's bundle went away under it (its folder removed: a

@@ -47,3 +47,30 @@ impl Workspace {
         self.rundir.join("slots").join(slot.to_string())
     }
 }
+
+/// The identities (device and inode) of a worker's folders as a step starts: a folder removed
+/// or replaced under the step (a cleaner, a reimage) shows as another identity, or none.
+#[derive(Debug)]
+pub(crate) struct FolderIds(Vec<(PathBuf, Option<(u64, u64)>)>);
+
+impl FolderIds {
+    pub(crate) fn of(folders: Vec<PathBuf>) -> Self {
+        let ids = folders.into_iter().map(|folder| {
+            let id = identity(&folder);
+            (folder, id)
+        });
+        FolderIds(ids.collect())
+    }
+
+    /// The first folder that is no longer the one it was.
+    pub(crate) fn changed(&self) -> Option<&Path> {
+        (self.0.iter())
+            .find(|(folder, id)| identity(folder) != *id)
+            .map(|(folder, _)| folder.as_path())
+    }
+}
+
+fn identity(folder: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(folder).ok().map(|m| (m.dev(), m.ino()))
+}
