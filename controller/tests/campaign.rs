@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::campaign::{
@@ -1661,25 +1661,30 @@ fn a_step_whose_slot_was_removed_under_it_is_measured_again_not_failed() {
         "sleep 1\ncat run.sh >/dev/null || exit 3\necho $1 $2\n",
     )
     .unwrap();
-    let mut child = run_until_decided(dir.path(), 2);
+    let child = run_until_decided(dir.path(), 2);
     wait_for("a run in flight", || {
         descendants(child.id())
             .iter()
             .any(|(_, cmd)| cmd.contains("run.sh"))
     });
-    std::fs::remove_dir_all(dir.path().join("store/workers/local/slots")).unwrap();
-    assert!(
-        child.wait().unwrap().success(),
-        "{}",
-        diagnostics(dir.path())
+    finishes_after_removing(
+        dir.path(),
+        child,
+        "store/workers/local/slots",
+        steps,
+        "was removed or replaced during the step",
     );
-    let all = assert_every_step_once(dir.path(), steps as usize);
+}
+
+/// Removes `folder` (under `dir`) while the campaign `child` runs: it ends by itself, every one
+/// of its `steps` measured once and none failed, and its log says `said`.
+fn finishes_after_removing(dir: &Path, mut child: Child, folder: &str, steps: u32, said: &str) {
+    std::fs::remove_dir_all(dir.join(folder)).unwrap();
+    assert!(child.wait().unwrap().success(), "{}", diagnostics(dir));
+    let all = assert_every_step_once(dir, steps as usize);
     assert!(all.iter().all(|s| s.objective.is_some()), "{all:#?}");
-    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
-    assert!(
-        log.contains("was removed or replaced during the step"),
-        "{log}"
-    );
+    let log = std::fs::read_to_string(dir.join("store/kiln.log")).unwrap();
+    assert!(log.contains(said), "{log}");
 }
 
 /// The worker's folder removed mid-campaign (a temporary-files cleaner, a reimaged worker, a
@@ -1689,15 +1694,12 @@ fn a_step_whose_slot_was_removed_under_it_is_measured_again_not_failed() {
 fn a_worker_whose_folder_was_removed_is_prepared_again() {
     let steps = 8;
     let dir = slow_setup_of(steps, "1");
-    let mut child = run_until_decided(dir.path(), 2);
-    std::fs::remove_dir_all(dir.path().join("store/workers/local")).unwrap();
-    assert!(
-        child.wait().unwrap().success(),
-        "{}",
-        diagnostics(dir.path())
+    let child = run_until_decided(dir.path(), 2);
+    finishes_after_removing(
+        dir.path(),
+        child,
+        "store/workers/local",
+        steps,
+        "it is sent again",
     );
-    let all = assert_every_step_once(dir.path(), steps as usize);
-    assert!(all.iter().all(|s| s.objective.is_some()), "{all:#?}");
-    let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
-    assert!(log.contains("it is sent again"), "{log}");
 }
