@@ -2,7 +2,8 @@
 
 They are the fields of kiln's `SiteFeatures` (protocol/src/features.rs; `kiln
 export --schema` documents them), plus whether the stock compiler inlined the
-site, since flipping a site means opposite things for the two.
+site, since flipping a site means opposite things for the two, and the call's
+block frequency (its calls per entry of its caller).
 """
 
 import os
@@ -26,9 +27,11 @@ FEATURES = [
     "constant_arguments",
     "caller_self_cost",
     "caller_inclusive_cost",
+    "caller_calls",
     "callee_self_cost",
     "callee_inclusive_cost",
     "site_calls",
+    "site_block_frequency",
     "stock_inline",
 ]
 
@@ -39,6 +42,11 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.rename(columns=lambda c: c.replace("-", "_"))
     if "stock_inline" not in frame and "stock" in frame:
         frame["stock_inline"] = frame["stock"] == "inline"
+    if "site_calls" in frame and "caller_calls" in frame:
+        # How often the call runs per entry of its caller (null where either is).
+        calls = frame["site_calls"].astype("Float64")
+        entries = frame["caller_calls"].astype("Float64")
+        frame["site_block_frequency"] = (calls / entries).where(entries > 0)
     return frame
 
 

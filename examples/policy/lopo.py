@@ -41,7 +41,7 @@ FLIP = {"inline": "no-inline", "no-inline": "inline"}
 # Profile features, read as fractions of the program's instructions so that
 # one program's hot site means the same as another's.
 COSTS = ["caller_self_cost", "caller_inclusive_cost", "callee_self_cost",
-         "callee_inclusive_cost", "site_calls"]
+         "callee_inclusive_cost", "site_calls", "caller_calls"]
 MODEL_FEATURES = ([f for f in FEATURES if f not in COSTS] + [f"{c}_share" for c in COSTS]
                   + ["heat_share"])
 
@@ -89,7 +89,9 @@ def with_shares(sites: pd.DataFrame) -> pd.DataFrame:
     sites = sites.copy()
     total = sites.groupby("benchmark")["caller_inclusive_cost"].transform("max").astype(float)
     for c in COSTS:
-        sites[f"{c}_share"] = sites[c].astype("Float64").astype(float) / total
+        # A feature of a later kiln than the data's discovery is null throughout.
+        cost = sites[c] if c in sites else pd.Series(np.nan, index=sites.index)
+        sites[f"{c}_share"] = cost.astype("Float64").astype(float) / total
     heats = pd.concat(heat_order(group) for _, group in sites.groupby("benchmark"))
     sites["rank"] = heats["rank"]
     # How often the site ran per instruction of the program: what a flip's
@@ -98,11 +100,11 @@ def with_shares(sites: pd.DataFrame) -> pd.DataFrame:
     return sites
 
 
-def matrix(frame: pd.DataFrame) -> np.ndarray:
+def matrix(frame: pd.DataFrame, features=MODEL_FEATURES) -> np.ndarray:
     return np.column_stack([
         frame[name].astype("Float64").astype(float).to_numpy() if name in frame
         else np.full(len(frame), np.nan)
-        for name in MODEL_FEATURES
+        for name in features
     ])
 
 
@@ -173,8 +175,9 @@ def flips(effects_path: str, sites_path: str) -> pd.DataFrame:
 
 def trained(train: pd.DataFrame, hottest: int) -> dict:
     """A model fitted on `train` and its rule, validated on `train` alone."""
+    # The features are kept with the model: a model file outlives this list's changes.
     return {"model": fit(train), "rule": validate(train, hottest), "hottest": hottest,
-            "trained_on": sorted(train["benchmark"].unique())}
+            "trained_on": sorted(train["benchmark"].unique()), "features": MODEL_FEATURES}
 
 
 def default_hottest(effects: pd.DataFrame, hottest) -> int:
@@ -234,7 +237,8 @@ def decide(args) -> int:
             sys.exit(f"lopo.py: the model for {benchmark} was trained on it")
     sites = pd.DataFrame([json.loads(line) for line in sys.stdin if line.strip()])
     sites = with_shares(normalise(sites)).set_index("site", drop=False)
-    predicted = pd.Series(model["model"].predict(matrix(sites)), index=sites.index)
+    features = model.get("features", MODEL_FEATURES)
+    predicted = pd.Series(model["model"].predict(matrix(sites, features)), index=sites.index)
     rule = model["rule"]
     chosen = set() if rule["limit"] == 0 else set(
         choose(predicted, sites["rank"], rule["margin"], rule["limit"], model["hottest"]))

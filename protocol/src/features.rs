@@ -45,6 +45,9 @@ pub struct SiteFeatures {
     pub caller_self_cost: Option<u64>,
     /// Instructions executed in the caller and everything it called.
     pub caller_inclusive_cost: Option<u64>,
+    /// Times the caller was entered (calls of it from anywhere) in the stock build's profile:
+    /// with `site_calls`, the call's block frequency, how often it runs per entry of its caller.
+    pub caller_calls: Option<u64>,
     /// Instructions executed in the callee itself.
     pub callee_self_cost: Option<u64>,
     /// Instructions executed in the callee and everything it called.

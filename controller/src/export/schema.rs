@@ -335,6 +335,7 @@ const FEATURE_MEANINGS: &[(&str, &str)] = &[
     ("constant_arguments", "arguments of the call that are constants"),
     ("caller_self_cost", "instructions executed in the caller itself (callgrind Ir, stock build)"),
     ("caller_inclusive_cost", "instructions executed in the caller and everything it called"),
+    ("caller_calls", "times the caller was entered in the stock build's profile (calls of it from anywhere); site_calls over it is the call's block frequency"),
     ("callee_self_cost", "instructions executed in the callee itself"),
     ("callee_inclusive_cost", "instructions executed in the callee and everything it called"),
     ("site_calls", "times the callee was called from the caller in the stock build's profile; null where the stock build inlined the site"),

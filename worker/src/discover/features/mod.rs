@@ -69,6 +69,8 @@ struct Index<'a> {
     lines: HashMap<&'a str, u32>,
     /// Calls in the profile by callee and line, whatever function held them.
     calls: HashMap<(&'a str, u32), u64>,
+    /// Calls in the profile of each function, from anywhere: its entries.
+    entries: HashMap<&'a str, u64>,
     /// The name as compiled (the IR's, the profile's, a remark's caller) of each function a
     /// site id names by its source name (C++, Rust: `read_match_distances` for
     /// `_ZN10LZ_encoder20read_match_distancesEv`), from the remarks that name both.
@@ -107,8 +109,11 @@ impl<'a> Index<'a> {
             }
         }
         let mut calls = HashMap::new();
+        let mut entries = HashMap::new();
         for (key, count) in evidence.profile.iter().flat_map(|p| &p.calls) {
             let sum: &mut u64 = calls.entry((key.callee.as_str(), key.line)).or_default();
+            *sum = sum.saturating_add(*count);
+            let sum: &mut u64 = entries.entry(key.callee.as_str()).or_default();
             *sum = sum.saturating_add(*count);
         }
         Index {
@@ -117,6 +122,7 @@ impl<'a> Index<'a> {
             missed,
             lines,
             calls,
+            entries,
             linkage,
         }
     }
@@ -190,6 +196,7 @@ impl<'a> Index<'a> {
             let callee_cost = profile.functions.get(callee);
             f.caller_self_cost = caller_cost.map(|c| c.self_ir);
             f.caller_inclusive_cost = caller_cost.map(|c| c.inclusive_ir);
+            f.caller_calls = Some(self.entries.get(caller).copied().unwrap_or(0));
             f.callee_self_cost = callee_cost.map(|c| c.self_ir);
             f.callee_inclusive_cost = callee_cost.map(|c| c.inclusive_ir);
             // The call keeps its line wherever its function was inlined.
