@@ -362,14 +362,20 @@ fn lay_out(
     let kept = slot.laid_out.take().filter(|laid| {
         laid.benchmark == spec.name && laid.bundle == req.bundle && laid.tree.still_in(work, &[])
     });
-    match kept {
-        Some(_) => write_decisions(work, spec, &req.decisions)?,
-        None => fresh_work(&ws.rundir, bundle_dir, work, spec, &req.decisions)?,
-    }
+    let tree = match kept {
+        Some(laid) => {
+            write_decisions(work, spec, &req.decisions)?;
+            laid.tree.restamp(&work.join(DECISIONS_FILE))?
+        }
+        None => {
+            fresh_work(&ws.rundir, bundle_dir, work, spec, &req.decisions)?;
+            warm::TreeStamps::of(work, &[])?
+        }
+    };
     slot.laid_out = Some(LaidOut {
         benchmark: spec.name.clone(),
         bundle: req.bundle,
-        tree: warm::TreeStamps::of(work, &[])?,
+        tree,
     });
     Ok(())
 }

@@ -101,6 +101,19 @@ impl TreeStamps {
     pub(crate) fn still_in(&self, work: &Path, skip: &[&str]) -> bool {
         TreeStamps::of(work, skip).is_ok_and(|now| now == *self)
     }
+
+    /// The tree with `file` (written since) stamped again, the rest as they were: one file's
+    /// stat where [`TreeStamps::of`] would take every file's.
+    pub(crate) fn restamp(mut self, file: &Path) -> Result<Self, String> {
+        let meta = fs::symlink_metadata(file)
+            .map_err(|e| format!("cannot stat {}: {e}", file.display()))?;
+        let stamp = Stamp::of(&meta);
+        match self.0.binary_search_by(|(path, _)| path.as_path().cmp(file)) {
+            Ok(i) => self.0[i].1 = stamp,
+            Err(i) => self.0.insert(i, (file.to_path_buf(), stamp)),
+        }
+        Ok(self)
+    }
 }
 
 /// The variable naming the file where the wrapper writes its units' lines.
