@@ -210,6 +210,29 @@ def train_all(args) -> int:
     return 0
 
 
+def evaluate(args) -> int:
+    """How well the model ranks flips on programs it never saw, without building anything:
+    per program, Spearman's rho between the held-out predictions and the measured effects,
+    the share of effects beyond 0.1 % whose sign it predicts, and the measured effect of the
+    flip it predicts best against the best measured flip (the one-flip oracle)."""
+    from scipy.stats import spearmanr
+
+    effects = flips(args.effects, args.sites)
+    lines = ["| held-out program | flips | Spearman rho | sign right (effects > 0.1 %) | "
+             "predicted best flip, measured | best measured flip |", "|---|---:|---:|---:|---:|---:|"]
+    for program in sorted(effects["benchmark"].unique()):
+        held = effects[effects["benchmark"] == program]
+        predicted = fit(effects[effects["benchmark"] != program]).predict(matrix(held))
+        big = (held["effect"].abs() > 0.001).to_numpy()
+        right = (np.sign(predicted[big]) == np.sign(held["effect"].to_numpy()[big])).sum()
+        rho = spearmanr(predicted, held["effect"]).statistic
+        lines.append(f"| {program} | {len(held)} | {rho:+.3f} | {right} of {big.sum()} | "
+                     f"{held['effect'].iloc[int(np.argmin(predicted))]:+.4%} | "
+                     f"{held['effect'].min():+.4%} |")
+    print("\n".join(lines))
+    return 0
+
+
 def fit_one(args) -> int:
     """The model shipped with the dataset: trained on every program, its rule
     validated by leaving each out in turn."""
@@ -329,6 +352,9 @@ def main() -> int:
     one.add_argument("--sites", required=True, help="kiln's sites table as Parquet")
     one.add_argument("--hottest", type=int, default=None, help="as for train")
     one.add_argument("--out", required=True, help="the model file to write")
+    judge = commands.add_parser("evaluate", help="held-out ranking of the flips, as Markdown")
+    judge.add_argument("--effects", required=True, help="kiln's effects table as Parquet")
+    judge.add_argument("--sites", required=True, help="kiln's sites table as Parquet")
     use = commands.add_parser("decide", help="the policy command of `kiln policy`")
     source = use.add_mutually_exclusive_group(required=True)
     source.add_argument("--models", help="the folder `train` wrote: each program's held-out model")
@@ -339,7 +365,8 @@ def main() -> int:
     summary.add_argument("--effects", help="the effects table, for what the flips offered")
     summary.add_argument("-o", "--output", required=True)
     args = parser.parse_args()
-    commands = {"train": train_all, "fit": fit_one, "decide": decide, "report": report}
+    commands = {"train": train_all, "fit": fit_one, "evaluate": evaluate, "decide": decide,
+                "report": report}
     return commands[args.command](args)
 
 
