@@ -1,8 +1,9 @@
 //! Worker losses charged to what the lost workers ran: a decision set of a benchmark's
 //! sources (or its discovery), whichever step or job carried it. A set that has cost a
 //! worker runs alone from then on, so that a further loss is its own; once it has cost
-//! `step-losses` workers, every job that brings it again is answered failed without running,
-//! and no worker sits out a quarantine for it.
+//! `step-losses` workers in a row, every job that brings it again is answered failed without
+//! running, and no worker sits out a quarantine for it. A set that runs to its end is
+//! acquitted: its count starts again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -31,6 +32,13 @@ impl Ledger {
     pub(super) fn losses<K>(&self, job: &Job<K>) -> Losses {
         let ledger = self.0.lock().expect("not poisoned");
         ledger.get(&charge(job)).cloned().unwrap_or_default()
+    }
+
+    /// Forgets what `job`'s decision set cost: it ran to its end, so the losses it was charged
+    /// were not its own (a flaky link, a loaded machine), and must not add up, step after step,
+    /// to failing a set that only ever ran beside a poison or through an outage.
+    pub(super) fn acquit<K>(&self, job: &Job<K>) {
+        self.0.lock().expect("not poisoned").remove(&charge(job));
     }
 
     /// Charges the loss of a worker, for `reason`, to `job`'s decision set: its losses now.

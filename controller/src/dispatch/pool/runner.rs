@@ -141,6 +141,7 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
             }
             Ok(answer) => {
                 self.tally.finished.fetch_add(1, Ordering::Relaxed);
+                self.ledger.acquit(&queued.job);
                 if let Some(s) = self
                     .board
                     .lock()
