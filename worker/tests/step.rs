@@ -171,7 +171,11 @@ fn a_slot_reuses_the_sources_it_laid_out_until_a_run_writes_into_them() {
     let (first, laid) = unbuilt_step(&f, &mut slot, reads, 8);
     let (second, again) = unbuilt_step(&f, &mut slot, reads, 16);
     let (_, third) = unbuilt_step(&f, &mut slot, reads, 8);
-    assert_eq!((laid, laid), (again, third), "a later step copied the sources again");
+    assert_eq!(
+        (laid, laid),
+        (again, third),
+        "a later step copied the sources again"
+    );
     assert_ne!(
         first.output_digest, second.output_digest,
         "each step's own decision file"

@@ -108,7 +108,10 @@ impl TreeStamps {
         let meta = fs::symlink_metadata(file)
             .map_err(|e| format!("cannot stat {}: {e}", file.display()))?;
         let stamp = Stamp::of(&meta);
-        match self.0.binary_search_by(|(path, _)| path.as_path().cmp(file)) {
+        match self
+            .0
+            .binary_search_by(|(path, _)| path.as_path().cmp(file))
+        {
             Ok(i) => self.0[i].1 = stamp,
             Err(i) => self.0.insert(i, (file.to_path_buf(), stamp)),
         }
