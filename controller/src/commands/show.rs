@@ -9,7 +9,7 @@ use kiln_protocol::{Metric, StepOutcome};
 
 use crate::cli::ShowArgs;
 use crate::error::{BadInput, Outcome};
-use crate::store::{manual_benchmark, StepKey, StepKind, StepRecord, Store};
+use crate::store::{manual_benchmark, ExperimentInfo, StepKey, StepKind, StepRecord, Store};
 use crate::text::{
     escape_controls, format_measure, format_ratio, format_summary, format_value, plural, TIME_RATIO,
 };
@@ -40,9 +40,57 @@ pub(super) fn run(args: &ShowArgs, out: &mut dyn Write) -> Result<Outcome> {
 
 /// The step in full, as text.
 fn describe(store: &Store, record: &StepRecord) -> Result<String> {
-    let key = &record.key;
     let mut out = String::new();
-    let manual = manual_benchmark(&key.experiment);
+    let manual = manual_benchmark(&record.key.experiment);
+    write_origin(&mut out, record, manual)?;
+    let info = store.experiment(&record.key.experiment)?;
+    if let StepOutcome::WrongOutput { .. } = record.result.outcome {
+        write_checked_outputs(&mut out, record, info.as_ref())?;
+    }
+    // In the objective's unit, as every command prints it.
+    let unit = store
+        .config()?
+        .map_or("count", |c| c.objective.metric.unit());
+    let value = |v: f64| format_measure(v, unit);
+    write_objective(&mut out, record, info.as_ref(), &value)?;
+    if let Some(d) = record.decision.as_ref().filter(|_| manual.is_none()) {
+        let verdict = if d.accepted { "accepted" } else { "rejected" };
+        writeln!(
+            out,
+            "{verdict} against {}; temperature {}",
+            value(d.compared_with),
+            format_value(record.temperature)
+        )?;
+    }
+    write_changes(&mut out, record)?;
+    for warning in &record.result.warnings {
+        writeln!(out, "worker warning: {warning}")?;
+    }
+    for (kind, hash) in &record.artifacts {
+        writeln!(out, "{kind}: {}", store.artifact_path(hash).display())?;
+    }
+    if let Some(cut) = &record.result.cut_short {
+        writeln!(
+            out,
+            "cut short after {} of at most {} runs: the median's 95% CI [{}, {}] lies above {}, \
+             the incumbent's {} plus the most temperature {} accepts with probability {} or more",
+            cut.runs,
+            cut.max_runs,
+            value(cut.ci_low),
+            value(cut.ci_high),
+            value(cut.race.bound),
+            value(cut.race.incumbent),
+            format_value(record.temperature),
+            cut.race.p
+        )?;
+    }
+    write_metrics(&mut out, record)?;
+    Ok(out)
+}
+
+/// What made the step (a search's proposal, or a hand), where it ran and how it ended.
+fn write_origin(out: &mut String, record: &StepRecord, manual: Option<&str>) -> std::fmt::Result {
+    let key = &record.key;
     match manual {
         // A step measured by hand: no search proposed it, and none decides on it.
         Some(benchmark) => writeln!(
@@ -78,53 +126,54 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
             writeln!(out, "  | {line}")?;
         }
     }
-    let info = store.experiment(&key.experiment)?;
-    if let StepOutcome::WrongOutput { .. } = record.result.outcome {
-        let checked = [
-            ("this step's", record.result.checked_output.as_deref()),
-            (
-                "the baseline's",
-                info.as_ref()
-                    .and_then(|i| i.baseline.checked_output.as_deref()),
-            ),
-        ];
-        for (whose, text) in checked {
-            writeln!(out, "{whose} checked output (its start):")?;
-            for line in text.unwrap_or("(not kept)").lines() {
-                writeln!(out, "  > {line}")?;
-            }
+    Ok(())
+}
+
+/// A wrong output's start beside the baseline's.
+fn write_checked_outputs(
+    out: &mut String,
+    record: &StepRecord,
+    info: Option<&ExperimentInfo>,
+) -> std::fmt::Result {
+    let checked = [
+        ("this step's", record.result.checked_output.as_deref()),
+        (
+            "the baseline's",
+            info.and_then(|i| i.baseline.checked_output.as_deref()),
+        ),
+    ];
+    for (whose, text) in checked {
+        writeln!(out, "{whose} checked output (its start):")?;
+        for line in text.unwrap_or("(not kept)").lines() {
+            writeln!(out, "  > {line}")?;
         }
     }
-    let baseline = info.as_ref().and_then(|info| info.baseline.objective());
-    // In the objective's unit, as every command prints it.
-    let unit = store
-        .config()?
-        .map_or("count", |c| c.objective.metric.unit());
-    let value = |v: f64| format_measure(v, unit);
+    Ok(())
+}
+
+/// The objective, against the baseline where there is one.
+fn write_objective(
+    out: &mut String,
+    record: &StepRecord,
+    info: Option<&ExperimentInfo>,
+    value: &dyn Fn(f64) -> String,
+) -> std::fmt::Result {
+    let baseline = info.and_then(|info| info.baseline.objective());
     match (record.objective, baseline) {
         (Some(o), Some(b)) => writeln!(
             out,
             "objective: {} (baseline {}, {TIME_RATIO} {})",
             value(o),
             value(b),
-            format_ratio(
-                info.as_ref()
-                    .and_then(|i| i.time_ratio(o))
-                    .unwrap_or(f64::NAN)
-            )
-        )?,
-        (Some(o), None) => writeln!(out, "objective: {}", value(o))?,
-        (None, _) => writeln!(out, "objective: none (the step failed)")?,
+            format_ratio(info.and_then(|i| i.time_ratio(o)).unwrap_or(f64::NAN))
+        ),
+        (Some(o), None) => writeln!(out, "objective: {}", value(o)),
+        (None, _) => writeln!(out, "objective: none (the step failed)"),
     }
-    if let Some(d) = record.decision.as_ref().filter(|_| manual.is_none()) {
-        let verdict = if d.accepted { "accepted" } else { "rejected" };
-        writeln!(
-            out,
-            "{verdict} against {}; temperature {}",
-            value(d.compared_with),
-            format_value(record.temperature)
-        )?;
-    }
+}
+
+/// The decisions it changed, and its build (with the decisions that were moot in it).
+fn write_changes(out: &mut String, record: &StepRecord) -> std::fmt::Result {
     let changed = &record.diff.0;
     write!(out, "{} changed", plural(changed.len(), "decision"))?;
     if !changed.is_empty() && changed.len() <= LIST_CHANGES {
@@ -135,72 +184,58 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
     } else {
         writeln!(out)?;
     }
-    if let Some(b) = &record.result.build {
+    let Some(b) = &record.result.build else {
+        return Ok(());
+    };
+    writeln!(
+        out,
+        "build: {:.2} s{}{}",
+        b.wall_ns as f64 / 1e9,
+        b.text_bytes
+            .map_or(String::new(), |t| format!(", .text {t} bytes")),
+        if b.reused { ", reused" } else { "" }
+    )?;
+    if !b.moot.is_empty() {
         writeln!(
             out,
-            "build: {:.2} s{}{}",
-            b.wall_ns as f64 / 1e9,
-            b.text_bytes
-                .map_or(String::new(), |t| format!(", .text {t} bytes")),
-            if b.reused { ", reused" } else { "" }
+            "{}: the site's call is not in this build, so its value decided nothing:",
+            plural(b.moot.len(), "moot decision")
         )?;
-        if !b.moot.is_empty() {
+        for (site, why) in b.moot.iter().take(LIST_CHANGES) {
+            writeln!(out, "  {site}: {why}")?;
+        }
+        if b.moot.len() > LIST_CHANGES {
             writeln!(
                 out,
-                "{}: the site's call is not in this build, so its value decided nothing:",
-                plural(b.moot.len(), "moot decision")
+                "  … and {} more (kiln show --json lists all)",
+                b.moot.len() - LIST_CHANGES
             )?;
-            for (site, why) in b.moot.iter().take(LIST_CHANGES) {
-                writeln!(out, "  {site}: {why}")?;
-            }
-            if b.moot.len() > LIST_CHANGES {
-                writeln!(
-                    out,
-                    "  … and {} more (kiln show --json lists all)",
-                    b.moot.len() - LIST_CHANGES
-                )?;
-            }
         }
     }
-    for warning in &record.result.warnings {
-        writeln!(out, "worker warning: {warning}")?;
-    }
-    for (kind, hash) in &record.artifacts {
-        writeln!(out, "{kind}: {}", store.artifact_path(hash).display())?;
-    }
-    if let Some(cut) = &record.result.cut_short {
-        writeln!(
-            out,
-            "cut short after {} of at most {} runs: the median's 95% CI [{}, {}] lies above {}, \
-             the incumbent's {} plus the most temperature {} accepts with probability {} or more",
-            cut.runs,
-            cut.max_runs,
-            value(cut.ci_low),
-            value(cut.ci_high),
-            value(cut.race.bound),
-            value(cut.race.incumbent),
-            format_value(record.temperature),
-            cut.race.p
-        )?;
+    Ok(())
+}
+
+/// Every metric measured; one run has no interval: its value alone, not a CI drawn from one
+/// sample.
+fn write_metrics(out: &mut String, record: &StepRecord) -> std::fmt::Result {
+    if record.result.summary.is_empty() {
+        return Ok(());
     }
     let measured = record.result.runs.iter().filter(|r| !r.warmup).count();
-    if !record.result.summary.is_empty() {
-        // One run has no interval: its value alone, not a CI drawn from one sample.
-        match measured {
-            1 => writeln!(out, "metrics (one run):")?,
-            n => writeln!(out, "metrics (median [95% CI] over {n} runs):")?,
-        }
-        for metric in Metric::ALL {
-            if let Some(s) = record.result.summary.get(metric) {
-                let shown = match measured {
-                    1 => format_measure(s.median, metric.unit()),
-                    _ => format_summary(s, metric.unit()),
-                };
-                writeln!(out, "  {:<20} {shown}", metric.name())?;
-            }
+    match measured {
+        1 => writeln!(out, "metrics (one run):")?,
+        n => writeln!(out, "metrics (median [95% CI] over {n} runs):")?,
+    }
+    for metric in Metric::ALL {
+        if let Some(s) = record.result.summary.get(metric) {
+            let shown = match measured {
+                1 => format_measure(s.median, metric.unit()),
+                _ => format_summary(s, metric.unit()),
+            };
+            writeln!(out, "  {:<20} {shown}", metric.name())?;
         }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// `EXPERIMENT/CHAIN/STEP`; the experiment may itself hold `/`.

@@ -85,9 +85,24 @@ pub(super) fn render(report: &Report, live: bool) -> String {
         report.phase.clone()
     };
     let _ = writeln!(out, "campaign {} ({state})", report.campaign);
-    if report.chains.is_empty() {
-        let _ = writeln!(out, "no chain has started yet");
+    match report.chains.is_empty() {
+        true => out.push_str("no chain has started yet\n"),
+        false => out.push_str(&chain_table(report, live)),
     }
+    if report.chains.len() > report.experiments().len() {
+        out.push('\n');
+        out.push_str(&experiment_totals(report));
+    }
+    out.push_str(&notes(report));
+    if !report.workers.is_empty() {
+        out.push('\n');
+        out.push_str(&worker_table(report));
+    }
+    out
+}
+
+/// One row per chain: steps, acceptance, best, temperature, coverage, time, failures.
+fn chain_table(report: &Report, live: bool) -> String {
     let rows = report.chains.iter().map(|r| {
         let elapsed = (r.updated_ms.saturating_sub(r.started_ms)) as f64 / 1000.0;
         let failures = if r.failures.is_empty() {
@@ -124,30 +139,29 @@ pub(super) fn render(report: &Report, live: bool) -> String {
             failures,
         ]
     });
-    if !report.chains.is_empty() {
-        out.push_str(&table(
-            &[
-                "experiment",
-                "chain",
-                "steps",
-                "accepted",
-                "best",
-                TIME_RATIO,
-                "temp",
-                "varied",
-                "sets",
-                "elapsed",
-                "eta",
-                "failures",
-            ],
-            &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-            rows,
-        ));
-    }
-    if report.chains.len() > report.experiments().len() {
-        out.push('\n');
-        out.push_str(&experiment_totals(report));
-    }
+    table(
+        &[
+            "experiment",
+            "chain",
+            "steps",
+            "accepted",
+            "best",
+            TIME_RATIO,
+            "temp",
+            "varied",
+            "sets",
+            "elapsed",
+            "eta",
+            "failures",
+        ],
+        &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        rows,
+    )
+}
+
+/// What failed or stopped, and what racing saved: a line each.
+fn notes(report: &Report) -> String {
+    let mut out = String::new();
     for (experiment, why) in &report.failed {
         let _ = writeln!(out, "experiment {experiment} not prepared: {why}");
     }
@@ -177,56 +191,57 @@ pub(super) fn render(report: &Report, live: bool) -> String {
             r.experiment, r.chain, r.raced.cut_short, r.raced.runs_saved
         );
     }
-    if !report.workers.is_empty() {
-        // Throughput over the campaign's span so far (first chain start to last decision).
-        let start = report
-            .chains
-            .iter()
-            .map(|r| r.started_ms)
-            .min()
-            .unwrap_or(0);
-        let end = report
-            .chains
-            .iter()
-            .map(|r| r.updated_ms)
-            .max()
-            .unwrap_or(start);
-        // Steps an hour, as the report's throughput plot says it: a week's
-        // campaign reads in hours.
-        let hours = end.saturating_sub(start) as f64 / 3_600_000.0;
-        let rows = report.workers.iter().map(|w| {
-            let rate = if hours > 0.0 {
-                format_value(w.steps as f64 / hours)
-            } else {
-                "-".into()
-            };
-            vec![
-                w.name.clone(),
-                w.steps.to_string(),
-                rate,
-                w.utilisation
-                    .map_or("-".into(), |u| format!("{:.0}%", 100.0 * u)),
-                w.losses.to_string(),
-                cells(&w.calibration),
-                job_cell(w.slurm_job.as_ref()),
-                w.state.clone(),
-            ]
-        });
-        out.push('\n');
-        out.push_str(&table(
-            &[
-                "worker",
-                "steps",
-                "steps/h",
-                "busy",
-                "losses",
-                "calibration ms",
-                "slurm job",
-                "state",
-            ],
-            &[1, 2, 3, 4],
-            rows,
-        ));
-    }
     out
+}
+
+/// One row per worker: steps, steps per hour, busy share, losses, calibration, state.
+fn worker_table(report: &Report) -> String {
+    // Throughput over the campaign's span so far (first chain start to last decision).
+    let start = report
+        .chains
+        .iter()
+        .map(|r| r.started_ms)
+        .min()
+        .unwrap_or(0);
+    let end = report
+        .chains
+        .iter()
+        .map(|r| r.updated_ms)
+        .max()
+        .unwrap_or(start);
+    // Steps an hour, as the report's throughput plot says it: a week's
+    // campaign reads in hours.
+    let hours = end.saturating_sub(start) as f64 / 3_600_000.0;
+    let rows = report.workers.iter().map(|w| {
+        let rate = if hours > 0.0 {
+            format_value(w.steps as f64 / hours)
+        } else {
+            "-".into()
+        };
+        vec![
+            w.name.clone(),
+            w.steps.to_string(),
+            rate,
+            w.utilisation
+                .map_or("-".into(), |u| format!("{:.0}%", 100.0 * u)),
+            w.losses.to_string(),
+            cells(&w.calibration),
+            job_cell(w.slurm_job.as_ref()),
+            w.state.clone(),
+        ]
+    });
+    table(
+        &[
+            "worker",
+            "steps",
+            "steps/h",
+            "busy",
+            "losses",
+            "calibration ms",
+            "slurm job",
+            "state",
+        ],
+        &[1, 2, 3, 4],
+        rows,
+    )
 }
