@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
+use kiln_protocol::config::Start;
 use kiln_protocol::CampaignConfig;
 
 use crate::atomic::Staged;
@@ -121,7 +122,11 @@ fn final_summary(
         let _ = writeln!(
             out,
             "  {:<28} {:>12}",
-            "stock decisions (baseline)",
+            match e.baseline {
+                None => "stock decisions (baseline)",
+                Some(Start::File(_)) => "decision file (baseline)",
+                Some(Start::Random { .. }) => "random start (baseline)",
+            },
             format_measure(baseline, unit)
         );
         for (name, r) in &info.references {
