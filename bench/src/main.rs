@@ -83,12 +83,13 @@ fn main() -> ExitCode {
         } => account(timeout, stdout, stderr, command),
         Cmd::StoreBuild { dir, steps, chains } => synth::build(&dir, steps, chains).map(|b| {
             println!(
-                "{} steps in {:.1} s ({:.0} steps/s); one step record is {} bytes of JSON, its export row {} bytes",
+                "{} steps in {:.1} s ({:.0} steps/s); one step record is {} bytes of JSON, its export row {} bytes; the database takes {:.0} bytes a step",
                 b.steps,
                 b.seconds,
                 b.steps as f64 / b.seconds,
                 b.record_bytes,
-                b.row_bytes
+                b.row_bytes,
+                b.db_bytes_per_step
             );
         }),
         Cmd::StoreLayout1 { from, to } => synth::copy_as_layout_1(&from, &to).map(|keys| {

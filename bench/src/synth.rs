@@ -222,6 +222,21 @@ fn experiment_info() -> ExperimentInfo {
     }
 }
 
+/// The bytes of the files under `dir`.
+pub fn dir_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            match e.metadata() {
+                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
+                Ok(m) => total += m.len(),
+                Err(_) => {}
+            }
+        }
+    }
+    total
+}
+
 /// What building a store took.
 pub struct Built {
     /// Steps written.
@@ -232,6 +247,8 @@ pub struct Built {
     pub record_bytes: usize,
     /// Bytes of its export row.
     pub row_bytes: usize,
+    /// Bytes of the store's database over its steps.
+    pub db_bytes_per_step: f64,
 }
 
 /// Writes a store of `steps` decided steps over `chains` chains into `dir`
@@ -274,35 +291,43 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
         store.put_chain("noop", chain, &state)?;
     }
     store.flush()?;
+    drop(store);
     Ok(Built {
         steps: written,
         seconds: t0.elapsed().as_secs_f64(),
         record_bytes,
         row_bytes,
+        db_bytes_per_step: dir_size(&kiln_controller::store::layout::db(dir)) as f64
+            / written.max(1) as f64,
     })
 }
 
 /// Copies the store in `from` (closed) into `to` as kiln wrote stores
 /// before it kept export rows, the only layout older kilns read: every key
-/// but the rows (`row/…`), `meta/schema` 1. Returns the keys copied.
+/// but the rows (`row/…`) and base sets (`set/…`), steps with their
+/// decisions in full, pages uncompressed, `meta/schema` 1. Returns the keys copied.
 pub fn copy_as_layout_1(from: &Path, to: &Path) -> Result<u64> {
     anyhow::ensure!(!to.exists(), "{} exists already", to.display());
+    let from = Store::open_existing(from)?;
     // sled's default cache (1 GiB) would only grow this process.
-    let open = |dir: &Path| {
-        sled::Config::new()
-            .path(dir.join("db"))
-            .cache_capacity(32 << 20)
-            .open()
-    };
-    let (from, to) = (open(from)?, open(to)?);
+    let to = sled::Config::new()
+        .path(to.join("db"))
+        .cache_capacity(32 << 20)
+        .open()?;
     let mut batch = sled::Batch::default();
     let mut copied = 0u64;
-    for item in from.iter() {
+    for item in from.database().iter() {
         let (key, value) = item?;
-        if key.starts_with(b"row/") {
+        if key.starts_with(b"row/") || key.starts_with(b"set/") {
             continue;
         }
-        batch.insert(key, value);
+        match key.starts_with(b"step/") {
+            true => {
+                let record = from.read_step(&String::from_utf8_lossy(&key), &value)?;
+                batch.insert(key, serde_json::to_vec(&record)?);
+            }
+            false => batch.insert(key, value),
+        }
         copied += 1;
         if copied.is_multiple_of(1000) {
             to.apply_batch(std::mem::take(&mut batch))?;

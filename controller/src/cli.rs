@@ -81,6 +81,9 @@ pub enum Command {
 pub enum StoreCommand {
     /// Check a store's integrity and print counts.
     Verify(VerifyArgs),
+    /// Bring a store written by an older kiln to the current layout now (compressed, about a
+    /// fifth of the room); `kiln run` and `kiln benchmark --store` do it when they open one.
+    Migrate(VerifyArgs),
 }
 
 /// The arguments of `kiln check`.
@@ -336,7 +339,7 @@ pub struct ServeArgs {
     pub bind: std::net::IpAddr,
 }
 
-/// The arguments of `kiln store verify`.
+/// The arguments of `kiln store verify` and `kiln store migrate`.
 #[derive(Args)]
 pub struct VerifyArgs {
     /// The campaign's store folder.

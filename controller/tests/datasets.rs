@@ -833,7 +833,9 @@ fn steps_export_reads_the_same_from_a_store_without_the_metrics_index() {
     assert_eq!(rows.len(), 1401);
     drop(store);
     {
-        let db = reopen(|| sled::open(path.join("db")).map_err(anyhow::Error::from));
+        let db = reopen(|| {
+            kiln_controller::store::open_database(&path.join("db")).map_err(anyhow::Error::from)
+        });
         for key in ["metrics/linear", "metrics/manual:linear"] {
             assert!(db.remove(key).unwrap().is_some(), "{key} is kept");
         }
@@ -919,7 +921,9 @@ fn bad_input_exits_2_and_a_failure_1() {
     let path = dir.path().join("store");
     drop(synthetic_store(&path, 10, 9));
     {
-        let db = reopen(|| sled::open(path.join("db")).map_err(anyhow::Error::from));
+        let db = reopen(|| {
+            kiln_controller::store::open_database(&path.join("db")).map_err(anyhow::Error::from)
+        });
         let row = db.scan_prefix("row/").next().unwrap().unwrap().0;
         db.remove(row).unwrap();
         db.flush().unwrap();

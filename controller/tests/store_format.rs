@@ -1,8 +1,9 @@
 //! The store's layouts. A store written before kiln kept export rows (layout
 //! 1, written here key by key as that kiln wrote it) exports exactly as it
-//! did then, reads and verifies as it is, and gains its rows when a step is
-//! next written into it, campaign or not; a store of the current layout
-//! exports the same from its rows, and `kiln store verify` checks them.
+//! did then, reads and verifies as it is, and is migrated (compressed, its
+//! steps against their start, export rows added) when a command that writes
+//! opens it, campaign or not; a store of the current layout exports the
+//! same from its rows, and `kiln store verify` checks them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -15,8 +16,9 @@ use crate::common::splitmix::Gen;
 use crate::common::*;
 use kiln_controller::export::{self, ExportOptions, Table};
 use kiln_controller::store::{
-    manual_experiment, verify as verify_store, ChainState, Decision, ExperimentInfo, Incumbent,
-    Reference, StepKey, StepKind, StepRecord, Store, SCHEMA_VERSION,
+    manual_experiment, open_database, pages_compressed, verify as verify_store, ChainState,
+    Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord, Store,
+    SCHEMA_VERSION,
 };
 use kiln_protocol::message::{BuildRecord, CutShort, Discovery, Race, RunRecord, StepResult};
 use kiln_protocol::{
@@ -382,7 +384,7 @@ fn a_store_without_export_rows_exports_as_kiln_did_before_them() {
     let dir = tempfile::tempdir().unwrap();
     let c = campaign(20);
     write_layout_1(dir.path(), &c);
-    let store = reopen(|| Store::open(dir.path()));
+    let store = reopen(|| Store::open_existing(dir.path()));
     assert_eq!(store.schema(), 1);
     let table = steps_table(&store);
     assert!(
@@ -396,8 +398,10 @@ fn a_store_without_export_rows_exports_as_kiln_did_before_them() {
     drop(store);
     let verified = reopen(|| verify_store(dir.path(), &mut |_| {}));
     assert!(verified.problems.is_empty(), "{:?}", verified.problems);
-    let store = reopen(|| Store::open(dir.path()));
+    let store = reopen(|| Store::open_existing(dir.path()));
     assert_eq!(store.schema(), 1);
+    drop(store);
+    assert!(!pages_compressed(&dir.path().join("db")));
 
     // The same campaign written now exports the same table from its rows.
     let now = tempfile::tempdir().unwrap();
@@ -411,7 +415,7 @@ fn a_store_without_export_rows_exports_as_kiln_did_before_them() {
 }
 
 #[test]
-fn a_store_without_export_rows_gains_them_when_a_step_is_written() {
+fn a_store_without_export_rows_is_migrated_when_opened_to_write() {
     // Enough steps for several of the export's parallel chunks per chain.
     let mut c = campaign(601);
     let last = c.steps.iter().rposition(|(r, _)| r.key.chain == 1).unwrap();
@@ -420,10 +424,20 @@ fn a_store_without_export_rows_gains_them_when_a_step_is_written() {
     write_layout_1(old.path(), &c);
     let now = tempfile::tempdir().unwrap();
     let current = write_current(now.path(), &c);
-    let store = reopen(|| Store::open(old.path()));
+    let store = reopen(|| Store::open_existing(old.path()));
     assert!(steps_table(&store) == steps_table(&current));
+    drop(store);
 
-    // A campaign resuming on it decides its next step: the store is upgraded first.
+    // A campaign resuming on it opens it to write: it is migrated first.
+    let store = reopen(|| Store::open(old.path()));
+    assert_eq!(store.schema(), SCHEMA_VERSION);
+    assert!(pages_compressed(&old.path().join("db")));
+    let names: BTreeSet<String> = std::fs::read_dir(old.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!names.iter().any(|n| n.starts_with("db.")), "{names:?}");
+    assert!(steps_table(&store) == steps_table(&current));
     write_step(&store, &c, &extra, extra_state.as_ref());
     write_step(&current, &c, &extra, extra_state.as_ref());
     assert_eq!(store.schema(), SCHEMA_VERSION);
@@ -450,7 +464,7 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
     let dir = tempfile::tempdir().unwrap();
     drop(write_current(dir.path(), &campaign(12)));
     {
-        let db = reopen(|| sled::open(dir.path().join("db")).map_err(anyhow::Error::from));
+        let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
         let row = |chain: u32, step: u32| format!("row/walk/{chain:06}/{step:09}");
         let other = db.get(row(1, 8)).unwrap().unwrap();
         assert!(db.remove(row(0, 5)).unwrap().is_some());
@@ -470,20 +484,31 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
 }
 
 #[test]
-fn a_decided_step_is_stored_as_its_json_with_its_checksum_first() {
+fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_first() {
     let dir = tempfile::tempdir().unwrap();
     let c = campaign(3);
     drop(write_current(dir.path(), &c));
-    let db = reopen(|| sled::open(dir.path().join("db")).map_err(anyhow::Error::from));
+    let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
+    let start = &c.experiments[0].1.baseline.decisions;
+    let base = start.hash();
+    let stored_start = db.get(format!("set/{base}")).unwrap().unwrap();
+    assert_eq!(&*stored_start, serde_json::to_vec(start).unwrap());
     for (record, _) in &c.steps {
         let k = &record.key;
         let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
         let stored = db.get(&key).unwrap().unwrap();
-        let json = String::from_utf8(serde_json::to_vec(record).unwrap()).unwrap();
-        let sum = ContentHash::of(json.as_bytes()).short();
+        let mut written = record.clone();
+        written
+            .decisions
+            .0
+            .retain(|point, value| start.0.get(point) != Some(value));
+        assert!(written.decisions.0.len() <= record.decisions.0.len());
+        let json = String::from_utf8(serde_json::to_vec(&written).unwrap()).unwrap();
+        let body = format!("{{\"base\":\"{base}\",{}", &json[1..]);
+        let sum = ContentHash::of(body.as_bytes()).short();
         assert_eq!(
             std::str::from_utf8(&stored).unwrap(),
-            format!("{{\"checksum\":\"{sum}\",{}", &json[1..]),
+            format!("{{\"checksum\":\"{sum}\",{}", &body[1..]),
             "{key}"
         );
     }
@@ -511,7 +536,8 @@ fn a_campaign_stored_without_export_rows_resumes_and_exports() {
     let dir = noop_campaign();
     // Make it a store as kiln wrote them before export rows.
     {
-        let db = reopen(|| sled::open(dir.path().join("store/db")).map_err(anyhow::Error::from));
+        let db =
+            reopen(|| open_database(&dir.path().join("store/db")).map_err(anyhow::Error::from));
         let rows: Vec<_> = db.scan_prefix("row/").keys().map(Result::unwrap).collect();
         assert_eq!(rows.len(), 24);
         rows.iter().for_each(|k| drop(db.remove(k).unwrap()));
@@ -527,7 +553,7 @@ fn a_campaign_stored_without_export_rows_resumes_and_exports() {
     assert_eq!(before.lines().count(), 1 + 24);
 
     // A second experiment is added to the campaign and run: the store is
-    // upgraded when its first step is decided, and exports the first
+    // migrated when the campaign opens it, and exports the first
     // experiment's steps as before.
     std::fs::write(dir.path().join("campaign.sexp"), noop_config(true)).unwrap();
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
@@ -591,4 +617,78 @@ fn a_chain_stored_before_kiln_kept_its_course_has_it_replayed_from_its_steps() {
         .fold(info().baseline.objective().unwrap(), f64::min);
     assert_eq!(last.best, Some(lowest));
     assert_eq!(last.at_ms, chain[299].decision.as_ref().unwrap().decided_ms);
+}
+
+/// The names in `dir` that a migration leaves only while it runs.
+fn migration_leftovers(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("db."))
+        .collect()
+}
+
+#[test]
+fn a_migration_cut_short_is_done_again_or_finished_by_the_next_open() {
+    let c = campaign(50);
+    let now = tempfile::tempdir().unwrap();
+    let expected = steps_table(&write_current(now.path(), &c));
+
+    // Cut short while it built the new database: that is built again.
+    let a = tempfile::tempdir().unwrap();
+    write_layout_1(a.path(), &c);
+    std::fs::create_dir(a.path().join("db.migrating")).unwrap();
+    std::fs::write(a.path().join("db.migrating/db"), b"half a database").unwrap();
+    let store = reopen(|| Store::open(a.path()));
+    assert_eq!(store.migrated_from(), Some(1));
+    assert!(steps_table(&store) == expected);
+    drop(store);
+    assert_eq!(migration_leftovers(a.path()), Vec::<String>::new());
+
+    // Cut short between moving the old database aside and the new one into
+    // its place: the new one (complete) is moved in.
+    let b = tempfile::tempdir().unwrap();
+    write_layout_1(b.path(), &c);
+    std::fs::rename(b.path().join("db"), b.path().join("db.replaced")).unwrap();
+    std::fs::create_dir(b.path().join("db.migrated")).unwrap();
+    for file in std::fs::read_dir(a.path().join("db")).unwrap() {
+        let file = file.unwrap();
+        if file.file_type().unwrap().is_file() {
+            std::fs::copy(
+                file.path(),
+                b.path().join("db.migrated").join(file.file_name()),
+            )
+            .unwrap();
+        }
+    }
+    let store = reopen(|| Store::open(b.path()));
+    assert_eq!(store.migrated_from(), None);
+    assert!(steps_table(&store) == expected);
+    drop(store);
+    assert_eq!(migration_leftovers(b.path()), Vec::<String>::new());
+    let verified = reopen(|| verify_store(b.path(), &mut |_| {}));
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+}
+
+#[test]
+fn kiln_store_migrate_says_what_it_did_and_then_that_nothing_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = campaign(20);
+    write_layout_1(&dir.path().join("store"), &c);
+    let migrate = || run_kiln_when_free(dir.path(), &["store", "migrate", "store"]);
+    let out = migrate();
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.starts_with("store store: layout 1 → 3 in ") && said.contains("; database "),
+        "{said}"
+    );
+    let out = migrate();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "store store is of the current layout (3): nothing to do\n"
+    );
+    let out = run_kiln(dir.path(), &["store", "migrate", "nothing-here"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(!dir.path().join("nothing-here").exists());
 }

@@ -68,7 +68,9 @@ fn a_hole_and_a_damaged_step_are_reported() {
     let dir = noop_campaign();
     let store = dir.path().join("store");
     {
-        let db = reopen(|| sled::open(store.join("db")).map_err(anyhow::Error::from));
+        let db = reopen(|| {
+            kiln_controller::store::open_database(&store.join("db")).map_err(anyhow::Error::from)
+        });
         for key in ["step/a/000000/000000005", "row/a/000000/000000005"] {
             assert!(db.remove(key).unwrap().is_some(), "{key}");
         }

@@ -73,8 +73,9 @@ impl Suite {
     /// layout exports a copy in layout 1), and that copy by the version under test.
     fn exports(&mut self, n: u64) -> Result<()> {
         let sdir = self.work.join(format!("store-{n}"));
-        // v3: layout 2, an export row beside every step; v4: chain states keep their course.
-        let want = format!("v4 {n}");
+        // v3: layout 2, an export row beside every step; v4: chain states keep their course;
+        // v5: layout 3, compressed, steps against their start.
+        let want = format!("v5 {n}");
         let marker = self.work.join(format!("store-{n}.built"));
         once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
         // Kilns older than the store's layout (the baseline) refuse it:
@@ -92,7 +93,7 @@ impl Suite {
                 synth::copy_as_layout_1(&sdir, &layout1).map(drop)
             })?;
         }
-        let size = dir_size(&sdir);
+        let size = synth::dir_size(&sdir);
         // Warm the page cache: the exports measure kiln, not the disk.
         let t = Instant::now();
         read_all(&sdir)?;
@@ -112,6 +113,14 @@ impl Suite {
             mib / warm_s,
         );
         res.add("store", &config, "store", 0, "db_mib", mib);
+        res.add(
+            "store",
+            &config,
+            "store",
+            0,
+            "db_bytes_per_step",
+            size as f64 / n as f64,
+        );
         let reps = if n >= 1_000_000 {
             self.sizes.reps.min(2)
         } else {
@@ -273,8 +282,9 @@ impl Suite {
              result that arrived together). Stores for export: {} chains of random-walk steps like the \
              no-op campaign's (one run, every timed metric, hardware counters unsupported; about 2.8 KB \
              of JSON each, and beside each its export row, about 270 bytes, which the steps table reads \
-             instead of the JSON), written through the Store API (`Store::import_steps`, atomic batches \
-             of 1000, each chain's state once). A kiln that predates export rows (store layout 2) \
+             instead of the JSON; store layout 3 keeps them in zstd-compressed pages, each step's \
+             decisions as they differ from its experiment's start), written through the Store API (`Store::import_steps`, atomic batches \
+             of 1000, each chain's state once). A kiln that predates the store's layout \
              refuses such a store: it exports a copy in layout 1, as it wrote stores (the same keys, no \
              rows). Export: `kiln export STORE --table steps -o FILE` on a warm page cache (the store \
              is read once before); peak RSS is the larger of wait4's ru_maxrss (what `/usr/bin/time -v` \
@@ -293,6 +303,7 @@ impl Suite {
         let mut t = Table::new(&[
             "store",
             "db MiB",
+            "db bytes a step",
             &p.both("export rows/s"),
             &p.both("export s"),
             &p.both("peak RSS MiB"),
@@ -306,10 +317,18 @@ impl Suite {
             t.row(vec![
                 format!("{n} steps"),
                 fmt(r.median(st, &c, "store", "db_mib")),
+                fmt(r.median(st, &c, "store", "db_bytes_per_step")),
                 p.pair(st, &c, "rows_per_s"),
                 p.pair(st, &c, "wall_s"),
                 p.pair(st, &c, "max_rss_mib"),
             ]);
+            let per_step = r.median(st, &c, "store", "db_bytes_per_step");
+            targets.push((
+                format!("≤ 1 KB a stored step ({n} steps)"),
+                format!("{} bytes", fmt(per_step)),
+                "the database's files over its steps".into(),
+                per_step.map(|b| b <= 1024.0),
+            ));
             let rate = r.median(st, &c, after, "rows_per_s");
             targets.push((
                 format!("export ≥ 200 k rows/s ({n} steps)"),
@@ -497,18 +516,4 @@ fn read_all(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-fn dir_size(dir: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(entries) = fs::read_dir(dir) {
-        for e in entries.flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
-                Ok(m) => total += m.len(),
-                Err(_) => {}
-            }
-        }
-    }
-    total
 }

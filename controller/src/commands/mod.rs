@@ -62,6 +62,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Store {
             command: StoreCommand::Verify(args),
         } => store::verify(&args, &mut out),
+        Command::Store {
+            command: StoreCommand::Migrate(args),
+        } => store::migrate(&args, &mut out),
         Command::Sites(args) => sites::run(&args, &mut out),
         Command::Workers(args) => workers::run(&args, &mut out),
         Command::Benchmark(args) => benchmark::run(&args, &mut out),

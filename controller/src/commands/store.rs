@@ -1,6 +1,8 @@
-//! `kiln store verify`: a store's integrity, as counts and problems.
+//! `kiln store verify`: a store's integrity, as counts and problems;
+//! `kiln store migrate`: an older store brought to the current layout.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -8,7 +10,7 @@ use kiln_protocol::quantity;
 
 use crate::cli::VerifyArgs;
 use crate::error::Outcome;
-use crate::store::{self, Checked};
+use crate::store::{self, layout, Checked, Store};
 
 /// A verification that has taken this long says how far it has read, and again as often.
 const PROGRESS_EVERY: Duration = Duration::from_secs(5);
@@ -57,4 +59,45 @@ pub(super) fn verify(args: &VerifyArgs, out: &mut dyn Write) -> Result<Outcome> 
         writeln!(out, "problem: {p}")?;
     }
     Ok(Outcome::Failure)
+}
+
+pub(super) fn migrate(args: &VerifyArgs, out: &mut dyn Write) -> Result<Outcome> {
+    let db = layout::db(&args.store);
+    let before = bytes_in(&db);
+    let started = Instant::now();
+    let store = Store::open_to_migrate(&args.store)?;
+    let Some(from) = store.migrated_from() else {
+        writeln!(
+            out,
+            "store {} is of the current layout ({}): nothing to do",
+            args.store.display(),
+            store.schema()
+        )?;
+        return Ok(Outcome::Success);
+    };
+    drop(store);
+    writeln!(
+        out,
+        "store {}: layout {from} → {} in {:.1} s; database {} → {}",
+        args.store.display(),
+        store::SCHEMA_VERSION,
+        started.elapsed().as_secs_f64(),
+        quantity::measure(before as f64, "bytes"),
+        quantity::measure(bytes_in(&db) as f64, "bytes"),
+    )?;
+    Ok(Outcome::Success)
+}
+
+/// The bytes of the files under `path`.
+fn bytes_in(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type().is_ok_and(|t| t.is_dir()) {
+            true => bytes_in(&e.path()),
+            false => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
 }

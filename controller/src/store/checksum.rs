@@ -5,26 +5,31 @@
 //! stored bytes as they are, never a re-serialization of them. Steps written
 //! before kiln kept checksums have none, and read as they are.
 
-use anyhow::Result;
-
 use kiln_protocol::ContentHash;
-
-use super::StepRecord;
 
 const OPEN: &[u8] = b"{\"checksum\":\"";
 const DIGITS: usize = 16;
 const CLOSE: &[u8] = b"\",";
 
-/// The stored value of a decided step.
-pub(super) fn seal(record: &StepRecord) -> Result<Vec<u8>> {
-    let json = serde_json::to_vec(record)?;
-    let sum = ContentHash::of(&json).short();
+/// The stored value of a decided step whose JSON (an object) is `json`.
+pub(super) fn seal(json: &[u8]) -> Vec<u8> {
+    let sum = ContentHash::of(json).short();
     let mut out = Vec::with_capacity(OPEN.len() + DIGITS + CLOSE.len() + json.len());
     out.extend_from_slice(OPEN);
     out.extend_from_slice(sum.as_bytes());
     out.extend_from_slice(CLOSE);
     out.extend_from_slice(&json[1..]);
-    Ok(out)
+    out
+}
+
+/// A stored step's fields after its checksum (after `{` where it has none).
+pub(super) fn fields(value: &[u8]) -> &[u8] {
+    value
+        .strip_prefix(OPEN)
+        .and_then(|rest| rest.get(DIGITS..))
+        .and_then(|rest| rest.strip_prefix(CLOSE))
+        .or_else(|| value.strip_prefix(b"{"))
+        .unwrap_or(value)
 }
 
 /// Whether a stored step's value matches its checksum: `None` for a value

@@ -13,6 +13,7 @@
 //! | `step/manual:<benchmark>/000000/<n>` | `StepRecord` measured by `kiln benchmark --store` (no chain state) |
 //! | `row/<experiment>/<chain>/<step>` | `StepSummary` of the decided step `step/…` (binary), in its batch; layout 2 on |
 //! | `result/<experiment>/<chain>/<step>` | `StepRecord` measured, not yet decided |
+//! | `set/<hash>` | a `DecisionSet` that decided steps' decisions are written against (`compact.rs`); layout 3 on |
 //! | `fingerprint/<hash>` | `Capabilities` of a worker, by content hash |
 //! | `failed/<experiment>` | why the experiment's preparation failed (its discovery or baseline); cleared when a later run prepares it |
 //! | `metrics/<experiment>` | the metrics found in the experiment's decided steps (summaries and runs), kept in the batch of the step that adds one; the export's columns (stores written before it was kept have none, and are scanned) |
@@ -22,6 +23,10 @@
 //!
 //! A decided step's value is its `StepRecord`'s JSON with a `checksum` field
 //! put first (`checksum.rs`); steps written before kiln kept one have none.
+//! From layout 3 on, its decisions are those that differ from the set its
+//! `base` field names (`compact.rs`), and sled compresses the database's
+//! pages (zstd); a writer migrates an older store when it opens it
+//! (`migrate.rs`), building the new database beside the old one.
 //!
 //! Beside the database, the high-water file (`high-water`, `marks.rs`) keeps
 //! how many steps each chain had decided, so that steps lost from the
@@ -141,6 +146,11 @@ pub fn fingerprint_key(hash: &ContentHash) -> String {
 /// baseline), each with why; a later run tries them again.
 pub const FAILED: &str = "failed/";
 
+/// `set/<hash>`.
+pub fn set_key(hash: &ContentHash) -> String {
+    format!("set/{hash}")
+}
+
 /// `failed/<experiment>`.
 pub fn failed_key(experiment: &str) -> String {
     format!("{FAILED}{experiment}")
@@ -166,6 +176,26 @@ pub fn db(store: &Path) -> PathBuf {
 /// sled's data file in it: there is a database only where it exists.
 pub fn db_file(store: &Path) -> PathBuf {
     db(store).join("db")
+}
+
+/// sled's record of how it stores the database (whether pages are compressed).
+pub fn db_conf(store: &Path) -> PathBuf {
+    db(store).join("conf")
+}
+
+/// The database of the current layout while a migration builds it.
+pub fn db_migrating(store: &Path) -> PathBuf {
+    store.join("db.migrating")
+}
+
+/// That database, complete, before it takes the old one's place.
+pub fn db_migrated(store: &Path) -> PathBuf {
+    store.join("db.migrated")
+}
+
+/// The old database while the migrated one takes its place.
+pub fn db_replaced(store: &Path) -> PathBuf {
+    store.join("db.replaced")
 }
 
 /// How many steps each chain had decided, one line per update
@@ -315,6 +345,9 @@ pub fn own_entries(store: &Path) -> Vec<PathBuf> {
         best_dir(store),
         rewards_dir(store),
         report_dir(store),
+        db_migrating(store),
+        db_migrated(store),
+        db_replaced(store),
         db(store),
     ]
 }

@@ -71,9 +71,22 @@ impl Store {
         }
         fs::create_dir_all(dir)
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
+        migrate::finish_interrupted(dir)?;
         let mut store = Store::open_db(dir, true, false)?;
         store.marks = Some(Mutex::new(marks::Marks::new(store.load_marks()?)));
         Ok(store)
+    }
+
+    /// Opens the store in `dir` to write, never creating one: `kiln store
+    /// migrate`, which migrates it (see [`Store::migrated_from`]).
+    pub fn open_to_migrate(dir: &Path) -> Result<Store> {
+        is_a_store(dir)?;
+        Store::open(dir)
+    }
+
+    /// The layout this process migrated the store from when it opened it, if it did.
+    pub fn migrated_from(&self) -> Option<u32> {
+        self.migrated_from
     }
 
     /// Opens the store in `dir` for a command that reads it: never creates
@@ -130,7 +143,13 @@ impl Store {
             }
             Err(e) => return Err(open_error(dir, e)),
         };
-        Store::from_db(db, copy, dir, writable)
+        let (db, migrated_from) = match writable {
+            true => migrate::if_older(dir, db)?,
+            false => (db, None),
+        };
+        let mut store = Store::from_db(db, copy, dir, writable)?;
+        store.migrated_from = migrated_from;
+        Ok(store)
     }
 
     fn from_db(
@@ -146,6 +165,8 @@ impl Store {
             marks: None,
             metrics: Default::default(),
             layout: Mutex::new(SCHEMA_VERSION),
+            bases: compact::no_bases(),
+            migrated_from: None,
         };
         match store.get::<u32>(layout::SCHEMA)? {
             None if writable => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,
@@ -179,12 +200,41 @@ fn held_by_a_controller(dir: &Path) -> bool {
     host != this_host() || Path::new("/proc").join(pid).exists()
 }
 
-/// Opens the sled database in `path`.
-fn open_sled(path: &Path) -> sled::Result<sled::Db> {
+/// Opens the sled database in `path`, its pages compressed where sled
+/// created it so (a new one: compressed). For tests and benchmarks that
+/// write a store's keys as other layouts or damage did.
+pub fn open_sled(path: &Path) -> sled::Result<sled::Db> {
+    open_sled_as(path, pages_compressed(path))
+}
+
+/// Opens the sled database in `path`, created with compressed pages or not:
+/// sled refuses to open a database otherwise than it was created.
+pub(super) fn open_sled_as(path: &Path, compressed: bool) -> sled::Result<sled::Db> {
     sled::Config::new()
         .path(path)
         .cache_capacity(CACHE_BYTES)
+        .use_compression(compressed)
+        .compression_factor(COMPRESSION_LEVEL)
         .open()
+}
+
+/// Whether sled keeps the database in `path` with compressed pages (layout 3
+/// on), as its `conf` file says; a database not created yet will be.
+pub fn pages_compressed(path: &Path) -> bool {
+    // The file ends in a binary checksum: read as bytes.
+    match fs::read(path.join("conf")) {
+        Ok(conf) => !conf
+            .split(|&b| b == b'\n')
+            .any(|line| line == b"use_compression: false"),
+        Err(_) => true,
+    }
+}
+
+/// Makes the renames in `dir` durable.
+pub(super) fn sync_dir(dir: &Path) -> Result<()> {
+    fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .with_context(|| format!("cannot sync {}", dir.display()))
 }
 
 /// Why the database of the store in `dir` did not open, in words that name it.

@@ -171,18 +171,20 @@ fn scan_steps(
                 ));
                 // Where it still reads, its row is compared: the damage may be in a field
                 // the export shows.
-                if let Ok(record) = serde_json::from_slice::<StepRecord>(&value) {
+                if let Ok(record) = store.read_step(&key, &value) {
                     rows.check(&record, row, &mut v.problems)?;
                 }
                 continue;
             }
             None => *v.counts.entry("steps without checksum").or_default() += 1,
         }
-        let record: StepRecord = match serde_json::from_slice(&value) {
+        let record = match store.read_step(&key, &value) {
             Ok(record) => record,
             Err(e) => {
-                v.problems
-                    .push(format!("store key {key}: the step is unreadable ({e})"));
+                v.problems.push(format!(
+                    "store key {key}: the step is unreadable ({})",
+                    e.root_cause()
+                ));
                 continue;
             }
         };

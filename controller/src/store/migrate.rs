@@ -1,0 +1,173 @@
+//! Bringing an older store to the current layout, in place, when a command
+//! that writes opens it: the database is copied into a new one beside it
+//! (`db.migrating`, compressed pages, each decided step written against its
+//! experiment's start, layout 1's steps given their export rows), which then
+//! takes the old one's place. A crash at any moment leaves the old database
+//! whole, or the new one complete (`db.migrated`) and the next open finishes
+//! the swap. Nothing is lost: a step that fails its checksum or does not
+//! read is copied as it was, for `kiln store verify` to report.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+
+use super::compact::{self, Base};
+use super::open::{open_sled_as, pages_compressed, sync_dir};
+use super::{checksum, layout, ExperimentInfo, OpenError, StepRecord, StepSummary};
+use super::{ROWS_SINCE, SCHEMA_VERSION};
+
+/// Keys written per batch: bounded memory, however big the store.
+const BATCH_KEYS: usize = 1000;
+
+/// The database `db` of the store in `dir`, which this process opened to
+/// write into, in the current layout: as it is, or migrated (with the
+/// layout it had). A store of a newer layout is refused.
+pub(super) fn if_older(dir: &Path, db: sled::Db) -> Result<(sled::Db, Option<u32>)> {
+    let stored: Option<u32> = match db.get(layout::SCHEMA)? {
+        Some(v) => {
+            Some(serde_json::from_slice(&v).context("the store's layout version is unreadable")?)
+        }
+        None => None,
+    };
+    let compressed = pages_compressed(&layout::db(dir));
+    match stored {
+        Some(found) if found > SCHEMA_VERSION => Err(OpenError::Newer {
+            dir: dir.to_path_buf(),
+            found,
+        }
+        .into()),
+        Some(SCHEMA_VERSION) if compressed => Ok((db, None)),
+        // A database just created.
+        None if compressed && db.is_empty() => Ok((db, None)),
+        // Without a version, a store is read as the oldest layout.
+        _ => {
+            let from = stored.unwrap_or(1);
+            Ok((to_current(dir, db, from)?, Some(from)))
+        }
+    }
+}
+
+/// Migrates the store in `dir`, whose database `old` (layout `from`) this
+/// process has open; returns the migrated database, open.
+fn to_current(dir: &Path, old: sled::Db, from: u32) -> Result<sled::Db> {
+    let started = Instant::now();
+    let building = layout::db_migrating(dir);
+    if building.exists() {
+        fs::remove_dir_all(&building)
+            .with_context(|| format!("cannot remove {}", building.display()))?;
+    }
+    let new = open_sled_as(&building, true)
+        .with_context(|| format!("cannot create {}", building.display()))?;
+    let copied = copy(&old, &new, from)?;
+    new.flush()?;
+    drop((new, old));
+    fs::rename(&building, layout::db_migrated(dir))?;
+    finish_interrupted(dir)?;
+    tracing::info!(
+        "store {} migrated from layout {from} to {SCHEMA_VERSION} (compressed, steps against their start): {copied} keys in {:.1} s",
+        dir.display(),
+        started.elapsed().as_secs_f64()
+    );
+    open_sled_as(&layout::db(dir), true)
+        .with_context(|| format!("cannot open store {}", dir.display()))
+}
+
+/// Finishes a migration a crash interrupted: a complete new database takes
+/// the old one's place; a partial one, or an old one already replaced, is removed.
+pub(super) fn finish_interrupted(dir: &Path) -> Result<()> {
+    let (db, migrated, replaced) = (
+        layout::db(dir),
+        layout::db_migrated(dir),
+        layout::db_replaced(dir),
+    );
+    if migrated.exists() {
+        if db.exists() {
+            fs::rename(&db, &replaced)?;
+        }
+        fs::rename(&migrated, &db)?;
+        sync_dir(dir)?;
+    }
+    for leftover in [replaced, layout::db_migrating(dir)] {
+        if leftover.exists() {
+            fs::remove_dir_all(&leftover)
+                .with_context(|| format!("cannot remove {}", leftover.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Copies every key of `old` (layout `from`) into `new` as the current layout
+/// keeps it; returns how many keys it read.
+fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
+    let starts = starts(old, new)?;
+    let mut batch = sled::Batch::default();
+    let mut copied = 0u64;
+    for item in old.iter() {
+        let (key, value) = item?;
+        copied += 1;
+        match std::str::from_utf8(&key).ok().and_then(layout::step_of_key) {
+            Some((experiment, _, _)) => {
+                let base = starts.get(experiment).and_then(Option::as_ref);
+                batch.insert(&key, step(&value, base));
+                if from < ROWS_SINCE {
+                    let row = StepSummary::from_json(&value).with_context(|| {
+                        format!(
+                            "store key {} holds unreadable data",
+                            String::from_utf8_lossy(&key)
+                        )
+                    })?;
+                    batch.insert(
+                        [layout::ROWS.as_bytes(), &key[layout::STEPS.len()..]].concat(),
+                        row.encode()?,
+                    );
+                }
+            }
+            None if &*key == layout::SCHEMA.as_bytes() => {}
+            None => batch.insert(key, value),
+        }
+        if copied.is_multiple_of(BATCH_KEYS as u64) {
+            new.apply_batch(std::mem::take(&mut batch))?;
+        }
+    }
+    batch.insert(layout::SCHEMA, serde_json::to_vec(&SCHEMA_VERSION)?);
+    new.apply_batch(batch)?;
+    Ok(copied)
+}
+
+/// Each experiment's start, its set written into `new`.
+fn starts(old: &sled::Db, new: &sled::Db) -> Result<HashMap<String, Option<Base>>> {
+    let mut starts = HashMap::new();
+    for item in old.scan_prefix(layout::EXPERIMENTS) {
+        let (key, value) = item?;
+        let key = String::from_utf8_lossy(&key).into_owned();
+        let base = match serde_json::from_slice::<ExperimentInfo>(&value) {
+            Ok(info) => {
+                let set = info.baseline.decisions;
+                let hash = set.hash();
+                new.insert(layout::set_key(&hash), serde_json::to_vec(&set)?)?;
+                Some((hash, Arc::new(set)))
+            }
+            // Left as it is; its steps keep their decisions in full.
+            Err(_) => None,
+        };
+        starts.insert(layout::experiment_of_key(&key).to_string(), base);
+    }
+    Ok(starts)
+}
+
+/// A decided step's value in the current layout: sealed again against
+/// `base`, or as it was where it fails its checksum, does not read or is
+/// written against a base already.
+fn step(value: &[u8], base: Option<&Base>) -> Vec<u8> {
+    if checksum::matches(value) == Some(false) || !matches!(compact::base_of(value), Ok(None)) {
+        return value.to_vec();
+    }
+    match serde_json::from_slice::<StepRecord>(value) {
+        Ok(record) => compact::seal(&record, base).unwrap_or_else(|_| value.to_vec()),
+        Err(_) => value.to_vec(),
+    }
+}
