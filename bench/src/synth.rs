@@ -4,7 +4,7 @@
 //! step.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::Result;
@@ -29,9 +29,12 @@ use kiln_protocol::{
 pub const KNOBS: usize = 12;
 /// Values per knob.
 pub const VALUES: i64 = 20;
+/// Chains of the synthetic stores the suite builds.
+pub const CHAINS: u32 = 4;
 
-/// The config stored with a synthetic store (what `kiln export` reads the campaign name from).
-pub fn config_text() -> String {
+/// The config stored with a synthetic store (what `kiln export` reads the campaign name from):
+/// `steps` a chain, the sources in `sources`, the store in `store`.
+pub fn config_text(steps: u64, sources: &Path, store: &Path) -> String {
     let knobs: Vec<String> = (0..KNOBS)
         .map(|k| {
             let values: Vec<String> = (0..VALUES).map(|v| v.to_string()).collect();
@@ -41,18 +44,47 @@ pub fn config_text() -> String {
     format!(
         r#"(campaign
   (name bench-synthetic)
-  (store "store")
+  (store {store:?})
   (objective (metric wall-time) (statistic median))
   (runs (warmup 0) (min 1) (max 1))
   (experiments
-    ((benchmark noop) (search (random-walk (steps 1000000))) (chains 4) (seed 1)))
+    ((benchmark noop) (search (random-walk (steps {steps}))) (chains 4) (seed 1)))
   (benchmarks
-    ((name noop) (kind knobs) (knobs {})
-     (sources "noop") (build ()) (run ("true")) (check-output none) (timeout-s 5)))
+    ((name noop) (kind knobs) (knobs {knobs})
+     (sources {sources:?}) (build ()) (run ("true")) (check-output none) (timeout-s 5)))
   (workers (local (slots 2))))
 "#,
-        knobs.join(" ")
+        knobs = knobs.join(" "),
+        store = store.display().to_string(),
+        sources = sources.display().to_string(),
     )
+}
+
+/// The synthetic campaign's sources (none: it runs `true`), beside its store.
+fn sources_of(store: &Path) -> Result<PathBuf> {
+    let sources = store.with_extension("sources");
+    std::fs::create_dir_all(&sources)?;
+    // kiln refuses sources without a file.
+    std::fs::write(
+        sources.join("README"),
+        "the synthetic campaign runs `true`\n",
+    )?;
+    Ok(sources.canonicalize()?)
+}
+
+/// The steps a chain of an `n`-step synthetic store is given: one more than
+/// it holds, so that a resumed campaign decides one step a chain and ends.
+fn budget(n: u64, chains: u32) -> u64 {
+    n.div_ceil(u64::from(chains.max(1))) + 1
+}
+
+/// A config that resumes the `n`-step synthetic campaign whose store is
+/// `built`, in the copy `copy` of that store, written into `dir`; returns its path.
+pub fn resume_config(n: u64, built: &Path, copy: &Path, dir: &Path) -> Result<PathBuf> {
+    let text = config_text(budget(n, CHAINS), &sources_of(built)?, copy);
+    let path = dir.join("resume.sexp");
+    std::fs::write(&path, text)?;
+    Ok(path)
 }
 
 fn points() -> Vec<DecisionPoint> {
@@ -199,7 +231,8 @@ fn next_step(g: &mut Gen, state: &mut ChainState, chain: u32, step: u32) -> Step
     record
 }
 
-fn experiment_info() -> ExperimentInfo {
+/// The synthetic experiment's info, its sources packed as `bundle`.
+fn experiment_info(bundle: ContentHash) -> ExperimentInfo {
     let samples = vec![BASELINE_NS, BASELINE_NS + 10_000.0, BASELINE_NS - 10_000.0];
     ExperimentInfo {
         discovery: Discovery {
@@ -207,7 +240,7 @@ fn experiment_info() -> ExperimentInfo {
             baseline: baseline(),
             ..Default::default()
         },
-        bundle: ContentHash::of(b"noop"),
+        bundle,
         baseline: Reference {
             decisions: baseline(),
             samples,
@@ -256,8 +289,11 @@ pub struct Built {
 pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
     let t0 = Instant::now();
     let store = Store::open(dir)?;
-    store.put_config(&config_text(), 1_700_000_000_000)?;
-    let info = experiment_info();
+    let sources = sources_of(dir)?;
+    let config = config_text(budget(steps, chains), &sources, Path::new("store"));
+    store.put_config(&config, 1_700_000_000_000)?;
+    // The bundle's hash as kiln packs the sources, so that a resumed campaign goes on.
+    let info = experiment_info(kiln_controller::dispatch::bundle::pack(&sources)?.hash);
     store.put_experiment("noop", &info)?;
     let mut g = Gen(42);
     let per_chain = steps.div_ceil(u64::from(chains.max(1)));
@@ -352,8 +388,9 @@ pub struct Latencies {
 /// Persists `n` steps one by one into a fresh store in `dir`.
 pub fn latency(dir: &Path, n: u32) -> Result<Latencies> {
     let store = Store::open(dir)?;
-    store.put_config(&config_text(), 1_700_000_000_000)?;
-    let info = experiment_info();
+    let config = config_text(u64::from(n), Path::new("noop"), Path::new("store"));
+    store.put_config(&config, 1_700_000_000_000)?;
+    let info = experiment_info(ContentHash::of(b"noop"));
     store.put_experiment("noop", &info)?;
     let mut g = Gen(7);
     let mut state = chain_state(&info.baseline.samples);

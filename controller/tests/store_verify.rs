@@ -260,3 +260,53 @@ fn a_read_only_store_is_verified_shown_and_exported() {
     assert!(shown.contains(&format!("{STEPS}/{STEPS}")), "{shown}");
     assert!(export(&read_only.path) == exported, "the exports differ");
 }
+
+/// Every file under `dir` with a hash of its bytes.
+fn contents(dir: &Path) -> std::collections::BTreeMap<PathBuf, kiln_protocol::ContentHash> {
+    let mut found = std::collections::BTreeMap::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.is_dir() {
+            true => found.extend(contents(&path)),
+            false => {
+                let bytes = fs::read(&path).unwrap();
+                found.insert(path, kiln_protocol::ContentHash::of(&bytes));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn views_leave_every_file_of_a_store_as_they_found_it() {
+    let dir = noop_campaign();
+    let report = dir.path().join("report");
+    let rewards = dir.path().join("rewards");
+    let before = reopen(|| {
+        // Once the controller has let go of the store.
+        Store::open_existing(&dir.path().join("store")).map(drop)?;
+        Ok(contents(&dir.path().join("store")))
+    });
+    for args in [
+        vec!["status", "store"],
+        vec!["status", "store", "--json"],
+        vec!["show", "store", "a/0/3"],
+        vec!["export", "store", "--table", "steps", "-o", "/dev/null"],
+        vec!["store", "verify", "store"],
+        vec!["report", "store", "-o", report.to_str().unwrap()],
+        vec![
+            "rewards",
+            "store",
+            "--no-verify",
+            "-o",
+            rewards.to_str().unwrap(),
+        ],
+    ] {
+        let out = run_kiln_when_free(dir.path(), &args);
+        assert!(out.status.success(), "{args:?}: {}", text(&out));
+        assert!(
+            contents(&dir.path().join("store")) == before,
+            "{args:?} changed the store"
+        );
+    }
+}

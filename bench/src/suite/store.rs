@@ -74,8 +74,8 @@ impl Suite {
     fn exports(&mut self, n: u64) -> Result<()> {
         let sdir = self.work.join(format!("store-{n}"));
         // v3: layout 2, an export row beside every step; v4: chain states keep their course;
-        // v5: layout 3, compressed, steps against their start.
-        let want = format!("v5 {n}");
+        // v5: layout 3, compressed, steps against their start; v7: a campaign that resumes.
+        let want = format!("v7 {n}");
         let marker = self.work.join(format!("store-{n}.built"));
         once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
         // Kilns older than the store's layout (the baseline) refuse it:
@@ -158,6 +158,10 @@ impl Suite {
                 &layout1
             };
             for view in View::ALL {
+                // Only a kiln of the store's layout resumes in it.
+                if view == View::Resume && store != &sdir {
+                    continue;
+                }
                 self.view(n, &v, store, view)?;
             }
         }
@@ -168,15 +172,21 @@ impl Suite {
     fn view(&mut self, n: u64, v: &Version, store: &Path, view: View) -> Result<()> {
         let run = self.work.join("runs").join(format!("view-{}", v.label));
         fs::create_dir_all(&run)?;
-        let mut cmd = vec![v.kiln().display().to_string()];
-        cmd.extend(view.args().iter().map(|a| match *a {
-            "STORE" => store.display().to_string(),
-            a => a.to_string(),
-        }));
-        if view == View::Report {
-            cmd.extend(["-o".into(), run.join("report").display().to_string()]);
+        // A resume writes steps: into a copy of the store, which it ends.
+        let copy = self.work.join("resume-copy");
+        if view == View::Resume {
+            copy_dir(store, &copy)?;
         }
-        let a = self.accounted(&cmd, &run, &[], 900.0)?;
+        let mut cmd = vec![v.kiln().display().to_string()];
+        cmd.extend(view.args(store, n, &run, &copy)?);
+        let a = self.accounted(&cmd, &run, &[], 1800.0)?;
+        if copy.exists() {
+            fs::remove_dir_all(&copy)?;
+        }
+        if a.exit != 0 {
+            let said = fs::read_to_string(run.join("stderr.txt")).unwrap_or_default();
+            bail!("{} failed on the {n}-step store: {said}", view.label());
+        }
         let config = format!("view-{}-{n}", view.name());
         for (metric, value) in [
             ("wall_s", a.wall_s),
@@ -433,10 +443,21 @@ enum View {
     StatusJson,
     Report,
     Verify,
+    Show,
+    Rewards,
+    Resume,
 }
 
 impl View {
-    const ALL: [View; 4] = [View::Status, View::StatusJson, View::Report, View::Verify];
+    const ALL: [View; 7] = [
+        View::Status,
+        View::StatusJson,
+        View::Report,
+        View::Verify,
+        View::Show,
+        View::Rewards,
+        View::Resume,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -444,17 +465,39 @@ impl View {
             View::StatusJson => "status-json",
             View::Report => "report",
             View::Verify => "verify",
+            View::Show => "show",
+            View::Rewards => "rewards",
+            View::Resume => "resume",
         }
     }
 
-    /// The command's arguments, `STORE` where the store goes.
-    fn args(self) -> &'static [&'static str] {
-        match self {
-            View::Status => &["status", "STORE"],
-            View::StatusJson => &["status", "STORE", "--json"],
-            View::Report => &["report", "STORE"],
-            View::Verify => &["store", "verify", "STORE"],
-        }
+    /// The command's arguments on the `n`-step store in `built`, its outputs in `run`,
+    /// a resume's copy of the store in `copy`.
+    fn args(self, built: &Path, n: u64, run: &Path, copy: &Path) -> Result<Vec<String>> {
+        let store = built.display().to_string();
+        let out = |name: &str| run.join(name).display().to_string();
+        let args: Vec<String> = match self {
+            View::Status => vec!["status".into(), store],
+            View::StatusJson => vec!["status".into(), store, "--json".into()],
+            View::Report => vec!["report".into(), store, "-o".into(), out("report")],
+            View::Verify => vec!["store".into(), "verify".into(), store],
+            // A step in the middle of a chain.
+            View::Show => vec!["show".into(), store, format!("noop/1/{}", n / 8)],
+            View::Rewards => vec![
+                "rewards".into(),
+                store,
+                "--experiment".into(),
+                "noop".into(),
+                "--no-verify".into(),
+                "-o".into(),
+                out("rewards"),
+            ],
+            View::Resume => {
+                let config = synth::resume_config(n, built, copy, run)?;
+                vec!["run".into(), config.display().to_string()]
+            }
+        };
+        Ok(args)
     }
 
     /// What the report's table calls it.
@@ -464,6 +507,9 @@ impl View {
             View::StatusJson => "`kiln status --json`",
             View::Report => "`kiln report`",
             View::Verify => "`kiln store verify`",
+            View::Show => "`kiln show` of one step",
+            View::Rewards => "`kiln rewards` of the experiment (no verification)",
+            View::Resume => "`kiln run` resumed: one more step a chain",
         }
     }
 }
@@ -514,6 +560,18 @@ fn read_all(dir: &Path) -> Result<()> {
             let mut f = fs::File::open(&path)?;
             while std::io::Read::read(&mut f, &mut buf)? > 0 {}
         }
+    }
+    Ok(())
+}
+
+/// Copies the folder `from` to `to` (which must not exist), as it is.
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    if to.exists() {
+        fs::remove_dir_all(to)?;
+    }
+    let status = Command::new("cp").arg("-a").arg(from).arg(to).status()?;
+    if !status.success() {
+        bail!("cp -a {} {} failed", from.display(), to.display());
     }
     Ok(())
 }

@@ -514,7 +514,7 @@ impl Running<'_> {
         let name = &p.experiment.name;
         let ctx = context(self.config, p);
         let state = match self.store.chain(name, chain)? {
-            Some(state) => state,
+            Some(state) => chain::resume(&ctx, state),
             None => {
                 let state = chain::start(
                     &ctx,

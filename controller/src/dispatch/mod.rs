@@ -10,7 +10,7 @@
 //! only the store's clock and its folder names (where local workers live) and
 //! the log (a discovery's progress lines, for the person waiting).
 
-pub(crate) mod bundle;
+pub mod bundle;
 pub(crate) mod calibration;
 mod connection;
 pub(crate) mod pool;

@@ -153,6 +153,15 @@ pub fn start(
     state
 }
 
+/// A stored chain as it resumes: its proposals in flight as stored, or
+/// generated now where it holds fewer than `parallel` short of its budget
+/// (a chain imported in bulk, as the store bench writes them; a config whose
+/// `parallel` grew). Deterministic: the chain's RNG is stored with it.
+pub fn resume(ctx: &ChainContext<'_>, mut state: ChainState) -> ChainState {
+    refill(ctx, &mut state);
+    state
+}
+
 /// A chain whose first this many steps all fail with the same reason stops:
 /// the benchmark is broken for every candidate, and the rest of its budget
 /// would only repeat the failure.

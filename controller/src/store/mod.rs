@@ -71,6 +71,11 @@ const ROWS_SINCE: u32 = 2;
 /// set (chain states, the latest steps) is far smaller.
 const CACHE_BYTES: u64 = 32 << 20;
 
+/// sled's page cache for a database with compressed pages: sled counts a
+/// page by its size on disk, about a sixth of its size in memory here, so
+/// the same bound in memory is a sixth of [`CACHE_BYTES`].
+const COMPRESSED_CACHE_BYTES: u64 = CACHE_BYTES / 6;
+
 /// zstd's level for the database's pages: past the default (5), a step of
 /// the store bench takes about a sixth less room, for compression work only
 /// when pages are written.

@@ -212,7 +212,10 @@ pub fn open_sled(path: &Path) -> sled::Result<sled::Db> {
 pub(super) fn open_sled_as(path: &Path, compressed: bool) -> sled::Result<sled::Db> {
     sled::Config::new()
         .path(path)
-        .cache_capacity(CACHE_BYTES)
+        .cache_capacity(match compressed {
+            true => COMPRESSED_CACHE_BYTES,
+            false => CACHE_BYTES,
+        })
         .use_compression(compressed)
         .compression_factor(COMPRESSION_LEVEL)
         .open()
