@@ -13,6 +13,7 @@ use crate::common::campaign::{
 };
 use crate::common::*;
 use kiln_controller::store::{now_ms, StepKind, StepRecord, Store};
+use kiln_protocol::ContentHash;
 
 /// The synthetic campaign on one local worker of two slots.
 fn synthetic_config(steps: u32, seed: u64, parallel: u32) -> String {
@@ -1702,4 +1703,22 @@ fn a_worker_whose_folder_was_removed_is_prepared_again() {
         steps,
         "it is sent again",
     );
+}
+
+#[test]
+fn a_decision_set_measured_before_a_resume_is_not_measured_again_after_it() {
+    let config = two_knob_config(12, "instructions", "(warmup 0) (min 1) (max 1)");
+    let Some(got) = resumes_exactly(setup, &config, 24) else {
+        return;
+    };
+    let measured: Vec<ContentHash> = got
+        .iter()
+        .filter(|s| s.cached_from.is_none())
+        .map(|s| s.decision_hash)
+        .collect();
+    let mut sets = measured.clone();
+    sets.sort();
+    sets.dedup();
+    assert_eq!(sets.len(), measured.len(), "a set was measured again");
+    assert!(measured.len() < got.len(), "no step reused a measurement");
 }

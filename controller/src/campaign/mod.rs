@@ -124,7 +124,6 @@ pub async fn run(config: CampaignConfig, store: Store, options: RunOptions) -> R
         staged: false,
         fingerprints: HashMap::new(),
     };
-    run.load_measured()?;
     // Every experiment prepares at once; each one's chains start when it is ready.
     for experiment in &config.experiments {
         let progress = Preparation::start(
@@ -402,7 +401,8 @@ struct Running<'a> {
     chains: BTreeMap<(String, u32), ChainState>,
     /// Results stored but not yet decided.
     arrived: HashMap<StepKey, StepRecord>,
-    /// Measured decision sets per experiment, for reuse.
+    /// Decision sets measured in this run and not yet decided, for reuse (the
+    /// store indexes decided ones: a resume reads no step to know them).
     measured: HashMap<(String, ContentHash), StepKey>,
     /// Decision sets being measured, with the steps waiting to reuse their result.
     in_flight: HashMap<(String, ContentHash), Vec<StepKey>>,
@@ -497,19 +497,6 @@ impl Running<'_> {
         Ok(())
     }
 
-    /// Remembers every stored measurement so repeated proposals reuse it.
-    fn load_measured(&mut self) -> Result<()> {
-        for record in self.store.steps(None) {
-            let record = record?;
-            if record.kind != StepKind::Remeasure && record.cached_from.is_none() {
-                self.measured
-                    .entry((record.key.experiment.clone(), record.decision_hash))
-                    .or_insert(record.key);
-            }
-        }
-        Ok(())
-    }
-
     fn start_chain(&mut self, p: &Prepared, chain: u32) -> Result<()> {
         let name = &p.experiment.name;
         let ctx = context(self.config, p);
@@ -536,6 +523,10 @@ impl Running<'_> {
             };
             match self.store.result(&key)? {
                 Some(record) => {
+                    if record.kind != StepKind::Remeasure && record.cached_from.is_none() {
+                        let set = (key.experiment.clone(), record.decision_hash);
+                        self.measured.entry(set).or_insert(key.clone());
+                    }
                     self.arrived.insert(key, record);
                 }
                 None => self.dispatch(key)?,
@@ -596,15 +587,19 @@ impl Running<'_> {
 
     /// The measured step of a decision set, decided or not yet.
     fn measured_record(&self, set: &(String, ContentHash)) -> Result<Option<StepRecord>> {
-        let Some(source) = self.measured.get(set) else {
-            return Ok(None);
+        let source = match self.measured.get(set) {
+            Some(source) => source.clone(),
+            None => match self.store.measured_step(&set.0, &set.1)? {
+                Some(source) => source,
+                None => return Ok(None),
+            },
         };
-        if let Some(record) = self.arrived.get(source) {
+        if let Some(record) = self.arrived.get(&source) {
             return Ok(Some(record.clone()));
         }
-        Ok(match self.store.step(source)? {
+        Ok(match self.store.step(&source)? {
             Some(record) => Some(record),
-            None => self.store.result(source)?,
+            None => self.store.result(&source)?,
         })
     }
 
@@ -796,6 +791,11 @@ impl Running<'_> {
             }
             self.store.decide_unflushed(&record, state)?;
             self.staged = true;
+            // Decided, its measurement is in the store's index (or an earlier one is).
+            let set = (record.key.experiment.clone(), record.decision_hash);
+            if self.measured.get(&set) == Some(&record.key) {
+                self.measured.remove(&set);
+            }
             if let Some(why) = state.stopped.clone() {
                 return self.stop_experiment(experiment, chain, &why);
             }
