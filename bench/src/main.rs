@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod kspans;
 mod procs;
 mod report;
+mod size;
 mod suite;
 mod synth;
 
@@ -61,6 +62,21 @@ enum Cmd {
         /// The copy's folder (must not exist).
         to: PathBuf,
     },
+    /// Print the bytes a decided step of a real store takes in the current layout: its steps
+    /// written again, one a batch as a campaign decides them, into fresh stores in WORK.
+    StoreSize {
+        /// The store whose steps are measured (not in use).
+        store: PathBuf,
+        /// Only the experiments whose name holds this.
+        #[arg(long, default_value = "")]
+        only: String,
+        /// Times each step is written (under other chains), for a store of many steps.
+        #[arg(long, default_value_t = 20)]
+        copies: u32,
+        /// Where the fresh stores go (must not hold them yet).
+        #[arg(long)]
+        work: PathBuf,
+    },
     /// Persist steps one by one into a fresh store and print latency percentiles.
     StoreLatency {
         /// The store folder (must not exist).
@@ -94,6 +110,17 @@ fn main() -> ExitCode {
         }),
         Cmd::StoreLayout1 { from, to } => synth::copy_as_layout_1(&from, &to).map(|keys| {
             println!("{keys} keys copied into {} (layout 1)", to.display());
+        }),
+        Cmd::StoreSize {
+            store,
+            only,
+            copies,
+            work,
+        } => size::measure(&store, &only, copies, &work).map(|s| {
+            println!(
+                "{} steps written: {:.0} bytes a step in the store",
+                s.steps, s.bytes_per_step
+            );
         }),
         Cmd::StoreLatency { dir, steps } => synth::latency(&dir, steps).map(|l| {
             for (name, v) in [("put_result", &l.put_result), ("decide", &l.decide)] {
