@@ -401,8 +401,9 @@ struct Running<'a> {
     chains: BTreeMap<(String, u32), ChainState>,
     /// Results stored but not yet decided.
     arrived: HashMap<StepKey, StepRecord>,
-    /// Decision sets measured in this run and not yet decided, for reuse (the
-    /// store indexes decided ones: a resume reads no step to know them).
+    /// Measured decision sets per experiment whose objective is exact, for
+    /// reuse (an experiment's stored ones read from its export rows as its
+    /// chains start; none for a timed objective, which measures a set again).
     measured: HashMap<(String, ContentHash), StepKey>,
     /// Decision sets being measured, with the steps waiting to reuse their result.
     in_flight: HashMap<(String, ContentHash), Vec<StepKey>>,
@@ -469,6 +470,7 @@ impl Running<'_> {
                 }
                 self.experiments
                     .insert(experiment.to_string(), prepared.clone());
+                self.load_measured(&prepared)?;
                 for chain in 0..prepared.experiment.chains {
                     self.start_chain(&prepared, chain)?;
                 }
@@ -493,6 +495,37 @@ impl Running<'_> {
             let progress =
                 preparation.on_discovered(self.config, self.store, failed, &mut self.outbox)?;
             self.on_preparation(&experiment, progress)?;
+        }
+        Ok(())
+    }
+
+    /// Whether `experiment`'s objective is exact, so that a decision set
+    /// measured once is never measured again.
+    fn reuses(&self, experiment: &str) -> bool {
+        let runs = self.experiments[experiment].info.runs;
+        step::repeatability(self.config, runs) == Repeatability::Exact
+    }
+
+    /// Remembers the stored measurements of an experiment whose objective is
+    /// exact, so repeated proposals reuse them: from its steps' export rows,
+    /// which read at hundreds of thousands a second where the steps' JSON did not.
+    fn load_measured(&mut self, p: &Prepared) -> Result<()> {
+        if !self.reuses(&p.experiment.name) {
+            return Ok(());
+        }
+        let name = &p.experiment.name;
+        for stored in self.store.step_rows(name) {
+            let stored = stored?;
+            let row = stored.row()?;
+            if row.kind != StepKind::Remeasure && row.cached_from.is_none() {
+                let key = StepKey {
+                    experiment: name.clone(),
+                    chain: row.chain,
+                    step: row.step,
+                };
+                let set = (name.clone(), ContentHash(row.decision_hash));
+                self.measured.entry(set).or_insert(key);
+            }
         }
         Ok(())
     }
@@ -523,7 +556,8 @@ impl Running<'_> {
             };
             match self.store.result(&key)? {
                 Some(record) => {
-                    if record.kind != StepKind::Remeasure && record.cached_from.is_none() {
+                    let own = record.kind != StepKind::Remeasure && record.cached_from.is_none();
+                    if own && self.reuses(name) {
                         let set = (key.experiment.clone(), record.decision_hash);
                         self.measured.entry(set).or_insert(key.clone());
                     }
@@ -555,8 +589,7 @@ impl Running<'_> {
         let state = &self.chains[&(key.experiment.clone(), key.chain)];
         let proposal = &state.pending[&key.step];
         let set = (key.experiment.clone(), proposal.decisions.hash());
-        let exact = step::repeatability(self.config, p.info.runs) == Repeatability::Exact;
-        if proposal.kind != StepKind::Remeasure && exact {
+        if proposal.kind != StepKind::Remeasure && self.reuses(&key.experiment) {
             if let Some(earlier) = self.measured_record(&set)? {
                 return self.reuse(key, &earlier);
             }
@@ -587,19 +620,15 @@ impl Running<'_> {
 
     /// The measured step of a decision set, decided or not yet.
     fn measured_record(&self, set: &(String, ContentHash)) -> Result<Option<StepRecord>> {
-        let source = match self.measured.get(set) {
-            Some(source) => source.clone(),
-            None => match self.store.measured_step(&set.0, &set.1)? {
-                Some(source) => source,
-                None => return Ok(None),
-            },
+        let Some(source) = self.measured.get(set) else {
+            return Ok(None);
         };
-        if let Some(record) = self.arrived.get(&source) {
+        if let Some(record) = self.arrived.get(source) {
             return Ok(Some(record.clone()));
         }
-        Ok(match self.store.step(&source)? {
+        Ok(match self.store.step(source)? {
             Some(record) => Some(record),
-            None => self.store.result(&source)?,
+            None => self.store.result(source)?,
         })
     }
 
@@ -734,7 +763,9 @@ impl Running<'_> {
         let waiting = if record.kind == StepKind::Remeasure {
             Vec::new()
         } else {
-            self.measured.entry(set.clone()).or_insert(key.clone());
+            if self.reuses(&key.experiment) {
+                self.measured.entry(set.clone()).or_insert(key.clone());
+            }
             self.in_flight.remove(&set).unwrap_or_default()
         };
         let earlier = (!waiting.is_empty()).then(|| record.clone());
@@ -791,11 +822,6 @@ impl Running<'_> {
             }
             self.store.decide_unflushed(&record, state)?;
             self.staged = true;
-            // Decided, its measurement is in the store's index (or an earlier one is).
-            let set = (record.key.experiment.clone(), record.decision_hash);
-            if self.measured.get(&set) == Some(&record.key) {
-                self.measured.remove(&set);
-            }
             if let Some(why) = state.stopped.clone() {
                 return self.stop_experiment(experiment, chain, &why);
             }

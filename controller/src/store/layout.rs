@@ -13,7 +13,6 @@
 //! | `step/manual:<benchmark>/000000/<n>` | `StepRecord` measured by `kiln benchmark --store` (no chain state) |
 //! | `row/<experiment>/<chain>/<step>` | `StepSummary` of the decided step `step/…` (binary), in its batch; layout 2 on |
 //! | `result/<experiment>/<chain>/<step>` | `StepRecord` measured, not yet decided |
-//! | `measured/<experiment>/<hash>` | the `StepKey` of a decided step that measured the decision set `<hash>` (not a re-measurement, not a reuse; the first, as a campaign decides steps one batch each): what a repeated proposal reuses; layout 3 on |
 //! | `set/<hash>` | a `DecisionSet` that decided steps' decisions are written against (`compact.rs`); layout 3 on |
 //! | `fingerprint/<hash>` | `Capabilities` of a worker, by content hash |
 //! | `failed/<experiment>` | why the experiment's preparation failed (its discovery or baseline); cleared when a later run prepares it |
@@ -146,11 +145,6 @@ pub fn fingerprint_key(hash: &ContentHash) -> String {
 /// Prefix of the experiments whose preparation failed (discovery, the
 /// baseline), each with why; a later run tries them again.
 pub const FAILED: &str = "failed/";
-
-/// `measured/<experiment>/<hash>`.
-pub fn measured_key(experiment: &str, hash: &ContentHash) -> String {
-    format!("measured/{experiment}/{hash}")
-}
 
 /// `set/<hash>`.
 pub fn set_key(hash: &ContentHash) -> String {

@@ -1,14 +1,13 @@
 //! Bringing an older store to the current layout, in place, when a command
 //! that writes opens it: the database is copied into a new one beside it
 //! (`db.migrating`, compressed pages, each decided step written against its
-//! experiment's start and indexed by its decision set, layout 1's steps
-//! given their export rows), which then
+//! experiment's start, layout 1's steps given their export rows), which then
 //! takes the old one's place. A crash at any moment leaves the old database
 //! whole, or the new one complete (`db.migrated`) and the next open finishes
 //! the swap. Nothing is lost: a step that fails its checksum or does not
 //! read is copied as it was, for `kiln store verify` to report.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use anyhow::{Context, Result};
 
 use super::compact::{self, Base};
 use super::open::{open_sled_as, pages_compressed, sync_dir};
-use super::{checksum, layout, measured_entry, ExperimentInfo, OpenError, StepRecord, StepSummary};
+use super::{checksum, layout, ExperimentInfo, OpenError, StepRecord, StepSummary};
 use super::{ROWS_SINCE, SCHEMA_VERSION};
 
 /// Keys written per batch: bounded memory, however big the store.
@@ -106,8 +105,6 @@ pub(super) fn finish_interrupted(dir: &Path) -> Result<()> {
 fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
     let starts = starts(old, new)?;
     let mut batch = sled::Batch::default();
-    // The index entries in `batch`: the first step of a set wins.
-    let mut indexed = HashSet::new();
     let mut copied = 0u64;
     for item in old.iter() {
         let (key, value) = item?;
@@ -115,14 +112,7 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
         match std::str::from_utf8(&key).ok().and_then(layout::step_of_key) {
             Some((experiment, _, _)) => {
                 let base = starts.get(experiment).and_then(Option::as_ref);
-                let (stored, record) = step(&value, base);
-                batch.insert(&key, stored);
-                if let Some(entry) = record.as_ref().and_then(measured_entry) {
-                    if !new.contains_key(&entry)? && indexed.insert(entry.clone()) {
-                        let record = record.expect("read");
-                        batch.insert(entry.as_bytes(), serde_json::to_vec(&record.key)?);
-                    }
-                }
+                batch.insert(&key, step(&value, base));
                 if from < ROWS_SINCE {
                     let row = StepSummary::from_json(&value).with_context(|| {
                         format!(
@@ -141,7 +131,6 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
         }
         if copied.is_multiple_of(BATCH_KEYS as u64) {
             new.apply_batch(std::mem::take(&mut batch))?;
-            indexed.clear();
         }
     }
     batch.insert(layout::SCHEMA, serde_json::to_vec(&SCHEMA_VERSION)?);
@@ -170,18 +159,15 @@ fn starts(old: &sled::Db, new: &sled::Db) -> Result<HashMap<String, Option<Base>
     Ok(starts)
 }
 
-/// A decided step's value in the current layout, sealed again against
-/// `base`, with its record; or as it was, without, where it fails its
-/// checksum, does not read or is written against a base already.
-fn step(value: &[u8], base: Option<&Base>) -> (Vec<u8>, Option<StepRecord>) {
+/// A decided step's value in the current layout: sealed again against
+/// `base`, or as it was where it fails its checksum, does not read or is
+/// written against a base already.
+fn step(value: &[u8], base: Option<&Base>) -> Vec<u8> {
     if checksum::matches(value) == Some(false) || !matches!(compact::base_of(value), Ok(None)) {
-        return (value.to_vec(), None);
+        return value.to_vec();
     }
-    let Ok(record) = serde_json::from_slice::<StepRecord>(value) else {
-        return (value.to_vec(), None);
-    };
-    match compact::seal(&record, base) {
-        Ok(sealed) => (sealed, Some(record)),
-        Err(_) => (value.to_vec(), None),
+    match serde_json::from_slice::<StepRecord>(value) {
+        Ok(record) => compact::seal(&record, base).unwrap_or_else(|_| value.to_vec()),
+        Err(_) => value.to_vec(),
     }
 }

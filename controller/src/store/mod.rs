@@ -451,18 +451,7 @@ impl Store {
             layout::row_key(&record.key).as_bytes(),
             StepSummary::of(record).encode()?,
         );
-        if let Some(key) = measured_entry(record) {
-            if !self.db.contains_key(&key)? {
-                batch.insert(key.as_bytes(), serde_json::to_vec(&record.key)?);
-            }
-        }
         self.index_metrics(record, batch)
-    }
-
-    /// The first decided step of `experiment` that measured the decision set
-    /// `hash` (see [`layout::measured_key`]), where the store holds one.
-    pub fn measured_step(&self, experiment: &str, hash: &ContentHash) -> Result<Option<StepKey>> {
-        self.get(&layout::measured_key(experiment, hash))
     }
 
     /// Writes decided steps in one atomic batch, unflushed and without chain
@@ -683,13 +672,6 @@ impl Store {
         }
         Ok(hash)
     }
-}
-
-/// The key under which `record` is indexed as its set's measurement, unless
-/// it measured nothing of its own (a re-measurement, a reuse).
-pub(super) fn measured_entry(record: &StepRecord) -> Option<String> {
-    (record.kind != StepKind::Remeasure && record.cached_from.is_none())
-        .then(|| layout::measured_key(&record.key.experiment, &record.decision_hash))
 }
 
 /// The metrics of a result: its summaries' and its runs'.
