@@ -74,9 +74,9 @@ impl Suite {
     fn exports(&mut self, n: u64) -> Result<()> {
         let sdir = self.work.join(format!("store-{n}"));
         // v3: layout 2, an export row beside every step; v4: chain states keep their course;
-        // v5: layout 3, compressed, steps against their start; v8: a campaign that resumes,
-        // steps indexed by decision set.
-        let want = format!("v8 {n}");
+        // v5: layout 3, compressed, steps against their start; v9: a campaign that resumes,
+        // built by a kiln without the measured-set index.
+        let want = format!("v9 {n}");
         let marker = self.work.join(format!("store-{n}.built"));
         once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
         // Kilns older than the store's layout (the baseline) refuse it:
