@@ -10,9 +10,7 @@
 use std::path::Path;
 
 use anyhow::Result;
-use kiln_controller::store::{layout, Store};
-
-use crate::synth::dir_size;
+use kiln_controller::store::{bytes_under, layout, Store};
 
 /// What `store-size` measured.
 pub struct Size {
@@ -51,7 +49,7 @@ pub fn measure(from: &Path, only: &str, copies: u32, work: &Path) -> Result<Size
         }
     }
     drop(store);
-    let extra = dir_size(&layout::db(&full)) as f64 - dir_size(&layout::db(&bare)) as f64;
+    let extra = bytes_under(&layout::db(&full)) as f64 - bytes_under(&layout::db(&bare)) as f64;
     Ok(Size {
         steps,
         bytes_per_step: extra / steps.max(1) as f64,

@@ -255,21 +255,6 @@ fn experiment_info(bundle: ContentHash) -> ExperimentInfo {
     }
 }
 
-/// The bytes of the files under `dir`.
-pub fn dir_size(dir: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => total += dir_size(&e.path()),
-                Ok(m) => total += m.len(),
-                Err(_) => {}
-            }
-        }
-    }
-    total
-}
-
 /// What building a store took.
 pub struct Built {
     /// Steps written.
@@ -333,7 +318,9 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
         seconds: t0.elapsed().as_secs_f64(),
         record_bytes,
         row_bytes,
-        db_bytes_per_step: dir_size(&kiln_controller::store::layout::db(dir)) as f64
+        db_bytes_per_step: kiln_controller::store::bytes_under(&kiln_controller::store::layout::db(
+            dir,
+        )) as f64
             / written.max(1) as f64,
     })
 }

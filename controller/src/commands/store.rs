@@ -2,7 +2,6 @@
 //! `kiln store migrate`: an older store brought to the current layout.
 
 use std::io::Write;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -63,7 +62,7 @@ pub(super) fn verify(args: &VerifyArgs, out: &mut dyn Write) -> Result<Outcome> 
 
 pub(super) fn migrate(args: &VerifyArgs, out: &mut dyn Write) -> Result<Outcome> {
     let db = layout::db(&args.store);
-    let before = bytes_in(&db);
+    let before = store::bytes_under(&db);
     let started = Instant::now();
     let store = Store::open_to_migrate(&args.store)?;
     let Some(from) = store.migrated_from() else {
@@ -83,21 +82,7 @@ pub(super) fn migrate(args: &VerifyArgs, out: &mut dyn Write) -> Result<Outcome>
         store::SCHEMA_VERSION,
         started.elapsed().as_secs_f64(),
         quantity::measure(before as f64, "bytes"),
-        quantity::measure(bytes_in(&db) as f64, "bytes"),
+        quantity::measure(store::bytes_under(&db) as f64, "bytes"),
     )?;
     Ok(Outcome::Success)
-}
-
-/// The bytes of the files under `path`.
-fn bytes_in(path: &Path) -> u64 {
-    let Ok(entries) = std::fs::read_dir(path) else {
-        return 0;
-    };
-    entries
-        .flatten()
-        .map(|e| match e.file_type().is_ok_and(|t| t.is_dir()) {
-            true => bytes_in(&e.path()),
-            false => e.metadata().map_or(0, |m| m.len()),
-        })
-        .sum()
 }

@@ -711,6 +711,20 @@ pub fn benchmark_of(config: Option<&CampaignConfig>, experiment: &str) -> Option
         .map(|e| e.benchmark.clone())
 }
 
+/// The bytes of the files under `path`.
+pub fn bytes_under(path: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type().is_ok_and(|t| t.is_dir()) {
+            true => bytes_under(&e.path()),
+            false => e.metadata().map_or(0, |m| m.len()),
+        })
+        .sum()
+}
+
 /// This machine's host name, as a holder file names it.
 fn this_host() -> String {
     fs::read_to_string("/proc/sys/kernel/hostname")
