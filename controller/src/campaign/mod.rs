@@ -219,6 +219,13 @@ pub fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
         }
     }
     let store = Store::open(dir)?;
+    if let Some(from) = store.migrated_from() {
+        logging::note(format_args!(
+            "store {} migrated from layout {from} to {} (compressed; `kiln store migrate` does it alone)",
+            dir.display(),
+            crate::store::SCHEMA_VERSION
+        ));
+    }
     store.claim()?;
     if let Some(old) = store.config()? {
         let changes = incompatible_changes(&old, config);
