@@ -49,6 +49,11 @@ impl<'a> Field<'a> {
         }
     }
 
+    /// The document the field comes from.
+    pub fn src(&self) -> Src<'a> {
+        self.src
+    }
+
     /// The single argument decoded by `f`.
     pub fn value<T>(
         &self,

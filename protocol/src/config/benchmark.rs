@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{field_record, float, path_sexp, strings};
+use super::record::{self as kind, record, Composite, FieldRow, Kind};
+use super::{field_record, path_sexp, strings};
 use crate::decision::{name_sexp, DecisionPoint, DecisionValue, SiteId};
 use crate::decode::{self, Field, Record, Src};
-use crate::sexp::{Sexp, SexpError, SexpKind};
+use crate::sexp::{Sexp, SexpError};
 
 /// The words of this part of the config language that decoding, the lists of
 /// allowed fields and printing share: each spelled once, here.
@@ -51,6 +52,7 @@ mod word {
     pub const PODMAN: &str = "podman";
     pub const RUN: &str = "run";
     pub const RUSTC: &str = "rustc";
+    pub const RUNS: &str = "runs";
     pub const SOURCES: &str = "sources";
     pub const STDOUT: &str = "stdout";
     pub const TARGET_REL_CI: &str = "target-rel-ci";
@@ -58,65 +60,70 @@ mod word {
     pub const WARMUP: &str = "warmup";
 }
 
-/// How many runs a measurement takes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct RunPolicy {
-    /// Unrecorded runs before measuring.
-    pub warmup: u32,
-    /// Fewest measured runs.
-    pub min: u32,
-    /// Most measured runs.
-    pub max: u32,
-    /// Stop once the median's 95 % CI half-width relative to it is below this.
-    pub target_rel_ci: f64,
-    /// Stop adding runs after this many seconds of measuring.
-    pub max_time_s: f64,
+record! {
+    /// How many runs a measurement takes.
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub struct RunPolicy {
+        warmup: u32 = word::WARMUP, kind::COUNT, default(1),
+            "Unrecorded runs before measuring.";
+        min: u32 = word::MIN, kind::POSITIVE, default(3), "Fewest measured runs.";
+        max: u32 = word::MAX, kind::POSITIVE, default(10), "Most measured runs.";
+        target_rel_ci: f64 = word::TARGET_REL_CI, kind::NUMBER, default(0.01),
+            "Stop once the median's 95 % CI half-width relative to it is below this.";
+        max_time_s: f64 = word::MAX_TIME_S, kind::POSITIVE_NUMBER, default(60.0),
+            "Stop adding runs after this many seconds of measuring.";
+    }
 }
 
-/// A benchmark: how to build and run it, and what decisions it has.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BenchmarkSpec {
-    /// The benchmark's name.
-    pub name: String,
-    /// What kind of decisions it takes.
-    pub kind: BenchmarkKind,
-    /// The folder whose files form the benchmark's bundle.
-    pub sources: PathBuf,
-    /// The build command (argument list, never a shell string).
-    pub build: Vec<String>,
-    /// The run command.
-    pub run: Vec<String>,
-    /// Timeout of one run.
-    pub timeout_s: f64,
-    /// Timeout of the build.
-    pub build_timeout_s: f64,
-    /// CPU seconds one compile of the discovery build (every call inlined)
-    /// may take before it is compiled again with the stock decisions.
-    #[serde(default = "default_discovery_cpu_s")]
-    pub discovery_cpu_s: f64,
-    /// The most resident memory a build's processes may use together, bytes;
-    /// past it the whole build is killed and the step fails naming the limit.
-    #[serde(default = "default_build_memory_bytes")]
-    pub build_memory_bytes: u64,
-    /// Extra environment variables for build and runs.
-    pub env: Vec<(String, String)>,
-    /// Variables the build takes from the worker's environment, besides the
-    /// toolchain's own (`PATH`, `HOME`, `RUSTUP_HOME`, `CARGO_HOME`); runs
-    /// never see them.
-    #[serde(default)]
-    pub pass_env: Vec<String>,
-    /// Dependencies of a cargo build whose crates take decisions too; the
-    /// workspace's own crates always do.
-    #[serde(default)]
-    pub dependency_crates: Vec<String>,
-    /// How a run's output is checked against the baseline's.
-    pub check_output: OutputCheck,
-    /// CPU and memory limits on the timed runs (cgroup v2, or v1 where v2 lacks the controllers).
-    #[serde(default)]
-    pub limits: Limits,
-    /// A container image the timed runs run in (built on the worker, run in the image).
-    #[serde(default)]
-    pub container: Option<Container>,
+record! {
+    /// A benchmark: how to build and run it, and what decisions it has.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct BenchmarkSpec {
+        name: String = word::NAME, kind::NAME, required, "The benchmark's name.";
+        kind: BenchmarkKind = word::KIND, KIND, composite,
+            "What kind of decisions it takes, with the fields only that kind takes.";
+        sources: PathBuf = word::SOURCES, SOURCES, required,
+            "The folder whose files form the benchmark's bundle (sent to workers, cached by hash).";
+        build: Vec<String> = word::BUILD, kind::STRINGS, omitted(Vec::new()),
+            "The build command (argument list, never a shell string); llvm-inline needs one.";
+        run: Vec<String> = word::RUN, kind::STRINGS, required,
+            "The run command, run from the build folder.";
+        timeout_s: f64 = word::TIMEOUT_S, kind::POSITIVE_NUMBER, default(60.0),
+            "Timeout of one run; the process group is killed on timeout.";
+        build_timeout_s: f64 = word::BUILD_TIMEOUT_S, kind::POSITIVE_NUMBER, default(300.0),
+            "Timeout of the build.";
+        #[serde(default = "default_discovery_cpu_s")]
+        discovery_cpu_s: f64 = word::DISCOVERY_CPU_S, kind::POSITIVE_NUMBER,
+            default(default_discovery_cpu_s()),
+            "CPU seconds one compile of the discovery build (every call inlined) may take \
+             before it is compiled again with the stock decisions.";
+        #[serde(default = "default_build_memory_bytes")]
+        build_memory_bytes: u64 = word::BUILD_MEMORY, kind::BYTES,
+            default(default_build_memory_bytes()),
+            "The most resident memory a build's processes may use together, bytes; past it \
+             the whole build is killed and the step fails naming the limit.";
+        env: Vec<(String, String)> = word::ENV, ENV, omitted(Vec::new()),
+            "Extra environment variables for build and runs.";
+        #[serde(default)]
+        pass_env: Vec<String> = word::PASS_ENV, VARIABLE_NAMES, omitted(Vec::new()),
+            "Variables the build takes from the worker's environment, besides the \
+             toolchain's own (PATH, HOME, RUSTUP_HOME, CARGO_HOME); runs never see them.";
+        #[serde(default)]
+        dependency_crates: Vec<String> = word::DEPENDENCY_CRATES, kind::STRINGS,
+            omitted(Vec::new()),
+            "Dependencies of a cargo build whose crates take decisions too; the workspace's \
+             own crates always do.";
+        check_output: OutputCheck = word::CHECK_OUTPUT, CHECK_OUTPUT,
+            default(OutputCheck::Stdout),
+            "How a run's output is checked against the baseline's.";
+        #[serde(default)]
+        limits: Limits = word::LIMITS, LIMITS, omitted(Limits::default()),
+            "CPU and memory limits on the timed runs (cgroup v2, or v1 where v2 lacks the \
+             controllers).";
+        #[serde(default)]
+        container: Option<Container> = word::CONTAINER, CONTAINER, optional,
+            "A container image the timed runs run in (built on the worker, run in the image).";
+    }
 }
 
 /// Timed runs inside a container, with the slot's work folder mounted at the
@@ -149,15 +156,14 @@ impl ContainerEngine {
 }
 
 impl Container {
-    /// The container as written in a config.
-    pub fn to_sexp(&self) -> Sexp {
-        let f = Sexp::field;
+    /// The container's fields as written in a config.
+    fn print_fields(&self) -> Vec<Sexp> {
         let mut fields = vec![
-            f(word::ENGINE, vec![Sexp::symbol(self.engine.program())]),
-            f(word::IMAGE, vec![Sexp::string(self.image.clone())]),
+            Sexp::field(word::ENGINE, vec![Sexp::symbol(self.engine.program())]),
+            Sexp::field(word::IMAGE, vec![Sexp::string(self.image.clone())]),
         ];
-        fields.extend(self.limits.fields());
-        f(word::CONTAINER, fields)
+        fields.extend(self.limits.print_fields());
+        fields
     }
 }
 
@@ -176,6 +182,42 @@ pub enum BenchmarkKind {
         /// The knobs; the first value of each domain is its default.
         points: Vec<DecisionPoint>,
     },
+}
+
+impl BenchmarkKind {
+    /// `(kind ...)` with the fields only this kind takes, as a config writes them.
+    fn print_fields(&self) -> Vec<Sexp> {
+        let f = Sexp::field;
+        match self {
+            BenchmarkKind::LlvmInline { compiler, fallback } => {
+                let compiler = match compiler {
+                    Compiler::Clang => word::CLANG,
+                    Compiler::Rustc => word::RUSTC,
+                };
+                let fallback = match fallback {
+                    ReplayFallback::NeverInline => word::NEVER_INLINE,
+                    ReplayFallback::AlwaysInline => word::ALWAYS_INLINE,
+                    ReplayFallback::Original => word::ORIGINAL,
+                };
+                vec![
+                    f(word::KIND, vec![Sexp::symbol(word::LLVM_INLINE)]),
+                    f(word::COMPILER, vec![Sexp::symbol(compiler)]),
+                    f(word::FALLBACK, vec![Sexp::symbol(fallback)]),
+                ]
+            }
+            BenchmarkKind::Knobs { points } => {
+                let knob = |p: &DecisionPoint| {
+                    let mut items = vec![name_sexp(p.id.as_str())];
+                    items.extend(p.domain.iter().map(DecisionValue::to_sexp));
+                    Sexp::list(items)
+                };
+                vec![
+                    f(word::KIND, vec![Sexp::symbol(word::KNOBS)]),
+                    f(word::KNOBS, points.iter().map(knob).collect()),
+                ]
+            }
+        }
+    }
 }
 
 /// Compilers whose inlining kiln can drive.
@@ -229,14 +271,31 @@ pub enum OutputCheck {
     Command(Vec<String>),
 }
 
-/// Limits on a benchmark's timed runs, applied through cgroups as `docker run
-/// --cpus --memory` applies them, to measure a program as a smaller machine would run it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct Limits {
-    /// CPU bandwidth in CPUs: 1.5 allows one and a half CPUs' worth of time per period.
-    pub cpus: Option<f64>,
-    /// The most memory the run's processes may use, bytes (no swap beyond it).
-    pub memory_bytes: Option<u64>,
+impl OutputCheck {
+    /// The check as a config writes it.
+    fn to_sexp(&self) -> Sexp {
+        let tagged = |word: &str, arg: Sexp| Sexp::list(vec![Sexp::symbol(word), arg]);
+        match self {
+            OutputCheck::None => Sexp::symbol(word::NONE),
+            OutputCheck::Stdout => Sexp::symbol(word::STDOUT),
+            OutputCheck::File(p) => tagged(word::FILE, Sexp::string(p.clone())),
+            OutputCheck::Lines(r) => tagged(word::LINES, Sexp::string(r.clone())),
+            OutputCheck::LinesExcept(r) => tagged(word::LINES_EXCEPT, Sexp::string(r.clone())),
+            OutputCheck::Command(argv) => tagged(word::COMMAND, strings(argv)),
+        }
+    }
+}
+
+record! {
+    /// Limits on a benchmark's timed runs, applied through cgroups as `docker run
+    /// --cpus --memory` applies them, to measure a program as a smaller machine would run it.
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+    pub struct Limits {
+        cpus: Option<f64> = word::CPUS, kind::POSITIVE_NUMBER, optional,
+            "CPU bandwidth in CPUs: 1.5 allows one and a half CPUs' worth of time per period.";
+        memory_bytes: Option<u64> = word::MEMORY, kind::BYTES, optional,
+            "The most memory the run's processes may use, bytes (no swap beyond it).";
+    }
 }
 
 impl Limits {
@@ -247,20 +306,7 @@ impl Limits {
 
     /// The limits as they are written in a config: `(limits (cpus 1.5) (memory 536870912))`.
     pub fn to_sexp(&self) -> Sexp {
-        Sexp::field(word::LIMITS, self.fields())
-    }
-
-    /// `(cpus 1.5) (memory 536870912)`, those that are set.
-    fn fields(&self) -> Vec<Sexp> {
-        let f = Sexp::field;
-        let mut fields = Vec::new();
-        if let Some(c) = self.cpus {
-            fields.push(f(word::CPUS, vec![float(c)]));
-        }
-        if let Some(m) = self.memory_bytes {
-            fields.push(f(word::MEMORY, vec![Sexp::new(SexpKind::Int(m as i64))]));
-        }
-        fields
+        Sexp::field(word::LIMITS, self.print_fields())
     }
 }
 
@@ -272,46 +318,13 @@ impl std::fmt::Display for Limits {
 
 impl Default for RunPolicy {
     fn default() -> Self {
-        RunPolicy {
-            warmup: 1,
-            min: 3,
-            max: 10,
-            target_rel_ci: 0.01,
-            max_time_s: 60.0,
-        }
+        RunPolicy::decode_fields(&kind::no_fields(word::RUNS)).expect("every field has a default")
     }
 }
 
 pub(super) fn decode_run_policy(src: Src<'_>, field: &Field<'_>) -> Result<RunPolicy, SexpError> {
-    let rec = field_record(
-        src,
-        field,
-        &[
-            word::WARMUP,
-            word::MIN,
-            word::MAX,
-            word::TARGET_REL_CI,
-            word::MAX_TIME_S,
-        ],
-    )?;
-    let d = RunPolicy::default();
-    let policy = RunPolicy {
-        warmup: rec
-            .opt_value(word::WARMUP, decode::uint32)?
-            .unwrap_or(d.warmup),
-        min: rec
-            .opt_value(word::MIN, decode::positive32)?
-            .unwrap_or(d.min),
-        max: rec
-            .opt_value(word::MAX, decode::positive32)?
-            .unwrap_or(d.max),
-        target_rel_ci: rec
-            .opt_value(word::TARGET_REL_CI, decode::number)?
-            .unwrap_or(d.target_rel_ci),
-        max_time_s: rec
-            .opt_value(word::MAX_TIME_S, decode::positive_number)?
-            .unwrap_or(d.max_time_s),
-    };
+    let rec = field_record(src, field, &RunPolicy::words())?;
+    let policy = RunPolicy::decode_fields(&rec)?;
     if policy.max < policy.min {
         let pos = rec.opt(word::MAX).map_or(field.pos, |f| f.pos);
         return Err(src.error(
@@ -322,44 +335,81 @@ pub(super) fn decode_run_policy(src: Src<'_>, field: &Field<'_>) -> Result<RunPo
     Ok(policy)
 }
 
-const BENCHMARK_FIELDS: &[&str] = &[
-    word::NAME,
-    word::KIND,
-    word::SOURCES,
-    word::BUILD,
-    word::RUN,
-    word::TIMEOUT_S,
-    word::BUILD_TIMEOUT_S,
-    word::DISCOVERY_CPU_S,
-    word::BUILD_MEMORY,
-    word::ENV,
-    word::PASS_ENV,
-    word::DEPENDENCY_CRATES,
-    word::CHECK_OUTPUT,
-    word::COMPILER,
-    word::FALLBACK,
-    word::KNOBS,
-    word::LIMITS,
-    word::CONTAINER,
-];
-
 pub(super) fn decode_benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpec, SexpError> {
-    let rec = Record::open(src, node, "benchmark", None, BENCHMARK_FIELDS)?;
-    let name = rec.req_value(word::NAME, decode::name)?;
-    let build = rec
-        .opt_value(word::BUILD, decode::string_list)?
-        .unwrap_or_default();
-    let run = rec.req_value(word::RUN, decode::string_list)?;
-    if run.is_empty() {
+    let rec = Record::open(src, node, "benchmark", None, &BenchmarkSpec::words())?;
+    let spec = BenchmarkSpec::decode_fields(&rec)?;
+    let at = |word: &str| rec.opt(word).map_or(rec.pos(), |f| f.pos);
+    if spec.run.is_empty() {
+        return Err(src.error(at(word::RUN), "field 'run' needs a command, found ()"));
+    }
+    let rustc = matches!(
+        spec.kind,
+        BenchmarkKind::LlvmInline {
+            compiler: Compiler::Rustc,
+            ..
+        }
+    );
+    if !spec.dependency_crates.is_empty() && !rustc {
         return Err(src.error(
-            rec.req(word::RUN)?.pos,
-            "field 'run' needs a command, found ()",
+            at(word::DEPENDENCY_CRATES),
+            "field 'dependency-crates' applies only to llvm-inline benchmarks built with cargo (compiler rustc)",
         ));
     }
-    let kind_field = rec.req(word::KIND)?;
+    if spec.container.is_some() && !spec.limits.is_none() {
+        return Err(src.error(
+            at(word::CONTAINER),
+            "a benchmark with (container ...) takes its cpus and memory there, not in (limits ...)",
+        ));
+    }
+    Ok(spec)
+}
+
+const KIND: Composite<BenchmarkKind> = Composite {
+    words: &[word::KIND, word::COMPILER, word::FALLBACK, word::KNOBS],
+    decode: benchmark_kind,
+    print: BenchmarkKind::print_fields,
+    reference: || {
+        let row = |word, takes, default: &str, doc| FieldRow {
+            word,
+            takes,
+            default: default.to_string(),
+            doc,
+        };
+        vec![
+            row(
+                word::KIND,
+                "llvm-inline or knobs",
+                "required",
+                "What kind of decisions it takes.",
+            ),
+            row(
+                word::COMPILER,
+                "clang or rustc",
+                "from the build command",
+                "llvm-inline only: the compiler family whose inlining is driven.",
+            ),
+            row(
+                word::FALLBACK,
+                "never-inline, always-inline or original",
+                "never-inline",
+                "llvm-inline only: what happens to sites missing from the replay file.",
+            ),
+            row(
+                word::KNOBS,
+                "(NAME VALUE ...) entries",
+                "required for knobs",
+                "knobs only: each knob and its values; the first value is the default.",
+            ),
+        ]
+    },
+};
+
+/// The benchmark's kind with the fields only it takes, refusing the other kind's.
+fn benchmark_kind(rec: &Record<'_>) -> Result<BenchmarkKind, SexpError> {
+    let src = rec.src();
     let kind_name = decode::choice(
         src,
-        kind_field.one()?,
+        rec.req(word::KIND)?.one()?,
         word::KIND,
         &[word::LLVM_INLINE, word::KNOBS],
     )?;
@@ -372,120 +422,98 @@ pub(super) fn decode_benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpe
             None => Ok(()),
         }
     };
-    let kind = if kind_name == word::LLVM_INLINE {
-        only_for(word::KNOBS, word::KNOBS)?;
-        if build.is_empty() {
-            return Err(src.error(
-                rec.pos(),
-                format!("benchmark '{name}' of kind llvm-inline needs a (build (...)) command"),
-            ));
-        }
-        let compiler = match rec.opt(word::COMPILER) {
-            Some(f) => match decode::choice(src, f.one()?, word::COMPILER, &[word::CLANG, word::RUSTC])? {
-                word::RUSTC => Compiler::Rustc,
-                _ => Compiler::Clang,
-            },
-            None => infer_compiler(&build[0]).ok_or_else(|| {
-                src.error(
-                    rec.req(word::BUILD).map_or(rec.pos(), |f| f.pos),
-                    format!(
-                        "cannot tell the compiler from '{}'; add (compiler clang) or (compiler rustc)",
-                        build[0]
-                    ),
-                )
-            })?,
-        };
-        let fallback = match rec.opt(word::FALLBACK) {
-            Some(f) => match decode::choice(
-                src,
-                f.one()?,
-                word::FALLBACK,
-                &[word::NEVER_INLINE, word::ALWAYS_INLINE, word::ORIGINAL],
-            )? {
-                word::ALWAYS_INLINE => ReplayFallback::AlwaysInline,
-                word::ORIGINAL => ReplayFallback::Original,
-                _ => ReplayFallback::NeverInline,
-            },
-            None => ReplayFallback::NeverInline,
-        };
-        BenchmarkKind::LlvmInline { compiler, fallback }
-    } else {
+    if kind_name == word::KNOBS {
         only_for(word::COMPILER, word::LLVM_INLINE)?;
         only_for(word::FALLBACK, word::LLVM_INLINE)?;
-        let knobs = rec.req(word::KNOBS)?;
-        BenchmarkKind::Knobs {
-            points: knob_points(src, &knobs)?,
-        }
+        let points = knob_points(src, &rec.req(word::KNOBS)?)?;
+        return Ok(BenchmarkKind::Knobs { points });
+    }
+    only_for(word::KNOBS, word::KNOBS)?;
+    let build = rec
+        .opt_value(word::BUILD, decode::string_list)?
+        .unwrap_or_default();
+    let Some(program) = build.first() else {
+        let name = rec.req_value(word::NAME, decode::name)?;
+        return Err(src.error(
+            rec.pos(),
+            format!("benchmark '{name}' of kind llvm-inline needs a (build (...)) command"),
+        ));
     };
-    let env = match rec.opt(word::ENV) {
-        Some(f) => env_pairs(src, &f)?,
-        None => Vec::new(),
+    let compiler = match rec.opt(word::COMPILER) {
+        Some(f) => match decode::choice(src, f.one()?, word::COMPILER, &[word::CLANG, word::RUSTC])? {
+            word::RUSTC => Compiler::Rustc,
+            _ => Compiler::Clang,
+        },
+        None => infer_compiler(program).ok_or_else(|| {
+            src.error(
+                rec.req(word::BUILD).map_or(rec.pos(), |f| f.pos),
+                format!(
+                    "cannot tell the compiler from '{program}'; add (compiler clang) or (compiler rustc)"
+                ),
+            )
+        })?,
     };
-    let dependency_crates = match rec.opt(word::DEPENDENCY_CRATES) {
-        Some(f) if matches!(kind, BenchmarkKind::LlvmInline { compiler: Compiler::Rustc, .. }) => {
-            decode::string_list(src, f.one()?, word::DEPENDENCY_CRATES)?
-        }
-        Some(f) => {
-            return Err(src.error(
-                f.pos,
-                "field 'dependency-crates' applies only to llvm-inline benchmarks built with cargo (compiler rustc)",
-            ))
-        }
-        None => Vec::new(),
+    let fallback = match rec.opt(word::FALLBACK) {
+        Some(f) => match decode::choice(
+            src,
+            f.one()?,
+            word::FALLBACK,
+            &[word::NEVER_INLINE, word::ALWAYS_INLINE, word::ORIGINAL],
+        )? {
+            word::ALWAYS_INLINE => ReplayFallback::AlwaysInline,
+            word::ORIGINAL => ReplayFallback::Original,
+            _ => ReplayFallback::NeverInline,
+        },
+        None => ReplayFallback::NeverInline,
     };
-    let pass_env = match rec.opt(word::PASS_ENV) {
-        Some(f) => variable_names(src, &f)?,
-        None => Vec::new(),
-    };
-    let check_output = match rec.opt(word::CHECK_OUTPUT) {
-        Some(f) => output_check(src, f.one()?)?,
-        None => OutputCheck::Stdout,
-    };
-    let limits = match rec.opt(word::LIMITS) {
-        Some(f) => limits(src, &f)?,
-        None => Limits::default(),
-    };
-    let container = match rec.opt(word::CONTAINER) {
-        Some(f) if !limits.is_none() => return Err(src.error(
-            f.pos,
-            "a benchmark with (container ...) takes its cpus and memory there, not in (limits ...)",
-        )),
-        Some(f) => Some(container(src, &f)?),
-        None => None,
-    };
-    Ok(BenchmarkSpec {
-        sources: PathBuf::from(rec.req_value(word::SOURCES, decode::string)?),
-        timeout_s: rec
-            .opt_value(word::TIMEOUT_S, decode::positive_number)?
-            .unwrap_or(60.0),
-        build_timeout_s: rec
-            .opt_value(word::BUILD_TIMEOUT_S, decode::positive_number)?
-            .unwrap_or(300.0),
-        discovery_cpu_s: rec
-            .opt_value(word::DISCOVERY_CPU_S, decode::positive_number)?
-            .unwrap_or_else(default_discovery_cpu_s),
-        build_memory_bytes: rec
-            .opt_value(word::BUILD_MEMORY, decode::byte_size)?
-            .unwrap_or_else(default_build_memory_bytes),
-        name,
-        kind,
-        build,
-        run,
-        env,
-        pass_env,
-        dependency_crates,
-        check_output,
-        limits,
-        container,
-    })
+    Ok(BenchmarkKind::LlvmInline { compiler, fallback })
 }
 
+const SOURCES: Kind<PathBuf> = Kind {
+    takes: "a folder (string)",
+    decode: |f| f.value(decode::string).map(PathBuf::from),
+    print: |path| vec![path_sexp(path)],
+};
+
+const ENV: Kind<Vec<(String, String)>> = Kind {
+    takes: "(\"NAME\" \"value\") pairs",
+    decode: |f| env_pairs(f.src(), f),
+    print: |pairs| {
+        let pair = |(k, v): &(String, String)| {
+            Sexp::list(vec![Sexp::string(k.clone()), Sexp::string(v.clone())])
+        };
+        pairs.iter().map(pair).collect()
+    },
+};
+
+const VARIABLE_NAMES: Kind<Vec<String>> = Kind {
+    takes: "a list of variable names",
+    decode: |f| variable_names(f.src(), f),
+    print: |names| vec![strings(names)],
+};
+
+const CHECK_OUTPUT: Kind<OutputCheck> = Kind {
+    takes: "stdout, none, (file P), (lines RE), (lines-except RE) or (command (...))",
+    decode: |f| output_check(f.src(), f.one()?),
+    print: |check| vec![check.to_sexp()],
+};
+
+const LIMITS: Kind<Limits> = Kind {
+    takes: "(cpus N) (memory BYTES)",
+    decode: |f| Limits::decode_fields(&field_record(f.src(), f, &Limits::words())?),
+    print: Limits::print_fields,
+};
+
+const CONTAINER: Kind<Container> = Kind {
+    takes: "(engine E) (image I) (cpus N) (memory BYTES)",
+    decode: |f| container(f.src(), f),
+    print: |c| c.print_fields(),
+};
+
 fn container(src: Src<'_>, field: &Field<'_>) -> Result<Container, SexpError> {
-    let rec = field_record(
-        src,
-        field,
-        &[word::ENGINE, word::IMAGE, word::CPUS, word::MEMORY],
-    )?;
+    let mut words = vec![word::ENGINE, word::IMAGE];
+    words.extend(Limits::words());
+    let rec = field_record(src, field, &words)?;
     let engine = match decode::choice(
         src,
         rec.req(word::ENGINE)?.one()?,
@@ -498,19 +526,7 @@ fn container(src: Src<'_>, field: &Field<'_>) -> Result<Container, SexpError> {
     Ok(Container {
         engine,
         image: rec.req_value(word::IMAGE, decode::string)?,
-        limits: limit_fields(&rec)?,
-    })
-}
-
-fn limits(src: Src<'_>, field: &Field<'_>) -> Result<Limits, SexpError> {
-    limit_fields(&field_record(src, field, &[word::CPUS, word::MEMORY])?)
-}
-
-/// The `(cpus ...)` and `(memory ...)` of a record.
-fn limit_fields(rec: &Record<'_>) -> Result<Limits, SexpError> {
-    Ok(Limits {
-        cpus: rec.opt_value(word::CPUS, decode::positive_number)?,
-        memory_bytes: rec.opt_value(word::MEMORY, decode::byte_size)?,
+        limits: Limits::decode_fields(&rec)?,
     })
 }
 
@@ -663,93 +679,6 @@ impl BenchmarkSpec {
     }
 
     pub(super) fn to_sexp(&self) -> Sexp {
-        let f = Sexp::field;
-        let mut fields = vec![f(word::NAME, vec![name_sexp(&self.name)])];
-        match &self.kind {
-            BenchmarkKind::LlvmInline { compiler, fallback } => {
-                fields.push(f(word::KIND, vec![Sexp::symbol(word::LLVM_INLINE)]));
-                fields.push(f(
-                    word::COMPILER,
-                    vec![Sexp::symbol(match compiler {
-                        Compiler::Clang => word::CLANG,
-                        Compiler::Rustc => word::RUSTC,
-                    })],
-                ));
-                fields.push(f(
-                    word::FALLBACK,
-                    vec![Sexp::symbol(match fallback {
-                        ReplayFallback::NeverInline => word::NEVER_INLINE,
-                        ReplayFallback::AlwaysInline => word::ALWAYS_INLINE,
-                        ReplayFallback::Original => word::ORIGINAL,
-                    })],
-                ));
-            }
-            BenchmarkKind::Knobs { points } => {
-                fields.push(f(word::KIND, vec![Sexp::symbol(word::KNOBS)]));
-                let knobs = points
-                    .iter()
-                    .map(|p| {
-                        let mut items = vec![name_sexp(p.id.as_str())];
-                        items.extend(p.domain.iter().map(DecisionValue::to_sexp));
-                        Sexp::list(items)
-                    })
-                    .collect();
-                fields.push(f(word::KNOBS, knobs));
-            }
-        }
-        fields.push(f(word::SOURCES, vec![path_sexp(&self.sources)]));
-        if !self.build.is_empty() {
-            fields.push(f(word::BUILD, vec![strings(&self.build)]));
-        }
-        fields.push(f(word::RUN, vec![strings(&self.run)]));
-        fields.push(f(word::TIMEOUT_S, vec![float(self.timeout_s)]));
-        fields.push(f(word::BUILD_TIMEOUT_S, vec![float(self.build_timeout_s)]));
-        fields.push(f(word::DISCOVERY_CPU_S, vec![float(self.discovery_cpu_s)]));
-        fields.push(f(
-            word::BUILD_MEMORY,
-            vec![Sexp::new(SexpKind::Int(self.build_memory_bytes as i64))],
-        ));
-        if !self.env.is_empty() {
-            let pairs = self
-                .env
-                .iter()
-                .map(|(k, v)| Sexp::list(vec![Sexp::string(k.clone()), Sexp::string(v.clone())]))
-                .collect();
-            fields.push(f(word::ENV, pairs));
-        }
-        if !self.dependency_crates.is_empty() {
-            fields.push(f(
-                word::DEPENDENCY_CRATES,
-                vec![strings(&self.dependency_crates)],
-            ));
-        }
-        if !self.pass_env.is_empty() {
-            fields.push(f(word::PASS_ENV, vec![strings(&self.pass_env)]));
-        }
-        let check = match &self.check_output {
-            OutputCheck::None => Sexp::symbol(word::NONE),
-            OutputCheck::Stdout => Sexp::symbol(word::STDOUT),
-            OutputCheck::File(p) => {
-                Sexp::list(vec![Sexp::symbol(word::FILE), Sexp::string(p.clone())])
-            }
-            OutputCheck::Lines(r) => {
-                Sexp::list(vec![Sexp::symbol(word::LINES), Sexp::string(r.clone())])
-            }
-            OutputCheck::LinesExcept(r) => Sexp::list(vec![
-                Sexp::symbol(word::LINES_EXCEPT),
-                Sexp::string(r.clone()),
-            ]),
-            OutputCheck::Command(argv) => {
-                Sexp::list(vec![Sexp::symbol(word::COMMAND), strings(argv)])
-            }
-        };
-        fields.push(f(word::CHECK_OUTPUT, vec![check]));
-        if !self.limits.is_none() {
-            fields.push(self.limits.to_sexp());
-        }
-        if let Some(c) = &self.container {
-            fields.push(c.to_sexp());
-        }
-        Sexp::list(fields)
+        Sexp::list(self.print_fields())
     }
 }

@@ -9,10 +9,11 @@ use serde::{Deserialize, Serialize};
 use super::benchmark::{
     decode_benchmark, decode_run_policy, BenchmarkKind, BenchmarkSpec, Limits, RunPolicy,
 };
+use super::record::{self as kind, record, Kind};
 use super::search::{decode_experiment, Experiment};
 use super::search::{Search, Start};
 use super::workers::{decode_worker, WorkerSpec};
-use super::{boolean, field_record, float, int, lexically_normal, path_sexp};
+use super::{field_record, lexically_normal, path_sexp};
 use crate::decision::name_sexp;
 use crate::decode::{self, Field, Record, Src};
 use crate::metric::Metric;
@@ -69,14 +70,38 @@ pub struct CampaignConfig {
     pub workers: Vec<WorkerSpec>,
 }
 
-/// The quantity a search minimises.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Objective {
-    /// The metric measured per run.
-    pub metric: Metric,
-    /// How runs are summarised into one figure.
-    pub statistic: Statistic,
+record! {
+    /// The quantity a search minimises.
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub struct Objective {
+        metric: Metric = word::METRIC, METRIC, default(Metric::WallTime),
+            "The metric measured per run.";
+        statistic: Statistic = word::STATISTIC, STATISTIC, default(Statistic::Median),
+            "How runs are summarised into one figure.";
+    }
 }
+
+const METRIC: Kind<Metric> = Kind {
+    takes: "a metric (see Metrics)",
+    decode: |f| {
+        f.value(|src, node, field| {
+            let name = decode::text(src, node, field)?;
+            name.parse::<Metric>().map_err(|e| src.error(node.pos, e))
+        })
+    },
+    print: |metric| vec![Sexp::symbol(metric.name())],
+};
+
+const STATISTIC: Kind<Statistic> = Kind {
+    takes: "median, mean, min or trimmed-mean",
+    decode: |f| {
+        f.value(|src, node, field| {
+            let name = decode::choice(src, node, field, Statistic::NAMES)?;
+            Ok(Statistic::from_name(name).expect("choice comes from NAMES"))
+        })
+    },
+    print: |statistic| vec![Sexp::symbol(statistic.name())],
+};
 
 /// Screening that flips several points a step reads each flip's effect from
 /// the instructions of the functions it touches: only inlining sites name
@@ -106,44 +131,55 @@ fn attribution_fits(
     ))
 }
 
-/// Infrastructure timeouts.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Timeouts {
-    /// Connecting to (and deploying on) a worker.
-    pub connect_s: f64,
-    /// Interval of heartbeats to a worker.
-    pub heartbeat_s: f64,
-    /// A worker that answers nothing for this long is lost.
-    pub lost_after_s: f64,
-    /// A step whose worker is lost this many times while running it is
-    /// recorded failed (the step ends its worker) instead of tried again.
-    #[serde(default = "default_step_losses")]
-    pub step_losses: u32,
+record! {
+    /// Infrastructure timeouts.
+    #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+    pub struct Timeouts {
+        connect_s: f64 = word::CONNECT_S, kind::POSITIVE_NUMBER, default(30.0),
+            "Connecting to (and deploying on) a worker.";
+        heartbeat_s: f64 = word::HEARTBEAT_S, kind::POSITIVE_NUMBER, default(5.0),
+            "Interval of heartbeats to a worker.";
+        lost_after_s: f64 = word::LOST_AFTER_S, kind::POSITIVE_NUMBER, default(30.0),
+            "A worker that answers nothing for this long is lost.";
+        #[serde(default = "default_step_losses")]
+        step_losses: u32 = word::STEP_LOSSES, kind::POSITIVE, default(3),
+            "A step whose worker is lost this many times while running it is recorded failed \
+             (the step ends its worker) instead of tried again.";
+    }
+}
+
+impl Default for Objective {
+    fn default() -> Self {
+        Objective::decode_fields(&kind::no_fields(word::OBJECTIVE))
+            .expect("every field has a default")
+    }
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts::decode_fields(&kind::no_fields(word::TIMEOUTS))
+            .expect("every field has a default")
+    }
 }
 
 fn default_step_losses() -> u32 {
     Timeouts::default().step_losses
 }
 
-/// Slot calibration: a reference benchmark measured on every slot, at connect and every
-/// `every` jobs, to catch slots whose speed drifts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Calibration {
-    /// The benchmark (one of the campaign's), measured with its default decisions.
-    pub benchmark: String,
-    /// Calibrate a slot again after this many jobs on it (0: only at connect).
-    pub every: u32,
-    /// Largest tolerated relative change from the slot's first figure: |now / first − 1|.
-    pub max_drift: f64,
-    /// Whether a slot that drifts further gets no jobs until it calibrates within bounds again.
-    pub take_out_of_service: bool,
-}
-
-impl Calibration {
-    /// Defaults of the optional fields.
-    pub const DEFAULT_EVERY: u32 = 50;
-    /// Default `max-drift`.
-    pub const DEFAULT_MAX_DRIFT: f64 = 0.05;
+record! {
+    /// Slot calibration: a reference benchmark measured on every slot, at connect and every
+    /// `every` jobs, to catch slots whose speed drifts.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Calibration {
+        benchmark: String = word::BENCHMARK, kind::TEXT, required,
+            "The benchmark (one of the campaign's), measured with its default decisions.";
+        every: u32 = word::EVERY, kind::COUNT, default(50),
+            "Calibrate a slot again after this many jobs on it (0: only at connect).";
+        max_drift: f64 = word::MAX_DRIFT, kind::POSITIVE_NUMBER, default(0.05),
+            "Largest tolerated relative change from the slot's first figure: |now / first − 1|.";
+        take_out_of_service: bool = word::TAKE_OUT_OF_SERVICE, kind::BOOLEAN, default(false),
+            "Whether a slot that drifts further gets no jobs until it calibrates within bounds again.";
+    }
 }
 
 /// The largest config kiln reads: a config is written by hand, so anything
@@ -244,6 +280,139 @@ fn included_benchmarks(
         .collect()
 }
 
+/// The fields of `(campaign ...)`: each a record of its own, or a list of them.
+const TOP_WORDS: &[&str] = &[
+    word::NAME,
+    word::STORE,
+    word::OBJECTIVE,
+    word::RUNS,
+    word::TIMEOUTS,
+    word::CALIBRATION,
+    word::EXPERIMENTS,
+    word::BENCHMARKS,
+    word::WORKERS,
+];
+
+/// The entries of `(benchmarks ...)`, includes read, each name once.
+fn benchmarks(
+    src: Src<'_>,
+    field: &Field<'_>,
+    base: Option<&Path>,
+) -> Result<Vec<BenchmarkSpec>, SexpError> {
+    let mut benchmarks: Vec<BenchmarkSpec> = Vec::new();
+    // Names seen so far, in a set: a search of the list for each entry is
+    // quadratic in a generated config of many thousand entries.
+    let mut names = HashSet::new();
+    for entry in decode::entries(field)? {
+        let found = match form_args(entry, word::INCLUDE) {
+            Some(args) => included_benchmarks(src, entry, args, base)?,
+            None => vec![decode_benchmark(src, entry)?],
+        };
+        for b in found {
+            if !names.insert(b.name.clone()) {
+                return Err(src.error(
+                    entry.pos,
+                    format!("benchmark '{}' is defined twice", b.name),
+                ));
+            }
+            benchmarks.push(b);
+        }
+    }
+    Ok(benchmarks)
+}
+
+/// The entries of `(experiments ...)` with each `(each-benchmark ...)` written out as
+/// one experiment per benchmark, named after it (and its suffix).
+fn expand_each_benchmark(
+    src: Src<'_>,
+    field: &Field<'_>,
+    benchmarks: &[BenchmarkSpec],
+) -> Result<Vec<Sexp>, SexpError> {
+    let mut entries = Vec::new();
+    for entry in decode::entries(field)? {
+        let Some(fields) = form_args(entry, "each-benchmark") else {
+            entries.push(entry.clone());
+            continue;
+        };
+        let (suffix, fields) = split_suffix(src, fields)?;
+        entries.extend(benchmarks.iter().map(|b| {
+            let name = match &suffix {
+                Some(suffix) => format!("{}-{suffix}", b.name),
+                None => b.name.clone(),
+            };
+            let mut items = vec![
+                Sexp::field(word::NAME, vec![name_sexp(&name)]),
+                Sexp::field(word::BENCHMARK, vec![name_sexp(&b.name)]),
+            ];
+            items.extend(fields.iter().cloned());
+            Sexp {
+                pos: entry.pos,
+                kind: SexpKind::List(items),
+            }
+        }));
+    }
+    Ok(entries)
+}
+
+/// The experiments, each over a defined benchmark, each name once.
+fn experiments(
+    src: Src<'_>,
+    field: &Field<'_>,
+    benchmarks: &[BenchmarkSpec],
+    objective: &Objective,
+) -> Result<Vec<Experiment>, SexpError> {
+    let mut experiments: Vec<Experiment> = Vec::new();
+    let mut names = HashSet::new();
+    for entry in &expand_each_benchmark(src, field, benchmarks)? {
+        let e = decode_experiment(src, entry)?;
+        let Some(benchmark) = benchmarks.iter().find(|b| b.name == e.benchmark) else {
+            let known: Vec<_> = benchmarks.iter().map(|b| b.name.as_str()).collect();
+            return Err(src.error(
+                entry.pos,
+                format!(
+                    "experiment '{}' names benchmark '{}', which is not defined; defined: {}",
+                    e.name,
+                    e.benchmark,
+                    known.join(", ")
+                ),
+            ));
+        };
+        attribution_fits(src, entry, &e, objective, Some(benchmark))?;
+        if !names.insert(e.name.clone()) {
+            return Err(src.error(
+                entry.pos,
+                format!(
+                    "two experiments are named '{}'; give one a (name ...), or an each-benchmark a (suffix ...)",
+                    e.name
+                ),
+            ));
+        }
+        experiments.push(e);
+    }
+    Ok(experiments)
+}
+
+/// The workers of `(workers ...)`, a slurm entry's nodes each a worker, each name once.
+fn workers(src: Src<'_>, field: &Field<'_>) -> Result<Vec<WorkerSpec>, SexpError> {
+    let mut workers: Vec<WorkerSpec> = Vec::new();
+    let mut names = HashSet::new();
+    for (i, entry) in decode::entries(field)?.iter().enumerate() {
+        for w in decode_worker(src, entry, i)? {
+            if !names.insert(w.name().to_string()) {
+                return Err(src.error(
+                    entry.pos,
+                    format!(
+                        "two workers are named '{}'; give one a (name ...)",
+                        w.name()
+                    ),
+                ));
+            }
+            workers.push(w);
+        }
+    }
+    Ok(workers)
+}
+
 impl CampaignConfig {
     /// Reads and checks a config file (a regular file of at most [`CONFIG_MAX_BYTES`]).
     ///
@@ -323,31 +492,12 @@ impl CampaignConfig {
     /// The config in `node`; `base`, the config file's folder, is where
     /// `(include ...)` paths start (none for config text without a file).
     fn from_sexp(src: Src<'_>, node: &Sexp, base: Option<&Path>) -> Result<Self, SexpError> {
-        let rec = Record::open(
-            src,
-            node,
-            word::CAMPAIGN,
-            Some(word::CAMPAIGN),
-            &[
-                word::NAME,
-                word::STORE,
-                word::OBJECTIVE,
-                word::RUNS,
-                word::TIMEOUTS,
-                word::CALIBRATION,
-                word::EXPERIMENTS,
-                word::BENCHMARKS,
-                word::WORKERS,
-            ],
-        )?;
+        let rec = Record::open(src, node, word::CAMPAIGN, Some(word::CAMPAIGN), TOP_WORDS)?;
         let name = rec.req_value(word::NAME, decode::name)?;
         let store = PathBuf::from(rec.req_value(word::STORE, decode::string)?);
         let objective = match rec.opt(word::OBJECTIVE) {
             Some(f) => objective(src, &f)?,
-            None => Objective {
-                metric: Metric::WallTime,
-                statistic: Statistic::Median,
-            },
+            None => Objective::default(),
         };
         let runs = match rec.opt(word::RUNS) {
             Some(f) => decode_run_policy(src, &f)?,
@@ -357,98 +507,9 @@ impl CampaignConfig {
             Some(f) => timeouts(src, &f)?,
             None => Timeouts::default(),
         };
-        let benchmarks_field = rec.req(word::BENCHMARKS)?;
-        let mut benchmarks: Vec<BenchmarkSpec> = Vec::new();
-        // Names seen so far, in sets: a search of the list for each entry is
-        // quadratic in a generated config of many thousand entries.
-        let mut benchmark_names = HashSet::new();
-        for entry in decode::entries(&benchmarks_field)? {
-            let found = match form_args(entry, word::INCLUDE) {
-                Some(args) => included_benchmarks(src, entry, args, base)?,
-                None => vec![decode_benchmark(src, entry)?],
-            };
-            for b in found {
-                if !benchmark_names.insert(b.name.clone()) {
-                    return Err(src.error(
-                        entry.pos,
-                        format!("benchmark '{}' is defined twice", b.name),
-                    ));
-                }
-                benchmarks.push(b);
-            }
-        }
-        let experiments_field = rec.req(word::EXPERIMENTS)?;
-        let mut experiments: Vec<Experiment> = Vec::new();
-        let mut experiment_names = HashSet::new();
-        let mut generated: Vec<Sexp> = Vec::new();
-        for entry in decode::entries(&experiments_field)? {
-            match form_args(entry, "each-benchmark") {
-                // One experiment per benchmark, named after it, with the form's fields.
-                Some(fields) => {
-                    let (suffix, fields) = split_suffix(src, fields)?;
-                    generated.extend(benchmarks.iter().map(|b| {
-                        let name = match &suffix {
-                            Some(suffix) => format!("{}-{suffix}", b.name),
-                            None => b.name.clone(),
-                        };
-                        let mut items = vec![
-                            Sexp::field(word::NAME, vec![name_sexp(&name)]),
-                            Sexp::field(word::BENCHMARK, vec![name_sexp(&b.name)]),
-                        ];
-                        items.extend(fields.iter().cloned());
-                        Sexp {
-                            pos: entry.pos,
-                            kind: SexpKind::List(items),
-                        }
-                    }))
-                }
-                None => generated.push(entry.clone()),
-            }
-        }
-        for entry in &generated {
-            let e = decode_experiment(src, entry)?;
-            if !benchmark_names.contains(&e.benchmark) {
-                let known: Vec<_> = benchmarks.iter().map(|b| b.name.as_str()).collect();
-                return Err(src.error(
-                    entry.pos,
-                    format!(
-                        "experiment '{}' names benchmark '{}', which is not defined; defined: {}",
-                        e.name,
-                        e.benchmark,
-                        known.join(", ")
-                    ),
-                ));
-            }
-            let benchmark = benchmarks.iter().find(|b| b.name == e.benchmark);
-            attribution_fits(src, entry, &e, &objective, benchmark)?;
-            if !experiment_names.insert(e.name.clone()) {
-                return Err(src.error(
-                    entry.pos,
-                    format!(
-                        "two experiments are named '{}'; give one a (name ...), or an each-benchmark a (suffix ...)",
-                        e.name
-                    ),
-                ));
-            }
-            experiments.push(e);
-        }
-        let workers_field = rec.req(word::WORKERS)?;
-        let mut workers: Vec<WorkerSpec> = Vec::new();
-        let mut worker_names = HashSet::new();
-        for (i, entry) in decode::entries(&workers_field)?.iter().enumerate() {
-            for w in decode_worker(src, entry, i)? {
-                if !worker_names.insert(w.name().to_string()) {
-                    return Err(src.error(
-                        entry.pos,
-                        format!(
-                            "two workers are named '{}'; give one a (name ...)",
-                            w.name()
-                        ),
-                    ));
-                }
-                workers.push(w);
-            }
-        }
+        let benchmarks = benchmarks(src, &rec.req(word::BENCHMARKS)?, base)?;
+        let experiments = experiments(src, &rec.req(word::EXPERIMENTS)?, &benchmarks, &objective)?;
+        let workers = workers(src, &rec.req(word::WORKERS)?)?;
         let calibration = match rec.opt(word::CALIBRATION) {
             Some(f) => Some(calibration(src, &f, &benchmarks)?),
             None => None,
@@ -469,39 +530,13 @@ impl CampaignConfig {
     /// The config as an s-expression, every default spelled out.
     pub fn to_sexp(&self) -> Sexp {
         let f = Sexp::field;
-        let o = &self.objective;
-        let r = &self.runs;
-        let t = &self.timeouts;
         let mut fields = vec![
             Sexp::symbol(word::CAMPAIGN),
             f(word::NAME, vec![name_sexp(&self.name)]),
             f(word::STORE, vec![path_sexp(&self.store)]),
-            f(
-                word::OBJECTIVE,
-                vec![
-                    f(word::METRIC, vec![Sexp::symbol(o.metric.name())]),
-                    f(word::STATISTIC, vec![Sexp::symbol(o.statistic.name())]),
-                ],
-            ),
-            f(
-                word::RUNS,
-                vec![
-                    f("warmup", vec![int(r.warmup)]),
-                    f("min", vec![int(r.min)]),
-                    f("max", vec![int(r.max)]),
-                    f("target-rel-ci", vec![float(r.target_rel_ci)]),
-                    f("max-time-s", vec![float(r.max_time_s)]),
-                ],
-            ),
-            f(
-                word::TIMEOUTS,
-                vec![
-                    f(word::CONNECT_S, vec![float(t.connect_s)]),
-                    f(word::HEARTBEAT_S, vec![float(t.heartbeat_s)]),
-                    f(word::LOST_AFTER_S, vec![float(t.lost_after_s)]),
-                    f(word::STEP_LOSSES, vec![int(t.step_losses)]),
-                ],
-            ),
+            f(word::OBJECTIVE, self.objective.print_fields()),
+            f(word::RUNS, self.runs.print_fields()),
+            f(word::TIMEOUTS, self.timeouts.print_fields()),
         ];
         // Printed only when given, so configs without it keep their normalized text.
         if let Some(c) = &self.calibration {
@@ -525,63 +560,12 @@ impl CampaignConfig {
     }
 }
 
-impl Default for Timeouts {
-    fn default() -> Self {
-        Timeouts {
-            connect_s: 30.0,
-            heartbeat_s: 5.0,
-            lost_after_s: 30.0,
-            step_losses: 3,
-        }
-    }
-}
-
 fn objective(src: Src<'_>, field: &Field<'_>) -> Result<Objective, SexpError> {
-    let rec = field_record(src, field, &[word::METRIC, word::STATISTIC])?;
-    let metric = match rec.opt(word::METRIC) {
-        Some(f) => {
-            let node = f.one()?;
-            let name = decode::text(src, node, word::METRIC)?;
-            name.parse::<Metric>().map_err(|e| src.error(node.pos, e))?
-        }
-        None => Metric::WallTime,
-    };
-    let statistic = match rec.opt(word::STATISTIC) {
-        Some(f) => {
-            let name = decode::choice(src, f.one()?, word::STATISTIC, Statistic::NAMES)?;
-            Statistic::from_name(name).expect("choice comes from NAMES")
-        }
-        None => Statistic::Median,
-    };
-    Ok(Objective { metric, statistic })
+    Objective::decode_fields(&field_record(src, field, &Objective::words())?)
 }
 
 fn timeouts(src: Src<'_>, field: &Field<'_>) -> Result<Timeouts, SexpError> {
-    let rec = field_record(
-        src,
-        field,
-        &[
-            word::CONNECT_S,
-            word::HEARTBEAT_S,
-            word::LOST_AFTER_S,
-            word::STEP_LOSSES,
-        ],
-    )?;
-    let d = Timeouts::default();
-    Ok(Timeouts {
-        connect_s: rec
-            .opt_value(word::CONNECT_S, decode::positive_number)?
-            .unwrap_or(d.connect_s),
-        heartbeat_s: rec
-            .opt_value(word::HEARTBEAT_S, decode::positive_number)?
-            .unwrap_or(d.heartbeat_s),
-        lost_after_s: rec
-            .opt_value(word::LOST_AFTER_S, decode::positive_number)?
-            .unwrap_or(d.lost_after_s),
-        step_losses: rec
-            .opt_value(word::STEP_LOSSES, decode::positive32)?
-            .unwrap_or(d.step_losses),
-    })
+    Timeouts::decode_fields(&field_record(src, field, &Timeouts::words())?)
 }
 
 fn calibration(
@@ -589,18 +573,10 @@ fn calibration(
     field: &Field<'_>,
     benchmarks: &[BenchmarkSpec],
 ) -> Result<Calibration, SexpError> {
-    let rec = field_record(
-        src,
-        field,
-        &[
-            word::BENCHMARK,
-            word::EVERY,
-            word::MAX_DRIFT,
-            word::TAKE_OUT_OF_SERVICE,
-        ],
-    )?;
-    let benchmark = rec.req_value(word::BENCHMARK, decode::text)?;
-    if !benchmarks.iter().any(|b| b.name == benchmark) {
+    let rec = field_record(src, field, &Calibration::words())?;
+    let calibration = Calibration::decode_fields(&rec)?;
+    let benchmark = &calibration.benchmark;
+    if !benchmarks.iter().any(|b| &b.name == benchmark) {
         let known: Vec<_> = benchmarks.iter().map(|b| b.name.as_str()).collect();
         return Err(src.error(
             rec.req(word::BENCHMARK)?.pos,
@@ -610,34 +586,11 @@ fn calibration(
             ),
         ));
     }
-    Ok(Calibration {
-        benchmark,
-        every: rec
-            .opt_value(word::EVERY, decode::uint32)?
-            .unwrap_or(Calibration::DEFAULT_EVERY),
-        max_drift: rec
-            .opt_value(word::MAX_DRIFT, decode::positive_number)?
-            .unwrap_or(Calibration::DEFAULT_MAX_DRIFT),
-        take_out_of_service: rec
-            .opt_value(word::TAKE_OUT_OF_SERVICE, boolean)?
-            .unwrap_or(false),
-    })
+    Ok(calibration)
 }
 
 impl Calibration {
     fn to_sexp(&self) -> Sexp {
-        let f = Sexp::field;
-        f(
-            word::CALIBRATION,
-            vec![
-                f(word::BENCHMARK, vec![name_sexp(&self.benchmark)]),
-                f(word::EVERY, vec![int(self.every)]),
-                f(word::MAX_DRIFT, vec![float(self.max_drift)]),
-                f(
-                    word::TAKE_OUT_OF_SERVICE,
-                    vec![Sexp::new(SexpKind::Bool(self.take_out_of_service))],
-                ),
-            ],
-        )
+        Sexp::field(word::CALIBRATION, self.print_fields())
     }
 }

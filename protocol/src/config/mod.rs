@@ -17,6 +17,7 @@ use crate::sexp::{Sexp, SexpError, SexpKind};
 
 pub mod benchmark;
 pub mod campaign;
+pub mod record;
 pub mod search;
 pub mod workers;
 

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::record::{self as kind, record, Kind};
 use super::{float, int, path_sexp};
-use crate::decision::name_sexp;
 use crate::decode::{self, Record, Src};
 use crate::sexp::{Sexp, SexpError, SexpKind};
 
@@ -43,33 +43,68 @@ mod word {
     pub const UNIFORM: &str = "uniform";
 }
 
-/// One search over one benchmark.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Experiment {
-    /// The experiment's name (defaults to the benchmark's).
-    pub name: String,
-    /// The benchmark it searches.
-    pub benchmark: String,
-    /// The search algorithm.
-    pub search: Search,
-    /// Independent chains.
-    pub chains: u32,
-    /// Seed of chain 0; chain i uses a seed derived from it.
-    pub seed: u64,
-    /// The decisions to start from instead of the stock ones: the context of
-    /// the experiment's effects.
-    pub baseline: Option<Start>,
-    /// Re-measure the incumbent every this many steps (0: never).
-    pub remeasure_every: u32,
-    /// Proposals of one chain in flight at once.
-    pub parallel: u32,
-    /// How proposals pick the decisions they change.
-    pub proposals: Proposals,
-    /// Racing: a proposal of an annealing chain under a noisy objective stops
-    /// being repeated once Metropolis would accept it with probability below
-    /// this, even at the lower end of its interval; `None`: never (`(race off)`).
-    pub race: Option<f64>,
+record! {
+    /// One search over one benchmark.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Experiment {
+        name: String = word::NAME, kind::NAME, default(String::new(), "the benchmark's name"),
+            "The experiment's name.";
+        benchmark: String = word::BENCHMARK, kind::NAME, required, "The benchmark it searches.";
+        search: Search = word::SEARCH, SEARCH, required, "The search algorithm.";
+        chains: u32 = word::CHAINS, kind::POSITIVE, default(1), "Independent chains.";
+        seed: u64 = word::SEED, kind::COUNT64, default(0),
+            "Seed of chain 0; chain i uses a seed derived from it.";
+        baseline: Option<Start> = word::BASELINE, START, optional,
+            "The decisions to start from instead of the stock ones: the context of the \
+             experiment's effects.";
+        remeasure_every: u32 = word::REMEASURE_EVERY, kind::COUNT, default(0),
+            "Re-measure the incumbent every this many steps (0: never).";
+        parallel: u32 = word::PARALLEL, kind::POSITIVE, default(1),
+            "Proposals of one chain in flight at once.";
+        proposals: Proposals = word::PROPOSALS, PROPOSALS, default(Proposals::Uniform),
+            "How proposals pick the decisions they change.";
+        race: Option<f64> = word::RACE, RACE, default(Some(Experiment::DEFAULT_RACE)),
+            "Racing: a proposal of an annealing chain under a noisy objective stops being \
+             repeated once Metropolis would accept it with probability below this, even at \
+             the lower end of its interval; off: never.";
+    }
 }
+
+const SEARCH: Kind<Search> = Kind {
+    takes: "a search (below)",
+    decode: |f| f.value(|src, node, _| search(src, node)),
+    print: |search| vec![search.to_sexp()],
+};
+
+const START: Kind<Start> = Kind {
+    takes: "a decision file, random or (random (flips K))",
+    decode: |f| f.value(|src, node, _| Start::decode(src, node)),
+    print: |start| vec![start.to_sexp()],
+};
+
+const PROPOSALS: Kind<Proposals> = Kind {
+    takes: "uniform or guided",
+    decode: |f| {
+        f.value(|src, node, field| {
+            match decode::choice(src, node, field, &[word::UNIFORM, word::GUIDED])? {
+                word::GUIDED => Ok(Proposals::Guided),
+                _ => Ok(Proposals::Uniform),
+            }
+        })
+    },
+    print: |proposals| {
+        vec![Sexp::symbol(match proposals {
+            Proposals::Uniform => word::UNIFORM,
+            Proposals::Guided => word::GUIDED,
+        })]
+    },
+};
+
+const RACE: Kind<Option<f64>> = Kind {
+    takes: "off, or a probability in (0, 1)",
+    decode: |f| f.value(|src, node, _| race(src, node)),
+    print: |race| vec![race.map_or(Sexp::symbol(word::OFF), float)],
+};
 
 impl Experiment {
     /// The acceptance probability below which a candidate is raced out, unless configured.
@@ -255,70 +290,20 @@ impl Schedule {
 }
 
 pub(super) fn decode_experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment, SexpError> {
-    let rec = Record::open(
-        src,
-        node,
-        "experiment",
-        None,
-        &[
-            word::NAME,
-            word::BENCHMARK,
-            word::SEARCH,
-            word::CHAINS,
-            word::SEED,
-            word::BASELINE,
-            word::REMEASURE_EVERY,
-            word::PARALLEL,
-            word::PROPOSALS,
-            word::RACE,
-        ],
-    )?;
-    let benchmark = rec.req_value(word::BENCHMARK, decode::name)?;
-    let search_field = rec.req(word::SEARCH)?;
-    let search = search(src, search_field.one()?)?;
-    let proposals = match rec.opt(word::PROPOSALS) {
-        Some(f) => {
-            let node = f.one()?;
-            match decode::choice(src, node, word::PROPOSALS, &[word::UNIFORM, word::GUIDED])? {
-                word::GUIDED => {
-                    if !search.draws_flips() {
-                        return Err(src.error(
-                            node.pos,
-                            "(proposals guided) applies to simulated-annealing and random-walk \
-                             only: random-search and hill-climbing draw their own moves"
-                                .to_string(),
-                        ));
-                    }
-                    Proposals::Guided
-                }
-                _ => Proposals::Uniform,
-            }
-        }
-        None => Proposals::Uniform,
-    };
-    Ok(Experiment {
-        name: rec
-            .opt_value(word::NAME, decode::name)?
-            .unwrap_or_else(|| benchmark.clone()),
-        benchmark,
-        search,
-        chains: rec
-            .opt_value(word::CHAINS, decode::positive32)?
-            .unwrap_or(1),
-        seed: rec.opt_value(word::SEED, decode::uint)?.unwrap_or(0),
-        baseline: rec.opt_value(word::BASELINE, |src, node, _| Start::decode(src, node))?,
-        remeasure_every: rec
-            .opt_value(word::REMEASURE_EVERY, decode::uint32)?
-            .unwrap_or(0),
-        parallel: rec
-            .opt_value(word::PARALLEL, decode::positive32)?
-            .unwrap_or(1),
-        proposals,
-        race: match rec.opt(word::RACE) {
-            Some(f) => race(src, f.one()?)?,
-            None => Some(Experiment::DEFAULT_RACE),
-        },
-    })
+    let rec = Record::open(src, node, "experiment", None, &Experiment::words())?;
+    let mut experiment = Experiment::decode_fields(&rec)?;
+    if experiment.name.is_empty() {
+        experiment.name = experiment.benchmark.clone();
+    }
+    if experiment.proposals == Proposals::Guided && !experiment.search.draws_flips() {
+        return Err(src.error(
+            rec.req(word::PROPOSALS)?.one()?.pos,
+            "(proposals guided) applies to simulated-annealing and random-walk \
+             only: random-search and hill-climbing draw their own moves"
+                .to_string(),
+        ));
+    }
+    Ok(experiment)
 }
 
 /// `(race off)` or `(race P)` with `P` strictly between 0 and 1.
@@ -344,28 +329,7 @@ fn race(src: Src<'_>, node: &Sexp) -> Result<Option<f64>, SexpError> {
 
 impl Experiment {
     pub(super) fn to_sexp(&self) -> Sexp {
-        let f = Sexp::field;
-        let mut fields = vec![
-            f(word::NAME, vec![name_sexp(&self.name)]),
-            f(word::BENCHMARK, vec![name_sexp(&self.benchmark)]),
-            f(word::SEARCH, vec![self.search.to_sexp()]),
-            f(word::CHAINS, vec![int(self.chains)]),
-            f(word::SEED, vec![Sexp::new(SexpKind::Int(self.seed as i64))]),
-        ];
-        if let Some(b) = &self.baseline {
-            fields.push(f(word::BASELINE, vec![b.to_sexp()]));
-        }
-        fields.push(f(word::REMEASURE_EVERY, vec![int(self.remeasure_every)]));
-        fields.push(f(word::PARALLEL, vec![int(self.parallel)]));
-        // Every default spelled out, as `kiln check` promises.
-        let proposals = match self.proposals {
-            Proposals::Uniform => word::UNIFORM,
-            Proposals::Guided => word::GUIDED,
-        };
-        fields.push(f(word::PROPOSALS, vec![Sexp::symbol(proposals)]));
-        let race = self.race.map_or(Sexp::symbol(word::OFF), float);
-        fields.push(f(word::RACE, vec![race]));
-        Sexp::list(fields)
+        Sexp::list(self.print_fields())
     }
 }
 
