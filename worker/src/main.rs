@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use kiln_protocol::config::benchmark::{Limits, RunPolicy};
 use kiln_protocol::frame::MAX_FRAME;
 use kiln_protocol::message::StepOutcome;
@@ -56,61 +56,65 @@ enum Cmd {
     /// plus --env), stdin from /dev/null. Without --runs, runs repeat from
     /// --min until the median's 95 % CI half-width is within --target-rel-ci,
     /// --max runs, or --max-time seconds.
-    Measure {
-        /// Exactly this many measured runs (sets --min and --max).
-        #[arg(long, conflicts_with_all = ["min", "max"])]
-        runs: Option<u32>,
-        /// Warm-up runs first (shown, not summarised).
-        #[arg(long, default_value_t = RunPolicy::default().warmup)]
-        warmup: u32,
-        /// Fewest measured runs.
-        #[arg(long)]
-        min: Option<u32>,
-        /// Most measured runs.
-        #[arg(long)]
-        max: Option<u32>,
-        /// Target relative half-width of the median's 95 % CI.
-        #[arg(long, default_value_t = RunPolicy::default().target_rel_ci)]
-        target_rel_ci: f64,
-        /// Stop adding runs after this many seconds.
-        #[arg(long, default_value_t = RunPolicy::default().max_time_s)]
-        max_time: f64,
-        /// The metric the adaptive repetition watches.
-        #[arg(long, default_value = "wall-time")]
-        objective: Metric,
-        /// An extra metric (repeatable): `instructions` adds a callgrind run,
-        /// cpu-percent-avg/cpu-percent-peak/rss-avg turn on sampling, gpu-time and the
-        /// other CUPTI metrics trace CUDA (libkiln_cupti.so beside kiln-worker), energy and
-        /// the other NVML metrics sample the GPUs.
-        #[arg(long = "metric")]
-        metrics: Vec<Metric>,
-        /// Timeout of one run in seconds (the process group is killed).
-        #[arg(long, default_value = "60", value_parser = parse_seconds)]
-        timeout: Duration,
-        /// CPUs to pin to, e.g. 0,1.
-        #[arg(long, value_delimiter = ',')]
-        cpus: Vec<u32>,
-        /// Limit the runs to this many CPUs' worth of time, e.g. 1.5 (cgroup cpu quota).
-        #[arg(long, value_parser = parse_cpu_limit)]
-        limit_cpus: Option<f64>,
-        /// Limit the runs' memory, e.g. 512m or 2g (cgroup memory limit, no swap).
-        #[arg(long, value_parser = parse_memory_limit)]
-        limit_memory: Option<u64>,
-        /// Extra environment variable NAME=VALUE (repeatable).
-        #[arg(long = "env", value_parser = parse_env)]
-        env: Vec<(String, String)>,
-        /// Fail unless every run's stdout has this digest (blake3, hex, as printed after a run).
-        #[arg(long, value_parser = parse_hash)]
-        expect_output: Option<ContentHash>,
-        /// Print the runs and summaries as JSON instead of a table.
-        #[arg(long)]
-        json: bool,
-        /// The command and its arguments.
-        #[arg(last = true, required = true)]
-        command: Vec<String>,
-    },
+    Measure(MeasureArgs),
     /// Print the worker's version.
     Version,
+}
+
+/// `measure`'s flags and command.
+#[derive(Args)]
+struct MeasureArgs {
+    /// Exactly this many measured runs (sets --min and --max).
+    #[arg(long, conflicts_with_all = ["min", "max"])]
+    runs: Option<u32>,
+    /// Warm-up runs first (shown, not summarised).
+    #[arg(long, default_value_t = RunPolicy::default().warmup)]
+    warmup: u32,
+    /// Fewest measured runs.
+    #[arg(long)]
+    min: Option<u32>,
+    /// Most measured runs.
+    #[arg(long)]
+    max: Option<u32>,
+    /// Target relative half-width of the median's 95 % CI.
+    #[arg(long, default_value_t = RunPolicy::default().target_rel_ci)]
+    target_rel_ci: f64,
+    /// Stop adding runs after this many seconds.
+    #[arg(long, default_value_t = RunPolicy::default().max_time_s)]
+    max_time: f64,
+    /// The metric the adaptive repetition watches.
+    #[arg(long, default_value = "wall-time")]
+    objective: Metric,
+    /// An extra metric (repeatable): `instructions` adds a callgrind run,
+    /// cpu-percent-avg/cpu-percent-peak/rss-avg turn on sampling, gpu-time and the
+    /// other CUPTI metrics trace CUDA (libkiln_cupti.so beside kiln-worker), energy and
+    /// the other NVML metrics sample the GPUs.
+    #[arg(long = "metric")]
+    metrics: Vec<Metric>,
+    /// Timeout of one run in seconds (the process group is killed).
+    #[arg(long, default_value = "60", value_parser = parse_seconds)]
+    timeout: Duration,
+    /// CPUs to pin to, e.g. 0,1.
+    #[arg(long, value_delimiter = ',')]
+    cpus: Vec<u32>,
+    /// Limit the runs to this many CPUs' worth of time, e.g. 1.5 (cgroup cpu quota).
+    #[arg(long, value_parser = parse_cpu_limit)]
+    limit_cpus: Option<f64>,
+    /// Limit the runs' memory, e.g. 512m or 2g (cgroup memory limit, no swap).
+    #[arg(long, value_parser = parse_memory_limit)]
+    limit_memory: Option<u64>,
+    /// Extra environment variable NAME=VALUE (repeatable).
+    #[arg(long = "env", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// Fail unless every run's stdout has this digest (blake3, hex, as printed after a run).
+    #[arg(long, value_parser = parse_hash)]
+    expect_output: Option<ContentHash>,
+    /// Print the runs and summaries as JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// The command and its arguments.
+    #[arg(last = true, required = true)]
+    command: Vec<String>,
 }
 
 fn parse_cpu_limit(s: &str) -> Result<f64, String> {
@@ -150,6 +154,24 @@ fn main() -> ExitCode {
     // Started as `clang`, `cc`, … from a build's wrapper folder: be that compiler.
     kiln_worker::build::wrap::run_if_wrapped();
     let cli = Cli::parse();
+    init_logging();
+    match cli.command {
+        Cmd::Serve {
+            rundir,
+            max_frame,
+            compilers,
+        } => run_serve(rundir, max_frame, compilers),
+        Cmd::Probe { compilers, json } => run_probe(compilers, json),
+        Cmd::Measure(args) => run_measure(args),
+        Cmd::Version => {
+            println!("kiln-worker {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+/// The log to stderr, at KILN_LOG's level (info by default).
+fn init_logging() {
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let log = tracing_subscriber::fmt()
         .with_writer(|| LossyStderr)
@@ -164,125 +186,115 @@ fn main() -> ExitCode {
     } else {
         log.without_time().init();
     }
-    match cli.command {
-        Cmd::Serve {
-            rundir,
-            max_frame,
-            compilers,
-        } => {
-            let opts = serve::ServeOptions {
-                rundir,
-                max_frame,
-                compilers: or_default_compilers(compilers),
-            };
-            match serve::serve(&opts, std::io::stdin().lock(), std::io::stdout()) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => {
-                    tracing::error!("{e}");
-                    ExitCode::FAILURE
-                }
-            }
+}
+
+/// `serve`: the protocol on stdin and stdout until the controller hangs up.
+fn run_serve(rundir: PathBuf, max_frame: usize, compilers: Vec<String>) -> ExitCode {
+    let opts = serve::ServeOptions {
+        rundir,
+        max_frame,
+        compilers: or_default_compilers(compilers),
+    };
+    match serve::serve(&opts, std::io::stdin().lock(), std::io::stdout()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
         }
-        Cmd::Probe { compilers, json } => {
-            let caps = probe::capabilities(&or_default_compilers(compilers));
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&caps).expect("capabilities serialize")
-                );
-            } else {
-                print!("{}", probe::table(&caps));
-            }
-            ExitCode::SUCCESS
+    }
+}
+
+/// `probe`: the machine's capabilities, as JSON or a table.
+fn run_probe(compilers: Vec<String>, json: bool) -> ExitCode {
+    let caps = probe::capabilities(&or_default_compilers(compilers));
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&caps).expect("capabilities serialize")
+        );
+    } else {
+        print!("{}", probe::table(&caps));
+    }
+    ExitCode::SUCCESS
+}
+
+/// `measure`: one command measured in the current folder, its summary printed; fails
+/// unless the measurement did.
+fn run_measure(args: MeasureArgs) -> ExitCode {
+    let cwd = match std::env::current_dir() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("kiln-worker: cannot read the current folder: {e}");
+            return ExitCode::FAILURE;
         }
-        Cmd::Measure {
-            runs,
-            warmup,
+    };
+    let plan = measure_plan(&args, cwd);
+    let m = measure::measure(&plan, None);
+    let _ = std::fs::remove_file(&plan.callgrind_out);
+    let _ = std::fs::remove_dir_all(&plan.gpu_trace_dir);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&m).expect("measurements serialize")
+        );
+    } else {
+        print!(
+            "{}",
+            report::table(
+                &args.command.join(" "),
+                &m,
+                args.objective,
+                args.target_rel_ci
+            )
+        );
+    }
+    if m.outcome == StepOutcome::Ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The plan `measure`'s flags ask for, run in `cwd`; callgrind's profile and the GPU
+/// traces go to temporary files named after this process.
+fn measure_plan(args: &MeasureArgs, cwd: PathBuf) -> Plan {
+    let defaults = RunPolicy::default();
+    let (min, max) = match args.runs {
+        Some(n) => (n, n),
+        None => {
+            let min = args.min.unwrap_or(defaults.min);
+            (min, args.max.unwrap_or(defaults.max).max(min))
+        }
+    };
+    let temp = |suffix: &str| {
+        std::env::temp_dir().join(format!("kiln-measure-{}.{suffix}", std::process::id()))
+    };
+    Plan {
+        argv: args.command.clone(),
+        env: launch::clean_env(&cwd, &args.env),
+        cwd,
+        cpus: args.cpus.clone(),
+        timeout: args.timeout,
+        policy: RunPolicy {
+            warmup: args.warmup,
             min,
             max,
-            target_rel_ci,
-            max_time,
-            objective,
-            metrics,
-            timeout,
-            cpus,
-            limit_cpus,
-            limit_memory,
-            env,
-            expect_output,
-            json,
-            command,
-        } => {
-            let defaults = RunPolicy::default();
-            let (min, max) = match runs {
-                Some(n) => (n, n),
-                None => {
-                    let min = min.unwrap_or(defaults.min);
-                    (min, max.unwrap_or(defaults.max).max(min))
-                }
-            };
-            let cwd = match std::env::current_dir() {
-                Ok(d) => d,
-                Err(e) => {
-                    eprintln!("kiln-worker: cannot read the current folder: {e}");
-                    return ExitCode::FAILURE;
-                }
-            };
-            let callgrind_out =
-                std::env::temp_dir().join(format!("kiln-measure-{}.callgrind", std::process::id()));
-            let gpu_trace_dir =
-                std::env::temp_dir().join(format!("kiln-measure-{}.gpu-trace", std::process::id()));
-            let plan = Plan {
-                argv: command.clone(),
-                env: launch::clean_env(&cwd, &env),
-                cwd,
-                cpus,
-                timeout,
-                policy: RunPolicy {
-                    warmup,
-                    min,
-                    max,
-                    target_rel_ci,
-                    max_time_s: max_time,
-                },
-                objective,
-                race: None,
-                extra: metrics,
-                output: OutputSpec::Stdout(LineFilter::All),
-                expected_output: expect_output,
-                callgrind_out: callgrind_out.clone(),
-                function_costs: false,
-                gpu_trace_dir: gpu_trace_dir.clone(),
-                limits: Limits {
-                    cpus: limit_cpus,
-                    memory_bytes: limit_memory,
-                },
-                container: None,
-            };
-            let m = measure::measure(&plan, None);
-            let _ = std::fs::remove_file(&callgrind_out);
-            let _ = std::fs::remove_dir_all(&gpu_trace_dir);
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&m).expect("measurements serialize")
-                );
-            } else {
-                print!(
-                    "{}",
-                    report::table(&command.join(" "), &m, objective, target_rel_ci)
-                );
-            }
-            if m.outcome == StepOutcome::Ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::FAILURE
-            }
-        }
-        Cmd::Version => {
-            println!("kiln-worker {}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
+            target_rel_ci: args.target_rel_ci,
+            max_time_s: args.max_time,
+        },
+        objective: args.objective,
+        race: None,
+        extra: args.metrics.clone(),
+        output: OutputSpec::Stdout(LineFilter::All),
+        expected_output: args.expect_output,
+        callgrind_out: temp("callgrind"),
+        function_costs: false,
+        gpu_trace_dir: temp("gpu-trace"),
+        limits: Limits {
+            cpus: args.limit_cpus,
+            memory_bytes: args.limit_memory,
+        },
+        container: None,
     }
 }
 

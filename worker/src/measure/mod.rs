@@ -14,6 +14,7 @@
 //! |--------|------|
 //! | [`callgrind`] | exact instruction counts and the profile of discovery's stock build |
 //! | `gpu`, [`cupti`], [`nvml`] | GPU time from CUPTI traces; energy, power, clocks from NVML |
+//! | `one_run` | one run: its launch, record, end and checked output |
 //! | [`report`] | the summary `kiln-worker measure` prints |
 //!
 //! It imports only the launcher ([`crate::launch`]).
@@ -22,6 +23,7 @@ pub mod callgrind;
 pub mod cupti;
 mod gpu;
 pub mod nvml;
+mod one_run;
 pub mod report;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -36,11 +38,9 @@ use kiln_protocol::stats::Summary;
 use serde::{Deserialize, Serialize};
 
 use crate::launch::cgroup::RunCgroup;
-use crate::launch::checked_output::{CheckedDigest, LineFilter};
-use crate::launch::container::{self, ContainerRun};
+use crate::launch::checked_output::LineFilter;
 use crate::launch::counters::Inherited;
-use crate::launch::sampler::{self, SAMPLED_METRICS};
-use crate::launch::{self, CancelToken, End, Finished, Launch, Output};
+use crate::launch::CancelToken;
 use crate::measure::gpu::GpuSide;
 
 /// How much longer than a timed run a callgrind run may take.
@@ -321,296 +321,6 @@ impl Engine<'_> {
             }
         }
         Ok(())
-    }
-
-    /// One run, recorded; `Err` if it failed (the record is kept too).
-    fn run(&mut self, kind: Kind, warmup: bool) -> Result<(), StepOutcome> {
-        let plan = self.plan;
-        if let OutputSpec::File(path) = &plan.output {
-            remove_if_present(path);
-        }
-        let container = plan
-            .container
-            .as_ref()
-            .filter(|_| kind == Kind::Timed)
-            .map(|c| (c, ContainerRun::fresh()));
-        let (argv, timeout) = match kind {
-            Kind::Timed => match &container {
-                Some((c, run)) => (run.argv(c, &plan.argv, &plan.cwd, &plan.env), plan.timeout),
-                None => (plan.argv.clone(), plan.timeout),
-            },
-            Kind::Callgrind => {
-                remove_if_present(&plan.callgrind_out);
-                let wrap = match plan.function_costs {
-                    true => callgrind::wrap_profile,
-                    false => callgrind::wrap,
-                };
-                (
-                    wrap(&plan.argv, &plan.callgrind_out),
-                    plan.timeout
-                        .checked_mul(CALLGRIND_TIMEOUT_FACTOR)
-                        .unwrap_or(Duration::MAX),
-                )
-            }
-        };
-        let sample = kind == Kind::Timed && SAMPLED_METRICS.iter().any(|m| self.wanted.contains(m));
-        let mut launch = Launch {
-            argv,
-            cwd: plan.cwd.clone(),
-            env: plan.env.clone(),
-            cpus: plan.cpus.clone(),
-            output: match &plan.output {
-                OutputSpec::Stdout(filter) => Output::HashStdout(filter.clone()),
-                _ => Output::Discard,
-            },
-            timeout,
-            sample_every: sample.then_some(sampler::DEFAULT_INTERVAL),
-            // Limits shape timed runs only: callgrind's counts do not depend on them.
-            cgroups: match kind {
-                Kind::Timed => self
-                    .cgroup
-                    .as_ref()
-                    .map(RunCgroup::procs)
-                    .unwrap_or_default(),
-                Kind::Callgrind => Vec::new(),
-            },
-            memory_limit: None,
-            stderr_watch: &[],
-        };
-        let oom_kills_before = self.cgroup.as_ref().map_or(0, RunCgroup::oom_kills);
-        let gpu = (kind == Kind::Timed).then(|| self.gpu.begin(&mut launch.env));
-        if let Some(gpu) = &gpu {
-            launch.stderr_watch = gpu.stderr_watch();
-        }
-        let index = self.runs.len() as u32;
-        let counters = match kind {
-            Kind::Timed => Some(self.counters.get_or_insert_with(Inherited::open)),
-            Kind::Callgrind => {
-                // Closed, so that valgrind's processes do not inherit them.
-                self.counters = None;
-                None
-            }
-        };
-        let finished = match launch::run(&launch, counters, self.cancel) {
-            Ok(f) => f,
-            Err(message) => {
-                return Err(StepOutcome::RunFailed {
-                    code: None,
-                    signal: None,
-                    signal_name: None,
-                    stderr_tail: message,
-                })
-            }
-        };
-        if let Some((c, run)) = &container {
-            if matches!(finished.end, End::TimedOut | End::Cancelled) {
-                run.remove(c);
-            }
-        }
-        // A container the OOM killer ended is reported as a run the kernel killed.
-        let container_oom = container
-            .as_ref()
-            .filter(|_| finished.end == End::Exited(container::KILLED_STATUS))
-            .filter(|(c, run)| run.oom_killed(c))
-            .map(|(c, _)| c.limits);
-        let (exit_code, signal) = match finished.end {
-            End::Exited(_) if container_oom.is_some() => (None, Some(libc::SIGKILL)),
-            End::Exited(c) => (Some(c), None),
-            End::Signaled(s) => (None, Some(s)),
-            End::TimedOut | End::Cancelled | End::MemoryExceeded(_) => (None, Some(libc::SIGKILL)),
-        };
-        let metrics = match kind {
-            Kind::Timed => {
-                let mut m = timed_metrics(&finished);
-                if let Some(gpu) = gpu {
-                    m.extend(self.gpu.end(gpu, finished.wall, &finished.stderr_seen));
-                }
-                m
-            }
-            Kind::Callgrind if finished.end == End::Exited(0) => self.callgrind_metrics(),
-            Kind::Callgrind => Metrics::new(),
-        };
-        self.runs.push(RunRecord {
-            index,
-            warmup,
-            exit_code,
-            signal,
-            metrics,
-        });
-        if let Some(limits) = container_oom {
-            return Err(StepOutcome::RunFailed {
-                code: None,
-                signal: Some(libc::SIGKILL),
-                signal_name: Some(launch::signal_name(libc::SIGKILL)),
-                stderr_tail: format!(
-                    "the kernel's OOM killer ended the run's container at its memory limit \
-                     {limits}\n{}",
-                    finished.stderr_tail
-                ),
-            });
-        }
-        let limit = timeout.as_secs_f64();
-        match finished.end {
-            End::Cancelled => return Err(StepOutcome::Cancelled),
-            End::TimedOut => {
-                return Err(StepOutcome::Timeout {
-                    phase: "run".into(),
-                    limit_s: limit,
-                })
-            }
-            End::Signaled(s) => {
-                let oom = self
-                    .cgroup
-                    .as_ref()
-                    .filter(|cg| cg.oom_kills() > oom_kills_before);
-                let stderr_tail = match oom {
-                    Some(cg) => format!(
-                        "the kernel's OOM killer ended the run at its memory limit {}\n{}",
-                        cg.limits(),
-                        finished.stderr_tail
-                    ),
-                    None => finished.stderr_tail,
-                };
-                return Err(StepOutcome::RunFailed {
-                    code: None,
-                    signal: Some(s),
-                    signal_name: Some(launch::signal_name(s)),
-                    stderr_tail,
-                });
-            }
-            // Runs are limited by their cgroup, never by this watch.
-            End::MemoryExceeded(_) => unreachable!("a run launched with a memory limit"),
-            End::Exited(c) if c != 0 => {
-                return Err(StepOutcome::RunFailed {
-                    code: Some(c),
-                    signal: None,
-                    signal_name: None,
-                    stderr_tail: finished.stderr_tail,
-                })
-            }
-            End::Exited(_) => {}
-        }
-        let checked = match &plan.output {
-            OutputSpec::None => None,
-            OutputSpec::Stdout(_) => finished.stdout_digest.zip(finished.stdout_sample),
-            OutputSpec::File(path) => match std::fs::read(path) {
-                Ok(bytes) => Some(CheckedDigest::of(LineFilter::All, &bytes)),
-                Err(e) => {
-                    return Err(StepOutcome::RunFailed {
-                        code: Some(0),
-                        signal: None,
-                        signal_name: None,
-                        stderr_tail: format!(
-                        "the run exited 0 but its checked output file {} cannot be read: {e}\n{}",
-                        path.display(),
-                        finished.stderr_tail
-                    ),
-                    })
-                }
-            },
-            OutputSpec::Command(argv) => Some(command_output(plan, argv)?),
-        };
-        let Some((digest, sample)) = checked else {
-            return Ok(());
-        };
-        match plan.expected_output {
-            Some(expected) if expected != digest => {
-                self.checked_output = Some(sample);
-                return Err(StepOutcome::WrongOutput {
-                    expected,
-                    found: digest,
-                });
-            }
-            Some(_) => {}
-            None if !warmup && self.output_digest.is_none() => {
-                self.checked_output = Some(sample);
-            }
-            None => {}
-        }
-        if !warmup && self.output_digest.is_none() {
-            self.output_digest = Some(digest);
-        }
-        Ok(())
-    }
-}
-
-/// The checked output of a `(check-output (command ...))`: the digest and
-/// start of the command's standard output; a command that fails fails the run.
-fn command_output(plan: &Plan, argv: &[String]) -> Result<(ContentHash, String), StepOutcome> {
-    let failed = |why: String| StepOutcome::RunFailed {
-        code: Some(0),
-        signal: None,
-        signal_name: None,
-        stderr_tail: format!(
-            "the run exited 0, but its check-output command '{}' {why}",
-            argv.join(" ")
-        ),
-    };
-    let launch = Launch {
-        argv: argv.to_vec(),
-        cwd: plan.cwd.clone(),
-        env: plan.env.clone(),
-        cpus: plan.cpus.clone(),
-        output: Output::HashStdout(LineFilter::All),
-        timeout: plan.timeout,
-        sample_every: None,
-        cgroups: Vec::new(),
-        memory_limit: None,
-        stderr_watch: &[],
-    };
-    let finished = launch::run(&launch, None, None).map_err(|e| failed(format!("failed: {e}")))?;
-    match finished.end {
-        End::Exited(0) => finished
-            .stdout_digest
-            .zip(finished.stdout_sample)
-            .ok_or_else(|| failed("printed nothing to check".into())),
-        end => {
-            let how = match end {
-                End::Exited(c) => format!("exited with {c}"),
-                End::Signaled(s) => format!("was killed by {}", launch::signal_name(s)),
-                End::TimedOut => format!("timed out after {} s", plan.timeout.as_secs_f64()),
-                other => format!("ended as {other:?}"),
-            };
-            Err(failed(format!("{how}:\n{}", finished.stderr_tail)))
-        }
-    }
-}
-
-fn timed_metrics(f: &Finished) -> Metrics {
-    let mut m = Metrics::from([
-        (
-            Metric::WallTime,
-            MetricValue::Measured(f.wall.as_nanos() as f64),
-        ),
-        (
-            Metric::UserTime,
-            MetricValue::Measured(f.usage.user_ns as f64),
-        ),
-        (
-            Metric::SystemTime,
-            MetricValue::Measured(f.usage.system_ns as f64),
-        ),
-        (
-            Metric::MaxRss,
-            MetricValue::Measured(f.usage.max_rss_bytes as f64),
-        ),
-        (
-            Metric::BlockIoBytes,
-            MetricValue::Measured(f.usage.block_io_bytes as f64),
-        ),
-    ]);
-    m.extend(f.counters.iter().map(|(k, v)| (*k, *v)));
-    if let Some(s) = &f.samples {
-        m.extend(s.metrics());
-    }
-    m
-}
-
-fn remove_if_present(path: &std::path::Path) {
-    if let Err(e) = std::fs::remove_file(path) {
-        if e.kind() != std::io::ErrorKind::NotFound {
-            tracing::warn!("cannot remove {}: {e}", path.display());
-        }
     }
 }
 

@@ -15,68 +15,92 @@ pub fn table(command: &str, m: &Measurement, objective: Metric, target_rel_ci: f
     let mut t = String::new();
     let _ = writeln!(t, "Command: {command}");
     if m.outcome != StepOutcome::Ok {
-        let _ = writeln!(t, "  FAILED: {}", m.outcome);
-        let detail = match &m.outcome {
-            StepOutcome::RunFailed { stderr_tail, .. } => stderr_tail.trim_end().to_string(),
-            StepOutcome::WrongOutput { expected, found } => {
-                format!("expected {expected}, found {found}")
-            }
-            _ => String::new(),
-        };
-        for line in detail.lines() {
-            let _ = writeln!(t, "  | {line}");
-        }
+        failure(&mut t, m);
         warnings(&mut t, m);
         return t;
     }
-    let measured = m.runs.iter().filter(|r| !r.warmup).count();
-    let warmups = m.runs.len() - measured;
-    if let Some(w) = m.summary.get(&Metric::WallTime) {
-        let f = |x: f64| value(Metric::WallTime, x);
-        let _ = writeln!(t, "  Time (mean ± σ):     {} ± {}", f(w.mean), f(w.stddev));
-        let _ = writeln!(
-            t,
-            "  Time (median):       {}   95% CI [{} … {}]",
-            f(w.median),
-            f(w.ci_low),
-            f(w.ci_high)
-        );
-        let _ = writeln!(
-            t,
-            "  Range (min … max):   {} … {}    {} runs, {} warm-up",
-            f(w.min),
-            f(w.max),
-            w.n,
-            warmups
-        );
-    }
+    wall_time(&mut t, m);
     if !m.summary.is_empty() {
-        // The verdict is the objective's: naming another metric's CI beside it (wall time's,
-        // where GPU time was watched) read '± 0.38 % (target 1.00 %): not met'.
-        let verdict = if m.target_met { "met" } else { "not met" };
-        let of = if objective == Metric::WallTime {
-            String::new()
-        } else {
-            format!(" of {objective}")
-        };
-        let _ = match m.summary.get(&objective) {
-            Some(o) => writeln!(
-                t,
-                "  Median CI{of} ± {:.2} % (target {:.2} %): {verdict}",
-                o.rel_ci_half_width() * 100.0,
-                target_rel_ci * 100.0,
-            ),
-            None => writeln!(
-                t,
-                "  Median CI{of}: not measured (target {:.2} %): {verdict}",
-                target_rel_ci * 100.0,
-            ),
-        };
+        ci_verdict(&mut t, m, objective, target_rel_ci);
     }
     if let Some(d) = &m.output_digest {
         let _ = writeln!(t, "  Output digest:       {d}");
     }
     let _ = writeln!(t);
+    metric_rows(&mut t, m);
+    breakdown(&mut t, m);
+    warnings(&mut t, m);
+    t
+}
+
+/// A failed measurement's outcome and what it says of its cause.
+fn failure(t: &mut String, m: &Measurement) {
+    let _ = writeln!(t, "  FAILED: {}", m.outcome);
+    let detail = match &m.outcome {
+        StepOutcome::RunFailed { stderr_tail, .. } => stderr_tail.trim_end().to_string(),
+        StepOutcome::WrongOutput { expected, found } => {
+            format!("expected {expected}, found {found}")
+        }
+        _ => String::new(),
+    };
+    for line in detail.lines() {
+        let _ = writeln!(t, "  | {line}");
+    }
+}
+
+/// Wall time's mean, median with its CI, and range, as hyperfine shows them, if summarised.
+fn wall_time(t: &mut String, m: &Measurement) {
+    let Some(w) = m.summary.get(&Metric::WallTime) else {
+        return;
+    };
+    let measured = m.runs.iter().filter(|r| !r.warmup).count();
+    let warmups = m.runs.len() - measured;
+    let f = |x: f64| value(Metric::WallTime, x);
+    let _ = writeln!(t, "  Time (mean ± σ):     {} ± {}", f(w.mean), f(w.stddev));
+    let _ = writeln!(
+        t,
+        "  Time (median):       {}   95% CI [{} … {}]",
+        f(w.median),
+        f(w.ci_low),
+        f(w.ci_high)
+    );
+    let _ = writeln!(
+        t,
+        "  Range (min … max):   {} … {}    {} runs, {} warm-up",
+        f(w.min),
+        f(w.max),
+        w.n,
+        warmups
+    );
+}
+
+/// Whether the objective's median CI reached `target_rel_ci`.
+fn ci_verdict(t: &mut String, m: &Measurement, objective: Metric, target_rel_ci: f64) {
+    // The verdict is the objective's: naming another metric's CI beside it (wall time's,
+    // where GPU time was watched) read '± 0.38 % (target 1.00 %): not met'.
+    let verdict = if m.target_met { "met" } else { "not met" };
+    let of = if objective == Metric::WallTime {
+        String::new()
+    } else {
+        format!(" of {objective}")
+    };
+    let _ = match m.summary.get(&objective) {
+        Some(o) => writeln!(
+            t,
+            "  Median CI{of} ± {:.2} % (target {:.2} %): {verdict}",
+            o.rel_ci_half_width() * 100.0,
+            target_rel_ci * 100.0,
+        ),
+        None => writeln!(
+            t,
+            "  Median CI{of}: not measured (target {:.2} %): {verdict}",
+            target_rel_ci * 100.0,
+        ),
+    };
+}
+
+/// A row for each metric some measured run has: its summary, or why it has none.
+fn metric_rows(t: &mut String, m: &Measurement) {
     let _ = writeln!(
         t,
         "  {:<19} {:>12} {:>26} {:>28} {:>4}",
@@ -99,18 +123,21 @@ pub fn table(command: &str, m: &Measurement, objective: Metric, target_rel_ci: f
         };
         let _ = writeln!(t, "  {:<19} {line}", metric.name());
     }
-    if let Some(b) = TimeBreakdown::of(&m.summary, &m.runs) {
-        let _ = writeln!(t, "\n  Time breakdown (medians):");
-        for (label, v) in b.rows() {
-            let shown = match v {
-                MetricValue::Measured(x) => value(Metric::WallTime, x),
-                MetricValue::Unsupported => "unsupported".into(),
-            };
-            let _ = writeln!(t, "  {label:<20} {shown:>12} {:>8}", b.share(v));
-        }
+}
+
+/// Where the time went, by median, where the runs say.
+fn breakdown(t: &mut String, m: &Measurement) {
+    let Some(b) = TimeBreakdown::of(&m.summary, &m.runs) else {
+        return;
+    };
+    let _ = writeln!(t, "\n  Time breakdown (medians):");
+    for (label, v) in b.rows() {
+        let shown = match v {
+            MetricValue::Measured(x) => value(Metric::WallTime, x),
+            MetricValue::Unsupported => "unsupported".into(),
+        };
+        let _ = writeln!(t, "  {label:<20} {shown:>12} {:>8}", b.share(v));
     }
-    warnings(&mut t, m);
-    t
 }
 
 /// The measurement's warnings, after a blank line.
