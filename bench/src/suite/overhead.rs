@@ -151,8 +151,16 @@ impl Suite {
 
     /// §1 of the report: throughput and serial tables, the peer comparison, and their targets.
     pub(super) fn write_overhead(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
-        let (r, after) = (p.r, p.after);
-        let ov = "overhead";
+        self.write_overhead_intro(o)?;
+        write_throughput_table(p, o)?;
+        write_step_counts(p, o)?;
+        write_serial_table(p, o)?;
+        write_peer_table(p, o)?;
+        Ok(overhead_targets(p))
+    }
+
+    /// The section's opening paragraph: the no-op benchmark, its runs, and what each column counts.
+    fn write_overhead_intro(&self, o: &mut Vec<u8>) -> Result<()> {
         writeln!(
             o,
             "Benchmark `true` as a knobs benchmark (12 knobs × 20 values, random walk, so proposals \
@@ -167,94 +175,125 @@ impl Suite {
              per step, sequential, on the same rig.\n",
             self.sizes.throughput_steps, self.sizes.serial_steps
         )?;
-        p.campaign_table(
-            "config",
-            &[
-                ("steps/s", "steps_per_s"),
-                ("end-to-end steps/s", "steps_per_s_end_to_end"),
-                ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
-                ("ctl-side children CPU ms/step", "children_cpu_ms_per_step"),
-                ("remote CPU ms/step", "remote_cpu_ms_per_step"),
-                ("ctl cores", "ctl_cores"),
-            ],
-            &["local", "ssh1", "ssh2", "ssh4"].map(|c| (ov, c, c)),
-        )
-        .write(o)?;
-        let (mut steps, mut cached, mut failed) = (0.0, 0.0, 0.0);
-        for row in r.rows.iter().filter(|x| x.section == ov) {
-            match row.metric.as_str() {
-                "steps" => steps += row.value,
-                "cached_steps" => cached += row.value,
-                "failed_steps" => failed += row.value,
-                _ => {}
-            }
+        Ok(())
+    }
+}
+
+/// The results' section of this file's measurements.
+const OV: &str = "overhead";
+
+/// The throughput table: steps/s and CPU a step of the local and SSH configurations.
+fn write_throughput_table(p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+    p.campaign_table(
+        "config",
+        &[
+            ("steps/s", "steps_per_s"),
+            ("end-to-end steps/s", "steps_per_s_end_to_end"),
+            ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
+            ("ctl-side children CPU ms/step", "children_cpu_ms_per_step"),
+            ("remote CPU ms/step", "remote_cpu_ms_per_step"),
+            ("ctl cores", "ctl_cores"),
+        ],
+        &["local", "ssh1", "ssh2", "ssh4"].map(|c| (OV, c, c)),
+    )
+    .write(o)?;
+    Ok(())
+}
+
+/// A paragraph of the steps over every run of the section: how many, cached, failed.
+fn write_step_counts(p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+    let (mut steps, mut cached, mut failed) = (0.0, 0.0, 0.0);
+    for row in p.r.rows.iter().filter(|x| x.section == OV) {
+        match row.metric.as_str() {
+            "steps" => steps += row.value,
+            "cached_steps" => cached += row.value,
+            "failed_steps" => failed += row.value,
+            _ => {}
         }
-        writeln!(
-            o,
-            "Over every run of this section: {steps:.0} steps, {cached:.0} of them reusing an \
-             earlier measurement of the same decisions ({:.2} %), {failed:.0} failed.\n",
-            100.0 * cached / steps.max(1.0)
-        )?;
-        p.campaign_table(
-            "serial config",
-            &[
-                ("step latency ms", "step_ms"),
-                ("run of `true` ms", "run_ms"),
-                ("overhead ms/step", "overhead_ms"),
-                ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
-            ],
-            &["serial-local", "serial-ssh1"].map(|c| (ov, c, c)),
-        )
-        .write(o)?;
-        let peer_ms = r.median(ov, "peer-scp-ssh", "peer", "step_ms");
-        let peer_rate = r.median(ov, "peer-scp-ssh", "peer", "steps_per_s");
-        if peer_ms.is_some() {
-            let mut t = Table::new(&[
-                "vs peer (scp + ssh true per step)",
-                "peer",
-                "kiln",
-                "kiln / peer",
-            ]);
-            t.row(vec![
-                "per-step time, serial, 1 SSH worker (ms)".into(),
-                fmt(peer_ms),
-                fmt(r.median(ov, "serial-ssh1", after, "step_ms")),
-                ratio(peer_ms, r.median(ov, "serial-ssh1", after, "step_ms"))
-                    .replace('×', "× faster"),
-            ]);
-            for c in ["ssh1", "ssh2", "ssh4"] {
-                t.row(vec![
-                    format!("throughput, {c} (steps/s)"),
-                    fmt(peer_rate),
-                    fmt(r.median(ov, c, after, "steps_per_s")),
-                    ratio(r.median(ov, c, after, "steps_per_s"), peer_rate),
-                ]);
-            }
-            t.write(o)?;
-        }
-        let local = r.median(ov, "local", after, "steps_per_s");
-        let mut targets = Vec::new();
-        targets.push((
+    }
+    writeln!(
+        o,
+        "Over every run of this section: {steps:.0} steps, {cached:.0} of them reusing an \
+         earlier measurement of the same decisions ({:.2} %), {failed:.0} failed.\n",
+        100.0 * cached / steps.max(1.0)
+    )?;
+    Ok(())
+}
+
+/// The serial table: a step's latency and overhead, one step in flight.
+fn write_serial_table(p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+    p.campaign_table(
+        "serial config",
+        &[
+            ("step latency ms", "step_ms"),
+            ("run of `true` ms", "run_ms"),
+            ("overhead ms/step", "overhead_ms"),
+            ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
+        ],
+        &["serial-local", "serial-ssh1"].map(|c| (OV, c, c)),
+    )
+    .write(o)?;
+    Ok(())
+}
+
+/// The table against the peer's `scp` + `ssh host true`, when the peer ran.
+fn write_peer_table(p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+    let (r, after) = (p.r, p.after);
+    let peer_ms = r.median(OV, "peer-scp-ssh", "peer", "step_ms");
+    let peer_rate = r.median(OV, "peer-scp-ssh", "peer", "steps_per_s");
+    if peer_ms.is_none() {
+        return Ok(());
+    }
+    let mut t = Table::new(&[
+        "vs peer (scp + ssh true per step)",
+        "peer",
+        "kiln",
+        "kiln / peer",
+    ]);
+    t.row(vec![
+        "per-step time, serial, 1 SSH worker (ms)".into(),
+        fmt(peer_ms),
+        fmt(r.median(OV, "serial-ssh1", after, "step_ms")),
+        ratio(peer_ms, r.median(OV, "serial-ssh1", after, "step_ms")).replace('×', "× faster"),
+    ]);
+    for c in ["ssh1", "ssh2", "ssh4"] {
+        t.row(vec![
+            format!("throughput, {c} (steps/s)"),
+            fmt(peer_rate),
+            fmt(r.median(OV, c, after, "steps_per_s")),
+            ratio(r.median(OV, c, after, "steps_per_s"), peer_rate),
+        ]);
+    }
+    t.write(o)?;
+    Ok(())
+}
+
+/// The section's targets: local throughput, SSH overhead a step, and throughput against the peer.
+fn overhead_targets(p: &Page<'_>) -> Vec<Target> {
+    let (r, after) = (p.r, p.after);
+    let local = r.median(OV, "local", after, "steps_per_s");
+    let ssh_over = r.median(OV, "serial-ssh1", after, "overhead_ms");
+    let ssh1 = r.median(OV, "ssh1", after, "steps_per_s");
+    let peer_rate = r.median(OV, "peer-scp-ssh", "peer", "steps_per_s");
+    let x = ssh1.zip(peer_rate).map(|(a, b)| a / b);
+    vec![
+        (
             "≥ 500 no-op steps/s through the local worker".into(),
             fmt(local),
-            p.pair(ov, "local", "steps_per_s"),
+            p.pair(OV, "local", "steps_per_s"),
             local.map(|v| v >= 500.0),
-        ));
-        let ssh_over = r.median(ov, "serial-ssh1", after, "overhead_ms");
-        targets.push((
+        ),
+        (
             "< 5 ms orchestration overhead per step over SSH".into(),
             fmt(ssh_over),
-            p.pair(ov, "serial-ssh1", "overhead_ms"),
+            p.pair(OV, "serial-ssh1", "overhead_ms"),
             ssh_over.map(|v| v < 5.0),
-        ));
-        let ssh1 = r.median(ov, "ssh1", after, "steps_per_s");
-        let x = ssh1.zip(peer_rate).map(|(a, b)| a / b);
-        targets.push((
+        ),
+        (
             "≥ 50 × the peer's per-step throughput (1 SSH worker)".into(),
             x.map_or("—".into(), |x| format!("{x:.0}×")),
             format!("kiln {} steps/s vs peer {}", fmt(ssh1), fmt(peer_rate)),
             x.map(|v| v >= 50.0),
-        ));
-        Ok(targets)
-    }
+        ),
+    ]
 }

@@ -282,8 +282,17 @@ impl Suite {
 
     /// §3 of the report: persisting a step, exports, and their targets.
     pub(super) fn write_store(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
-        let (r, after) = (p.r, p.after);
-        let st = "store";
+        self.write_store_intro(o)?;
+        write_persist_table(p, o)?;
+        let mut targets = self.write_export_table(p, o)?;
+        self.write_layout1_exports(p, o)?;
+        targets.extend(self.write_view_table(p, o)?);
+        self.write_builds(p, o)?;
+        Ok(targets)
+    }
+
+    /// The section's opening paragraph: what is persisted, what is exported, and how.
+    fn write_store_intro(&self, o: &mut Vec<u8>) -> Result<()> {
         writeln!(
             o,
             "Persisting one step through the Store API into a fresh store, {} steps one at a time: \
@@ -302,15 +311,13 @@ impl Suite {
              reports) and the sampled VmHWM. The baseline's 1 M export runs once.\n",
             self.sizes.latency_steps, 4
         )?;
-        let mut t = Table::new(&["persist one step", "p50 ms", "p99 ms"]);
-        for m in ["put_result", "decide", "put_result_and_decide"] {
-            t.row(vec![
-                m.replace('_', " "),
-                fmt(r.median(st, "persist-step", "store-api", &format!("{m}_p50_ms"))),
-                fmt(r.median(st, "persist-step", "store-api", &format!("{m}_p99_ms"))),
-            ]);
-        }
-        t.write(o)?;
+        Ok(())
+    }
+
+    /// The export table, one row per store exported by the version under test, and the
+    /// size, rate and memory targets of each.
+    fn write_export_table(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
+        let r = p.r;
         let mut t = Table::new(&[
             "store",
             "db MiB",
@@ -322,95 +329,65 @@ impl Suite {
         let mut targets = Vec::new();
         for n in &self.sizes.stores {
             let c = format!("export-{n}");
-            if r.median(st, &c, after, "rows_per_s").is_none() {
+            if r.median(ST, &c, p.after, "rows_per_s").is_none() {
                 continue;
             }
             t.row(vec![
                 format!("{n} steps"),
-                fmt(r.median(st, &c, "store", "db_mib")),
-                fmt(r.median(st, &c, "store", "db_bytes_per_step")),
-                p.pair(st, &c, "rows_per_s"),
-                p.pair(st, &c, "wall_s"),
-                p.pair(st, &c, "max_rss_mib"),
+                fmt(r.median(ST, &c, "store", "db_mib")),
+                fmt(r.median(ST, &c, "store", "db_bytes_per_step")),
+                p.pair(ST, &c, "rows_per_s"),
+                p.pair(ST, &c, "wall_s"),
+                p.pair(ST, &c, "max_rss_mib"),
             ]);
-            let per_step = r.median(st, &c, "store", "db_bytes_per_step");
-            targets.push((
-                format!("≤ 1 KB a stored step ({n} steps)"),
-                format!("{} bytes", fmt(per_step)),
-                "the database's files over its steps".into(),
-                per_step.map(|b| b <= 1024.0),
-            ));
-            let rate = r.median(st, &c, after, "rows_per_s");
-            targets.push((
-                format!("export ≥ 200 k rows/s ({n} steps)"),
-                fmt(rate),
-                p.pair(st, &c, "rows_per_s"),
-                rate.map(|v| v >= 200_000.0),
-            ));
-            let rss = r.median(st, &c, after, "max_rss_mib");
-            targets.push((
-                format!("peak RSS < 200 MB exporting {n} steps"),
-                format!("{} MiB", fmt(rss)),
-                p.pair(st, &c, "max_rss_mib"),
-                rss.map(|v| v * 1.048576 < 200.0),
-            ));
+            targets.extend(export_targets(p, *n));
         }
         t.write(o)?;
+        Ok(targets)
+    }
+
+    /// A paragraph per store whose layout-1 copy the version under test exported.
+    fn write_layout1_exports(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+        let (r, after) = (p.r, p.after);
         for n in &self.sizes.stores {
             let c = format!("export-{n}-layout1");
-            if let Some(rate) = r.median(st, &c, after, "rows_per_s") {
+            if let Some(rate) = r.median(ST, &c, after, "rows_per_s") {
                 writeln!(
                     o,
                     "The layout-1 copy of the {n}-step store (a store written before export rows, \
                      read through its steps' JSON until a step is next written into it) exports at \
                      {} rows/s ({after}; peak RSS {} MiB).\n",
                     fmt(Some(rate)),
-                    fmt(r.median(st, &c, after, "max_rss_mib"))
+                    fmt(r.median(ST, &c, after, "max_rss_mib"))
                 )?;
             }
         }
+        Ok(())
+    }
+
+    /// The paragraph and table of the commands that look at a store, and their targets.
+    fn write_view_table(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
         let mut t = Table::new(&[
             "look at a store",
             "steps",
             &p.both("s"),
             &p.both("peak RSS MiB"),
         ]);
-        for n in &self.sizes.stores {
+        let mut targets = Vec::new();
+        for &n in &self.sizes.stores {
             for view in View::ALL {
                 let c = format!("view-{}-{n}", view.name());
-                if r.median(st, &c, after, "wall_s").is_none() {
+                if p.r.median(ST, &c, p.after, "wall_s").is_none() {
                     continue;
                 }
                 t.row(vec![
                     view.label().into(),
                     n.to_string(),
-                    p.pair(st, &c, "wall_s"),
-                    p.pair(st, &c, "max_rss_mib"),
+                    p.pair(ST, &c, "wall_s"),
+                    p.pair(ST, &c, "max_rss_mib"),
                 ]);
             }
-            for (view, limit_s, what) in [
-                (View::Status, 1.0, "under 1 s and 200 MB"),
-                (View::StatusJson, 1.0, "under 1 s and 200 MB"),
-                (View::Report, 10.0, "under 10 s"),
-            ] {
-                let c = format!("view-{}-{n}", view.name());
-                let (wall, rss) = (
-                    r.median(st, &c, after, "wall_s"),
-                    r.median(st, &c, after, "max_rss_mib"),
-                );
-                let met = match view {
-                    View::Report => wall.map(|w| w < limit_s),
-                    _ => wall
-                        .zip(rss)
-                        .map(|(w, m)| w < limit_s && m * 1.048576 < 200.0),
-                };
-                targets.push((
-                    format!("{} {what} ({n} steps)", view.label()),
-                    format!("{} s, {} MiB", fmt(wall), fmt(rss)),
-                    p.pair(st, &c, "wall_s"),
-                    met,
-                ));
-            }
+            targets.extend(view_targets(p, n));
         }
         writeln!(
             o,
@@ -419,21 +396,103 @@ impl Suite {
              `kiln report` (every plot) and `kiln store verify` (every step's checksum and row).\n"
         )?;
         t.write(o)?;
+        Ok(targets)
+    }
+
+    /// A paragraph per store built: how fast, and how big a record and its row.
+    fn write_builds(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+        let r = p.r;
         for n in &self.sizes.stores {
             let c = format!("build-{n}");
-            if let Some(rate) = r.median(st, &c, "store-api", "steps_per_s") {
+            if let Some(rate) = r.median(ST, &c, "store-api", "steps_per_s") {
                 writeln!(
                     o,
                     "Building the {n}-step store ran at {} steps/s (one record: {} bytes of JSON, its \
                      export row {} bytes).\n",
                     fmt(Some(rate)),
-                    fmt(r.median(st, &c, "store-api", "record_bytes")),
-                    fmt(r.median(st, &c, "store-api", "row_bytes"))
+                    fmt(r.median(ST, &c, "store-api", "record_bytes")),
+                    fmt(r.median(ST, &c, "store-api", "row_bytes"))
                 )?;
             }
         }
-        Ok(targets)
+        Ok(())
     }
+}
+
+/// The results' section of this file's measurements.
+const ST: &str = "store";
+
+/// The persist-one-step table: p50 and p99 of each write through the Store API.
+fn write_persist_table(p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+    let mut t = Table::new(&["persist one step", "p50 ms", "p99 ms"]);
+    for m in ["put_result", "decide", "put_result_and_decide"] {
+        let ms = |q: &str| {
+            fmt(p
+                .r
+                .median(ST, "persist-step", "store-api", &format!("{m}_{q}_ms")))
+        };
+        t.row(vec![m.replace('_', " "), ms("p50"), ms("p99")]);
+    }
+    t.write(o)?;
+    Ok(())
+}
+
+/// The targets of the `n`-step store's export: bytes a step, rows/s, peak RSS.
+fn export_targets(p: &Page<'_>, n: u64) -> [Target; 3] {
+    let (r, c) = (p.r, format!("export-{n}"));
+    let per_step = r.median(ST, &c, "store", "db_bytes_per_step");
+    let rate = r.median(ST, &c, p.after, "rows_per_s");
+    let rss = r.median(ST, &c, p.after, "max_rss_mib");
+    [
+        (
+            format!("≤ 1 KB a stored step ({n} steps)"),
+            format!("{} bytes", fmt(per_step)),
+            "the database's files over its steps".into(),
+            per_step.map(|b| b <= 1024.0),
+        ),
+        (
+            format!("export ≥ 200 k rows/s ({n} steps)"),
+            fmt(rate),
+            p.pair(ST, &c, "rows_per_s"),
+            rate.map(|v| v >= 200_000.0),
+        ),
+        (
+            format!("peak RSS < 200 MB exporting {n} steps"),
+            format!("{} MiB", fmt(rss)),
+            p.pair(ST, &c, "max_rss_mib"),
+            rss.map(|v| v * 1.048576 < 200.0),
+        ),
+    ]
+}
+
+/// The targets of the views on the `n`-step store that must not grow with it: status and its
+/// JSON under 1 s and 200 MB, the report under 10 s.
+fn view_targets(p: &Page<'_>, n: u64) -> Vec<Target> {
+    let mut targets = Vec::new();
+    for (view, limit_s, what) in [
+        (View::Status, 1.0, "under 1 s and 200 MB"),
+        (View::StatusJson, 1.0, "under 1 s and 200 MB"),
+        (View::Report, 10.0, "under 10 s"),
+    ] {
+        let c = format!("view-{}-{n}", view.name());
+        let (wall, rss) = (
+            p.r.median(ST, &c, p.after, "wall_s"),
+            p.r.median(ST, &c, p.after, "max_rss_mib"),
+        );
+        let met = match view {
+            View::Report => wall.map(|w| w < limit_s),
+            _ => wall
+                .zip(rss)
+                .map(|(w, m)| w < limit_s && m * 1.048576 < 200.0),
+        };
+        targets.push((
+            format!("{} {what} ({n} steps)", view.label()),
+            format!("{} s, {} MiB", fmt(wall), fmt(rss)),
+            p.pair(ST, &c, "wall_s"),
+            met,
+        ));
+    }
+    targets
 }
 
 /// The commands that look at a store, timed on the big stores (issue 35: views
