@@ -10,5 +10,5 @@ T=$(cargo test --release -p kiln-worker --test tests --no-run --message-format=j
 mkdir -p .gpu/bin
 for b in kiln kiln-worker libkiln_cupti.so; do strip -o .gpu/bin/$b target/release/$b; done
 strip -o .gpu/gpu-test-tests "$T"
-cp results/gpu/scripts/* .gpu/
+cp scripts/gpu/* .gpu/
 du -sh .gpu

@@ -1,4 +1,4 @@
-# Shared set-up of the device check scripts (sourced by gpu-check*.sh from the repo root
+# Shared set-up of the device check scripts (sourced by gpu-check.sh from the repo root
 # on the device machine): folders, helpers, the device and toolchain facts, and the carried
 # binaries put where the test binary's compiled-in paths expect them.
 set -o pipefail
