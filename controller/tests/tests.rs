@@ -17,6 +17,7 @@ mod manual;
 mod outputs;
 mod policy;
 mod racing;
+mod repository;
 mod rewards;
 mod serve;
 mod slurm;
