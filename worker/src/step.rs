@@ -3,26 +3,24 @@
 //! benchmark with no build runs in the copy its slot laid out last where its
 //! runs changed nothing there.
 
-use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+mod obtain;
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kiln_protocol::bundle::is_confined_path;
-use kiln_protocol::config::benchmark::{BenchmarkSpec, OutputCheck};
+use kiln_protocol::config::benchmark::OutputCheck;
 use kiln_protocol::decision::ContentHash;
 use kiln_protocol::message::{
     folder_changed, missing_bundle, BuildRecord, StepOutcome, StepRequest, StepResult,
 };
 
-use crate::build::cache::Restored;
 use crate::build::env::{expand_all, knobs_of, seconds, step_env, write_decisions, DECISIONS_FILE};
-use crate::build::{
-    build_key, cargo_target, fresh_work, llvm_inline, resolve_binary, warm, Build, INCREMENTAL_DIR,
-    WRAP_DIR,
-};
+use crate::build::{fresh_work, warm};
 pub use crate::discover::discover;
 use crate::launch::checked_output::LineFilter;
 use crate::launch::{self, CancelToken};
-use crate::measure::{self, OutputSpec, Plan};
+use crate::measure::{self, Measurement, OutputSpec, Plan};
 use crate::workspace::slot_lock::SlotLock;
 use crate::workspace::FolderIds;
 pub use crate::workspace::Workspace;
@@ -50,7 +48,7 @@ struct LastBuild {
     key: ContentHash,
     record: BuildRecord,
     /// Its benchmark and sources: a next build of the same starts from it
-    /// ([`cargo_target`], [`warm`]).
+    /// ([`crate::build::cargo_target`], [`warm`]).
     benchmark: String,
     bundle: ContentHash,
     /// The units its build compiled or left alone under the clang wrapper ([`warm`]).
@@ -132,6 +130,9 @@ fn lost_its_bundle(outcome: StepOutcome, req: &StepRequest, ws: &Workspace) -> S
     }
 }
 
+/// The step once it holds its slot, stage by stage: the request checked, the build obtained
+/// (or, for a benchmark with no build, the sources laid out), the runs measured, and what
+/// they measured put in `result`.
 fn step_inner(
     req: &StepRequest,
     ws: &Workspace,
@@ -139,46 +140,95 @@ fn step_inner(
     cancel: &CancelToken,
     result: &mut StepResult,
 ) -> Result<(), StepOutcome> {
-    let reject = |reason: String| StepOutcome::Rejected { reason };
+    let checked = check_request(req, ws).map_err(reject)?;
+    if req.benchmark.build.is_empty() {
+        lay_out(req, ws, slot, &checked.bundle_dir, &checked.work).map_err(reject)?;
+    } else {
+        let at = obtain::BuildAt::new(req, ws, &checked.bundle_dir, &checked.slot_dir);
+        at.obtain(slot, cancel, result)?;
+    }
+    let plan = run_plan(req, checked);
+    let measured = measure::measure(&plan, Some(cancel));
+    record_measurement(measured, result)
+}
+
+/// A step that cannot run as asked, for the reason given.
+fn reject(reason: String) -> StepOutcome {
+    StepOutcome::Rejected { reason }
+}
+
+/// A request that passed [`check_request`], and what the later stages take from it.
+struct Checked {
+    /// The bundle's folder in the worker's cache.
+    bundle_dir: PathBuf,
+    /// The slot's folder, and the work folder in it.
+    slot_dir: PathBuf,
+    work: PathBuf,
+    /// The runs' time limit.
+    run_timeout: Duration,
+    /// What of the runs' output is checked.
+    output: OutputSpec,
+}
+
+/// Checks that this worker can run the step as asked before it spends a build on it: the
+/// bundle is here, the CPUs, limits and container are this worker's to give, the decisions
+/// fit the benchmark, and the time limits and output check make sense.
+fn check_request(req: &StepRequest, ws: &Workspace) -> Result<Checked, String> {
     let spec = &req.benchmark;
     let bundle_dir = ws
         .cache
         .get(&req.bundle)
-        .ok_or_else(|| reject(missing_bundle(&req.bundle)))?;
-    check_cpus(&req.cpus).map_err(reject)?;
+        .ok_or_else(|| missing_bundle(&req.bundle))?;
+    check_cpus(&req.cpus)?;
     // Before building: a worker that cannot apply the limits must not spend a build.
     if !spec.limits.is_none() {
-        crate::launch::cgroup::support()
-            .check(&spec.limits)
-            .map_err(reject)?;
+        crate::launch::cgroup::support().check(&spec.limits)?;
     }
     if let Some(c) = &spec.container {
-        crate::launch::container::check(c).map_err(reject)?;
+        crate::launch::container::check(c)?;
     }
-    if let Some(points) = spec.knob_points() {
-        req.decisions
-            .check(points)
-            .map_err(|e| reject(e.to_string()))?;
-    }
-    let run_timeout = seconds(spec.timeout_s, "timeout-s").map_err(reject)?;
-    seconds(spec.build_timeout_s, "build-timeout-s").map_err(reject)?;
+    check_decisions(req)?;
+    let run_timeout = seconds(spec.timeout_s, "timeout-s")?;
+    seconds(spec.build_timeout_s, "build-timeout-s")?;
     let slot_dir = ws.slot_dir(req.slot);
     let work = slot_dir.join("work");
-    let output = output_spec(&spec.check_output, &work).map_err(reject)?;
+    let output = output_spec(&spec.check_output, &work)?;
+    Ok(Checked {
+        bundle_dir,
+        slot_dir,
+        work,
+        run_timeout,
+        output,
+    })
+}
 
-    if spec.build.is_empty() {
-        lay_out(req, ws, slot, &bundle_dir, &work).map_err(reject)?;
-    } else {
-        build(req, ws, slot, cancel, result, &bundle_dir, &slot_dir)?;
+/// Checks the step's decisions against the benchmark's knobs, where it has knobs (the
+/// decisions of inlining sites are checked against the build's remarks once it is built).
+fn check_decisions(req: &StepRequest) -> Result<(), String> {
+    match req.benchmark.knob_points() {
+        Some(points) => req.decisions.check(points).map_err(|e| e.to_string()),
+        None => Ok(()),
     }
+}
 
-    let plan = Plan {
+/// The measured runs: the run command in the work folder with the step's decisions,
+/// environment, CPUs, GPUs and limits.
+fn run_plan(req: &StepRequest, checked: Checked) -> Plan {
+    let spec = &req.benchmark;
+    let Checked {
+        slot_dir,
+        work,
+        run_timeout,
+        output,
+        ..
+    } = checked;
+    Plan {
         argv: expand_all(
             &spec.run,
             knobs_of(spec, &req.decisions),
             &work.join(DECISIONS_FILE),
         ),
-        cwd: work.clone(),
+        cwd: work,
         env: with_gpus(step_env(spec, &req.decisions, &slot_dir), &req.gpus),
         cpus: req.cpus.clone(),
         timeout: run_timeout,
@@ -193,8 +243,11 @@ fn step_inner(
         gpu_trace_dir: slot_dir.join("gpu-trace"),
         limits: spec.limits,
         container: spec.container.clone(),
-    };
-    let m = measure::measure(&plan, Some(cancel));
+    }
+}
+
+/// What the runs measured, put in the step's result; the step fails as they did.
+fn record_measurement(m: Measurement, result: &mut StepResult) -> Result<(), StepOutcome> {
     result.runs = m.runs;
     result.summary = m.summary;
     result.target_met = m.target_met;
@@ -208,142 +261,6 @@ fn step_inner(
         StepOutcome::Ok => Ok(()),
         failed => Err(failed),
     }
-}
-
-/// The step's build in the slot's work folder: the one it holds where the step re-measures
-/// it, a kept build of these decisions, or a build (from the slot's last one where it can);
-/// the slot then remembers it.
-fn build(
-    req: &StepRequest,
-    ws: &Workspace,
-    slot: &mut SlotState,
-    cancel: &CancelToken,
-    result: &mut StepResult,
-    bundle_dir: &Path,
-    slot_dir: &Path,
-) -> Result<(), StepOutcome> {
-    let reject = |reason: String| StepOutcome::Rejected { reason };
-    let spec = &req.benchmark;
-    let work = slot_dir.join("work");
-    let key = build_key(req);
-    let reused = match &slot.last_build {
-        Some(last) if req.reuse_build && last.key == key && work.is_dir() => {
-            Some(last.record.clone())
-        }
-        _ => None,
-    };
-    let reused = reused.filter(|record| match binary_changed(spec, &work, record) {
-        None => true,
-        Some(why) => {
-            warn(result, format!("slot {}: {why}; built afresh", req.slot));
-            false
-        }
-    });
-    if let Some(mut record) = reused {
-        record.reused = true;
-        result.build = Some(record);
-    } else {
-        let last = slot
-            .last_build
-            .take()
-            .filter(|last| last.benchmark == spec.name && last.bundle == req.bundle);
-        let mut units = Vec::new();
-        if cargo_target::applies(spec) && last.is_some() {
-            cargo_target::put_aside(slot_dir, &work, &req.bundle);
-        }
-        let fresh = || fresh_work(&ws.rundir, bundle_dir, &work, spec, &req.decisions);
-        let skip = [WRAP_DIR, INCREMENTAL_DIR];
-        // The last build's tree, untouched by its runs, where no kept build
-        // of these decisions is to be laid over a fresh copy instead.
-        let in_place = last.as_ref().is_some_and(|last| {
-            !ws.builds.holds(&key) && last.tree.as_ref().is_some_and(|t| t.still_in(&work, &skip))
-        });
-        let cached = if in_place {
-            warm::reopen(&work, &skip, spec, &req.decisions).map_err(reject)?;
-            Restored::Miss
-        } else {
-            fresh().map_err(reject)?;
-            match spec.build.is_empty() {
-                true => Restored::Miss,
-                false => ws.builds.restore(&key, &work),
-            }
-        };
-        let cached = match cached {
-            Restored::Hit(record) => Some(record),
-            Restored::Miss => None,
-            Restored::Damaged(why) => {
-                warn(result, format!("{why}; built afresh"));
-                // Some of the entry's files may lie over the sources already.
-                fresh().map_err(reject)?;
-                None
-            }
-        };
-        if let Some(mut record) = cached {
-            record.reused = true;
-            result.build = Some(record);
-        } else {
-            let objects = ws.rundir.join("objects");
-            let build = Build {
-                spec,
-                decisions: &req.decisions,
-                work: &work,
-                home: slot_dir,
-                cpus: &req.cpus,
-                cancel,
-                objects: Some(&objects),
-                replay: Default::default(),
-            };
-            let started_warm = start_warm(&build, req, ws, last.as_ref(), in_place, result);
-            if started_warm.is_none() {
-                fresh().map_err(reject)?;
-            }
-            let (from, mut unchanged) = started_warm.flatten().unzip();
-            let kept_log = match (from, &unchanged) {
-                (Some(from), Some(u)) => format!("kiln: {STARTED_FROM} {from}\n{}", u.log),
-                _ => String::new(),
-            };
-            let (mut record, mut built) = build.run(&mut result.warnings, &kept_log);
-            // A build that fails from a warm start is done again from the
-            // bare sources: the failure is the step's own only if that fails too.
-            if let (Err(failed), Some(from)) = (&built, from) {
-                // Said with the warning: the fresh build's log replaces the failed one's.
-                let said = failed.reason().unwrap_or_default();
-                fresh().map_err(reject)?;
-                unchanged = None;
-                (record, built) = build.run(&mut result.warnings, "");
-                if built.is_ok() {
-                    let why = format!(
-                        "the build from {from} failed ({said}), and from a fresh copy it did not"
-                    );
-                    warn(result, why);
-                }
-            }
-            units = warm::read_units(&work.join(WRAP_DIR).join(warm::UNITS_FILE));
-            units.extend(unchanged.map(|u| u.units).unwrap_or_default());
-            result.build = record;
-            built?;
-            // Kept before any run can write into the work folder.
-            if let Some(record) = &result.build {
-                if let Err(e) = ws.builds.keep(&key, bundle_dir, &work, &skip, record) {
-                    tracing::warn!("cannot keep the build of step {}: {e}", req.id);
-                }
-            }
-        }
-        if let Some(record) = &result.build {
-            slot.last_build = Some(LastBuild {
-                key,
-                record: record.clone(),
-                benchmark: spec.name.clone(),
-                bundle: req.bundle,
-                units,
-                tree: warm::applies(spec)
-                    .then(|| warm::TreeStamps::of(&work, &skip).ok())
-                    .flatten(),
-            });
-        }
-    }
-
-    Ok(())
 }
 
 /// The sources of a benchmark with no build laid out in the slot's work folder with the
@@ -380,62 +297,6 @@ fn lay_out(
     Ok(())
 }
 
-/// Starts the build in `work`, a fresh copy of the sources (or, `in_place`,
-/// the last build's tree as it left it), from the slot's
-/// `last` build of the same benchmark and sources where it can: cargo's
-/// kept target folder ([`cargo_target`]), or the last build's tree
-/// ([`warm`]). `Some(Some((what, unchanged)))` where it did (`unchanged`:
-/// the units it left as that build made them), `Some(None)` where there was
-/// none to start from, and `None` where `work` must be copied afresh (what
-/// went wrong is a warning).
-fn start_warm(
-    build: &Build,
-    req: &StepRequest,
-    ws: &Workspace,
-    last: Option<&LastBuild>,
-    in_place: bool,
-    result: &mut StepResult,
-) -> Option<Option<(&'static str, warm::Unchanged)>> {
-    let (spec, work) = (build.spec, build.work);
-    if cargo_target::applies(spec) {
-        let crates = &spec.dependency_crates;
-        return match cargo_target::take(build.home, work, &req.bundle, &spec.build[0], crates) {
-            Ok(took) => Some(took.then(|| ("cargo's kept target folder", Default::default()))),
-            Err(why) => {
-                warn(result, why);
-                Some(None)
-            }
-        };
-    }
-    let Some(last) = last.filter(|_| warm::applies(spec)) else {
-        return Some(None);
-    };
-    let laid = if in_place {
-        Ok("the last build's tree, in place")
-    } else {
-        match ws.builds.restore_built_here(&last.key, work) {
-            Restored::Hit(_) => Ok("the last build's tree"),
-            Restored::Miss => return Some(None),
-            Restored::Damaged(why) => Err(why),
-        }
-    };
-    let laid = laid.and_then(|from| {
-        let replay = llvm_inline::in_work(build.replay_text(), work);
-        let objects = build.objects.unwrap_or(work);
-        let unchanged = warm::unchanged(&last.units, work, objects, &replay);
-        let skip = [WRAP_DIR, INCREMENTAL_DIR];
-        warm::touch_sources(work, &skip, &unchanged.sources, SystemTime::now())
-            .map(|()| (from, unchanged))
-    });
-    match laid {
-        Ok(started) => Some(Some(started)),
-        Err(why) => {
-            warn(result, format!("{why}; built from a fresh copy"));
-            None
-        }
-    }
-}
-
 /// What the build log says of a build that started warm, and from what.
 pub const STARTED_FROM: &str = "the build started from";
 
@@ -443,25 +304,6 @@ pub const STARTED_FROM: &str = "the build started from";
 fn warn(result: &mut StepResult, warning: String) {
     tracing::warn!("step {}: {warning}", result.id);
     result.warnings.push(warning);
-}
-
-/// Why the binary a slot's last build left in `work` is not the one built
-/// (a run, or anything else, wrote over it); `None` when it is, or when the
-/// build recorded no binary.
-fn binary_changed(spec: &BenchmarkSpec, work: &Path, record: &BuildRecord) -> Option<String> {
-    let kept = record.binary_hash?;
-    let binary = resolve_binary(&spec.run, work)?;
-    let found = std::fs::read(&binary).map(|bytes| ContentHash::of(&bytes));
-    match found {
-        Ok(found) if found == kept => None,
-        Ok(found) => Some(format!(
-            "{} changed since its build (content hash {} where {} was built)",
-            binary.display(),
-            found.short(),
-            kept.short()
-        )),
-        Err(e) => Some(format!("cannot read {}: {e}", binary.display())),
-    }
 }
 
 /// A run's environment with the slot's GPUs: `CUDA_VISIBLE_DEVICES` shows the run only

@@ -41,7 +41,7 @@ use kiln_protocol::decision::{ContentHash, DecisionSet};
 use kiln_protocol::message::{BuildRecord, StepOutcome, StepRequest};
 
 use crate::files::{copy_tree, fresh_dir};
-use crate::launch::{self, CancelToken, End, Launch, Output, TAIL_BYTES};
+use crate::launch::{self, CancelToken, End, Finished, Launch, Output, TAIL_BYTES};
 use env::{build_env, expand_all, knobs_of, seconds, write_decisions, DECISIONS_FILE};
 
 /// Name of the LLVM inline replay file written into the work folder.
@@ -139,6 +139,23 @@ pub(crate) struct Build<'a> {
     pub(crate) replay: std::cell::OnceCell<String>,
 }
 
+/// What an llvm-inline build adds to its launch ([`Build::write_replay`]):
+/// kiln's flags, the replay file's text for the record, and whether rustc's
+/// incremental folder was kept from the slot's last build.
+#[derive(Default)]
+struct Replay {
+    flags: Vec<String>,
+    text: Option<String>,
+    front_end_kept: bool,
+}
+
+/// What a build's compiles said, the remarks read from it: `whole` where the
+/// compiler wrapper kept each compile's output whole, else the build's log.
+struct Said<'a> {
+    text: &'a str,
+    whole: bool,
+}
+
 impl Build<'_> {
     /// The decisions as an LLVM replay file ([`llvm_inline::replay_file_text`]).
     pub(crate) fn replay_text(&self) -> &str {
@@ -156,35 +173,17 @@ impl Build<'_> {
         warnings: &mut Vec<String>,
         kept_log: &str,
     ) -> (Option<BuildRecord>, Result<(), StepOutcome>) {
-        let (spec, decisions) = (self.spec, self.decisions);
-        if spec.build.is_empty() {
+        if self.spec.build.is_empty() {
             return (None, Ok(()));
         }
-        let mut flags = Vec::new();
-        let mut replay_text = None;
-        let mut front_end_kept = false;
-        if let BenchmarkKind::LlvmInline { compiler, fallback } = &spec.kind {
-            let text = self.replay_text();
-            let replay = self.work.join(REPLAY_FILE);
-            let in_work = llvm_inline::in_work(text, self.work);
-            if let Err(reason) = check_llvm_args_path(*compiler, &replay) {
-                return (None, Err(StepOutcome::Rejected { reason }));
-            }
-            if let Err(e) = std::fs::write(&replay, in_work) {
-                let reason = format!("cannot write {}: {e}", replay.display());
-                return (None, Err(StepOutcome::Rejected { reason }));
-            }
-            let incr = self.work.join(INCREMENTAL_DIR);
-            match cargo_target::incremental_folder(&incr) {
-                Ok(kept) => front_end_kept = kept,
-                Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
-            }
-            flags = llvm_inline::replay_build_args(*compiler, &replay, *fallback, &incr);
-            replay_text = Some(text.to_string());
-        }
-        let launch = match self.launch(flags, None) {
+        let rejected = |reason| (None, Err(StepOutcome::Rejected { reason }));
+        let replay = match self.write_replay() {
+            Ok(replay) => replay,
+            Err(reason) => return rejected(reason),
+        };
+        let launch = match self.launch(replay.flags, None) {
             Ok(launch) => launch,
-            Err(reason) => return (None, Err(StepOutcome::Rejected { reason })),
+            Err(reason) => return rejected(reason),
         };
         let finished = match launch::run(&launch, None, Some(self.cancel)) {
             Ok(f) => f,
@@ -202,43 +201,104 @@ impl Build<'_> {
         // (the log may cut a line): what is read from them is read there.
         let kept_said = self.compilers_said().map(|said| said + kept_log);
         let said = kept_said.as_deref().unwrap_or(&log);
-        warnings.extend(
-            said.lines()
-                .filter(|l| l.starts_with("kiln: ") && l.contains(objects::DAMAGED))
-                .map(str::to_string),
-        );
+        warnings.extend(self.wrapper_warnings(said));
+        let is_llvm = replay.text.is_some();
+        let mut record = self.record(&finished, &log, replay.text, replay.front_end_kept);
+        let said = Said {
+            text: said,
+            whole: kept_said.is_some(),
+        };
+        let outcome = self.outcome(&finished, is_llvm.then_some(said), &mut record);
+        (Some(record), outcome)
+    }
+
+    /// For an llvm-inline benchmark, writes the decisions' replay file into the
+    /// work folder and readies rustc's incremental folder: the flags that give
+    /// the compiler the replay file, and what the record keeps of it; nothing
+    /// for any other benchmark.
+    fn write_replay(&self) -> Result<Replay, String> {
+        let BenchmarkKind::LlvmInline { compiler, fallback } = &self.spec.kind else {
+            return Ok(Replay::default());
+        };
+        let text = self.replay_text();
+        let replay = self.work.join(REPLAY_FILE);
+        let in_work = llvm_inline::in_work(text, self.work);
+        check_llvm_args_path(*compiler, &replay)?;
+        std::fs::write(&replay, in_work)
+            .map_err(|e| format!("cannot write {}: {e}", replay.display()))?;
+        let incr = self.work.join(INCREMENTAL_DIR);
+        let front_end_kept = cargo_target::incremental_folder(&incr)?;
+        Ok(Replay {
+            flags: llvm_inline::replay_build_args(*compiler, &replay, *fallback, &incr),
+            text: Some(text.to_string()),
+            front_end_kept,
+        })
+    }
+
+    /// The warnings among the lines the wrapper added to what the compiles
+    /// `said`: damaged objects in its cache, each, and units compiled whole
+    /// where their kept IR would not compile, once per benchmark.
+    fn wrapper_warnings(&self, said: &str) -> Vec<String> {
+        let mut warnings: Vec<String> = said
+            .lines()
+            .filter(|l| l.starts_with("kiln: ") && l.contains(objects::DAMAGED))
+            .map(str::to_string)
+            .collect();
         if let Some(line) = said
             .lines()
             .find(|l| l.starts_with("kiln: ") && l.contains(objects::NOT_FROM_IR))
         {
-            warnings.extend(not_from_ir_once(&spec.name, line));
+            warnings.extend(not_from_ir_once(&self.spec.name, line));
         }
-        let is_llvm = replay_text.is_some();
-        let mut shown = if is_llvm {
-            llvm_inline::strip_remarks(&log)
+        warnings
+    }
+
+    /// The record of a build that ran and left `log`: its time, binary and
+    /// log's tail (remarks stripped from an llvm-inline build's, which has
+    /// `replay_file`); nothing moot yet.
+    fn record(
+        &self,
+        finished: &Finished,
+        log: &str,
+        replay_file: Option<String>,
+        front_end_kept: bool,
+    ) -> BuildRecord {
+        let mut shown = if replay_file.is_some() {
+            llvm_inline::strip_remarks(log)
         } else {
-            log.clone()
+            log.to_string()
         };
         if front_end_kept {
             shown.push_str(KEPT_FRONT_END);
         }
-        let binary = resolve_binary(&spec.run, self.work);
-        let mut record = BuildRecord {
+        let binary = resolve_binary(&self.spec.run, self.work);
+        BuildRecord {
             wall_ns: finished.wall.as_nanos() as u64,
             text_bytes: binary.as_deref().and_then(llvm_inline::text_size),
             binary_hash: binary
                 .and_then(|b| std::fs::read(b).ok())
                 .map(|bytes| ContentHash::of(&bytes)),
             log_tail: tail(&shown),
-            replay_file: replay_text,
+            replay_file,
             reused: false,
             moot: BTreeMap::new(),
-        };
-        let outcome = match finished.end {
+        }
+    }
+
+    /// How the build ended for the step: a build that failed, timed out or
+    /// was cancelled says so; one that succeeded is checked against its
+    /// decisions where the compiles' remarks are `said` (llvm-inline).
+    fn outcome(
+        &self,
+        finished: &Finished,
+        said: Option<Said<'_>>,
+        record: &mut BuildRecord,
+    ) -> Result<(), StepOutcome> {
+        match finished.end {
             End::Cancelled => Err(StepOutcome::Cancelled),
             End::TimedOut => Err(StepOutcome::Timeout {
                 phase: "build".into(),
-                limit_s: spec.build_timeout_s,
+                limit_s: self.spec.build_timeout_s,
             }),
             End::Signaled(_) => Err(StepOutcome::BuildFailed {
                 code: None,
@@ -252,26 +312,33 @@ impl Build<'_> {
                 code: Some(c),
                 log_tail: record.log_tail.clone(),
             }),
-            End::Exited(_) if is_llvm => {
-                if kept_said.is_none() && finished.kept_truncated {
-                    tracing::warn!(
-                        "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
-                    );
+            End::Exited(_) => match said {
+                Some(said) => {
+                    if !said.whole && finished.kept_truncated {
+                        tracing::warn!(
+                            "build output exceeded {BUILD_LOG_CAP} bytes; remarks past it are lost"
+                        );
+                    }
+                    self.verify_decisions(said.text, record)
                 }
-                let verified =
-                    llvm_inline::verify(decisions, &llvm_inline::parse_remarks_in(said, self.work));
-                record.moot = verified.moot;
-                if verified.mismatched.is_empty() {
-                    Ok(())
-                } else {
-                    Err(StepOutcome::DecisionMismatch {
-                        mismatched: verified.mismatched,
-                    })
-                }
-            }
-            End::Exited(_) => Ok(()),
-        };
-        (Some(record), outcome)
+                None => Ok(()),
+            },
+        }
+    }
+
+    /// Whether the compiles' remarks show every decision realised; the
+    /// decisions the compiler had no say in are recorded as moot.
+    fn verify_decisions(&self, said: &str, record: &mut BuildRecord) -> Result<(), StepOutcome> {
+        let remarks = llvm_inline::parse_remarks_in(said, self.work);
+        let verified = llvm_inline::verify(self.decisions, &remarks);
+        record.moot = verified.moot;
+        if verified.mismatched.is_empty() {
+            Ok(())
+        } else {
+            Err(StepOutcome::DecisionMismatch {
+                mismatched: verified.mismatched,
+            })
+        }
     }
 
     /// A discovery build with extra arguments: its whole output, or why it

@@ -362,9 +362,52 @@ pub fn run_if_wrapped() {
     let Some(flags) = std::env::var_os(FLAGS_ENV) else {
         return;
     };
-    let mut args: Vec<OsString> = args.collect();
-    let is_rustc_wrapper = matches!(name, Some(RUSTC_WRAPPER | RUSTC_DEPS_WRAPPER));
-    let (program, arg0, add): (PathBuf, OsString, bool) = if is_rustc_wrapper {
+    let args: Vec<OsString> = args.collect();
+    let mut compile = if matches!(name, Some(RUSTC_WRAPPER | RUSTC_DEPS_WRAPPER)) {
+        Invocation::rustc(name, args)
+    } else {
+        let Some(compile) = Invocation::clang(name, args) else {
+            return;
+        };
+        compile
+    };
+    // In a step (with the object cache), each compile of one source is a unit:
+    if compile.add && !compile.is_rustc && std::env::var_os(OBJECTS_ENV).is_some() {
+        compile.as_unit(&argv0);
+    }
+    let mut flags = flag_list(FLAGS_ENV, &flags);
+    // In a step, a workspace crate whose decisions did not change keeps its code.
+    let krate = match (
+        compile.is_rustc && compile.add,
+        std::env::var_os(CRATE_CODE_ENV),
+    ) {
+        (true, Some(_)) => Crate::of(&compile.args, &mut flags),
+        _ => None,
+    };
+    if !compile.add {
+        let e = compile.command(&flags).exec();
+        fail(&format!("cannot run {}: {e}", compile.program.display()))
+    }
+    compile.run_with_flags(&flags, krate.as_ref())
+}
+
+/// A compiler invocation the wrapper stands in for.
+struct Invocation {
+    /// The real compiler.
+    program: PathBuf,
+    /// The name it runs under.
+    arg0: OsString,
+    /// Its arguments, as the build gave them.
+    args: Vec<OsString>,
+    /// Whether it gets kiln's flags.
+    add: bool,
+    /// Whether it came through cargo's rustc wrapper (else it is a clang compile).
+    is_rustc: bool,
+}
+
+impl Invocation {
+    /// A rustc invocation through cargo's wrapper `name`.
+    fn rustc(name: Option<&str>, mut args: Vec<OsString>) -> Invocation {
         // cargo runs `WRAPPER RUSTC ARGS...` (as RUSTC_WRAPPER around the
         // workspace's crates: `kiln-rustc-deps kiln-rustc RUSTC ARGS...`); it
         // also asks rustc what it can do (`--crate-name ___ --print ...`),
@@ -381,14 +424,20 @@ pub fn run_if_wrapped() {
         let crate_name = crate_name(&args);
         let compiles = !matches!(crate_name.as_str(), "" | "___");
         let chosen = workspace || opted_in(&crate_name);
-        (rustc.clone(), rustc.into_os_string(), compiles && chosen)
-    } else {
-        let Some((_, real)) = NAMES.iter().find(|(n, _)| Some(*n) == name) else {
-            return;
-        };
-        let Some(path) = std::env::var_os(PATH_ENV) else {
-            return;
-        };
+        Invocation {
+            program: rustc.clone(),
+            arg0: rustc.into_os_string(),
+            args,
+            add: compiles && chosen,
+            is_rustc: true,
+        }
+    }
+
+    /// A clang invocation under one of the wrapper's [`NAMES`], `name`;
+    /// `None` where this process was not started as one.
+    fn clang(name: Option<&str>, args: Vec<OsString>) -> Option<Invocation> {
+        let (_, real) = NAMES.iter().find(|(n, _)| Some(*n) == name)?;
+        let path = std::env::var_os(PATH_ENV)?;
         let Some(program) = find(real, &path) else {
             fail(&format!(
                 "'{real}' is not on PATH={}",
@@ -404,224 +453,296 @@ pub fn run_if_wrapped() {
                 tool.display()
             );
         }
-        (
+        Some(Invocation {
             program,
-            OsString::from(real),
-            compiles(&args) && tool.is_none(),
-        )
-    };
-    // In a step (with the object cache), each compile of one source is a unit:
-    if add && !is_rustc_wrapper && std::env::var_os(OBJECTS_ENV).is_some() {
-        // one that leaves its object's name to clang gets that name,
-        if let Some(object) = default_object(&args) {
-            args.extend(["-o".into(), object]);
+            arg0: OsString::from(real),
+            add: compiles(&args) && tool.is_none(),
+            args,
+            is_rustc: false,
+        })
+    }
+
+    /// Makes a step's clang compile one unit of the object cache: one that
+    /// leaves its object's name to clang gets that name, and a compile and
+    /// link in one command runs as a unit per source and the link, through
+    /// the wrapper (`argv0`) again (never returns then).
+    fn as_unit(&mut self, argv0: &OsString) {
+        if let Some(object) = default_object(&self.args) {
+            self.args.extend(["-o".into(), object]);
         }
-        // and a compile and link in one command is a unit per source and the link.
-        if let Some(split) = split::of(&args) {
-            compile_then_link(&argv0, &program, &arg0, &args, &split)
+        if let Some(split) = split::of(&self.args) {
+            compile_then_link(argv0, &self.program, &self.arg0, &self.args, &split)
         }
     }
-    let mut flags = flag_list(FLAGS_ENV, &flags);
-    // In a step, a workspace crate whose decisions did not change keeps its code.
-    let krate = match (is_rustc_wrapper && add, std::env::var_os(CRATE_CODE_ENV)) {
-        (true, Some(_)) => Crate::of(&args, &mut flags),
-        _ => None,
-    };
-    let command = |flags: &[String]| {
-        let mut command = std::process::Command::new(&program);
-        command.arg0(&arg0).args(&args);
-        if add {
+
+    /// The real compiler's command for this invocation, with `flags` where it gets kiln's.
+    fn command(&self, flags: &[String]) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.program);
+        command.arg0(&self.arg0).args(&self.args);
+        if self.add {
             command.args(flags);
         }
         command
-    };
-    if !add {
-        let e = command(&flags).exec();
-        fail(&format!("cannot run {}: {e}", program.display()))
     }
-    let run = |mut command: std::process::Command| {
+
+    /// Runs `command`, a compile of this invocation's, for its output.
+    fn output(&self, mut command: std::process::Command) -> std::process::Output {
         command
             .output()
-            .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", program.display())))
-    };
-    // What the messages call the unit: its sources, or a Rust crate's name.
-    let unit_name = match is_rustc_wrapper {
-        true => crate_label(&args),
-        false => sources(&args),
-    };
-    // Left behind if the build is killed mid-compile: it then names the unit.
-    let active = std::env::var_os(ACTIVE_ENV).map(|dir| {
-        let file = Path::new(&dir).join(std::process::id().to_string());
-        let _ = std::fs::write(&file, &unit_name);
-        file
-    });
-    // A unit compiled before with the same inputs and decisions is not compiled again.
-    let unit = match (is_rustc_wrapper, std::env::var_os(OBJECTS_ENV)) {
-        (false, Some(dir)) => Unit::of(Path::new(&dir), &program, &args, &flags),
-        _ => None,
-    };
-    // kiln's own lines about this compile: shown before its output, never
-    // kept with it (a later restore of the object would say them again).
-    let mut notes = String::new();
-    let restored = match unit.as_ref().map(Unit::restore) {
-        Some(Restore::Hit(log)) => Some(log),
-        Some(Restore::Damaged(why)) => {
-            notes.push_str(&format!(
-                "kiln: {}: {why}; compiled again\n",
-                sources(&args)
-            ));
-            None
+            .unwrap_or_else(|e| fail(&format!("cannot run {}: {e}", self.program.display())))
+    }
+
+    /// What the messages call the unit: its sources, or a Rust crate's name.
+    fn unit_name(&self) -> String {
+        match self.is_rustc {
+            true => crate_label(&self.args),
+            false => sources(&self.args),
         }
-        Some(Restore::Miss) | None => None,
-    };
-    // A warm start's next build leaves this unit alone while its key stays.
-    let record = |unit: &Unit| {
-        if let (Some(file), Some(line)) = (std::env::var_os(UNITS_ENV), unit.record()) {
-            use std::io::Write;
-            let appended = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(file);
-            // One write a line: make's compiles side by side do not interleave.
-            let _ = appended.and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+
+    /// Compiles with kiln's `flags`, from the object cache, a unit's kept IR
+    /// or a crate's kept code where a step's build keeps them; shows what the
+    /// compile said and exits as it did.
+    fn run_with_flags(&self, flags: &[String], krate: Option<&Crate>) -> ! {
+        let unit_name = self.unit_name();
+        // Left behind if the build is killed mid-compile: it then names the unit.
+        let active = std::env::var_os(ACTIVE_ENV).map(|dir| {
+            let file = Path::new(&dir).join(std::process::id().to_string());
+            let _ = std::fs::write(&file, &unit_name);
+            file
+        });
+        // A unit compiled before with the same inputs and decisions is not compiled again.
+        let unit = match (self.is_rustc, std::env::var_os(OBJECTS_ENV)) {
+            (false, Some(dir)) => Unit::of(Path::new(&dir), &self.program, &self.args, flags),
+            _ => None,
+        };
+        // kiln's own lines about this compile: shown before its output, never
+        // kept with it (a later restore of the object would say them again).
+        let mut notes = String::new();
+        if let Some(log) = self.restored(unit.as_ref(), &mut notes) {
+            self.reuse_object(unit.as_ref(), log, active.as_deref())
         }
-    };
-    if let Some(log) = restored {
-        if let Some(unit) = &unit {
-            record(unit);
+        let code = match krate.map(Crate::code) {
+            Some(Err(why)) => fail(&why),
+            Some(Ok(code)) => Some(code),
+            None => None,
+        };
+        let mut output = self.compile(flags, unit.as_ref(), &unit_name, &mut notes);
+        self.write_ir(flags, &mut output);
+        if let Some(file) = active {
+            let _ = std::fs::remove_file(file);
+        }
+        if let Some(unit) = unit.filter(|_| output.status.success()) {
+            unit.keep(&output.stderr);
+            record_unit(&unit);
+        }
+        if let (Some(krate), Some(code)) = (krate, code) {
+            keep_code(krate, code, &unit_name, &mut output, &mut notes);
+        }
+        output.stderr.splice(0..0, notes.into_bytes());
+        show(&mut output);
+        std::process::exit(exit_code(output.status))
+    }
+
+    /// The output of the unit's compile kept in the object cache, where it
+    /// is there and whole; a damaged entry is noted and compiled again.
+    fn restored(&self, unit: Option<&Unit>, notes: &mut String) -> Option<Vec<u8>> {
+        match unit.map(Unit::restore) {
+            Some(Restore::Hit(log)) => Some(log),
+            Some(Restore::Damaged(why)) => {
+                notes.push_str(&format!(
+                    "kiln: {}: {why}; compiled again\n",
+                    sources(&self.args)
+                ));
+                None
+            }
+            Some(Restore::Miss) | None => None,
+        }
+    }
+
+    /// Ends a compile whose object the cache restored: says so and what
+    /// its compile said (`log`), and exits as that compile did.
+    fn reuse_object(&self, unit: Option<&Unit>, log: Vec<u8>, active: Option<&Path>) -> ! {
+        if let Some(unit) = unit {
+            record_unit(unit);
         }
         let note = format!(
             "kiln: {}: object reused (the same source and decisions)\n",
-            sources(&args)
+            sources(&self.args)
         );
         let mut output = std::process::Output {
             status: std::process::ExitStatus::from_raw(0),
             stdout: Vec::new(),
             stderr: [note.into_bytes(), log].concat(),
         };
-        if let Some(file) = &active {
+        if let Some(file) = active {
             let _ = std::fs::remove_file(file);
         }
         show(&mut output);
         std::process::exit(0)
     }
-    let code = match krate.as_ref().map(Crate::code) {
-        Some(Err(why)) => fail(&why),
-        Some(Ok(code)) => Some(code),
-        None => None,
-    };
-    // A unit whose decisions changed is optimised from its kept IR: its front end ran once.
-    let from_ir = match &unit {
-        Some(unit) if std::env::var_os(FROM_IR_ENV).is_some() => unit.backend_args(&args, &flags),
-        _ => None,
-    };
-    let mut output = match (from_ir, std::env::var_os(FALLBACK_ENV)) {
-        (Some(backend), _) => {
-            let mut compile = std::process::Command::new(&program);
-            compile.arg0(&arg0).args(&backend);
-            let started = std::time::Instant::now();
-            let mut output = run(compile);
-            if output.status.success() {
-                let took = started.elapsed().as_secs_f64();
-                notes.push_str(&format!("kiln: {unit_name}: {FROM_IR} in {took:.3} s\n"));
-            } else {
-                let said = String::from_utf8_lossy(&output.stderr);
-                let why = said.lines().find(|l| l.contains("error")).unwrap_or("");
-                notes.push_str(&format!(
-                    "kiln: {unit_name}: {NOT_FROM_IR} ({}: {why})\n",
-                    output.status
-                ));
-                output = run(command(&flags));
+
+    /// The compile itself: from the unit's kept IR where it may, bounded
+    /// where the build gives a fallback, else as the build asks.
+    fn compile(
+        &self,
+        flags: &[String],
+        unit: Option<&Unit>,
+        unit_name: &str,
+        notes: &mut String,
+    ) -> std::process::Output {
+        // A unit whose decisions changed is optimised from its kept IR: its front end ran once.
+        let from_ir = match unit {
+            Some(unit) if std::env::var_os(FROM_IR_ENV).is_some() => {
+                unit.backend_args(&self.args, flags)
             }
-            output
+            _ => None,
+        };
+        match (from_ir, std::env::var_os(FALLBACK_ENV)) {
+            (Some(backend), _) => self.compile_from_ir(flags, &backend, unit_name, notes),
+            (None, None) => self.output(self.command(flags)),
+            (None, Some(fallback)) => self.compile_bounded(flags, &fallback, unit_name),
         }
-        (None, None) => run(command(&flags)),
-        (None, Some(fallback)) => {
-            let cpu_s = std::env::var(CPU_ENV)
-                .ok()
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(60);
-            let mut bounded = command(&flags);
-            // SAFETY: setrlimit is async-signal-safe and touches only the child.
-            unsafe { bounded.pre_exec(move || limit(cpu_s)) };
-            let first = run(bounded);
-            if first.status.success() {
-                first
-            } else {
-                // What the failed compile said (remarks of a part of the unit) is dropped.
-                let mut again = run(command(&flag_list(FALLBACK_ENV, &fallback)));
-                // A unit that does not compile with the stock decisions either is
-                // broken, not bounded: its own errors are what the build says.
-                if again.status.success() {
-                    let why = format!(
-                        "failed ({}) within its limits ({} GiB, {cpu_s} s of CPU)",
-                        first.status,
-                        LIMIT_BYTES >> 30
-                    );
-                    let note = format!(
-                        "{FELL_BACK_START}{unit_name}{FELL_BACK_MIDDLE}{why}{FELL_BACK_END}\n"
-                    );
-                    again.stderr.splice(0..0, note.into_bytes());
-                }
-                again
-            }
-        }
-    };
-    if let Some(dir) = std::env::var_os(IR_ENV) {
+    }
+
+    /// Optimises the unit from its kept IR with the `backend` arguments;
+    /// where that fails, compiles it whole, and notes which it was.
+    fn compile_from_ir(
+        &self,
+        flags: &[String],
+        backend: &[OsString],
+        unit_name: &str,
+        notes: &mut String,
+    ) -> std::process::Output {
+        let mut compile = std::process::Command::new(&self.program);
+        compile.arg0(&self.arg0).args(backend);
+        let started = std::time::Instant::now();
+        let mut output = self.output(compile);
         if output.status.success() {
-            let tag = std::process::id().to_string();
-            let compiler = match is_rustc_wrapper {
-                true => Compiler::Rustc,
-                false => Compiler::Clang,
-            };
-            for ir_args in ir_commands(compiler, &args, &flags, Path::new(&dir), &tag) {
-                let mut ir = std::process::Command::new(&program);
-                ir.arg0(&arg0).args(&ir_args);
-                match ir.output() {
-                    Ok(o) if o.status.success() => {}
-                    failed => {
-                        let why = match failed {
-                            Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
-                            Err(e) => e.to_string(),
-                        };
-                        let note = format!(
-                            "kiln: no IR of {} for site features: {}\n",
-                            sources(&args),
-                            why.trim()
-                        );
-                        output.stderr.extend(note.into_bytes());
-                    }
+            let took = started.elapsed().as_secs_f64();
+            notes.push_str(&format!("kiln: {unit_name}: {FROM_IR} in {took:.3} s\n"));
+        } else {
+            let said = String::from_utf8_lossy(&output.stderr);
+            let why = said.lines().find(|l| l.contains("error")).unwrap_or("");
+            notes.push_str(&format!(
+                "kiln: {unit_name}: {NOT_FROM_IR} ({}: {why})\n",
+                output.status
+            ));
+            output = self.output(self.command(flags));
+        }
+        output
+    }
+
+    /// Compiles within [`LIMIT_BYTES`] and [`CPU_ENV`]'s seconds; a compile
+    /// that fails within them is compiled again with the `fallback` flags.
+    fn compile_bounded(
+        &self,
+        flags: &[String],
+        fallback: &std::ffi::OsStr,
+        unit_name: &str,
+    ) -> std::process::Output {
+        let cpu_s = std::env::var(CPU_ENV)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(60);
+        let mut bounded = self.command(flags);
+        // SAFETY: setrlimit is async-signal-safe and touches only the child.
+        unsafe { bounded.pre_exec(move || limit(cpu_s)) };
+        let first = self.output(bounded);
+        if first.status.success() {
+            return first;
+        }
+        // What the failed compile said (remarks of a part of the unit) is dropped.
+        let mut again = self.output(self.command(&flag_list(FALLBACK_ENV, fallback)));
+        // A unit that does not compile with the stock decisions either is
+        // broken, not bounded: its own errors are what the build says.
+        if again.status.success() {
+            let why = format!(
+                "failed ({}) within its limits ({} GiB, {cpu_s} s of CPU)",
+                first.status,
+                LIMIT_BYTES >> 30
+            );
+            let note =
+                format!("{FELL_BACK_START}{unit_name}{FELL_BACK_MIDDLE}{why}{FELL_BACK_END}\n");
+            again.stderr.splice(0..0, note.into_bytes());
+        }
+        again
+    }
+
+    /// In discovery ([`IR_ENV`]), writes the IR of what a compile that
+    /// succeeded compiled; a failure is a note in its `output`.
+    fn write_ir(&self, flags: &[String], output: &mut std::process::Output) {
+        let Some(dir) = std::env::var_os(IR_ENV) else {
+            return;
+        };
+        if !output.status.success() {
+            return;
+        }
+        let tag = std::process::id().to_string();
+        let compiler = match self.is_rustc {
+            true => Compiler::Rustc,
+            false => Compiler::Clang,
+        };
+        for ir_args in ir_commands(compiler, &self.args, flags, Path::new(&dir), &tag) {
+            let mut ir = std::process::Command::new(&self.program);
+            ir.arg0(&self.arg0).args(&ir_args);
+            match ir.output() {
+                Ok(o) if o.status.success() => {}
+                failed => {
+                    let why = match failed {
+                        Ok(o) => String::from_utf8_lossy(&o.stderr).into_owned(),
+                        Err(e) => e.to_string(),
+                    };
+                    let note = format!(
+                        "kiln: no IR of {} for site features: {}\n",
+                        sources(&self.args),
+                        why.trim()
+                    );
+                    output.stderr.extend(note.into_bytes());
                 }
             }
         }
     }
-    if let Some(file) = active {
-        let _ = std::fs::remove_file(file);
+}
+
+/// Records a unit in [`UNITS_ENV`]'s file: a warm start's next build leaves
+/// it alone while its key stays.
+fn record_unit(unit: &Unit) {
+    if let (Some(file), Some(line)) = (std::env::var_os(UNITS_ENV), unit.record()) {
+        use std::io::Write;
+        let appended = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file);
+        // One write a line: make's compiles side by side do not interleave.
+        let _ = appended.and_then(|mut f| f.write_all(line.as_bytes()));
     }
-    if let Some(unit) = unit.filter(|_| output.status.success()) {
-        unit.keep(&output.stderr);
-        record(&unit);
-    }
-    if let (Some(krate), Some(code)) = (&krate, code) {
-        match code {
-            _ if !output.status.success() => {}
-            // rustc reused the code and said nothing of its decisions: what it said making it.
-            Code::Kept(said) => {
-                notes.push_str(&format!("kiln: {unit_name}: {CODE_KEPT}\n"));
-                output.stderr.extend(remarks_of(said).into_bytes());
+}
+
+/// After a workspace crate's compile: what it says where rustc reused its
+/// kept `code`, and what is kept of it for the next build's.
+fn keep_code(
+    krate: &Crate,
+    code: Code<'_>,
+    unit_name: &str,
+    output: &mut std::process::Output,
+    notes: &mut String,
+) {
+    match code {
+        _ if !output.status.success() => {}
+        // rustc reused the code and said nothing of its decisions: what it said making it.
+        Code::Kept(said) => {
+            notes.push_str(&format!("kiln: {unit_name}: {CODE_KEPT}\n"));
+            output.stderr.extend(remarks_of(said).into_bytes());
+        }
+        Code::Again | Code::New => {
+            if let Code::Again = code {
+                notes.push_str(&format!("kiln: {unit_name}: {CODE_AGAIN}\n"));
+                output.stderr = crates::without_removal_warnings(&output.stderr);
             }
-            Code::Again | Code::New => {
-                if let Code::Again = code {
-                    notes.push_str(&format!("kiln: {unit_name}: {CODE_AGAIN}\n"));
-                    output.stderr = crates::without_removal_warnings(&output.stderr);
-                }
-                krate.keep(&output.stderr);
-            }
+            krate.keep(&output.stderr);
         }
     }
-    output.stderr.splice(0..0, notes.into_bytes());
-    show(&mut output);
-    std::process::exit(exit_code(output.status))
 }
 
 /// Runs a compile and link in one command as its [`Split`]: each compile
