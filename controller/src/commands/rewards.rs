@@ -243,130 +243,7 @@ fn listed<T: std::fmt::Display>(items: impl ExactSizeIterator<Item = T>) -> Stri
 fn summary(w: &Written) -> String {
     let mut out = String::new();
     for c in &w.experiments {
-        let a = &c.assignment;
-        let o = &a.options;
-        let _ = writeln!(
-            out,
-            "experiment {}: {} steps fitted; target {}, lambda {}; {} rewards fitted, relative \
-             to the stock decisions",
-            a.experiment,
-            a.rows,
-            o.target.name(),
-            o.lambda,
-            a.fitted()
-        );
-        let _ = writeln!(
-            out,
-            "  cross-validated R² ({} folds): {}",
-            o.folds,
-            a.cv_r2
-                .map_or("- (too few steps, or none differ)".into(), |r| format!(
-                    "{r:.3}"
-                ))
-        );
-        let never = a.never_varied();
-        if !never.is_empty() {
-            let _ = writeln!(
-                out,
-                "  no reward, never varied ({}): {}",
-                never.len(),
-                listed(never.iter())
-            );
-        }
-        let rare: Vec<String> = a
-            .too_rare()
-            .map(|r| {
-                format!(
-                    "{} = {} ({})",
-                    r.site,
-                    r.value,
-                    plural(r.count as usize, "step")
-                )
-            })
-            .collect();
-        if !rare.is_empty() {
-            let _ = writeln!(
-                out,
-                "  no reward, seen in fewer than {} steps, or its stock value was ({}): {}",
-                o.min_count,
-                rare.len(),
-                listed(rare.iter())
-            );
-        }
-        let largest = largest_effects(a);
-        if !largest.is_empty() {
-            let _ = writeln!(
-                out,
-                "  largest rewards (benefit against stock; ± standard error):"
-            );
-        }
-        for r in largest.into_iter().take(LARGEST) {
-            let se = r
-                .estimate
-                .std_error()
-                .map_or("-".into(), |s| format!("{s:.4}"));
-            let _ = writeln!(
-                out,
-                "    {:+.4} ± {se}  {} = {}",
-                r.estimate.reward().unwrap_or(0.0),
-                r.site,
-                r.value
-            );
-        }
-        if let Some(best) = &a.best_step {
-            let ratio = format_ratio(time_ratio(best.objective, a.baseline_objective));
-            let _ = match best.beat_stock(a) {
-                true => writeln!(
-                    out,
-                    "  best step measured: {}, {TIME_RATIO} {ratio}",
-                    best.key
-                ),
-                false => writeln!(
-                    out,
-                    "  no step beat stock (the lowest measured: {}, {TIME_RATIO} {ratio})",
-                    best.key
-                ),
-            };
-        }
-        if let Some(v) = &c.verification {
-            let _ = writeln!(
-                out,
-                "  measured on worker {} ({} round(s)), {TIME_RATIO}s (below 1 is faster):",
-                v.worker, v.rounds
-            );
-            let proposal = v.proposal.as_ref().ok().copied();
-            for (label, x, y) in [
-                ("proposal / stock", proposal, v.stock),
-                ("best step / stock", Some(v.best_step), v.stock),
-                ("proposal / best step", proposal, v.best_step),
-            ] {
-                let ratio = format_ratio(x.map_or(f64::NAN, |x| time_ratio(x, y)));
-                let _ = writeln!(out, "    {label:<21} {ratio}");
-            }
-        }
-        let _ = writeln!(
-            out,
-            "  proposal ({} of {} decisions differ from stock): {}",
-            a.proposal.diff_from(&a.stock).len(),
-            a.proposal.len(),
-            c.verdict.says()
-        );
-        match (&c.best_file, &c.best_step_file) {
-            (Some(best), _) => {
-                let _ = writeln!(out, "  best decisions: {}", best.display());
-            }
-            (None, Some(step)) => {
-                let _ = writeln!(
-                    out,
-                    "  no best decision file written; the best measured step's decisions: {}",
-                    step.display()
-                );
-            }
-            (None, None) => {
-                let _ = writeln!(out, "  no best decision file written");
-            }
-        }
-        let _ = writeln!(out, "  proposal file: {}", c.proposal_file.display());
+        experiment_summary(&mut out, c);
     }
     for name in &w.skipped {
         let _ = writeln!(
@@ -376,6 +253,160 @@ fn summary(w: &Written) -> String {
     }
     let _ = writeln!(out, "rewards table: {}", w.table.display());
     out
+}
+
+/// One experiment's part of the summary.
+fn experiment_summary(out: &mut String, c: &Checked) {
+    let a = &c.assignment;
+    model_summary(out, a);
+    unrewarded_summary(out, a);
+    largest_summary(out, a);
+    if let Some(best) = &a.best_step {
+        let ratio = format_ratio(time_ratio(best.objective, a.baseline_objective));
+        let _ = match best.beat_stock(a) {
+            true => writeln!(
+                out,
+                "  best step measured: {}, {TIME_RATIO} {ratio}",
+                best.key
+            ),
+            false => writeln!(
+                out,
+                "  no step beat stock (the lowest measured: {}, {TIME_RATIO} {ratio})",
+                best.key
+            ),
+        };
+    }
+    if let Some(v) = &c.verification {
+        verification_summary(out, v);
+    }
+    verdict_summary(out, c);
+}
+
+/// The model: its rows, target and penalty, and its cross-validated R².
+fn model_summary(out: &mut String, a: &Assignment) {
+    let o = &a.options;
+    let _ = writeln!(
+        out,
+        "experiment {}: {} steps fitted; target {}, lambda {}; {} rewards fitted, relative \
+         to the stock decisions",
+        a.experiment,
+        a.rows,
+        o.target.name(),
+        o.lambda,
+        a.fitted()
+    );
+    let _ = writeln!(
+        out,
+        "  cross-validated R² ({} folds): {}",
+        o.folds,
+        a.cv_r2
+            .map_or("- (too few steps, or none differ)".into(), |r| format!(
+                "{r:.3}"
+            ))
+    );
+}
+
+/// The sites never varied, and the values seen too rarely, that got no reward.
+fn unrewarded_summary(out: &mut String, a: &Assignment) {
+    let never = a.never_varied();
+    if !never.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no reward, never varied ({}): {}",
+            never.len(),
+            listed(never.iter())
+        );
+    }
+    let rare: Vec<String> = a
+        .too_rare()
+        .map(|r| {
+            format!(
+                "{} = {} ({})",
+                r.site,
+                r.value,
+                plural(r.count as usize, "step")
+            )
+        })
+        .collect();
+    if !rare.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no reward, seen in fewer than {} steps, or its stock value was ({}): {}",
+            a.options.min_count,
+            rare.len(),
+            listed(rare.iter())
+        );
+    }
+}
+
+/// The largest rewards, each with its standard error.
+fn largest_summary(out: &mut String, a: &Assignment) {
+    let largest = largest_effects(a);
+    if !largest.is_empty() {
+        let _ = writeln!(
+            out,
+            "  largest rewards (benefit against stock; ± standard error):"
+        );
+    }
+    for r in largest.into_iter().take(LARGEST) {
+        let se = r
+            .estimate
+            .std_error()
+            .map_or("-".into(), |s| format!("{s:.4}"));
+        let _ = writeln!(
+            out,
+            "    {:+.4} ± {se}  {} = {}",
+            r.estimate.reward().unwrap_or(0.0),
+            r.site,
+            r.value
+        );
+    }
+}
+
+/// The ratios measured between the proposal, the best step and stock.
+fn verification_summary(out: &mut String, v: &Verification) {
+    let _ = writeln!(
+        out,
+        "  measured on worker {} ({} round(s)), {TIME_RATIO}s (below 1 is faster):",
+        v.worker, v.rounds
+    );
+    let proposal = v.proposal.as_ref().ok().copied();
+    for (label, x, y) in [
+        ("proposal / stock", proposal, v.stock),
+        ("best step / stock", Some(v.best_step), v.stock),
+        ("proposal / best step", proposal, v.best_step),
+    ] {
+        let ratio = format_ratio(x.map_or(f64::NAN, |x| time_ratio(x, y)));
+        let _ = writeln!(out, "    {label:<21} {ratio}");
+    }
+}
+
+/// The proposal's verdict and the files written for it.
+fn verdict_summary(out: &mut String, c: &Checked) {
+    let a = &c.assignment;
+    let _ = writeln!(
+        out,
+        "  proposal ({} of {} decisions differ from stock): {}",
+        a.proposal.diff_from(&a.stock).len(),
+        a.proposal.len(),
+        c.verdict.says()
+    );
+    match (&c.best_file, &c.best_step_file) {
+        (Some(best), _) => {
+            let _ = writeln!(out, "  best decisions: {}", best.display());
+        }
+        (None, Some(step)) => {
+            let _ = writeln!(
+                out,
+                "  no best decision file written; the best measured step's decisions: {}",
+                step.display()
+            );
+        }
+        (None, None) => {
+            let _ = writeln!(out, "  no best decision file written");
+        }
+    }
+    let _ = writeln!(out, "  proposal file: {}", c.proposal_file.display());
 }
 
 /// The same as JSON, every reward included.

@@ -21,7 +21,7 @@ use kiln_protocol::{
     ContentHash, Request, Response, StepId, StepRequest, StepResult, PROTOCOL_VERSION,
 };
 
-use super::transport::{Channel, ChannelGuard, ChannelWriter};
+use super::transport::{Channel, ChannelGuard, ChannelReader, ChannelWriter};
 
 /// A worker that speaks another protocol version than this controller: it
 /// cannot serve until it is replaced by the matching `kiln-worker`.
@@ -98,140 +98,35 @@ impl Connection {
             guard,
             address,
         } = channel;
-        let hello = Request::Hello {
-            protocol_version: PROTOCOL_VERSION,
-            controller_version: env!("CARGO_PKG_VERSION").into(),
-        };
-        // The whole exchange is bounded: a stalled stream must not hang the supervisor.
-        let exchange = async {
-            frame::write_frame_async(&mut writer, &hello)
-                .await
-                .with_context(|| format!("worker {name} ({address}): cannot send hello"))?;
-            match frame::read_frame_async::<Response>(&mut reader, MAX_FRAME).await {
-                Ok(answer) => Ok(answer),
-                Err(e @ (FrameError::Malformed(_) | FrameError::Oversized { .. })) => {
-                    Err(BadHello(format!(
-                        "worker {name} ({address}) answered hello with garbage: {e}"
-                    ))
-                    .into())
-                }
-                Err(e) => Err(anyhow::Error::new(e)
-                    .context(format!("worker {name} ({address}): no answer to hello"))),
-            }
-        };
-        let answer = tokio::time::timeout(heartbeat.hello_timeout, exchange)
-            .await
-            .with_context(|| {
-                format!(
-                    "worker {name} ({address}): no hello within {:?}",
-                    heartbeat.hello_timeout
-                )
-            })??;
-        let capabilities = match answer {
-            Response::Hello {
-                protocol_version: PROTOCOL_VERSION,
-                capabilities,
-            } => *capabilities,
-            Response::Hello { protocol_version, .. } => {
-                return Err(VersionMismatch(format!(
-                    "worker {name} ({address}) speaks protocol {protocol_version}, this controller {PROTOCOL_VERSION}"
-                ))
-                .into())
-            }
-            Response::Error { message, .. } if message.starts_with("protocol version mismatch") => {
-                return Err(VersionMismatch(format!(
-                    "worker {name} ({address}) refused hello: {message}"
-                ))
-                .into())
-            }
-            Response::Error { message, .. } => {
-                return Err(BadHello(format!("worker {name} ({address}) refused hello: {message}")).into())
-            }
-            other => {
-                return Err(BadHello(format!("worker {name} ({address}) answered hello with {other:?}")).into())
-            }
-        };
+        let answer = exchange_hello(name, &address, &mut reader, &mut writer, heartbeat).await?;
+        let capabilities = capabilities_of(answer, name, &address)?;
 
         let waiters: Waiters = Arc::default();
         let (lost_tx, lost) = watch::channel(None);
         let lost_tx = Arc::new(lost_tx);
         let last_heard = Arc::new(StdMutex::new(Instant::now()));
-        let alive = last_heard.clone();
-        let reader_task = {
-            let (waiters, lost_tx, last_heard, name) = (
-                waiters.clone(),
-                lost_tx.clone(),
-                last_heard.clone(),
-                name.to_string(),
-            );
-            tokio::spawn(async move {
-                let reason = loop {
-                    match frame::read_frame_async::<Response>(&mut reader, MAX_FRAME).await {
-                        Ok(response) => {
-                            *last_heard.lock().expect("not poisoned") = Instant::now();
-                            route(&waiters, response, &name);
-                        }
-                        Err(e) => break format!("connection closed: {e}"),
-                    }
-                };
-                mark_lost(&lost_tx, &waiters, reason);
-            })
-        };
-        // The watchdog never waits on the writer: a stalled stream cannot keep a silent
-        // worker alive. Silence counts only while the controller itself was there: a wake
-        // later than asked by more than an interval (the controller stopped, its host
-        // stalled) starts the count afresh, so that the worker's answers to the pings sent
-        // since, and what it wrote meanwhile, are heard before it is blamed.
-        let watchdog_task = {
-            let (waiters, lost_tx, name) = (waiters.clone(), lost_tx.clone(), name.to_string());
-            tokio::spawn(async move {
-                let mut counted_from = Instant::now();
-                loop {
-                    let asleep = Instant::now();
-                    tokio::time::sleep(heartbeat.interval).await;
-                    let away = asleep.elapsed().saturating_sub(heartbeat.interval);
-                    if away > heartbeat.interval {
-                        tracing::info!(
-                            worker = %name,
-                            "the controller was away for {:.0} s: the worker's silence counts from now",
-                            away.as_secs_f64()
-                        );
-                        counted_from = Instant::now();
-                    }
-                    let heard = last_heard.lock().expect("not poisoned").elapsed();
-                    let silent = heard.min(counted_from.elapsed());
-                    if silent > heartbeat.lost_after {
-                        let reason = format!("no answer for {:.0} s", silent.as_secs_f64());
-                        mark_lost(&lost_tx, &waiters, reason);
-                        return;
-                    }
-                }
-            })
-        };
+        let reader_task = spawn_reader(
+            reader,
+            waiters.clone(),
+            lost_tx.clone(),
+            last_heard.clone(),
+            name.to_string(),
+        );
+        let watchdog_task = spawn_watchdog(
+            heartbeat,
+            waiters.clone(),
+            lost_tx,
+            last_heard.clone(),
+            name.to_string(),
+        );
         let connection = Arc::new_cyclic(|weak: &std::sync::Weak<Connection>| {
-            // The pinger holds only a weak reference, and gives up a stalled ping once the
-            // worker is lost, so that the connection can drop.
-            let weak = weak.clone();
-            let mut lost_rx = lost.clone();
-            let pinger_task = tokio::spawn(async move {
-                let mut nonce = 0u64;
-                loop {
-                    tokio::time::sleep(heartbeat.interval).await;
-                    let Some(conn) = weak.upgrade() else { return };
-                    nonce += 1;
-                    let ping = Request::Ping { nonce };
-                    tokio::select! {
-                        sent = conn.send(&ping) => if sent.is_err() { return },
-                        _ = lost_rx.wait_for(Option::is_some) => return,
-                    }
-                }
-            });
+            let pinger_task = spawn_pinger(weak.clone(), lost.clone(), heartbeat.interval);
             Connection {
                 capabilities,
                 writer: Mutex::new(writer),
-                waiters: waiters.clone(),
+                waiters,
                 lost,
-                last_heard: alive,
+                last_heard,
                 prepared: Mutex::default(),
                 tasks: vec![reader_task, watchdog_task, pinger_task],
                 _guard: guard,
@@ -403,6 +298,153 @@ impl Connection {
             other => Err(Lost(format!("unexpected answer to discover: {other:?}"))),
         }
     }
+}
+/// Sends hello and reads the answer, the whole exchange bounded: a stalled stream must not
+/// hang the supervisor.
+async fn exchange_hello(
+    name: &str,
+    address: &str,
+    reader: &mut ChannelReader,
+    writer: &mut ChannelWriter,
+    heartbeat: Heartbeat,
+) -> Result<Response> {
+    let hello = Request::Hello {
+        protocol_version: PROTOCOL_VERSION,
+        controller_version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let exchange = async {
+        frame::write_frame_async(writer, &hello)
+            .await
+            .with_context(|| format!("worker {name} ({address}): cannot send hello"))?;
+        match frame::read_frame_async::<Response>(reader, MAX_FRAME).await {
+            Ok(answer) => Ok(answer),
+            Err(e @ (FrameError::Malformed(_) | FrameError::Oversized { .. })) => Err(BadHello(
+                format!("worker {name} ({address}) answered hello with garbage: {e}"),
+            )
+            .into()),
+            Err(e) => Err(anyhow::Error::new(e)
+                .context(format!("worker {name} ({address}): no answer to hello"))),
+        }
+    };
+    tokio::time::timeout(heartbeat.hello_timeout, exchange)
+        .await
+        .with_context(|| {
+            format!(
+                "worker {name} ({address}): no hello within {:?}",
+                heartbeat.hello_timeout
+            )
+        })?
+}
+
+/// The capabilities a worker's answer to hello gives, or why it cannot serve.
+fn capabilities_of(answer: Response, name: &str, address: &str) -> Result<Capabilities> {
+    match answer {
+        Response::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            capabilities,
+        } => Ok(*capabilities),
+        Response::Hello { protocol_version, .. } => Err(VersionMismatch(format!(
+            "worker {name} ({address}) speaks protocol {protocol_version}, this controller {PROTOCOL_VERSION}"
+        ))
+        .into()),
+        Response::Error { message, .. } if message.starts_with("protocol version mismatch") => {
+            Err(VersionMismatch(format!(
+                "worker {name} ({address}) refused hello: {message}"
+            ))
+            .into())
+        }
+        Response::Error { message, .. } => {
+            Err(BadHello(format!("worker {name} ({address}) refused hello: {message}")).into())
+        }
+        other => Err(BadHello(format!(
+            "worker {name} ({address}) answered hello with {other:?}"
+        ))
+        .into()),
+    }
+}
+
+/// Routes each frame from the worker to the request waiting for it, noting it heard;
+/// marks the connection lost when the stream ends or a frame is bad.
+fn spawn_reader(
+    mut reader: ChannelReader,
+    waiters: Waiters,
+    lost_tx: Arc<watch::Sender<Option<String>>>,
+    last_heard: Arc<StdMutex<Instant>>,
+    name: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let reason = loop {
+            match frame::read_frame_async::<Response>(&mut reader, MAX_FRAME).await {
+                Ok(response) => {
+                    *last_heard.lock().expect("not poisoned") = Instant::now();
+                    route(&waiters, response, &name);
+                }
+                Err(e) => break format!("connection closed: {e}"),
+            }
+        };
+        mark_lost(&lost_tx, &waiters, reason);
+    })
+}
+
+/// Marks the connection lost once the worker has been silent for `heartbeat.lost_after`.
+///
+/// The watchdog never waits on the writer: a stalled stream cannot keep a silent worker
+/// alive. Silence counts only while the controller itself was there: a wake later than asked
+/// by more than an interval (the controller stopped, its host stalled) starts the count
+/// afresh, so that the worker's answers to the pings sent since, and what it wrote meanwhile,
+/// are heard before it is blamed.
+fn spawn_watchdog(
+    heartbeat: Heartbeat,
+    waiters: Waiters,
+    lost_tx: Arc<watch::Sender<Option<String>>>,
+    last_heard: Arc<StdMutex<Instant>>,
+    name: String,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut counted_from = Instant::now();
+        loop {
+            let asleep = Instant::now();
+            tokio::time::sleep(heartbeat.interval).await;
+            let away = asleep.elapsed().saturating_sub(heartbeat.interval);
+            if away > heartbeat.interval {
+                tracing::info!(
+                    worker = %name,
+                    "the controller was away for {:.0} s: the worker's silence counts from now",
+                    away.as_secs_f64()
+                );
+                counted_from = Instant::now();
+            }
+            let heard = last_heard.lock().expect("not poisoned").elapsed();
+            let silent = heard.min(counted_from.elapsed());
+            if silent > heartbeat.lost_after {
+                let reason = format!("no answer for {:.0} s", silent.as_secs_f64());
+                mark_lost(&lost_tx, &waiters, reason);
+                return;
+            }
+        }
+    })
+}
+
+/// Pings the worker every `interval`. The pinger holds only a weak reference, and gives up a
+/// stalled ping once the worker is lost, so that the connection can drop.
+fn spawn_pinger(
+    weak: std::sync::Weak<Connection>,
+    mut lost_rx: watch::Receiver<Option<String>>,
+    interval: Duration,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut nonce = 0u64;
+        loop {
+            tokio::time::sleep(interval).await;
+            let Some(conn) = weak.upgrade() else { return };
+            nonce += 1;
+            let ping = Request::Ping { nonce };
+            tokio::select! {
+                sent = conn.send(&ping) => if sent.is_err() { return },
+                _ = lost_rx.wait_for(Option::is_some) => return,
+            }
+        }
+    })
 }
 
 fn route(waiters: &Waiters, response: Response, name: &str) {

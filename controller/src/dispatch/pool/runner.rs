@@ -76,20 +76,7 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
         // The bundle first: a loss before the job is sent costs the job nothing. A worker
         // that refuses it is asked again a few times, then takes no more jobs.
         if let Err(Lost(reason)) = self.conn.ensure_bundle(&queued.job.bundle).await {
-            tracing::warn!(worker = %self.worker, slot = self.place.slot, "job re-queued: {reason}");
-            if self.conn.is_lost() {
-                return self.requeue(queued);
-            }
-            let resent = queued.resent + 1;
-            let _ = self.requeue.try_send(Queued { resent, ..queued });
-            if resent > RESEND_BUNDLE {
-                self.unfit(format!(
-                    "slot {} cannot store a bundle: {reason}",
-                    self.place.slot
-                ));
-                return false;
-            }
-            return true;
+            return self.bundle_refused(queued, reason);
         }
         let before = self.ledger.losses(&queued.job);
         if before.times >= self.step_losses {
@@ -99,6 +86,7 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
             return true;
         }
         let alone = before.times > 0;
+        // Held until the answer is dealt with.
         let _turn = tokio::select! {
             biased;
             _ = self.conn.lost() => return self.requeue(queued),
@@ -107,78 +95,111 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
         let id = self.next_id();
         let started = Instant::now();
         let answered = run_job(&self.conn, &queued.job, id, &self.place).await;
-        if let Some(s) = self
-            .board
-            .lock()
-            .expect("not poisoned")
-            .get_mut(&self.worker)
-        {
-            s.busy_ms += started.elapsed().as_millis() as u64;
-        }
+        self.on_board(|s| s.busy_ms += started.elapsed().as_millis() as u64);
         match answered {
             Ok(Answer::Step(result))
                 if result.outcome.lacks_bundle() && queued.resent < RESEND_BUNDLE =>
             {
-                // The worker lost its folder (a cleaner, a reimage, a tmpfs after a reboot):
-                // prepared again, it takes the step as before.
-                tracing::warn!(worker = %self.worker, slot = self.place.slot,
-                    "the worker lacks bundle {}: it is sent again", queued.job.bundle.hash.short());
-                self.conn.forget_bundle(&queued.job.bundle.hash).await;
-                let resent = queued.resent + 1;
-                let _ = self.requeue.try_send(Queued { resent, ..queued });
-                true
+                self.resend_bundle(queued).await
             }
             Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
-                // The worker could not run the step at all (a CPU it lacks, limits it cannot
-                // apply): that is no result of the candidate's. Another worker takes the step,
-                // and this slot takes no more.
-                let _ = self.requeue.try_send(queued);
-                self.unfit(format!(
-                    "slot {} rejected a step: {}",
-                    self.place.slot, result.outcome
-                ));
-                false
+                self.rejected(queued, &result.outcome)
             }
-            Ok(answer) => {
-                self.tally.finished.fetch_add(1, Ordering::Relaxed);
-                self.ledger.acquit(&queued.job);
-                if let Some(s) = self
-                    .board
-                    .lock()
-                    .expect("not poisoned")
-                    .get_mut(&self.worker)
-                {
-                    s.jobs_done += 1;
-                }
-                self.hand_on(queued.job.tag, answer);
-                true
-            }
+            Ok(answer) => self.finished(queued, answer),
             Err(Lost(reason)) if !self.conn.is_lost() => {
                 // The worker is there but answered oddly: no loss of the job's making.
                 tracing::warn!(worker = %self.worker, slot = self.place.slot, "job {id} re-queued: {reason}");
                 let _ = self.requeue.try_send(queued);
                 true
             }
-            Err(Lost(reason)) => {
-                self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
-                if alone {
-                    self.tally.caused_by_a_job.fetch_add(1, Ordering::Relaxed);
-                }
-                let losses = self.ledger.charge(&queued.job, reason.clone());
-                let times = losses.times;
-                if times < self.step_losses {
-                    tracing::warn!(worker = %self.worker, slot = self.place.slot,
-                        "job {id} re-queued (its decision set lost a worker {times} times): {reason}");
-                    let _ = self.requeue.try_send(queued);
-                    return false;
-                }
-                tracing::error!(worker = %self.worker, slot = self.place.slot,
-                    "job {id}'s decision set lost a worker {times} times, the last: {reason}; recorded failed");
-                let answer = lost_answer(&queued.job, id, losses);
-                self.hand_on(queued.job.tag, answer);
-                false
-            }
+            Err(Lost(reason)) => self.job_lost(queued, id, alone, reason),
         }
+    }
+
+    /// Changes this worker's entry on the board, where it has one.
+    fn on_board(&self, change: impl FnOnce(&mut WorkerStatus)) {
+        if let Some(s) = self
+            .board
+            .lock()
+            .expect("not poisoned")
+            .get_mut(&self.worker)
+        {
+            change(s);
+        }
+    }
+
+    /// The worker did not take a job's bundle: the job goes back on the queue, and after
+    /// [`RESEND_BUNDLE`] refusals the slot is unfit. Whether the slot takes more jobs.
+    fn bundle_refused(&self, queued: Queued<K>, reason: String) -> bool {
+        tracing::warn!(worker = %self.worker, slot = self.place.slot, "job re-queued: {reason}");
+        if self.conn.is_lost() {
+            return self.requeue(queued);
+        }
+        let resent = queued.resent + 1;
+        let _ = self.requeue.try_send(Queued { resent, ..queued });
+        if resent > RESEND_BUNDLE {
+            self.unfit(format!(
+                "slot {} cannot store a bundle: {reason}",
+                self.place.slot
+            ));
+            return false;
+        }
+        true
+    }
+
+    /// The worker lost its folder (a cleaner, a reimage, a tmpfs after a reboot): prepared
+    /// again, it takes the step as before.
+    async fn resend_bundle(&self, queued: Queued<K>) -> bool {
+        tracing::warn!(worker = %self.worker, slot = self.place.slot,
+            "the worker lacks bundle {}: it is sent again", queued.job.bundle.hash.short());
+        self.conn.forget_bundle(&queued.job.bundle.hash).await;
+        let resent = queued.resent + 1;
+        let _ = self.requeue.try_send(Queued { resent, ..queued });
+        true
+    }
+
+    /// The worker could not run the step at all (a CPU it lacks, limits it cannot apply):
+    /// that is no result of the candidate's. Another worker takes the step, and this slot
+    /// takes no more.
+    fn rejected(&self, queued: Queued<K>, outcome: &StepOutcome) -> bool {
+        let _ = self.requeue.try_send(queued);
+        self.unfit(format!(
+            "slot {} rejected a step: {}",
+            self.place.slot, outcome
+        ));
+        false
+    }
+
+    /// A job answered: counted, its decision set cleared of losses, the answer handed on.
+    fn finished(&self, queued: Queued<K>, answer: Answer) -> bool {
+        self.tally.finished.fetch_add(1, Ordering::Relaxed);
+        self.ledger.acquit(&queued.job);
+        self.on_board(|s| s.jobs_done += 1);
+        self.hand_on(queued.job.tag, answer);
+        true
+    }
+
+    /// The connection was lost while job `id` ran: the loss is charged to its decision set,
+    /// and the job goes back on the queue, or is answered as failed once the set has cost
+    /// its workers `step_losses` times. Always `false`: the slot is done.
+    fn job_lost(&self, queued: Queued<K>, id: StepId, alone: bool, reason: String) -> bool {
+        self.tally.interrupted.fetch_add(1, Ordering::Relaxed);
+        if alone {
+            self.tally.caused_by_a_job.fetch_add(1, Ordering::Relaxed);
+        }
+        let losses = self.ledger.charge(&queued.job, reason.clone());
+        let times = losses.times;
+        if times < self.step_losses {
+            tracing::warn!(worker = %self.worker, slot = self.place.slot,
+                "job {id} re-queued (its decision set lost a worker {times} times): {reason}");
+            let _ = self.requeue.try_send(queued);
+            return false;
+        }
+        tracing::error!(worker = %self.worker, slot = self.place.slot,
+            "job {id}'s decision set lost a worker {times} times, the last: {reason}; recorded failed");
+        let answer = lost_answer(&queued.job, id, losses);
+        self.hand_on(queued.job.tag, answer);
+        false
     }
 
     /// Marks the worker unfit for `why`: its job went back on the queue, and this slot takes
