@@ -24,7 +24,7 @@ use kiln_protocol::{CampaignConfig, ContentHash, DecisionFile, DecisionSet, Step
 
 use crate::dispatch::calibration::Calibrator;
 use crate::dispatch::pool::{Answer, Done, Job, Pool, PoolSettings, StatusBoard, Work};
-use crate::error::Interrupted;
+use crate::error::{Interrupted, Signal};
 use crate::logging;
 use crate::plan::chain::{self, ChainContext};
 use crate::plan::step::{self, objective_of, Repeatability};
@@ -78,7 +78,17 @@ struct Prepared {
 /// Runs (or resumes) the campaign in `store` ([`open_store`]) to its end.
 pub async fn run(config: CampaignConfig, store: Store, options: RunOptions) -> Result<()> {
     let _log_guard = crate::logging::to_file(&layout::log(store.dir()))?;
-    // A resumed campaign says where it resumes.
+    note_resumption(&config, &store);
+    let settings = pool_settings(&config, &store, &options)?;
+    let mut pool: Pool<Tag> = Pool::start(&config.workers, settings);
+    let mut run = Running::new(&config, &store);
+    run.prepare(&pool)?;
+    run.search(&mut pool, options.progress_every).await?;
+    run.finish(&pool)
+}
+
+/// A resumed campaign says where it resumes: how many of its steps are decided.
+fn note_resumption(config: &CampaignConfig, store: &Store) {
     let (decided, budget) = config
         .experiments
         .iter()
@@ -99,111 +109,22 @@ pub async fn run(config: CampaignConfig, store: Store, options: RunOptions) -> R
             "resuming the campaign in {dir}: {decided} of {budget} steps decided"
         ));
     }
-    let settings = PoolSettings {
+}
+
+/// How the campaign's worker pool runs its jobs.
+fn pool_settings(
+    config: &CampaignConfig,
+    store: &Store,
+    options: &RunOptions,
+) -> Result<PoolSettings> {
+    Ok(PoolSettings {
         worker_binary: options.worker_binary.clone(),
         local_rundir: layout::local_workers(store.dir()),
         timeouts: config.timeouts,
         quarantine_after: 3,
-        calibration: Calibrator::from_config(&config)?,
+        calibration: Calibrator::from_config(config)?,
         limits: config.limits_in_use(),
-    };
-    let mut pool: Pool<Tag> = Pool::start(&config.workers, settings);
-    let mut run = Running {
-        config: &config,
-        store: &store,
-        experiments: BTreeMap::new(),
-        preparing: BTreeMap::new(),
-        discovering: HashSet::new(),
-        chains: BTreeMap::new(),
-        arrived: HashMap::new(),
-        measured: HashMap::new(),
-        in_flight: HashMap::new(),
-        dispatched_ms: HashMap::new(),
-        progress: Progress::new(&config),
-        outbox: Vec::new(),
-        staged: false,
-        fingerprints: HashMap::new(),
-    };
-    // Every experiment prepares at once; each one's chains start when it is ready.
-    for experiment in &config.experiments {
-        let progress = Preparation::start(
-            &config,
-            experiment,
-            &store,
-            &mut run.discovering,
-            &mut run.outbox,
-        )?;
-        run.on_preparation(&experiment.name, progress)?;
-    }
-    run.commit(&pool)?;
-    run.progress.refresh(&run.chains);
-    // From the first second, `kiln status` shows what the campaign does (the store is locked).
-    status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
-    let mut snapshot_at = std::time::Instant::now();
-    // An interval, not a sleep per wait: steps landing often must not starve the progress lines.
-    let mut ticker = tokio::time::interval_at(
-        tokio::time::Instant::now() + options.progress_every,
-        options.progress_every,
-    );
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let interruption = crate::error::interruption();
-    tokio::pin!(interruption);
-    while !run.all_finished() {
-        let done = tokio::select! {
-            done = pool.done.recv() => done.context("worker pool stopped")?,
-            signal = &mut interruption => {
-                crate::error::exit_on_second_signal();
-                run.progress.finish();
-                // Nothing of them is stored: a resumed campaign runs them again.
-                let mut in_flight: Vec<String> =
-                    run.dispatched_ms.keys().map(ToString::to_string).collect();
-                in_flight.sort();
-                if !in_flight.is_empty() {
-                    crate::logging::note(format_args!(
-                        "steps abandoned in flight: {}",
-                        in_flight.join(", ")
-                    ));
-                }
-                let why = format!(
-                    "{}{}; the campaign is stored in {} and `kiln run` resumes it",
-                    signal.said(),
-                    if run.preparing.is_empty() { "" } else { " while preparing" },
-                    store.dir().display()
-                );
-                // The person reads it once, as kiln's error; the log keeps it.
-                tracing::info!("{why}");
-                return Err(Interrupted(why, signal)
-                .into());
-            }
-            _ = ticker.tick() => {
-                run.progress.tick(&run.chains, &pool.board);
-                // With no step landing (every worker down), the snapshot must still show them.
-                status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
-                snapshot_at = std::time::Instant::now();
-                stop_if_all_unfit(&pool)?;
-                continue;
-            }
-        };
-        // Group commit: every result that has arrived is stored and decided,
-        // then one flush makes them durable before the proposals they lead to
-        // go out.
-        run.on_done(done, &pool.board)?;
-        for _ in 0..MAX_BATCH {
-            let Ok(done) = pool.done.try_recv() else {
-                break;
-            };
-            run.on_done(done, &pool.board)?;
-        }
-        run.commit(&pool)?;
-        run.progress.refresh(&run.chains);
-        if snapshot_at.elapsed() > Duration::from_secs(1) {
-            status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
-            snapshot_at = std::time::Instant::now();
-        }
-    }
-    run.progress.finish();
-    status::write_snapshot(&store, &config, &run.chains, &pool.board, &run.phase())?;
-    run.write_best_files()
+    })
 }
 
 /// The campaign's store, claimed for this controller: a fresh one (the old moved aside with
@@ -440,6 +361,138 @@ fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
     }
 }
 
+/// The run loop's stages, in the order [`run`] takes them.
+impl<'a> Running<'a> {
+    /// A campaign about to start: nothing prepared, no chain.
+    fn new(config: &'a CampaignConfig, store: &'a Store) -> Self {
+        Running {
+            config,
+            store,
+            experiments: BTreeMap::new(),
+            preparing: BTreeMap::new(),
+            discovering: HashSet::new(),
+            chains: BTreeMap::new(),
+            arrived: HashMap::new(),
+            measured: HashMap::new(),
+            in_flight: HashMap::new(),
+            dispatched_ms: HashMap::new(),
+            progress: Progress::new(config),
+            outbox: Vec::new(),
+            staged: false,
+            fingerprints: HashMap::new(),
+        }
+    }
+
+    /// Starts preparing every experiment at once (each one's chains start when it is
+    /// ready), and submits the jobs they ask for.
+    fn prepare(&mut self, pool: &Pool<Tag>) -> Result<()> {
+        let config = self.config;
+        for experiment in &config.experiments {
+            let progress = Preparation::start(
+                config,
+                experiment,
+                self.store,
+                &mut self.discovering,
+                &mut self.outbox,
+            )?;
+            self.on_preparation(&experiment.name, progress)?;
+        }
+        self.commit(pool)?;
+        self.progress.refresh(&self.chains);
+        // From the first second, `kiln status` shows what the campaign does (the store is locked).
+        self.write_snapshot(&pool.board)
+    }
+
+    /// Stores and decides results as they arrive until every chain is finished, showing
+    /// progress every `every`; an interrupt ends it with [`Interrupted`].
+    async fn search(&mut self, pool: &mut Pool<Tag>, every: Duration) -> Result<()> {
+        let mut snapshot_at = std::time::Instant::now();
+        // An interval, not a sleep per wait: steps landing often must not starve the progress lines.
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let interruption = crate::error::interruption();
+        tokio::pin!(interruption);
+        while !self.all_finished() {
+            let done = tokio::select! {
+                done = pool.done.recv() => done.context("worker pool stopped")?,
+                signal = &mut interruption => return Err(self.interrupted(signal)),
+                _ = ticker.tick() => {
+                    self.progress.tick(&self.chains, &pool.board);
+                    // With no step landing (every worker down), the snapshot must still show them.
+                    self.write_snapshot(&pool.board)?;
+                    snapshot_at = std::time::Instant::now();
+                    stop_if_all_unfit(pool)?;
+                    continue;
+                }
+            };
+            self.on_batch(done, pool)?;
+            if snapshot_at.elapsed() > Duration::from_secs(1) {
+                self.write_snapshot(&pool.board)?;
+                snapshot_at = std::time::Instant::now();
+            }
+        }
+        Ok(())
+    }
+
+    /// Group commit: every result that has arrived is stored and decided,
+    /// then one flush makes them durable before the proposals they lead to
+    /// go out.
+    fn on_batch(&mut self, first: Done<Tag>, pool: &mut Pool<Tag>) -> Result<()> {
+        self.on_done(first, &pool.board)?;
+        for _ in 0..MAX_BATCH {
+            let Ok(done) = pool.done.try_recv() else {
+                break;
+            };
+            self.on_done(done, &pool.board)?;
+        }
+        self.commit(pool)?;
+        self.progress.refresh(&self.chains);
+        Ok(())
+    }
+
+    /// Ends the run on `signal`: says which steps were abandoned, and returns the error
+    /// kiln ends with.
+    fn interrupted(&mut self, signal: Signal) -> anyhow::Error {
+        crate::error::exit_on_second_signal();
+        self.progress.finish();
+        // Nothing of them is stored: a resumed campaign runs them again.
+        let mut in_flight: Vec<String> =
+            self.dispatched_ms.keys().map(ToString::to_string).collect();
+        in_flight.sort();
+        if !in_flight.is_empty() {
+            crate::logging::note(format_args!(
+                "steps abandoned in flight: {}",
+                in_flight.join(", ")
+            ));
+        }
+        let why = format!(
+            "{}{}; the campaign is stored in {} and `kiln run` resumes it",
+            signal.said(),
+            if self.preparing.is_empty() {
+                ""
+            } else {
+                " while preparing"
+            },
+            self.store.dir().display()
+        );
+        // The person reads it once, as kiln's error; the log keeps it.
+        tracing::info!("{why}");
+        Interrupted(why, signal).into()
+    }
+
+    /// The end of a finished campaign: its last snapshot and its best files.
+    fn finish(&mut self, pool: &Pool<Tag>) -> Result<()> {
+        self.progress.finish();
+        self.write_snapshot(&pool.board)?;
+        self.write_best_files()
+    }
+
+    /// Writes the status snapshot behind `kiln status`, as the campaign stands now.
+    fn write_snapshot(&self, board: &StatusBoard) -> Result<()> {
+        status::write_snapshot(self.store, self.config, &self.chains, board, &self.phase())
+    }
+}
+
 impl Running<'_> {
     fn all_finished(&self) -> bool {
         self.preparing.is_empty()
@@ -449,7 +502,6 @@ impl Running<'_> {
                 .all(|((e, _), s)| chain::finished(&context(self.config, &self.experiments[e]), s))
     }
 
-    /// Starts the chains of an experiment that is ready, or waits for it.
     /// What the campaign is doing now.
     fn phase(&self) -> Phase {
         Phase {
@@ -458,6 +510,7 @@ impl Running<'_> {
         }
     }
 
+    /// Starts the chains of an experiment that is ready, or waits for it.
     fn on_preparation(&mut self, experiment: &str, progress: prepare::Progress) -> Result<()> {
         match progress {
             prepare::Progress::Waiting(preparation) => {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use kiln_protocol::config::Start;
+use kiln_protocol::config::{Experiment, Start};
 use kiln_protocol::CampaignConfig;
 
 use crate::atomic::Staged;
@@ -19,7 +19,7 @@ use crate::error::Outcome;
 use crate::export::{self, ExportOptions, Table};
 use crate::logging;
 use crate::store::time_ratio;
-use crate::store::{layout, Store};
+use crate::store::{layout, ChainState, ExperimentInfo, Store};
 use crate::text::{escape_controls, format_measure, format_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -90,7 +90,6 @@ fn final_summary(
     store: &Store,
     ending: &str,
 ) -> Result<(String, Outcome)> {
-    let store_dir = store.dir();
     let mut out = String::new();
     let mut any_stopped = false;
     let mut bad_input = false;
@@ -117,80 +116,117 @@ fn final_summary(
         let Some(info) = store.experiment(&e.name)? else {
             continue;
         };
-        let baseline = info.baseline.objective().unwrap_or(f64::NAN);
-        let _ = writeln!(out, "\nexperiment {} (benchmark {}):", e.name, e.benchmark);
-        let _ = writeln!(
-            out,
-            "  {:<28} {:>12}",
-            match e.baseline {
-                None => "stock decisions (baseline)",
-                Some(Start::File(_)) => "decision file (baseline)",
-                Some(Start::Random { .. }) => "random start (baseline)",
-            },
-            format_measure(baseline, unit)
-        );
-        for (name, r) in &info.references {
-            let v = r.objective().unwrap_or(f64::NAN);
-            let _ = writeln!(
-                out,
-                "  {:<28} {:>12}  {TIME_RATIO} {}",
-                format!("{name} (reference)"),
-                format_measure(v, unit),
-                format_ratio(time_ratio(v, baseline))
-            );
-        }
-        for c in 0..e.chains {
-            let Some(state) = store.chain(&e.name, c)? else {
-                continue;
-            };
-            // The best as every command means it: a step below the baseline, or none.
-            let best = best_of(&state, baseline);
-            let label = format!("best of chain {c}");
-            let mut line = if best < baseline {
-                format!(
-                    "  {label:<28} {:>12}  {TIME_RATIO} {}",
-                    format_measure(best, unit),
-                    format_ratio(time_ratio(best, baseline))
-                )
-            } else {
-                format!("  {label:<28} no step beat stock: its best file holds the stock decisions")
-            };
-            if let Some(none) = info.references.get("no-inline").and_then(|r| r.objective()) {
-                if best < baseline {
-                    let _ = write!(
-                        line,
-                        ", {} against inlining nothing",
-                        format_ratio(time_ratio(best, none))
-                    );
-                }
-            }
-            let _ = writeln!(out, "{line}");
-            if let Some(why) = &state.stopped {
-                any_stopped = true;
-                let _ = writeln!(
-                    out,
-                    "  {:<28} stopped at step {}: {why}",
-                    "", state.next_decide
-                );
-            }
-            let _ = writeln!(
-                out,
-                "  {:<28} {}",
-                "",
-                layout::best_file(store_dir, &e.name, c).display()
-            );
-        }
+        write_starts(&mut out, e, &info, unit);
+        any_stopped |= write_chains(&mut out, store, e, &info, unit)?;
     }
-    let csv = layout::steps_csv(store_dir);
-    let _ = writeln!(out, "\nstore:       {}", store_dir.display());
-    if csv.exists() {
-        let _ = writeln!(out, "steps CSV:   {}", csv.display());
-    }
-    let _ = writeln!(out, "status:      kiln status {}", store_dir.display());
+    write_places(&mut out, store.dir());
     let outcome = match (bad_input, any_stopped) {
         (true, _) => Outcome::BadInput,
         (false, true) => Outcome::Failure,
         (false, false) => Outcome::Success,
     };
     Ok((out, outcome))
+}
+
+/// An experiment's heading, its baseline and its references against the baseline.
+fn write_starts(out: &mut String, e: &Experiment, info: &ExperimentInfo, unit: &str) {
+    let baseline = info.baseline.objective().unwrap_or(f64::NAN);
+    let _ = writeln!(out, "\nexperiment {} (benchmark {}):", e.name, e.benchmark);
+    let _ = writeln!(
+        out,
+        "  {:<28} {:>12}",
+        match e.baseline {
+            None => "stock decisions (baseline)",
+            Some(Start::File(_)) => "decision file (baseline)",
+            Some(Start::Random { .. }) => "random start (baseline)",
+        },
+        format_measure(baseline, unit)
+    );
+    for (name, r) in &info.references {
+        let v = r.objective().unwrap_or(f64::NAN);
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>12}  {TIME_RATIO} {}",
+            format!("{name} (reference)"),
+            format_measure(v, unit),
+            format_ratio(time_ratio(v, baseline))
+        );
+    }
+}
+
+/// Each stored chain of an experiment: its best, why it stopped, and its best file;
+/// whether any chain stopped.
+fn write_chains(
+    out: &mut String,
+    store: &Store,
+    e: &Experiment,
+    info: &ExperimentInfo,
+    unit: &str,
+) -> Result<bool> {
+    let baseline = info.baseline.objective().unwrap_or(f64::NAN);
+    let mut any_stopped = false;
+    for c in 0..e.chains {
+        let Some(state) = store.chain(&e.name, c)? else {
+            continue;
+        };
+        let _ = writeln!(out, "{}", best_line(&state, c, info, baseline, unit));
+        if let Some(why) = &state.stopped {
+            any_stopped = true;
+            let _ = writeln!(
+                out,
+                "  {:<28} stopped at step {}: {why}",
+                "", state.next_decide
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  {:<28} {}",
+            "",
+            layout::best_file(store.dir(), &e.name, c).display()
+        );
+    }
+    Ok(any_stopped)
+}
+
+/// Chain `c`'s best against the baseline, and against inlining nothing where that
+/// reference was measured.
+fn best_line(
+    state: &ChainState,
+    c: u32,
+    info: &ExperimentInfo,
+    baseline: f64,
+    unit: &str,
+) -> String {
+    // The best as every command means it: a step below the baseline, or none.
+    let best = best_of(state, baseline);
+    let label = format!("best of chain {c}");
+    let mut line = if best < baseline {
+        format!(
+            "  {label:<28} {:>12}  {TIME_RATIO} {}",
+            format_measure(best, unit),
+            format_ratio(time_ratio(best, baseline))
+        )
+    } else {
+        format!("  {label:<28} no step beat stock: its best file holds the stock decisions")
+    };
+    if let Some(none) = info.references.get("no-inline").and_then(|r| r.objective()) {
+        if best < baseline {
+            let _ = write!(
+                line,
+                ", {} against inlining nothing",
+                format_ratio(time_ratio(best, none))
+            );
+        }
+    }
+    line
+}
+
+/// Where the campaign's store, steps table and status are.
+fn write_places(out: &mut String, store_dir: &Path) {
+    let csv = layout::steps_csv(store_dir);
+    let _ = writeln!(out, "\nstore:       {}", store_dir.display());
+    if csv.exists() {
+        let _ = writeln!(out, "steps CSV:   {}", csv.display());
+    }
+    let _ = writeln!(out, "status:      kiln status {}", store_dir.display());
 }

@@ -11,6 +11,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use kiln_protocol::config::{Experiment, Proposals, Search};
+use kiln_protocol::message::Race;
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, Metric, SiteFeatures, SiteId, Summary,
 };
@@ -197,109 +198,11 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
         if state.pending.values().any(|p| p.kind == StepKind::Restart) {
             break;
         }
-        let mut temperature = search::temperature(ctx.search(), step);
-        if ctx.experiment.proposals == Proposals::Guided && step >= screen {
-            temperature *= search::guided_scale(ctx.search(), &state.effects);
-        }
-        let improving = (step == screen && screen > 0)
-            .then(|| search::improving_flips(&state.current.decisions, &state.effects))
-            .filter(|set| *set != state.current.decisions);
-        let (kind, decisions) = if step < screen && step::shares_builds(ctx.experiment) {
-            (StepKind::Screen, ctx.shared_screen(state))
-        } else if step < screen {
-            let point = ctx.screened_point(step);
-            let decisions = search::flip_one(&state.current.decisions, point, &mut state.rng);
-            (StepKind::Screen, decisions)
-        } else if let Some(decisions) = improving {
-            // The first guided proposal takes every screened flip that helped at once.
-            (StepKind::Proposal, decisions)
-        } else if ctx.is_remeasure(step) {
-            (StepKind::Remeasure, state.current.decisions.clone())
-        } else {
-            match ctx.search() {
-                Search::RandomSearch { flips: None, .. } => (
-                    StepKind::Proposal,
-                    search::uniform_set(&state.current.decisions, ctx.points, &mut state.rng),
-                ),
-                Search::HillClimbing { kick, .. } => {
-                    let untried =
-                        search::untried_flips(&state.current.decisions, ctx.points, &state.tried);
-                    if untried.is_empty() {
-                        // A flip still in flight may yet improve; else this is a local optimum.
-                        if !state.pending.is_empty() {
-                            break;
-                        }
-                        let decisions = search::propose(
-                            &state.best.decisions,
-                            ctx.points,
-                            *kick,
-                            None,
-                            &mut state.rng,
-                        );
-                        (StepKind::Restart, decisions)
-                    } else {
-                        let flip = untried[state.rng.random_range(0..untried.len())].clone();
-                        let decisions = flip.apply(&state.current.decisions);
-                        state.tried.insert(flip);
-                        (StepKind::Proposal, decisions)
-                    }
-                }
-                // Annealing, the walk and random search near the start (which never moves).
-                _ => {
-                    let decisions = if ctx.experiment.proposals == Proposals::Guided {
-                        let current = &state.current.decisions;
-                        let weights = search::weights(
-                            &search::movable(ctx.points),
-                            &state.effects,
-                            current,
-                            temperature,
-                        );
-                        let exact = ctx.repeatability == Repeatability::Exact;
-                        let sets = &state.sets;
-                        let measured = |hash: &ContentHash| exact && sets.contains_key(hash);
-                        match state.rejected_in_a_row >= search::STALLED_AFTER {
-                            // One-point moves stall: two points move together.
-                            true => search::guided_pair(
-                                current,
-                                ctx.points,
-                                &weights,
-                                measured,
-                                &mut state.rng,
-                            ),
-                            false => search::guided_flip(
-                                current,
-                                ctx.points,
-                                &weights,
-                                measured,
-                                &mut state.rng,
-                            ),
-                        }
-                    } else {
-                        search::propose(
-                            &state.current.decisions,
-                            ctx.points,
-                            ctx.flips,
-                            None,
-                            &mut state.rng,
-                        )
-                    };
-                    (StepKind::Proposal, decisions)
-                }
-            }
+        let temperature = proposal_temperature(ctx, state, step, screen);
+        let Some((kind, decisions)) = next_move(ctx, state, step, screen, temperature) else {
+            break;
         };
-        // Only a proposal faces Metropolis; screened flips and re-measurements are measured in full.
-        let race = ctx
-            .race
-            .filter(|_| kind == StepKind::Proposal)
-            .and_then(|p| {
-                search::race(
-                    ctx.search(),
-                    state.current.objective(),
-                    ctx.baseline_objective,
-                    temperature,
-                    p,
-                )
-            });
+        let race = race_of(ctx, state, kind, temperature);
         let proposal = Proposal {
             kind,
             diff: decisions.diff_from(&state.current.decisions),
@@ -311,6 +214,139 @@ fn refill(ctx: &ChainContext<'_>, state: &mut ChainState) {
         state.pending.insert(step, proposal);
         state.generated += 1;
     }
+}
+
+/// The temperature step `step` is proposed at: the schedule's, scaled by what
+/// screening found where proposals are guided.
+fn proposal_temperature(ctx: &ChainContext<'_>, state: &ChainState, step: u32, screen: u32) -> f64 {
+    let mut temperature = search::temperature(ctx.search(), step);
+    if ctx.experiment.proposals == Proposals::Guided && step >= screen {
+        temperature *= search::guided_scale(ctx.search(), &state.effects);
+    }
+    temperature
+}
+
+/// What step `step` measures, and as what kind of step; `None` where nothing
+/// is proposed yet (a climb at a local optimum while flips are in flight).
+fn next_move(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    step: u32,
+    screen: u32,
+    temperature: f64,
+) -> Option<(StepKind, DecisionSet)> {
+    let improving = (step == screen && screen > 0)
+        .then(|| search::improving_flips(&state.current.decisions, &state.effects))
+        .filter(|set| *set != state.current.decisions);
+    if step < screen && step::shares_builds(ctx.experiment) {
+        Some((StepKind::Screen, ctx.shared_screen(state)))
+    } else if step < screen {
+        let point = ctx.screened_point(step);
+        let decisions = search::flip_one(&state.current.decisions, point, &mut state.rng);
+        Some((StepKind::Screen, decisions))
+    } else if let Some(decisions) = improving {
+        // The first guided proposal takes every screened flip that helped at once.
+        Some((StepKind::Proposal, decisions))
+    } else if ctx.is_remeasure(step) {
+        Some((StepKind::Remeasure, state.current.decisions.clone()))
+    } else {
+        search_move(ctx, state, temperature)
+    }
+}
+
+/// The move the chain's search proposes from where the chain is.
+fn search_move(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    temperature: f64,
+) -> Option<(StepKind, DecisionSet)> {
+    match ctx.search() {
+        Search::RandomSearch { flips: None, .. } => Some((
+            StepKind::Proposal,
+            search::uniform_set(&state.current.decisions, ctx.points, &mut state.rng),
+        )),
+        Search::HillClimbing { kick, .. } => climb_move(ctx, state, *kick),
+        // Annealing, the walk and random search near the start (which never moves).
+        _ => Some((StepKind::Proposal, nearby_move(ctx, state, temperature))),
+    }
+}
+
+/// Hill climbing's next move: an untried flip, else a restart `kick` points
+/// away from the best set; `None` while a flip in flight may yet improve.
+fn climb_move(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    kick: u32,
+) -> Option<(StepKind, DecisionSet)> {
+    let untried = search::untried_flips(&state.current.decisions, ctx.points, &state.tried);
+    if untried.is_empty() {
+        // A flip still in flight may yet improve; else this is a local optimum.
+        if !state.pending.is_empty() {
+            return None;
+        }
+        let decisions = search::propose(
+            &state.best.decisions,
+            ctx.points,
+            kick,
+            None,
+            &mut state.rng,
+        );
+        return Some((StepKind::Restart, decisions));
+    }
+    let flip = untried[state.rng.random_range(0..untried.len())].clone();
+    let decisions = flip.apply(&state.current.decisions);
+    state.tried.insert(flip);
+    Some((StepKind::Proposal, decisions))
+}
+
+/// A proposal near the current set: guided by the points' effects, or `flips`
+/// points drawn uniformly.
+fn nearby_move(ctx: &ChainContext<'_>, state: &mut ChainState, temperature: f64) -> DecisionSet {
+    if ctx.experiment.proposals != Proposals::Guided {
+        return search::propose(
+            &state.current.decisions,
+            ctx.points,
+            ctx.flips,
+            None,
+            &mut state.rng,
+        );
+    }
+    let current = &state.current.decisions;
+    let weights = search::weights(
+        &search::movable(ctx.points),
+        &state.effects,
+        current,
+        temperature,
+    );
+    let exact = ctx.repeatability == Repeatability::Exact;
+    let sets = &state.sets;
+    let measured = |hash: &ContentHash| exact && sets.contains_key(hash);
+    match state.rejected_in_a_row >= search::STALLED_AFTER {
+        // One-point moves stall: two points move together.
+        true => search::guided_pair(current, ctx.points, &weights, measured, &mut state.rng),
+        false => search::guided_flip(current, ctx.points, &weights, measured, &mut state.rng),
+    }
+}
+
+/// The race a proposal runs at `temperature`: only a proposal faces Metropolis;
+/// screened flips and re-measurements are measured in full.
+fn race_of(
+    ctx: &ChainContext<'_>,
+    state: &ChainState,
+    kind: StepKind,
+    temperature: f64,
+) -> Option<Race> {
+    ctx.race
+        .filter(|_| kind == StepKind::Proposal)
+        .and_then(|p| {
+            search::race(
+                ctx.search(),
+                state.current.objective(),
+                ctx.baseline_objective,
+                temperature,
+                p,
+            )
+        })
 }
 
 /// Notes a measured step in the chain's coverage, and the objective the chain
@@ -419,7 +455,36 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
     state.pending.remove(&step);
     let compared_with = state.current.objective();
     let judged = note_measured(ctx, state, record);
-    let accepted = match record.kind {
+    let accepted = verdict(ctx, state, record, compared_with, judged);
+    move_chain(ctx, state, record, step, judged, accepted);
+    note_failure(state, record, step);
+    note_decided(ctx, state, record, step, accepted, compared_with);
+    if nothing_succeeded(state) && state.failing_alike >= STOP_AFTER_ALIKE_FAILURES {
+        let why = state
+            .last_failure
+            .as_deref()
+            .and_then(|l| l.split_once(": "));
+        let why = format!(
+            "its first {} steps all failed alike ({})",
+            state.failing_alike,
+            why.map_or("", |(_, r)| r)
+        );
+        stop(state, why);
+    } else {
+        refill(ctx, state);
+    }
+}
+
+/// Whether the chain moves to the record's set, having noted what its kind of
+/// step measures besides (a re-measured incumbent's sample, a screened effect).
+fn verdict(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    record: &StepRecord,
+    compared_with: f64,
+    judged: Option<f64>,
+) -> bool {
+    match record.kind {
         StepKind::Remeasure => {
             if let Some(objective) = record.objective {
                 for incumbent in [&mut state.current, &mut state.best] {
@@ -441,31 +506,51 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
         }
         // The climb goes on from the restart's set whatever it measured.
         StepKind::Restart => judged.is_some(),
-        StepKind::Proposal => {
-            // A guided chain's one-flip proposal from the set it is still at measures
-            // that point's effect afresh: where the chain is now, not where it screened.
-            if ctx.experiment.proposals == Proposals::Guided && record.parent == state.current.step
-            {
-                note_effect(ctx, state, compared_with, judged, record);
-            }
-            let accepted = search::accept(
-                ctx.search(),
-                compared_with,
-                judged,
-                ctx.baseline_objective,
-                record.temperature,
-                &mut state.rng,
-            );
-            // A candidate cut short lost its race: clearly worse than the incumbent it was
-            // proposed from, and measured by fewer runs than a full measurement. It is never
-            // taken (the draw above still keeps the RNG stream that of a full measurement).
-            if let Some(cut) = &record.result.cut_short {
-                state.raced.cut_short += 1;
-                state.raced.runs_saved += u64::from(cut.runs_saved());
-            }
-            accepted && record.result.cut_short.is_none()
-        }
-    };
+        StepKind::Proposal => judge_proposal(ctx, state, record, compared_with, judged),
+    }
+}
+
+/// Whether a proposal is taken: Metropolis's draw, unless it lost its race.
+fn judge_proposal(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    record: &StepRecord,
+    compared_with: f64,
+    judged: Option<f64>,
+) -> bool {
+    // A guided chain's one-flip proposal from the set it is still at measures
+    // that point's effect afresh: where the chain is now, not where it screened.
+    if ctx.experiment.proposals == Proposals::Guided && record.parent == state.current.step {
+        note_effect(ctx, state, compared_with, judged, record);
+    }
+    let accepted = search::accept(
+        ctx.search(),
+        compared_with,
+        judged,
+        ctx.baseline_objective,
+        record.temperature,
+        &mut state.rng,
+    );
+    // A candidate cut short lost its race: clearly worse than the incumbent it was
+    // proposed from, and measured by fewer runs than a full measurement. It is never
+    // taken (the draw above still keeps the RNG stream that of a full measurement).
+    if let Some(cut) = &record.result.cut_short {
+        state.raced.cut_short += 1;
+        state.raced.runs_saved += u64::from(cut.runs_saved());
+    }
+    accepted && record.result.cut_short.is_none()
+}
+
+/// Moves the chain by the verdict on step `step`: its best, its current set,
+/// and its counts of proposals and of rejections in a row.
+fn move_chain(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    record: &StepRecord,
+    step: u32,
+    judged: Option<f64>,
+    accepted: bool,
+) {
     let measured = Incumbent {
         decisions: record.decisions.clone(),
         samples: state.sets[&record.decision_hash].clone(),
@@ -497,20 +582,38 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
     if state.current.objective() < state.best.objective() {
         state.best = state.current.clone();
     }
-    if let Some(reason) = record.result.outcome.reason() {
-        *state
-            .failures
-            .entry(record.result.outcome.name().to_string())
-            .or_default() += 1;
-        let previous = state
-            .last_failure
-            .as_deref()
-            .and_then(|l| l.split_once(": "));
-        if nothing_succeeded(state) && previous.is_none_or(|(_, r)| r == reason) {
-            state.failing_alike += 1;
-        }
-        state.last_failure = Some(format!("step {step}: {reason}"));
+}
+
+/// Counts a failed step `step` by its outcome, and among the chain's first
+/// failures alike while nothing has succeeded.
+fn note_failure(state: &mut ChainState, record: &StepRecord, step: u32) {
+    let Some(reason) = record.result.outcome.reason() else {
+        return;
+    };
+    *state
+        .failures
+        .entry(record.result.outcome.name().to_string())
+        .or_default() += 1;
+    let previous = state
+        .last_failure
+        .as_deref()
+        .and_then(|l| l.split_once(": "));
+    if nothing_succeeded(state) && previous.is_none_or(|(_, r)| r == reason) {
+        state.failing_alike += 1;
     }
+    state.last_failure = Some(format!("step {step}: {reason}"));
+}
+
+/// Marks step `step` decided: the chain's clock and temperature, the record's
+/// decision, and the chain's course.
+fn note_decided(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    record: &mut StepRecord,
+    step: u32,
+    accepted: bool,
+    compared_with: f64,
+) {
     state.temperature = record.temperature;
     state.next_decide += 1;
     state.updated_ms = now_ms();
@@ -538,19 +641,5 @@ pub fn decide(ctx: &ChainContext<'_>, state: &mut ChainState, record: &mut StepR
             ctx.baseline_objective,
             point,
         );
-    }
-    if nothing_succeeded(state) && state.failing_alike >= STOP_AFTER_ALIKE_FAILURES {
-        let why = state
-            .last_failure
-            .as_deref()
-            .and_then(|l| l.split_once(": "));
-        let why = format!(
-            "its first {} steps all failed alike ({})",
-            state.failing_alike,
-            why.map_or("", |(_, r)| r)
-        );
-        stop(state, why);
-    } else {
-        refill(ctx, state);
     }
 }

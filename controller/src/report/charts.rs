@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -368,6 +369,9 @@ where
     Ok(legend)
 }
 
+/// The coordinates of a plot of values against the step.
+type StepPlane = Cartesian2d<RangedCoordf64, RangedCoordf64>;
+
 fn objective<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     e: &ExperimentData,
@@ -410,6 +414,28 @@ where
             .draw()
             .map_err(draw_error)?;
     }
+    let mut legend = objective_baseline(&mut chart, e, baseline, x_max)?;
+    for (chain, points) in &e.chains {
+        legend.push(objective_chain(
+            &mut chart, *chain, points, baseline, axis.scale,
+        )?);
+    }
+    legend.extend(objective_failed(&mut chart, e, y_lo, y_hi)?);
+    Ok(legend)
+}
+
+/// The baseline's dashed line across the objective plot; the legend's first entries:
+/// the baseline, and what each marker means (in black; each chain draws them in its
+/// own colour).
+fn objective_baseline<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, StepPlane>,
+    e: &ExperimentData,
+    baseline: Option<f64>,
+    x_max: f64,
+) -> Result<Vec<Entry>>
+where
+    DB::ErrorType: 'static,
+{
     let mut legend = Vec::new();
     if let Some(b) = baseline {
         chart
@@ -422,7 +448,6 @@ where
             .map_err(draw_error)?;
         legend.push((format!("baseline ({TIME_RATIO} 1)"), Mark::Dashed));
     }
-    // Marker meanings, in black; each chain draws them in its own colour.
     legend.push(("accepted".to_string(), Mark::Dot(BLACK)));
     legend.push(("rejected".to_string(), Mark::Ring));
     if e.points().any(|p| p.kind == StepKind::Remeasure) {
@@ -431,69 +456,97 @@ where
     if e.points().any(|p| p.kind == StepKind::Screen) {
         legend.push(("screened flip (never taken)".to_string(), Mark::Square));
     }
-    for (chain, points) in &e.chains {
-        let c = color(*chain);
-        // The best so far starts at the baseline: a step only counts below it.
-        let mut best = baseline.unwrap_or(f64::INFINITY);
-        let best_line: Vec<(f64, f64)> = points
-            .iter()
-            .filter_map(|p| {
-                best = best.min(measured(p)?);
-                Some((f64::from(p.step), best))
-            })
-            .collect();
-        chart
-            .draw_series(LineSeries::new(best_line, c.stroke_width(2)))
-            .map_err(draw_error)?;
-        legend.push((format!("chain {chain}: best so far"), Mark::Line(c)));
-        let measured = points.iter().filter_map(|p| Some((p, measured(p)?)));
-        chart
-            .draw_series(
-                measured
-                    .clone()
-                    .filter(|(p, _)| p.kind == StepKind::Remeasure)
-                    .map(|(p, o)| TriangleMarker::new((f64::from(p.step), o), 5, c.filled())),
-            )
-            .map_err(draw_error)?;
-        chart
-            .draw_series(
-                measured
-                    .clone()
-                    .filter(|(p, _)| p.kind == StepKind::Screen)
-                    .map(|(p, o)| {
-                        EmptyElement::at((f64::from(p.step), o))
-                            + Rectangle::new([(-3, -3), (3, 3)], c.stroke_width(1))
-                    }),
-            )
-            .map_err(draw_error)?;
-        chart
-            .draw_series(measured.filter(|(p, _)| p.kind.can_move()).map(|(p, o)| {
-                let style = if p.accepted {
-                    c.filled()
-                } else {
-                    c.stroke_width(1)
-                };
-                Circle::new((f64::from(p.step), o), 4, style)
-            }))
-            .map_err(draw_error)?;
-    }
+    Ok(legend)
+}
+
+/// One chain on the objective plot, in its colour: its best so far as a line, and
+/// each measured step as its kind's marker; its legend entry.
+fn objective_chain<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, StepPlane>,
+    chain: u32,
+    points: &[Point],
+    baseline: Option<f64>,
+    scale: f64,
+) -> Result<Entry>
+where
+    DB::ErrorType: 'static,
+{
+    let measured = |p: &Point| p.objective.map(|o| o * scale);
+    let c = color(chain);
+    // The best so far starts at the baseline: a step only counts below it.
+    let mut best = baseline.unwrap_or(f64::INFINITY);
+    let best_line: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| {
+            best = best.min(measured(p)?);
+            Some((f64::from(p.step), best))
+        })
+        .collect();
+    chart
+        .draw_series(LineSeries::new(best_line, c.stroke_width(2)))
+        .map_err(draw_error)?;
+    let entry = (format!("chain {chain}: best so far"), Mark::Line(c));
+    let measured = points.iter().filter_map(|p| Some((p, measured(p)?)));
+    chart
+        .draw_series(
+            measured
+                .clone()
+                .filter(|(p, _)| p.kind == StepKind::Remeasure)
+                .map(|(p, o)| TriangleMarker::new((f64::from(p.step), o), 5, c.filled())),
+        )
+        .map_err(draw_error)?;
+    chart
+        .draw_series(
+            measured
+                .clone()
+                .filter(|(p, _)| p.kind == StepKind::Screen)
+                .map(|(p, o)| {
+                    EmptyElement::at((f64::from(p.step), o))
+                        + Rectangle::new([(-3, -3), (3, 3)], c.stroke_width(1))
+                }),
+        )
+        .map_err(draw_error)?;
+    chart
+        .draw_series(measured.filter(|(p, _)| p.kind.can_move()).map(|(p, o)| {
+            let style = if p.accepted {
+                c.filled()
+            } else {
+                c.stroke_width(1)
+            };
+            Circle::new((f64::from(p.step), o), 4, style)
+        }))
+        .map_err(draw_error)?;
+    Ok(entry)
+}
+
+/// A cross at the foot of the objective plot for each failed step; its legend
+/// entry where there is one.
+fn objective_failed<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, StepPlane>,
+    e: &ExperimentData,
+    y_lo: f64,
+    y_hi: f64,
+) -> Result<Option<Entry>>
+where
+    DB::ErrorType: 'static,
+{
     let failed: Vec<f64> = e
         .points()
         .filter(|p| p.objective.is_none())
         .map(|p| f64::from(p.step))
         .collect();
-    if !failed.is_empty() {
-        let y = y_lo + (y_hi - y_lo) * 0.02;
-        chart
-            .draw_series(
-                failed
-                    .into_iter()
-                    .map(|x| Cross::new((x, y), 5, RED.stroke_width(2))),
-            )
-            .map_err(draw_error)?;
-        legend.push(("failed".to_string(), Mark::Cross));
+    if failed.is_empty() {
+        return Ok(None);
     }
-    Ok(legend)
+    let y = y_lo + (y_hi - y_lo) * 0.02;
+    chart
+        .draw_series(
+            failed
+                .into_iter()
+                .map(|x| Cross::new((x, y), 5, RED.stroke_width(2))),
+        )
+        .map_err(draw_error)?;
+    Ok(Some(("failed".to_string(), Mark::Cross)))
 }
 
 fn runtimes<DB: DrawingBackend>(
