@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use kiln_protocol::config::{BenchmarkKind, OutputCheck, Search, WorkerSpec};
+use kiln_protocol::config::{
+    Annealing, BenchmarkKind, HillClimbing, OutputCheck, RandomSearch, Search, WorkerSpec,
+};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionPoint, DecisionValue, SiteId};
 
 fn prod_configs() -> Vec<PathBuf> {
@@ -59,11 +61,11 @@ fn the_issue_sketch_parses_with_defaults_filled_in() {
     assert_eq!(c.experiments[0].name, "sample-dsp");
     assert!(matches!(
         c.experiments[0].search,
-        Search::SimulatedAnnealing {
+        Search::SimulatedAnnealing(Annealing {
             steps: 100,
             flips: 3,
             ..
-        }
+        })
     ));
     assert!(matches!(
         c.benchmarks[0].kind,
@@ -711,25 +713,25 @@ fn random_search_and_hill_climbing_parse_round_trip_and_locate_errors() {
     };
     assert_eq!(
         search_of(&with("(search (random-search (steps 50)))")),
-        Search::RandomSearch {
+        Search::RandomSearch(RandomSearch {
             steps: 50,
             flips: None
-        }
+        })
     );
     assert_eq!(
         search_of(&with("(search (random-search (steps 50) (flips 2)))")),
-        Search::RandomSearch {
+        Search::RandomSearch(RandomSearch {
             steps: 50,
             flips: Some(2)
-        }
+        })
     );
     assert_eq!(
         search_of(&with("(search (hill-climbing (steps 80)))")),
-        Search::HillClimbing { steps: 80, kick: 3 }
+        Search::HillClimbing(HillClimbing { steps: 80, kick: 3 })
     );
     assert_eq!(
         search_of(&with("(search (hill-climbing (steps 80) (kick 5)))")),
-        Search::HillClimbing { steps: 80, kick: 5 }
+        Search::HillClimbing(HillClimbing { steps: 80, kick: 5 })
     );
     assert_eq!(
         error_of(&with("(search (hill-climbing (steps 80) (flips 2)))")),
@@ -813,4 +815,25 @@ fn included_benchmark_files_and_one_experiment_each() {
     let beta = corpus.join("beta.sexp").display().to_string();
     assert!(e.starts_with(&format!("{beta}:3:")), "{e}");
     assert!(e.contains("srces"), "{e}");
+}
+
+/// prod-configs/README.md's field reference is what the records declare; with
+/// `KILN_BLESS=1` the test writes it there instead.
+#[test]
+fn the_field_reference_in_prod_configs_readme_is_the_declared_one() {
+    use kiln_protocol::config::reference::{markdown, BEGIN, END};
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prod-configs/README.md");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find(BEGIN).expect("the README holds the reference's first line");
+    let end = text.find(END).expect("the README holds the reference's last line") + END.len() + 1;
+    let wanted = markdown();
+    if std::env::var_os("KILN_BLESS").is_some() {
+        std::fs::write(&path, format!("{}{wanted}{}", &text[..start], &text[end..])).unwrap();
+    } else {
+        assert!(
+            text[start..end] == wanted,
+            "prod-configs/README.md's field reference differs from the declarations: \
+             KILN_BLESS=1 cargo test -p kiln-protocol field_reference writes it"
+        );
+    }
 }

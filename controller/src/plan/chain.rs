@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use kiln_protocol::config::{Experiment, Proposals, Search};
+use kiln_protocol::config::{Experiment, HillClimbing, Proposals, RandomSearch, Screening, Search};
 use kiln_protocol::message::Race;
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, Metric, SiteFeatures, SiteId, Summary,
@@ -65,7 +65,7 @@ impl ChainContext<'_> {
     /// guided proposals, one per movable point, at most a quarter of the
     /// budget (the rest is for the search it guides).
     fn screen_steps(&self) -> u32 {
-        if let Search::Screening { steps, .. } = self.search() {
+        if let Search::Screening(Screening { steps, .. }) = self.search() {
             // No point to flip: nothing to screen (the chain proposes nothing).
             return match search::movable(self.points).is_empty() {
                 true => 0,
@@ -109,7 +109,7 @@ impl ChainContext<'_> {
                 return search::flip_one(start, point, &mut state.rng);
             }
         }
-        let Search::Screening { per_step, .. } = self.search() else {
+        let Search::Screening(Screening { per_step, .. }) = self.search() else {
             unreachable!("only screening shares builds")
         };
         let movable = search::movable(self.points);
@@ -261,11 +261,11 @@ fn search_move(
     temperature: f64,
 ) -> Option<(StepKind, DecisionSet)> {
     match ctx.search() {
-        Search::RandomSearch { flips: None, .. } => Some((
+        Search::RandomSearch(RandomSearch { flips: None, .. }) => Some((
             StepKind::Proposal,
             search::uniform_set(&state.current.decisions, ctx.points, &mut state.rng),
         )),
-        Search::HillClimbing { kick, .. } => climb_move(ctx, state, *kick),
+        Search::HillClimbing(HillClimbing { kick, .. }) => climb_move(ctx, state, *kick),
         // Annealing, the walk and random search near the start (which never moves).
         _ => Some((StepKind::Proposal, nearby_move(ctx, state, temperature))),
     }
@@ -562,7 +562,7 @@ fn move_chain(
         state.best = measured.clone();
     }
     if accepted {
-        if matches!(ctx.search(), Search::HillClimbing { .. }) {
+        if matches!(ctx.search(), Search::HillClimbing(_)) {
             note_climb(state, &measured.decisions);
         }
         state.current = measured;

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use kiln_protocol::config::Search;
+use kiln_protocol::config::{Annealing, Search};
 use kiln_protocol::message::Race;
 use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteFeatures, SiteId};
 
@@ -336,7 +336,7 @@ const GUIDED_FIRST_ACCEPTANCE: f64 = 0.8;
 /// not on the t-max meant for any program. The median, because a few flips
 /// that wreck a hot loop (+20 %) say nothing of a typical move's size.
 pub fn guided_scale(search: &Search, effects: &BTreeMap<SiteId, Effect>) -> f64 {
-    let Search::SimulatedAnnealing { t_max, .. } = search else {
+    let Search::SimulatedAnnealing(Annealing { t_max, .. }) = search else {
         return 1.0;
     };
     let uphill: Vec<f64> = effects
@@ -354,17 +354,11 @@ pub fn guided_scale(search: &Search, effects: &BTreeMap<SiteId, Effect>) -> f64 
 /// The temperature of step `k` (zero for the searches without one).
 pub fn temperature(search: &Search, k: u32) -> f64 {
     match search {
-        Search::SimulatedAnnealing {
-            steps,
-            t_max,
-            t_min,
-            schedule,
-            ..
-        } => schedule.temperature(*t_max, *t_min, k, *steps),
-        Search::RandomWalk { .. }
-        | Search::RandomSearch { .. }
-        | Search::HillClimbing { .. }
-        | Search::Screening { .. } => 0.0,
+        Search::SimulatedAnnealing(a) => a.schedule.temperature(a.t_max, a.t_min, k, a.steps),
+        Search::RandomWalk(_)
+        | Search::RandomSearch(_)
+        | Search::HillClimbing(_)
+        | Search::Screening(_) => 0.0,
     }
 }
 
@@ -387,13 +381,13 @@ pub fn accept(
         return false;
     };
     match search {
-        Search::RandomSearch { .. } | Search::Screening { .. } => false,
-        Search::HillClimbing { .. } => candidate < current,
-        Search::RandomWalk { .. } => {
+        Search::RandomSearch(_) | Search::Screening(_) => false,
+        Search::HillClimbing(_) => candidate < current,
+        Search::RandomWalk(_) => {
             let _: f64 = rng.random();
             true
         }
-        Search::SimulatedAnnealing { .. } => {
+        Search::SimulatedAnnealing(_) => {
             let u: f64 = rng.random();
             let delta = (candidate - current) / baseline;
             delta <= 0.0 || u < (-delta / temperature).exp()
@@ -504,8 +498,8 @@ pub fn race(
     p: f64,
 ) -> Option<Race> {
     match search {
-        Search::RandomWalk { .. } | Search::RandomSearch { .. } | Search::Screening { .. } => None,
-        Search::SimulatedAnnealing { .. } | Search::HillClimbing { .. } => {
+        Search::RandomWalk(_) | Search::RandomSearch(_) | Search::Screening(_) => None,
+        Search::SimulatedAnnealing(_) | Search::HillClimbing(_) => {
             incumbent.is_finite().then(|| Race {
                 incumbent,
                 bound: incumbent + temperature * (1.0 / p).ln() * baseline,
@@ -518,7 +512,7 @@ pub fn race(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_protocol::config::Schedule;
+    use kiln_protocol::config::{HillClimbing, RandomSearch, RandomWalk, Schedule};
     use kiln_protocol::{ContentHash, DecisionValue, SiteId};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
@@ -729,11 +723,11 @@ mod tests {
 
     #[test]
     fn hill_climbing_takes_only_better_sets_and_random_search_never_moves() {
-        let climb = Search::HillClimbing { steps: 10, kick: 3 };
-        let random = Search::RandomSearch {
+        let climb = Search::HillClimbing(HillClimbing { steps: 10, kick: 3 });
+        let random = Search::RandomSearch(RandomSearch {
             steps: 10,
             flips: None,
-        };
+        });
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         let before = rng.clone();
         assert!(accept(&climb, 100.0, Some(99.0), 100.0, 0.0, &mut rng));
@@ -795,13 +789,13 @@ mod tests {
 
     /// Annealing over 300 steps from 0.04 to 0.001, exponentially.
     fn annealing_300() -> Search {
-        Search::SimulatedAnnealing {
+        Search::SimulatedAnnealing(Annealing {
             steps: 300,
             t_max: 0.04,
             t_min: 0.001,
             flips: 3,
             schedule: Schedule::Exponential,
-        }
+        })
     }
 
     #[test]
@@ -909,13 +903,13 @@ mod tests {
 
     /// Ten steps of annealing from T = 0.04 down to 0.001.
     fn annealing() -> Search {
-        Search::SimulatedAnnealing {
+        Search::SimulatedAnnealing(Annealing {
             steps: 10,
             t_max: 0.04,
             t_min: 0.001,
             flips: 1,
             schedule: Schedule::Exponential,
-        }
+        })
     }
 
     #[test]
@@ -940,10 +934,10 @@ mod tests {
         // A colder chain races closer to the incumbent.
         assert!(race(&s, 110.0, 100.0, 0.001, 0.01).unwrap().bound < warm.bound);
         // A random walk accepts everything, and an incumbent without an estimate bounds nothing.
-        let walk = Search::RandomWalk {
+        let walk = Search::RandomWalk(RandomWalk {
             steps: 10,
             flips: 1,
-        };
+        });
         assert_eq!(race(&walk, 110.0, 100.0, 0.04, 0.01), None);
         assert_eq!(race(&s, f64::NAN, 100.0, 0.04, 0.01), None);
     }

@@ -2,7 +2,7 @@
 //! objective of its result.
 
 use kiln_protocol::bundle::Bundle;
-use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy, Search};
+use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy, Screening, Search};
 use kiln_protocol::message::{Race, StepResult};
 use kiln_protocol::{
     CampaignConfig, ContentHash, DecisionSet, Statistic, StepId, StepOutcome, StepRequest,
@@ -39,7 +39,7 @@ pub fn request(
 /// Whether the experiment's steps flip several points a build, each flip's
 /// effect read from the instructions per function ([`super::attribution`]).
 pub fn shares_builds(experiment: &Experiment) -> bool {
-    matches!(experiment.search, Search::Screening { per_step, .. } if per_step > 1)
+    matches!(experiment.search, Search::Screening(Screening { per_step, .. }) if per_step > 1)
 }
 
 /// The objective of a result: the configured statistic of the metric, if the step succeeded.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::record::{self as kind, record, Composite, FieldRow, Kind};
+use super::record::{self as kind, record, Absent, Composite, FieldRow, Kind};
 use super::{field_record, path_sexp, strings};
 use crate::decision::{name_sexp, DecisionPoint, DecisionValue, SiteId};
 use crate::decode::{self, Field, Record, Src};
@@ -99,7 +99,7 @@ record! {
              before it is compiled again with the stock decisions.";
         #[serde(default = "default_build_memory_bytes")]
         build_memory_bytes: u64 = word::BUILD_MEMORY, kind::BYTES,
-            default(default_build_memory_bytes()),
+            default(default_build_memory_bytes(), "8 GiB"),
             "The most resident memory a build's processes may use together, bytes; past it \
              the whole build is killed and the step fails naming the limit.";
         env: Vec<(String, String)> = word::ENV, ENV, omitted(Vec::new()),
@@ -369,35 +369,35 @@ const KIND: Composite<BenchmarkKind> = Composite {
     decode: benchmark_kind,
     print: BenchmarkKind::print_fields,
     reference: || {
-        let row = |word, takes, default: &str, doc| FieldRow {
+        let row = |word, takes, default, doc| FieldRow {
             word,
             takes,
-            default: default.to_string(),
+            default,
             doc,
         };
         vec![
             row(
                 word::KIND,
                 "llvm-inline or knobs",
-                "required",
+                Absent::Required,
                 "What kind of decisions it takes.",
             ),
             row(
                 word::COMPILER,
                 "clang or rustc",
-                "from the build command",
+                Absent::Said("from the build command's program"),
                 "llvm-inline only: the compiler family whose inlining is driven.",
             ),
             row(
                 word::FALLBACK,
                 "never-inline, always-inline or original",
-                "never-inline",
+                Absent::Value(word::NEVER_INLINE.to_string()),
                 "llvm-inline only: what happens to sites missing from the replay file.",
             ),
             row(
                 word::KNOBS,
                 "(NAME VALUE ...) entries",
-                "required for knobs",
+                Absent::Said("required for knobs"),
                 "knobs only: each knob and its values; the first value is the default.",
             ),
         ]

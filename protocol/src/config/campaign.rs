@@ -11,7 +11,7 @@ use super::benchmark::{
 };
 use super::record::{self as kind, record, Kind};
 use super::search::{decode_experiment, Experiment};
-use super::search::{Search, Start};
+use super::search::{Screening, Search, Start};
 use super::workers::{decode_worker, WorkerSpec};
 use super::{field_record, lexically_normal, path_sexp};
 use crate::decision::name_sexp;
@@ -113,7 +113,7 @@ fn attribution_fits(
     objective: &Objective,
     benchmark: Option<&BenchmarkSpec>,
 ) -> Result<(), SexpError> {
-    let Search::Screening { per_step, .. } = experiment.search else {
+    let Search::Screening(Screening { per_step, .. }) = experiment.search else {
         return Ok(());
     };
     let inline = benchmark.is_some_and(|b| matches!(b.kind, BenchmarkKind::LlvmInline { .. }));

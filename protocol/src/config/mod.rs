@@ -3,7 +3,8 @@
 //! Decoding checks every field (unknown, duplicate, missing, wrong type) and
 //! cross-references (an experiment's benchmark must exist); printing gives the
 //! normalized form with every default spelled out, which parses back to the
-//! same value. `prod-configs/README.md` documents each field.
+//! same value. `prod-configs/README.md` documents each field; its field reference is
+//! written from the records' declarations ([`record`], [`reference`]).
 
 //!
 //! One file per part, each type's decoding and printing beside it:
@@ -18,6 +19,7 @@ use crate::sexp::{Sexp, SexpError, SexpKind};
 pub mod benchmark;
 pub mod campaign;
 pub mod record;
+pub mod reference;
 pub mod search;
 pub mod workers;
 

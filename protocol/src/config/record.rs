@@ -39,9 +39,21 @@ pub struct Composite<T> {
 pub struct FieldRow {
     pub word: &'static str,
     pub takes: &'static str,
-    /// `required`, `none` (an optional field), or the default as printed.
-    pub default: String,
+    pub default: Absent,
     pub doc: &'static str,
+}
+
+/// What a field is when a config leaves it out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Absent {
+    /// A config must give it.
+    Required,
+    /// Unset.
+    Optional,
+    /// This value, as a config writes it.
+    Value(String),
+    /// A value that depends on other fields, in words.
+    Said(&'static str),
 }
 
 impl FieldRow {
@@ -249,16 +261,18 @@ macro_rules! record {
         }]
     };
     (@default $ty:ty, $kind:expr, required) => {
-        "required".to_string()
+        $crate::config::record::Absent::Required
     };
     (@default $ty:ty, $kind:expr, optional) => {
-        "none".to_string()
+        $crate::config::record::Absent::Optional
     };
     (@default $ty:ty, $kind:expr, $how:ident($default:expr, $shown:literal)) => {
-        $shown.to_string()
+        $crate::config::record::Absent::Said($shown)
     };
     (@default $ty:ty, $kind:expr, $how:ident($default:expr)) => {
-        $crate::config::record::FieldRow::shown::<$ty>(&$kind, &$default)
+        $crate::config::record::Absent::Value(
+            $crate::config::record::FieldRow::shown::<$ty>(&$kind, &$default),
+        )
     };
 }
 pub(crate) use record;

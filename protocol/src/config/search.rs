@@ -172,95 +172,125 @@ pub enum Proposals {
     Guided,
 }
 
-/// The search algorithm of an experiment.
+/// The search algorithm of an experiment: each a record of its own, named by its word.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Search {
-    /// Simulated annealing with Metropolis acceptance.
-    SimulatedAnnealing {
-        /// Steps of the chain.
-        steps: u32,
-        /// Starting temperature.
-        t_max: f64,
-        /// Final temperature.
-        t_min: f64,
-        /// Decisions changed per proposal.
-        flips: u32,
-        /// How temperature falls.
-        schedule: Schedule,
-    },
-    /// A random walk that accepts every proposal.
-    RandomWalk {
-        /// Steps of the chain.
-        steps: u32,
-        /// Decisions changed per proposal.
-        flips: u32,
-    },
-    /// Independent random decision sets, drawn without regard to any result.
-    RandomSearch {
-        /// Steps of the chain.
-        steps: u32,
-        /// `None`: every point takes a uniformly drawn value of its domain
-        /// (uniform over the whole space). `Some(k)`: the starting set with `k`
-        /// distinct points moved, the annealers' move without its feedback.
-        flips: Option<u32>,
-    },
-    /// Greedy one-flip hill climbing: one flip of the incumbent at a time,
-    /// taken only when it is better; at a local optimum (every flip of the
-    /// incumbent tried, none better) it restarts from the best set with
-    /// `kick` points moved.
-    HillClimbing {
-        /// Steps of the chain.
-        steps: u32,
-        /// Points a restart moves away from the best set.
-        kick: u32,
-    },
-    /// Each step flips one point alone away from the starting set, the
-    /// hottest first by the stock build's profile (again from the hottest
-    /// once every point is screened): the per-site effects a dataset of
-    /// effects wants, with no search after.
-    ///
-    /// With `(flips-per-step K)` above 1 (inlining sites, callgrind's
-    /// instruction count as the objective), a step flips up to K points whose
-    /// code does not overlap (no two share a caller or callee), and each
-    /// flip's effect is read from the instructions of the functions it
-    /// touches; a step whose flips do not add up to its whole change has its
-    /// flips measured again, each alone.
-    Screening {
-        /// Steps of the chain.
-        steps: u32,
-        /// Most points one step flips (1: each alone).
-        per_step: u32,
-    },
+    SimulatedAnnealing(Annealing),
+    RandomWalk(RandomWalk),
+    RandomSearch(RandomSearch),
+    HillClimbing(HillClimbing),
+    Screening(Screening),
 }
+
+record! {
+    /// Simulated annealing with Metropolis acceptance.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Annealing {
+        steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
+        t_max: f64 = word::T_MAX, kind::POSITIVE_NUMBER, default(0.04), "Starting temperature.";
+        t_min: f64 = word::T_MIN, kind::POSITIVE_NUMBER, default(0.001), "Final temperature.";
+        flips: u32 = word::FLIPS, kind::POSITIVE, default(3),
+            "Decisions changed per proposal (a knob benchmark moves one).";
+        schedule: Schedule = word::SCHEDULE, SCHEDULE, default(Schedule::Exponential),
+            "How temperature falls.";
+    }
+}
+
+record! {
+    /// A random walk that accepts every proposal.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct RandomWalk {
+        steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
+        flips: u32 = word::FLIPS, kind::POSITIVE, default(3), "Decisions changed per proposal.";
+    }
+}
+
+record! {
+    /// Independent random decision sets, drawn without regard to any result.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct RandomSearch {
+        steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
+        flips: Option<u32> = word::FLIPS, kind::POSITIVE, optional,
+            "None: every point takes a uniformly drawn value of its domain (uniform over the \
+             whole space); K: the starting set with K distinct points moved, the annealers' \
+             move without its feedback.";
+    }
+}
+
+record! {
+    /// Greedy one-flip hill climbing: one flip of the incumbent at a time, taken only when
+    /// it is better; at a local optimum (every flip of the incumbent tried, none better) it
+    /// restarts from the best set with `kick` points moved.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct HillClimbing {
+        steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
+        kick: u32 = word::KICK, kind::POSITIVE, default(3),
+            "Points a restart moves away from the best set.";
+    }
+}
+
+record! {
+    /// Each step flips one point alone away from the starting set, the hottest first by
+    /// the stock build's profile (again from the hottest once every point is screened): the
+    /// per-site effects a dataset of effects wants, with no search after.
+    ///
+    /// With `(flips-per-step K)` above 1 (inlining sites, callgrind's instruction count as
+    /// the objective), a step flips up to K points whose code does not overlap (no two share
+    /// a caller or callee), and each flip's effect is read from the instructions of the
+    /// functions it touches; a step whose flips do not add up to its whole change has its
+    /// flips measured again, each alone.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Screening {
+        steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
+        per_step: u32 = word::FLIPS_PER_STEP, kind::POSITIVE, default(1),
+            "Most points one step flips, whose functions do not overlap (1: each alone).";
+    }
+}
+
+const SCHEDULE: Kind<Schedule> = Kind {
+    takes: "exponential or linear",
+    decode: |f| {
+        f.value(|src, node, field| {
+            match decode::choice(src, node, field, &[word::EXPONENTIAL, word::LINEAR])? {
+                word::LINEAR => Ok(Schedule::Linear),
+                _ => Ok(Schedule::Exponential),
+            }
+        })
+    },
+    print: |schedule| {
+        vec![Sexp::symbol(match schedule {
+            Schedule::Exponential => word::EXPONENTIAL,
+            Schedule::Linear => word::LINEAR,
+        })]
+    },
+};
 
 impl Search {
     /// Steps of the chain.
     pub fn steps(&self) -> u32 {
         match self {
-            Search::SimulatedAnnealing { steps, .. }
-            | Search::RandomWalk { steps, .. }
-            | Search::RandomSearch { steps, .. }
-            | Search::HillClimbing { steps, .. }
-            | Search::Screening { steps, .. } => *steps,
+            Search::SimulatedAnnealing(Annealing { steps, .. })
+            | Search::RandomWalk(RandomWalk { steps, .. })
+            | Search::RandomSearch(RandomSearch { steps, .. })
+            | Search::HillClimbing(HillClimbing { steps, .. })
+            | Search::Screening(Screening { steps, .. }) => *steps,
         }
     }
 
     /// Whether proposals move points drawn by `(proposals ...)` (annealing and
     /// the random walk), rather than by a rule of the search's own.
     pub fn draws_flips(&self) -> bool {
-        matches!(
-            self,
-            Search::SimulatedAnnealing { .. } | Search::RandomWalk { .. }
-        )
+        matches!(self, Search::SimulatedAnnealing(_) | Search::RandomWalk(_))
     }
 
     /// Decisions changed per proposal (random search over the whole space
     /// draws every point and reads 0 here).
     pub fn flips(&self) -> u32 {
         match self {
-            Search::SimulatedAnnealing { flips, .. } | Search::RandomWalk { flips, .. } => *flips,
-            Search::RandomSearch { flips, .. } => flips.unwrap_or(0),
-            Search::HillClimbing { .. } | Search::Screening { .. } => 1,
+            Search::SimulatedAnnealing(Annealing { flips, .. })
+            | Search::RandomWalk(RandomWalk { flips, .. }) => *flips,
+            Search::RandomSearch(RandomSearch { flips, .. }) => flips.unwrap_or(0),
+            Search::HillClimbing(_) | Search::Screening(_) => 1,
         }
     }
 }
@@ -338,108 +368,35 @@ fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
         .as_list()
         .and_then(|l| l.first())
         .and_then(Sexp::as_symbol);
+    let open = |word: &str, words: &[&str]| Record::open(src, node, word, Some(word), words);
     match head {
         Some(word::SIMULATED_ANNEALING) => {
-            let rec = Record::open(
-                src,
-                node,
-                word::SIMULATED_ANNEALING,
-                Some(word::SIMULATED_ANNEALING),
-                &[
-                    word::STEPS,
-                    word::T_MAX,
-                    word::T_MIN,
-                    word::FLIPS,
-                    word::SCHEDULE,
-                ],
-            )?;
-            let t_max = rec
-                .opt_value(word::T_MAX, decode::positive_number)?
-                .unwrap_or(0.04);
-            let t_min = rec
-                .opt_value(word::T_MIN, decode::positive_number)?
-                .unwrap_or(0.001);
+            let rec = open(word::SIMULATED_ANNEALING, &Annealing::words())?;
+            let annealing = Annealing::decode_fields(&rec)?;
+            let (t_max, t_min) = (annealing.t_max, annealing.t_min);
             if t_min > t_max {
                 return Err(src.error(
                     rec.pos(),
                     format!("t-min ({t_min}) is above t-max ({t_max})"),
                 ));
             }
-            let schedule = match rec.opt(word::SCHEDULE) {
-                Some(f) => {
-                    match decode::choice(
-                        src,
-                        f.one()?,
-                        word::SCHEDULE,
-                        &[word::EXPONENTIAL, word::LINEAR],
-                    )? {
-                        word::LINEAR => Schedule::Linear,
-                        _ => Schedule::Exponential,
-                    }
-                }
-                None => Schedule::Exponential,
-            };
-            Ok(Search::SimulatedAnnealing {
-                steps: rec.req_value(word::STEPS, decode::positive32)?,
-                t_max,
-                t_min,
-                flips: rec.opt_value(word::FLIPS, decode::positive32)?.unwrap_or(3),
-                schedule,
-            })
+            Ok(Search::SimulatedAnnealing(annealing))
         }
         Some(word::RANDOM_WALK) => {
-            let rec = Record::open(
-                src,
-                node,
-                word::RANDOM_WALK,
-                Some(word::RANDOM_WALK),
-                &[word::STEPS, word::FLIPS],
-            )?;
-            Ok(Search::RandomWalk {
-                steps: rec.req_value(word::STEPS, decode::positive32)?,
-                flips: rec.opt_value(word::FLIPS, decode::positive32)?.unwrap_or(3),
-            })
+            RandomWalk::decode_fields(&open(word::RANDOM_WALK, &RandomWalk::words())?)
+                .map(Search::RandomWalk)
         }
         Some(word::RANDOM_SEARCH) => {
-            let rec = Record::open(
-                src,
-                node,
-                word::RANDOM_SEARCH,
-                Some(word::RANDOM_SEARCH),
-                &[word::STEPS, word::FLIPS],
-            )?;
-            Ok(Search::RandomSearch {
-                steps: rec.req_value(word::STEPS, decode::positive32)?,
-                flips: rec.opt_value(word::FLIPS, decode::positive32)?,
-            })
+            RandomSearch::decode_fields(&open(word::RANDOM_SEARCH, &RandomSearch::words())?)
+                .map(Search::RandomSearch)
         }
         Some(word::HILL_CLIMBING) => {
-            let rec = Record::open(
-                src,
-                node,
-                word::HILL_CLIMBING,
-                Some(word::HILL_CLIMBING),
-                &[word::STEPS, word::KICK],
-            )?;
-            Ok(Search::HillClimbing {
-                steps: rec.req_value(word::STEPS, decode::positive32)?,
-                kick: rec.opt_value(word::KICK, decode::positive32)?.unwrap_or(3),
-            })
+            HillClimbing::decode_fields(&open(word::HILL_CLIMBING, &HillClimbing::words())?)
+                .map(Search::HillClimbing)
         }
         Some(word::SCREENING) => {
-            let rec = Record::open(
-                src,
-                node,
-                word::SCREENING,
-                Some(word::SCREENING),
-                &[word::STEPS, word::FLIPS_PER_STEP],
-            )?;
-            Ok(Search::Screening {
-                steps: rec.req_value(word::STEPS, decode::positive32)?,
-                per_step: rec
-                    .opt_value(word::FLIPS_PER_STEP, decode::positive32)?
-                    .unwrap_or(1),
-            })
+            Screening::decode_fields(&open(word::SCREENING, &Screening::words())?)
+                .map(Search::Screening)
         }
         _ => Err(src.error(
             node.pos,
@@ -454,57 +411,13 @@ fn search(src: Src<'_>, node: &Sexp) -> Result<Search, SexpError> {
 
 impl Search {
     pub(super) fn to_sexp(&self) -> Sexp {
-        let f = Sexp::field;
-        match self {
-            Search::SimulatedAnnealing {
-                steps,
-                t_max,
-                t_min,
-                flips,
-                schedule,
-            } => f(
-                word::SIMULATED_ANNEALING,
-                vec![
-                    f(word::STEPS, vec![int(*steps)]),
-                    f(word::T_MAX, vec![float(*t_max)]),
-                    f(word::T_MIN, vec![float(*t_min)]),
-                    f(word::FLIPS, vec![int(*flips)]),
-                    f(
-                        word::SCHEDULE,
-                        vec![Sexp::symbol(match schedule {
-                            Schedule::Exponential => word::EXPONENTIAL,
-                            Schedule::Linear => word::LINEAR,
-                        })],
-                    ),
-                ],
-            ),
-            Search::RandomWalk { steps, flips } => f(
-                word::RANDOM_WALK,
-                vec![
-                    f(word::STEPS, vec![int(*steps)]),
-                    f(word::FLIPS, vec![int(*flips)]),
-                ],
-            ),
-            Search::RandomSearch { steps, flips } => {
-                let mut fields = vec![f(word::STEPS, vec![int(*steps)])];
-                // No `flips`: uniform over the whole space.
-                fields.extend(flips.map(|k| f(word::FLIPS, vec![int(k)])));
-                f(word::RANDOM_SEARCH, fields)
-            }
-            Search::HillClimbing { steps, kick } => f(
-                word::HILL_CLIMBING,
-                vec![
-                    f(word::STEPS, vec![int(*steps)]),
-                    f(word::KICK, vec![int(*kick)]),
-                ],
-            ),
-            Search::Screening { steps, per_step } => f(
-                word::SCREENING,
-                vec![
-                    f(word::STEPS, vec![int(*steps)]),
-                    f(word::FLIPS_PER_STEP, vec![int(*per_step)]),
-                ],
-            ),
-        }
+        let (word, fields) = match self {
+            Search::SimulatedAnnealing(s) => (word::SIMULATED_ANNEALING, s.print_fields()),
+            Search::RandomWalk(s) => (word::RANDOM_WALK, s.print_fields()),
+            Search::RandomSearch(s) => (word::RANDOM_SEARCH, s.print_fields()),
+            Search::HillClimbing(s) => (word::HILL_CLIMBING, s.print_fields()),
+            Search::Screening(s) => (word::SCREENING, s.print_fields()),
+        };
+        Sexp::field(word, fields)
     }
 }

@@ -1,4 +1,5 @@
-//! Just enough of a Rust lexer to find the module paths a file names.
+//! Just enough of a Rust lexer to find the module paths a file names (and, for
+//! `length`, where its functions begin and end).
 //!
 //! Comments, strings and character literals are dropped (a path in a doc
 //! comment or a message is no dependency); what is left is scanned for paths
@@ -28,7 +29,7 @@ pub struct Scan {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Tok {
+pub(crate) enum Tok {
     Ident(String),
     PathSep,
     Open,
@@ -168,7 +169,7 @@ fn expand(
 }
 
 /// The tokens of `src` that matter for paths, each with its line.
-fn tokens(src: &str) -> Vec<(Tok, usize)> {
+pub(crate) fn tokens(src: &str) -> Vec<(Tok, usize)> {
     let c: Vec<char> = src.chars().collect();
     let at = |j: usize| c.get(j).copied().unwrap_or('\0');
     let mut toks = Vec::new();

@@ -1,12 +1,14 @@
-//! kiln-modcheck: fails when modules of a crate import each other.
+//! kiln-modcheck: fails when modules of a crate import each other, or when a
+//! function outside tests runs past `length::MAX_LINES` lines.
 //!
 //! Usage: `kiln-modcheck [CRATE_SRC_DIR...]`. Without arguments it checks the
 //! workspace's crates (found from `CARGO_MANIFEST_DIR`, else the current
-//! folder). Prints each cycle with the file and line of every edge on it and
-//! exits 1; exits 0 with a one-line summary when there is none; 2 on bad usage
+//! folder). Prints each cycle with the file and line of every edge on it, and
+//! each long function with its file and line, and exits 1; exits 0 with a one-line summary when there is none; 2 on bad usage
 //! or an unreadable folder.
 
 mod check;
+mod length;
 mod lex;
 
 use std::path::{Path, PathBuf};
@@ -47,7 +49,7 @@ fn run(args: Vec<String>) -> Result<bool, String> {
         args.into_iter().map(|a| (a.clone(), a.into())).collect()
     };
 
-    let (mut modules, mut cycles) = (0, 0);
+    let (mut modules, mut cycles, mut long) = (0, 0, 0);
     for (label, dir) in &dirs {
         let mut files = Vec::new();
         read_tree(dir, dir, &mut files)
@@ -58,19 +60,33 @@ fn run(args: Vec<String>) -> Result<bool, String> {
         for cycle in &report.cycles {
             println!("{label}: {cycle}");
         }
+        long += report_long_functions(label, &files);
     }
-    if cycles > 0 {
-        println!(
-            "modcheck: {} crates, {modules} modules, {cycles} import cycle(s)",
-            dirs.len()
-        );
-        return Ok(false);
-    }
-    println!(
-        "modcheck: {} crates, {modules} modules, no import cycles",
-        dirs.len()
+    let summary = format!(
+        "modcheck: {} crates, {modules} modules, {cycles} import cycle(s), \
+         {long} function(s) over {} lines outside tests",
+        dirs.len(),
+        length::MAX_LINES
     );
-    Ok(true)
+    println!("{summary}");
+    Ok(cycles == 0 && long == 0)
+}
+
+/// Prints each function of `files` longer than [`length::MAX_LINES`]; returns how many.
+fn report_long_functions(label: &str, files: &[(String, String)]) -> usize {
+    let mut long = 0;
+    for (path, source) in files {
+        for f in length::functions(source) {
+            if f.lines > length::MAX_LINES {
+                println!(
+                    "{label}/{path}:{}: fn {} is {} lines",
+                    f.line, f.name, f.lines
+                );
+                long += 1;
+            }
+        }
+    }
+    long
 }
 
 /// The nearest folder at or above `CARGO_MANIFEST_DIR` (set by `cargo run`),
