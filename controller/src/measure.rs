@@ -12,7 +12,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::bundle::Bundle;
-use kiln_protocol::config::{BenchmarkSpec, RunPolicy, WorkerSpec};
+use kiln_protocol::config::{BenchmarkSpec, LocalWorker, RunPolicy, WorkerSpec};
 use kiln_protocol::message::StepResult;
 use kiln_protocol::{CampaignConfig, DecisionSet, StepOutcome, StepRequest};
 
@@ -43,14 +43,14 @@ pub fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<Worker
         None => Ok(config
             .workers
             .iter()
-            .find(|w| matches!(w, WorkerSpec::Local { .. }))
+            .find(|w| matches!(w, WorkerSpec::Local(_)))
             .cloned()
-            .unwrap_or_else(|| WorkerSpec::Local {
+            .unwrap_or_else(|| WorkerSpec::Local(LocalWorker {
                 name: "local".into(),
                 slots: 1,
                 cpus: Vec::new(),
                 gpus: Vec::new(),
-            })),
+            }))),
     }
 }
 
@@ -59,12 +59,12 @@ pub fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<Worker
 pub fn single_slot(worker: &WorkerSpec) -> WorkerSpec {
     let first = SlotPlace::of(worker, 0);
     match worker.clone() {
-        WorkerSpec::Local { name, .. } => WorkerSpec::Local {
-            name,
+        WorkerSpec::Local(local) => WorkerSpec::Local(LocalWorker {
             slots: 1,
             cpus: first.cpus,
             gpus: first.gpus,
-        },
+            ..local
+        }),
         WorkerSpec::Ssh(mut ssh) => {
             ssh.slots = 1;
             ssh.cpus = first.cpus;
@@ -177,15 +177,15 @@ pub async fn compare(
             let request = step::request(config, spec, bundle, set, runs, None, expected);
             let m = step(session, bundle, request).await?;
             if i == 0 {
-                if m.result.outcome != StepOutcome::Ok {
+                if m.result.measurement.outcome != StepOutcome::Ok {
                     bail!(
                         "the baseline of benchmark {} failed on worker {}: {}",
                         spec.name,
                         session.worker,
-                        m.result.outcome
+                        m.result.measurement.outcome
                     );
                 }
-                expected = expected.or(m.result.output_digest);
+                expected = expected.or(m.result.measurement.output_digest);
             }
             measured[i].push(m);
         }
@@ -202,13 +202,13 @@ pub fn pooled_objective(
     let metric = config.objective.metric;
     if let Some(failed) = measured
         .iter()
-        .find(|m| m.result.outcome != StepOutcome::Ok)
+        .find(|m| m.result.measurement.outcome != StepOutcome::Ok)
     {
-        return Err(failed.result.outcome.to_string());
+        return Err(failed.result.measurement.outcome.to_string());
     }
     let samples: Vec<f64> = measured
         .iter()
-        .flat_map(|m| &m.result.runs)
+        .flat_map(|m| &m.result.measurement.runs)
         .filter(|r| !r.warmup)
         .filter_map(|r| r.metrics.get(&metric)?.measured())
         .collect();

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use kiln_protocol::config::{
-    Annealing, BenchmarkKind, HillClimbing, OutputCheck, RandomSearch, Search, WorkerSpec,
+    Annealing, BenchmarkKind, HillClimbing, LocalWorker, OutputCheck, RandomSearch, Search,
+    WorkerSpec,
 };
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionPoint, DecisionValue, SiteId};
 
@@ -46,7 +47,7 @@ const SKETCH: &str = r#"(campaign
   (experiments
     ((benchmark sample-dsp) (search (simulated-annealing (steps 100) (t-max 0.04) (t-min 0.001))) (chains 1) (seed 42)))
   (benchmarks
-    ((name sample-dsp) (kind llvm-inline) (sources "benchmarks/sample-dsp")
+    ((name sample-dsp) (kind llvm-inline) (sources "bench-programs/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "2000")) (timeout-s 30)))
   (workers
     ((local (slots 1) (cpus (1))))
@@ -71,7 +72,7 @@ fn the_issue_sketch_parses_with_defaults_filled_in() {
         c.benchmarks[0].kind,
         BenchmarkKind::LlvmInline { .. }
     ));
-    assert!(matches!(&c.workers[0], WorkerSpec::Local { slots: 1, .. }));
+    assert!(matches!(&c.workers[0], WorkerSpec::Local(LocalWorker { slots: 1, .. })));
     match &c.workers[1] {
         WorkerSpec::Ssh(s) => {
             assert_eq!(s.port, 22);

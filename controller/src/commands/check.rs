@@ -68,7 +68,7 @@ fn missing(config: &CampaignConfig) -> (Vec<String>, Vec<String>) {
     let only_local = config
         .workers
         .iter()
-        .all(|w| matches!(w, WorkerSpec::Local { .. }));
+        .all(|w| matches!(w, WorkerSpec::Local(_)));
     let mut doubts = Vec::new();
     for b in &config.benchmarks {
         let field = |f: &str| format!("benchmark {}: ({f} ...)", b.name);

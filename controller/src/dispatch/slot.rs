@@ -45,7 +45,7 @@ fn share(ids: &[u32], slots: u32, slot: u32) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::{share, SlotPlace};
-    use kiln_protocol::config::WorkerSpec;
+    use kiln_protocol::config::{LocalWorker, WorkerSpec};
 
     #[test]
     fn cpus_and_gpus_split_evenly_across_slots() {
@@ -53,12 +53,12 @@ mod tests {
         assert_eq!(share(&[2, 3], 2, 1), vec![3]);
         assert_eq!(share(&[0, 1, 2, 3], 2, 1), vec![2, 3]);
         assert_eq!(share(&[], 2, 1), Vec::<u32>::new());
-        let worker = WorkerSpec::Local {
+        let worker = WorkerSpec::Local(LocalWorker {
             name: "w".into(),
             slots: 2,
             cpus: vec![0, 1, 2, 3],
             gpus: vec![4, 5],
-        };
+        });
         assert_eq!(
             SlotPlace::of(&worker, 1),
             SlotPlace {

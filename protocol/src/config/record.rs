@@ -140,6 +140,13 @@ pub const NAME: Kind<String> = Kind {
     print: |v| vec![name_sexp(v)],
 };
 
+/// A file or folder, as a string.
+pub const PATH: Kind<std::path::PathBuf> = Kind {
+    takes: "a path (string)",
+    decode: |f| f.value(decode::string).map(Into::into),
+    print: |path| vec![super::path_sexp(path)],
+};
+
 /// A list of strings, such as a command line.
 pub const STRINGS: Kind<Vec<String>> = Kind {
     takes: "a list of strings",

@@ -4,8 +4,8 @@
 
 use super::record::{Absent, FieldRow};
 use super::{
-    Annealing, BenchmarkSpec, Calibration, Experiment, HillClimbing, Limits, Objective,
-    RandomSearch, RandomWalk, RunPolicy, Screening, Timeouts,
+    Annealing, BenchmarkSpec, Calibration, Experiment, HillClimbing, Limits, LocalWorker,
+    Objective, RandomSearch, RandomWalk, RunPolicy, Screening, SlurmWorker, SshWorker, Timeouts,
 };
 
 /// The lines that open and close the reference in prod-configs/README.md.
@@ -33,7 +33,22 @@ fn records() -> Vec<(&'static str, Vec<FieldRow>)> {
         ("(search (screening FIELDS))", Screening::reference()),
         ("(benchmarks (FIELDS) ...)", BenchmarkSpec::reference()),
         ("(benchmarks ... (limits FIELDS))", Limits::reference()),
+        ("(workers (local FIELDS) ...)", LocalWorker::reference()),
+        ("(workers (ssh FIELDS) ...)", SshWorker::reference()),
+        ("(workers (slurm FIELDS) ...)", slurm_rows()),
     ]
+}
+
+/// A slurm entry's fields, and `(nodes N)`, which makes it N workers.
+fn slurm_rows() -> Vec<FieldRow> {
+    let mut rows = SlurmWorker::reference();
+    rows.push(FieldRow {
+        word: "nodes",
+        takes: "an integer from 1 to 1024",
+        default: Absent::Value("1".into()),
+        doc: "Workers this entry stands for, named NAME-1 .. NAME-N (one, named NAME, without it).",
+    });
+    rows
 }
 
 /// The reference as markdown, between [`BEGIN`] and [`END`], lines of at most 100 characters.

@@ -258,7 +258,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
 
 fn address_of(spec: &WorkerSpec) -> String {
     match spec {
-        WorkerSpec::Local { .. } => "local".into(),
+        WorkerSpec::Local(_) => "local".into(),
         WorkerSpec::Ssh(s) => format!(
             "{}{}:{}",
             s.user.as_ref().map(|u| format!("{u}@")).unwrap_or_default(),

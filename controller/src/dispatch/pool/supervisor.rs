@@ -11,7 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use tokio::sync::mpsc;
 
-use kiln_protocol::config::WorkerSpec;
+use kiln_protocol::config::{LocalWorker, WorkerSpec};
 
 use crate::store::layout;
 
@@ -75,7 +75,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
     pub(super) async fn connect(&self) -> Result<Arc<Connection>> {
         let t = &self.settings.timeouts;
         let channel = match &self.spec {
-            WorkerSpec::Local { name, .. } => {
+            WorkerSpec::Local(LocalWorker { name, .. }) => {
                 let home = self.settings.local_rundir.parent();
                 if folder_identity(home) != self.local_home {
                     anyhow::bail!(
@@ -221,7 +221,7 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
     /// hello with something else than a hello (another program, a corrupt binary), or a local
     /// worker could not be started (a local one has no link to come back).
     pub(super) fn is_bad_start(&self, e: &anyhow::Error) -> bool {
-        e.is::<BadHello>() || matches!(self.spec, WorkerSpec::Local { .. })
+        e.is::<BadHello>() || matches!(self.spec, WorkerSpec::Local(_))
     }
 
     /// Gives a Slurm worker up once its last `lost` allocations in a row ended or never started
