@@ -17,7 +17,7 @@
      (knobs
        (block 32 8 16 64 128)
        (order IJK IKJ JKI))
-     (sources "../benchmarks/blocked-mm")
+     (sources "../bench-programs/blocked-mm")
      (build ("clang" "-O2" "-DBLOCK={block}" "-DORDER_{order}" "main.c" "-o" "bench"))
      (run ("./bench" "512"))
      (timeout-s 20)))

@@ -1,6 +1,6 @@
 ;; Per-site effects over the corpus: each program's hottest sites (by the stock
 ;; build's profile) flipped one at a time away from stock, measured in
-;; callgrind instructions (exact, one run a step). The data examples/policy
+;; callgrind instructions (exact, one run a step). The data policy
 ;; trains leave-one-program-out policies on (results/policy.md).
 (campaign
   (name corpus-effects)

@@ -1,5 +1,5 @@
 ;; Search sanity check: ten binary knobs whose cost (callgrind instructions)
-;; is a known function with a unique optimum (see benchmarks/synthetic/README.md).
+;; is a known function with a unique optimum (see bench-programs/synthetic/README.md).
 (campaign
   (name synthetic)
   (store "../results/synthetic")
@@ -16,7 +16,7 @@
      (kind knobs)
      (knobs (x0 0 1) (x1 0 1) (x2 0 1) (x3 0 1) (x4 0 1)
             (x5 0 1) (x6 0 1) (x7 0 1) (x8 0 1) (x9 0 1))
-     (sources "../benchmarks/synthetic")
+     (sources "../bench-programs/synthetic")
      (build ("cc" "-O1" "main.c" "-o" "bench"))
      (run ("./bench" "{x0}" "{x1}" "{x2}" "{x3}" "{x4}" "{x5}" "{x6}" "{x7}" "{x8}" "{x9}" "2000"))
      (check-output none)

@@ -23,7 +23,7 @@ const CONFIG: &str = r#"(campaign
   (benchmarks
     ((name sample-dsp)
      (kind llvm-inline)
-     (sources "benchmarks/sample-dsp")
+     (sources "bench-programs/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench"))
      (run ("./bench" "80"))
      (timeout-s 30)))

@@ -1,8 +1,8 @@
-//! The policy round trip of `examples/policy/`, end to end on small data: a
+//! The policy round trip of `policy/`, end to end on small data: a
 //! real campaign over two bundled benchmarks and a third left out, the dataset
 //! exported as Parquet, a model trained in Python, applied to the left-out
 //! benchmark's sites, and its decision file measured against stock; and the
-//! corpus's leave-one-program-out loop (`examples/policy/corpus`) on three.
+//! corpus's leave-one-program-out loop (`policy/corpus`) on three.
 
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
@@ -21,18 +21,18 @@ fn setup(edit: impl Fn(String) -> String) -> tempfile::TempDir {
     for name in ["sample-dsp", "tiny-interp", "graph-walk"] {
         copy_benchmark(name, dir.path());
     }
-    let config = std::fs::read_to_string(repo().join("examples/policy/campaign.sexp"))
+    let config = std::fs::read_to_string(repo().join("policy/campaign.sexp"))
         .unwrap()
-        .replace("../../target/policy/store", "store")
-        .replace("../../benchmarks/", "benchmarks/");
+        .replace("../target/policy/store", "store")
+        .replace("../bench-programs/", "bench-programs/");
     std::fs::write(dir.path().join("campaign.sexp"), edit(config)).unwrap();
     dir
 }
 
-/// Runs `examples/policy/SCRIPT ARGS` in `dir` with this build's kiln; its
+/// Runs `policy/SCRIPT ARGS` in `dir` with this build's kiln; its
 /// output, once it succeeded.
 fn example(dir: &std::path::Path, script: &str, args: &[&str]) -> String {
-    let out = Command::new(repo().join("examples/policy").join(script))
+    let out = Command::new(repo().join("policy").join(script))
         .args(args)
         .current_dir(dir)
         .env("KILN", kiln())
@@ -45,7 +45,7 @@ fn example(dir: &std::path::Path, script: &str, args: &[&str]) -> String {
     log
 }
 
-/// The scripts/python-env interpreter, with examples/policy/requirements.txt.
+/// The scripts/python-env interpreter, with policy/requirements.txt.
 fn python() -> String {
     let python = Command::new(repo().join("scripts/python-env"))
         .output()
@@ -101,9 +101,9 @@ fn kiln_policy_measures_stock_nothing_and_a_failing_policy_per_benchmark() {
     ((benchmark sample-dsp) (search (random-walk (steps 2))) (seed 1))
     ((benchmark tiny-interp) (search (random-walk (steps 2))) (seed 2)))
   (benchmarks
-    ((name sample-dsp) (kind llvm-inline) (sources "benchmarks/sample-dsp")
+    ((name sample-dsp) (kind llvm-inline) (sources "bench-programs/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "80")) (timeout-s 60))
-    ((name tiny-interp) (kind llvm-inline) (sources "benchmarks/tiny-interp")
+    ((name tiny-interp) (kind llvm-inline) (sources "bench-programs/tiny-interp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "1")) (timeout-s 60)))
   (workers (local (slots 2))))
 "#;
@@ -172,7 +172,7 @@ fn kiln_policy_measures_stock_nothing_and_a_failing_policy_per_benchmark() {
     assert!(line("tiny-interp").contains("decision file"), "{said}");
 }
 
-/// `examples/policy/corpus` on three bundled programs: screening campaigns,
+/// `policy/corpus` on three bundled programs: screening campaigns,
 /// one model per program trained on the other two's effects (the decision
 /// rule validated on those alone), and `kiln policy` measuring each program
 /// under the model that never saw it; the summary has a row per program.
@@ -216,7 +216,7 @@ fn corpus_policies_decide_each_program_with_a_model_that_never_saw_it() {
 }
 
 /// The policy shipped with the dataset (dataset/model.joblib, trained on corpus programs only)
-/// decides a bundled benchmark through `examples/policy/decide`: `kiln policy` measures its
+/// decides a bundled benchmark through `policy/decide`: `kiln policy` measures its
 /// decisions against stock, and passes on what the policy said it flipped.
 #[test]
 fn the_shipped_policy_decides_a_program_outside_the_corpus() {
@@ -230,7 +230,7 @@ fn the_shipped_policy_decides_a_program_outside_the_corpus() {
             "--json",
             "--",
         ])
-        .arg(repo().join("examples/policy/decide"))
+        .arg(repo().join("policy/decide"))
         .env("PYTHON", python())
         .output()
         .unwrap();
@@ -260,9 +260,9 @@ fn the_dataset_script_resumes_and_adds_no_duplicate_effect() {
   (runs (warmup 0) (min 1) (max 1))
   (experiments (each-benchmark (search (screening (steps 8) (flips-per-step 4))) (seed 1)))
   (benchmarks
-    ((name sample-dsp) (kind llvm-inline) (sources "benchmarks/sample-dsp")
+    ((name sample-dsp) (kind llvm-inline) (sources "bench-programs/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "80")))
-    ((name tiny-interp) (kind llvm-inline) (sources "benchmarks/tiny-interp")
+    ((name tiny-interp) (kind llvm-inline) (sources "bench-programs/tiny-interp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "1"))))
   (workers (local (slots 2))))
 "#

@@ -11,7 +11,7 @@ use kiln_protocol::DecisionFile;
 /// The synthetic benchmark's knobs x2..x9 (x0 and x1 held at 0, leaving out
 /// their interaction), so the cost is a sum of per-knob effects:
 /// 300 × (200 − 25·x2 + 15·x3 − 10·x4 + 40·x5 − 5·x6 + 20·x7 − 18·x8 + 8·x9)
-/// loop iterations (benchmarks/synthetic/README.md).
+/// loop iterations (bench-programs/synthetic/README.md).
 const KNOBS: [(&str, f64); 8] = [
     ("x2", -25.0),
     ("x3", 15.0),
@@ -71,7 +71,7 @@ fn synthetic_walk(steps: u32, passed: bool) -> String {
     walk_config(
         "synthetic",
         &names,
-        ("benchmarks/synthetic", build, &run),
+        ("bench-programs/synthetic", build, &run),
         steps,
         3,
     )

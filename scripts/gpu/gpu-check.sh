@@ -5,7 +5,7 @@
 #   --steps LIST      comma-separated, run in this order (default: probe,tests,calibrate,torch-trace,campaigns):
 #                       probe        kiln-worker probe, text and JSON
 #                       tests        the worker's gpu:: integration tests
-#                       calibrate    benchmarks/gpu-calibrate measured by hand (kiln-worker measure)
+#                       calibrate    bench-programs/gpu-calibrate measured by hand (kiln-worker measure)
 #                       torch-trace  torch_events.py traced (measure --json), then under torch.profiler
 #                       torch-table  torch_events.py measured for the energy/power table (text)
 #                       campaigns    the gpu-gemm and torch-conv campaigns, status, export, report
@@ -50,7 +50,7 @@ fi
 
 if want calibrate; then
 stamp calibrate-by-hand
-mkdir -p /tmp/cal && cd /tmp/cal && $NVCC -O2 -arch=native -o calibrate $ROOT/benchmarks/gpu-calibrate/calibrate.cu && \
+mkdir -p /tmp/cal && cd /tmp/cal && $NVCC -O2 -arch=native -o calibrate $ROOT/bench-programs/gpu-calibrate/calibrate.cu && \
   { nvml_energy; smi_on cal; stamp cal-measure-start
     timeout 60 $G/bin/kiln-worker measure --runs 3 --warmup 1 --objective gpu-time --metric gpu-kernel-sum --metric gpu-kernel-count --metric gpu-memcpy-time --metric energy --metric power-avg --metric power-peak --metric sm-clock --metric gpu-throttled -- ./calibrate 1000 800 2 2>&1 | tee $R/calibrate-measure.txt
     stamp cal-measure-end; smi_off; nvml_energy; }

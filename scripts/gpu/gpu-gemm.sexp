@@ -1,4 +1,4 @@
-;; A GPU knob campaign: the tiling of a CUDA GEMM (benchmarks/gpu-gemm), compiled with nvcc in
+;; A GPU knob campaign: the tiling of a CUDA GEMM (bench-programs/gpu-gemm), compiled with nvcc in
 ;; every step, searched by simulated annealing on GPU busy time measured with CUPTI. It needs a
 ;; worker with an NVIDIA GPU, the CUDA toolkit in /usr/local/cuda, and libkiln_cupti.so beside
 ;; kiln-worker (`cargo build --release` builds both); where GPU time is unsupported the
@@ -20,7 +20,7 @@
      (knobs
        (tile 16 8 32)
        (work 1 2 4 8))
-     (sources "../benchmarks/gpu-gemm")
+     (sources "../bench-programs/gpu-gemm")
      (build ("nvcc" "-O3" "-arch=native" "-DTILE={tile}" "-DWORK={work}" "gemm.cu" "-o" "gemm"))
      (run ("./gemm" "2048" "20"))
      ;; nvcc is not on the clean PATH builds and runs get.

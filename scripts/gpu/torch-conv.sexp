@@ -1,4 +1,4 @@
-;; A PyTorch operator campaign: execution settings of a conv2d (benchmarks/torch-conv) searched
+;; A PyTorch operator campaign: execution settings of a conv2d (bench-programs/torch-conv) searched
 ;; by simulated annealing on the GPU energy of each run (NVML's energy counter). The knobs reach
 ;; the script as KILN_KNOB_* environment variables. `python3` on the clean PATH must import
 ;; torch with CUDA: runs get HOME set to their slot folder, so a `pip install --user` is not
@@ -25,7 +25,7 @@
        (channels-last off on)
        (dtype float32 float16 bfloat16)
        (tf32 off on))
-     (sources "../benchmarks/torch-conv")
+     (sources "../bench-programs/torch-conv")
      (run ("python3" "conv.py" "--iters" "2000"))
      (timeout-s 300)))
   (workers

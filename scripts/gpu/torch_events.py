@@ -1,4 +1,4 @@
-# The conv2d of benchmarks/torch-conv timed by CUDA events, for comparison with kiln's CUPTI
+# The conv2d of bench-programs/torch-conv timed by CUDA events, for comparison with kiln's CUPTI
 # GPU time of the same process. Prints a fixed line on stdout (kiln's output check) and appends
 # the event-timed milliseconds to $EVENTS_FILE.
 import os, sys, torch

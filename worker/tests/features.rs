@@ -18,11 +18,11 @@ use kiln_worker::step::discover;
 
 use crate::common::{have, skip};
 
-/// Discovers a bundled benchmark (`benchmarks/NAME`), built by `build` and
+/// Discovers a bundled benchmark (`bench-programs/NAME`), built by `build` and
 /// profiled with `run`.
 fn discover_bundled(name: &str, compiler: Compiler, build: &[&str], run: &[&str]) -> Discovery {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../benchmarks")
+        .join("../bench-programs")
         .join(name);
     let files = std::fs::read_dir(&root)
         .unwrap()

@@ -159,7 +159,7 @@ fn calibration_cpu_and_gpu_times_are_within_5_percent() {
     }
     let dir = tempfile::tempdir().unwrap();
     let source =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../benchmarks/gpu-calibrate/calibrate.cu");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-programs/gpu-calibrate/calibrate.cu");
     let built = output_std(
         Command::new(&nvcc)
             // Built for this GPU: no PTX compiled at load time, in one run and not the other.

@@ -951,7 +951,7 @@ fn fallback_always_inline_shows_up_in_verify() {
 
 #[test]
 fn bundled_benchmarks_round_trip() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../benchmarks");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-programs");
     let candidates = [
         ("sample-dsp/main.c", Lang::C),
         ("tiny-interp/main.c", Lang::C),

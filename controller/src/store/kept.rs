@@ -139,7 +139,7 @@ mod tests {
         .unwrap();
         let spec = config.benchmarks[0].clone();
         let elsewhere = BenchmarkSpec {
-            sources: PathBuf::from("benchmarks/sample-dsp"),
+            sources: PathBuf::from("bench-programs/sample-dsp"),
             ..spec.clone()
         };
         let bundle = ContentHash::of(b"sources");

@@ -52,11 +52,11 @@ pub fn campaign_config(
   {extra}
   (experiments ((benchmark knobs) (search {search}) (chains {chains}) (seed 7)))
   (benchmarks
-    ((name knobs) (kind knobs) (sources "benchmarks/knobs")
+    ((name knobs) (kind knobs) (sources "bench-programs/knobs")
      ;; 100 combinations: few proposals repeat (a repeat reuses the earlier measurement).
      (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
      (run ("sh" "run.sh" "{{a}}" "{{b}}" "{tenths}")) (check-output none) (timeout-s 20))
-    ((name cal) (kind knobs) (sources "benchmarks/knobs") (knobs (x 0))
+    ((name cal) (kind knobs) (sources "bench-programs/knobs") (knobs (x 0))
      (run ("sh" "cal.sh" "delays")) (check-output none) (timeout-s 20)))
   {workers})
 "#
@@ -66,7 +66,7 @@ pub fn campaign_config(
 /// A scratch campaign folder with the knob benchmark and `config`.
 pub fn campaign_dir(config: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/knobs");
+    let bench = dir.path().join("bench-programs/knobs");
     std::fs::create_dir_all(&bench).unwrap();
     std::fs::write(bench.join("run.sh"), RUN_SH).unwrap();
     std::fs::write(bench.join("cal.sh"), CAL_SH).unwrap();
@@ -244,7 +244,7 @@ pub fn synthetic_config_on(steps: u32, seed: u64, parallel: u32, workers: &str) 
   (benchmarks
     ((name synthetic) (kind knobs)
      (knobs (x0 0 1) (x1 0 1) (x2 0 1) (x3 0 1) (x4 0 1) (x5 0 1) (x6 0 1) (x7 0 1) (x8 0 1) (x9 0 1))
-     (sources "benchmarks/synthetic")
+     (sources "bench-programs/synthetic")
      (build ("cc" "-O1" "main.c" "-o" "bench"))
      (run ("./bench" "{{x0}}" "{{x1}}" "{{x2}}" "{{x3}}" "{{x4}}" "{{x5}}" "{{x6}}" "{{x7}}" "{{x8}}" "{{x9}}" "300"))
      (check-output none)
@@ -279,7 +279,7 @@ pub fn slow_config(steps: u32) -> String {
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark slow) (search (simulated-annealing (steps {steps}))) (seed 1)))
   (benchmarks
-    ((name slow) (kind knobs) (sources "benchmarks/slow")
+    ((name slow) (kind knobs) (sources "bench-programs/slow")
      (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9))
      (run ("sh" "run.sh" "{{a}}" "{{b}}")) (check-output none)))
   (workers (local (slots 1))))
@@ -295,7 +295,7 @@ pub fn slow_setup(steps: u32) -> tempfile::TempDir {
 /// [`slow_setup`] with runs of `seconds` each.
 pub fn slow_setup_of(steps: u32, seconds: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/slow");
+    let bench = dir.path().join("bench-programs/slow");
     std::fs::create_dir_all(&bench).unwrap();
     std::fs::write(
         bench.join("run.sh"),

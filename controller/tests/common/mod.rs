@@ -98,10 +98,10 @@ pub fn have_valgrind() -> bool {
     have("valgrind")
 }
 
-/// Copies a bundled benchmark into `dir/benchmarks/NAME`.
+/// Copies a bundled benchmark into `dir/bench-programs/NAME`.
 pub fn copy_benchmark(name: &str, dir: &Path) {
-    let from = repo().join("benchmarks").join(name);
-    let to = dir.join("benchmarks").join(name);
+    let from = repo().join("bench-programs").join(name);
+    let to = dir.join("bench-programs").join(name);
     std::fs::create_dir_all(&to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
@@ -217,7 +217,7 @@ pub fn noop_campaign() -> tempfile::TempDir {
 }
 
 /// A program of two C files built by `make` with plain `-g` (kiln's flags reach each compile
-/// through its compiler wrapper): (file name, text) under `benchmarks/twofile`.
+/// through its compiler wrapper): (file name, text) under `bench-programs/twofile`.
 pub const TWO_FILE_MAKE: [(&str, &str); 3] = [
     (
         "Makefile",
@@ -251,7 +251,7 @@ pub fn two_file_config(steps: u32) -> String {
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark twofile) (search (random-walk (steps {steps}) (flips 1))) (seed 4)))
   (benchmarks
-    ((name twofile) (kind llvm-inline) (compiler clang) (sources "benchmarks/twofile")
+    ((name twofile) (kind llvm-inline) (compiler clang) (sources "bench-programs/twofile")
      (build ("make")) (run ("./bench" "200")) (timeout-s 60)))
   (workers (local (slots 1))))
 "#

@@ -2,10 +2,10 @@
 ;; bundled C benchmarks with callgrind's exact instruction count, so that the
 ;; dataset's time ratios carry no noise. This one adds bzip2 (Debian's source,
 ;; fetched and linked by scripts/real-programs) as the program left out:
-;; `examples/policy/run examples/policy/bzip2.sexp bzip2` (results/policy.md).
+;; `policy/run policy/bzip2.sexp bzip2` (results/policy.md).
 (campaign
   (name policy-bzip2)
-  (store "../../target/policy-bzip2/store")
+  (store "../target/policy-bzip2/store")
   (objective (metric instructions) (statistic median))
   (runs (warmup 0) (min 1) (max 1))
   (experiments
@@ -22,13 +22,13 @@
      (search (simulated-annealing (steps 100) (t-max 0.002) (t-min 0.00005) (flips 2)))
      (chains 1) (seed 4) (parallel 2)))
   (benchmarks
-    ((name sample-dsp) (kind llvm-inline) (sources "../../benchmarks/sample-dsp")
+    ((name sample-dsp) (kind llvm-inline) (sources "../bench-programs/sample-dsp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "80")) (timeout-s 60))
-    ((name tiny-interp) (kind llvm-inline) (sources "../../benchmarks/tiny-interp")
+    ((name tiny-interp) (kind llvm-inline) (sources "../bench-programs/tiny-interp")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "1")) (timeout-s 60))
-    ((name graph-walk) (kind llvm-inline) (sources "../../benchmarks/graph-walk")
+    ((name graph-walk) (kind llvm-inline) (sources "../bench-programs/graph-walk")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "1")) (timeout-s 60))
-    ((name bzip2) (kind llvm-inline) (compiler clang) (sources "../../target/real-programs/src/bzip2")
+    ((name bzip2) (kind llvm-inline) (compiler clang) (sources "../target/real-programs/src/bzip2")
      (build ("make" "CC=clang" "bzip2"))
      (run ("./bzip2" "-9" "-c" "sample1.ref"))
      (env ("LD_LIBRARY_PATH" "."))

@@ -15,7 +15,7 @@ the decision file on stdout, from the model trained without that benchmark.
 
 `fit` writes one model trained on every program, its rule validated the
 same way: the model shipped with the dataset (dataset/model.joblib), which
-`decide --model` applies to any program (examples/policy/decide).
+`decide --model` applies to any program (policy/decide).
 
     lopo.py train --effects effects.parquet --sites sites.parquet --out DIR
     kiln policy CONFIG -- python lopo.py decide --models DIR
@@ -267,7 +267,7 @@ def decide(args) -> int:
         choose(predicted, sites["rank"], rule["margin"], rule["limit"], model["hottest"]))
     print(f"lopo.py: {benchmark}: flipping {len(chosen)} site(s): "
           + ", ".join(f"{s} ({predicted[s]:+.4%})" for s in sorted(chosen)), file=sys.stderr)
-    lines = [";; kiln decision file, written by examples/policy/lopo.py", "(decisions",
+    lines = [";; kiln decision file, written by policy/lopo.py", "(decisions",
              f"  (benchmark {benchmark})", "  (values"]
     for site in sorted(chosen):
         lines.append(f"    ({quoted(site)} {FLIP[sites.loc[site, 'stock']]})")

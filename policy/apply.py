@@ -50,7 +50,7 @@ def main() -> int:
         probability = model["classifier"].predict_proba(feature_matrix(table))[:, 1]
         flip = list(probability > args.threshold)
 
-    lines = [";; kiln decision file, written by examples/policy/apply.py", "(decisions",
+    lines = [";; kiln decision file, written by policy/apply.py", "(decisions",
              f"  (benchmark {args.benchmark})", "  (values"]
     flipped = 0
     for site, flip_it in zip(table["site"], flip):

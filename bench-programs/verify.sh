@@ -4,7 +4,7 @@
 # none-inlined variants, checks that all three print the same checksum, and
 # reports callgrind instruction counts.
 #
-# Usage: benchmarks/verify.sh DIR [SMALL_SIZE]     e.g. benchmarks/verify.sh benchmarks/tiny-interp 1
+# Usage: bench-programs/verify.sh DIR [SMALL_SIZE]     e.g. bench-programs/verify.sh bench-programs/tiny-interp 1
 # Needs clang (C) or rustc (Rust), valgrind; hyperfine is used if present.
 set -euo pipefail
 dir=$1

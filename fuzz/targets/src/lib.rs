@@ -2,7 +2,7 @@
 //!
 //! Each takes arbitrary bytes, reads them as its reader would, and checks
 //! what it read where that is cheap (printed forms read back equal, frames
-//! re-encode), panicking on any failure. The cargo-fuzz targets in `fuzz/`
+//! re-encode), panicking on any failure. The cargo-fuzz targets in `fuzz/libfuzzer`
 //! (nightly, libFuzzer) are one-line wrappers of these, and the corpus replay
 //! test runs the kept corpora through them on stable, so both run the same
 //! checks.
@@ -159,8 +159,8 @@ fn response(payload: &[u8]) {
         return;
     };
     if let Response::StepDone(result) = &response {
-        let _ = result.outcome.reason();
-        let _ = result.cut_short.map(|c| c.runs_saved());
+        let _ = result.measurement.outcome.reason();
+        let _ = result.measurement.cut_short.map(|c| c.runs_saved());
     }
 }
 

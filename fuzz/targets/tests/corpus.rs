@@ -7,8 +7,9 @@ use std::path::{Path, PathBuf};
 
 use kiln_fuzz_targets::TARGETS;
 
+/// `fuzz/`, which holds this crate (`fuzz/targets`) beside the kept inputs.
 fn fuzz_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
 fn inputs(target: &str) -> Vec<PathBuf> {
