@@ -19,7 +19,7 @@ use kiln_controller::store::{
     ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint, Reference, StepKey, StepKind,
     StepRecord, StepSummary, Store,
 };
-use kiln_protocol::message::{Discovery, RunRecord, StepResult};
+use kiln_protocol::message::{Discovery, Measurement, RunRecord, StepResult};
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
     StepOutcome, Summary,
@@ -130,15 +130,18 @@ fn result(g: &mut Gen) -> StepResult {
         metrics.insert(m, MetricValue::Unsupported);
     }
     StepResult {
-        runs: vec![RunRecord {
-            index: 0,
-            warmup: false,
-            exit_code: Some(0),
-            signal: None,
-            metrics,
-        }],
-        summary,
-        target_met: true,
+        measurement: Measurement {
+            runs: vec![RunRecord {
+                index: 0,
+                warmup: false,
+                exit_code: Some(0),
+                signal: None,
+                metrics,
+            }],
+            summary,
+            target_met: true,
+            ..Measurement::empty(StepOutcome::Ok)
+        },
         started_ms: 1_700_000_000_000,
         finished_ms: 1_700_000_000_001,
         ..StepResult::new(StepId(g.next() >> 20), StepOutcome::Ok)
@@ -167,7 +170,7 @@ fn next_step(g: &mut Gen, state: &mut ChainState, chain: u32, step: u32) -> Step
         DecisionValue::Int(g.below(VALUES as u64) as i64),
     );
     let result = result(g);
-    let objective = result.summary[&Metric::WallTime].median;
+    let objective = result.measurement.summary[&Metric::WallTime].median;
     let t = 1_700_000_000_000 + u64::from(step) * 2;
     let record = StepRecord {
         key: StepKey {

@@ -45,12 +45,14 @@ pub fn pick_worker(config: &CampaignConfig, name: Option<&str>) -> Result<Worker
             .iter()
             .find(|w| matches!(w, WorkerSpec::Local(_)))
             .cloned()
-            .unwrap_or_else(|| WorkerSpec::Local(LocalWorker {
-                name: "local".into(),
-                slots: 1,
-                cpus: Vec::new(),
-                gpus: Vec::new(),
-            }))),
+            .unwrap_or_else(|| {
+                WorkerSpec::Local(LocalWorker {
+                    name: "local".into(),
+                    slots: 1,
+                    cpus: Vec::new(),
+                    gpus: Vec::new(),
+                })
+            })),
     }
 }
 
@@ -253,7 +255,7 @@ mod tests {
         let round = |samples: &[f64]| {
             let mut result = StepResult::new(StepId(0), StepOutcome::Ok);
             // A warm-up that must not count, then the measured runs.
-            result.runs = std::iter::once((true, 1e9))
+            result.measurement.runs = std::iter::once((true, 1e9))
                 .chain(samples.iter().map(|s| (false, *s)))
                 .enumerate()
                 .map(|(i, (warmup, v))| RunRecord {
@@ -274,7 +276,7 @@ mod tests {
         // The median of all six measured runs, not of either round.
         assert_eq!(pooled_objective(&config, &rounds), Ok(6.5));
         let mut failed = round(&[1.0]);
-        failed.result.outcome = StepOutcome::Timeout {
+        failed.result.measurement.outcome = StepOutcome::Timeout {
             phase: "run".into(),
             limit_s: 5.0,
         };

@@ -207,7 +207,7 @@ fn two_knob_config(steps: u32, objective: &str, runs: &str) -> String {
   (benchmarks
     ((name synthetic) (kind knobs)
      (knobs (x0 0 1) (x1 0 1))
-     (sources "benchmarks/synthetic")
+     (sources "bench-programs/synthetic")
      (build ("cc" "-O1" "main.c" "-o" "bench"))
      (run ("./bench" "{{x0}}" "{{x1}}" "0" "0" "0" "0" "0" "0" "0" "0" "30"))
      (check-output none)
@@ -418,7 +418,7 @@ fn a_stalled_guided_chain_moves_two_points_together_and_reaches_the_pair_optimum
 #[test]
 fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/flaky");
+    let bench = dir.path().join("bench-programs/flaky");
     std::fs::create_dir_all(&bench).unwrap();
     // A knob picks how the candidate fails; scripts keep the test free of compilers.
     std::fs::write(
@@ -440,7 +440,7 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
   (benchmarks
     ((name flaky) (kind knobs)
      (knobs (mode fine broken crash hang wrong))
-     (sources "benchmarks/flaky")
+     (sources "bench-programs/flaky")
      (build ("sh" "build.sh" "{mode}"))
      (run ("sh" "run.sh" "{mode}"))
      (timeout-s 1)))
@@ -451,8 +451,10 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     assert!(out.status.success(), "{}", text(&out));
     let steps = steps(dir.path());
     assert_eq!(steps.len(), 16, "every step stored once");
-    let outcomes: std::collections::BTreeSet<&str> =
-        steps.iter().map(|s| s.result.outcome.name()).collect();
+    let outcomes: std::collections::BTreeSet<&str> = steps
+        .iter()
+        .map(|s| s.result.measurement.outcome.name())
+        .collect();
     for expected in ["build-failed", "run-failed", "timeout", "wrong-output"] {
         assert!(
             outcomes.contains(expected),
@@ -460,7 +462,7 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
         );
     }
     for s in &steps {
-        if s.result.outcome.name() != "ok" {
+        if s.result.measurement.outcome.name() != "ok" {
             assert_eq!(
                 s.objective, None,
                 "{}: a failed step has no objective",
@@ -481,7 +483,7 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     assert!(shown.contains("timeout"), "{shown}");
     let last = steps
         .iter()
-        .rfind(|s| s.result.outcome.name() != "ok")
+        .rfind(|s| s.result.measurement.outcome.name() != "ok")
         .unwrap();
     assert!(
         shown.contains(&format!(
@@ -495,7 +497,7 @@ fn failed_candidates_are_recorded_and_the_chain_carries_on() {
     let shown_step = |name: &str| {
         let s = steps
             .iter()
-            .find(|s| s.result.outcome.name() == name)
+            .find(|s| s.result.measurement.outcome.name() == name)
             .unwrap();
         let path = format!("flaky/0/{}", s.key.step);
         let out = run_kiln(dir.path(), &["show", "store", &path]);
@@ -661,7 +663,7 @@ fn an_incompatible_config_change_is_refused_until_force_new() {
     assert!(err.contains("--force-new"), "{err}");
     assert_eq!(steps(dir.path()).len(), 2, "the refusal lost nothing");
     // Sources that moved are what `kiln check` says they are, before any store is read.
-    let moved = slow_config(2).replace("benchmarks/slow", "benchmarks/gone");
+    let moved = slow_config(2).replace("bench-programs/slow", "bench-programs/gone");
     std::fs::write(dir.path().join("campaign.sexp"), moved).unwrap();
     let refused = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
@@ -745,7 +747,12 @@ fn a_worker_that_rejects_steps_is_set_aside_and_its_steps_run_elsewhere() {
     let steps = steps(dir.path());
     assert_eq!(steps.len(), 6);
     for s in &steps {
-        assert_eq!(s.result.outcome.name(), "ok", "{:?}", s.result.outcome);
+        assert_eq!(
+            s.result.measurement.outcome.name(),
+            "ok",
+            "{:?}",
+            s.result.measurement.outcome
+        );
         assert_eq!(s.worker, "good");
     }
 }
@@ -761,7 +768,7 @@ fn counted_walk(
     run: &str,
 ) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks").join(name);
+    let bench = dir.path().join("bench-programs").join(name);
     std::fs::create_dir_all(&bench).unwrap();
     std::fs::write(bench.join(file.0), file.1).unwrap();
     let config = format!(
@@ -772,7 +779,7 @@ fn counted_walk(
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark {name}) (search (random-walk (steps 2))) (seed 1)))
   (benchmarks
-    ((name {name}) (kind knobs) (knobs {knobs}) (sources "benchmarks/{name}") {build}
+    ((name {name}) (kind knobs) (knobs {knobs}) (sources "bench-programs/{name}") {build}
      (run {run}) (check-output none)))
   (workers (local (slots 1))))
 "#
@@ -810,7 +817,8 @@ fn a_baseline_whose_instruction_counts_differ_is_reported_with_the_spread() {
     let decided = steps(dir.path());
     assert_eq!(decided.len(), 2);
     for step in &decided {
-        let measured = step.result.runs.iter().filter(|r| !r.warmup).count();
+        let runs = &step.result.measurement.runs;
+        let measured = runs.iter().filter(|r| !r.warmup).count();
         assert!(measured >= 3, "{}: {measured} runs", step.key);
     }
 }
@@ -840,7 +848,7 @@ fn a_negligible_spread_of_instruction_counts_keeps_one_run_a_step() {
     let decided = steps(dir.path());
     assert_eq!(decided.len(), 2);
     for step in &decided {
-        let counted = &step.result.summary[&kiln_protocol::Metric::Instructions];
+        let counted = &step.result.measurement.summary[&kiln_protocol::Metric::Instructions];
         assert_eq!(counted.n, 1, "{}", step.key);
     }
 }
@@ -848,7 +856,7 @@ fn a_negligible_spread_of_instruction_counts_keeps_one_run_a_step() {
 #[test]
 fn a_line_filter_passes_a_program_that_prints_timings_and_catches_a_wrong_result() {
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/timed");
+    let bench = dir.path().join("bench-programs/timed");
     std::fs::create_dir_all(&bench).unwrap();
     // Every run prints a different timing; the `wrong` knob a different result.
     std::fs::write(
@@ -864,7 +872,7 @@ fn a_line_filter_passes_a_program_that_prints_timings_and_catches_a_wrong_result
   (experiments ((benchmark timed) (search (random-walk (steps 12))) (seed 3)))
   (benchmarks
     ((name timed) (kind knobs) (knobs (mode fine also-fine wrong))
-     (sources "benchmarks/timed") (run ("sh" "run.sh" "{mode}"))
+     (sources "bench-programs/timed") (run ("sh" "run.sh" "{mode}"))
      (check-output (lines "^result "))))
   (workers (local (slots 1))))
 "#;
@@ -879,7 +887,13 @@ fn a_line_filter_passes_a_program_that_prints_timings_and_catches_a_wrong_result
         } else {
             "ok"
         };
-        assert_eq!(s.result.outcome.name(), expected, "{}: {}", s.key, mode(s));
+        assert_eq!(
+            s.result.measurement.outcome.name(),
+            expected,
+            "{}: {}",
+            s.key,
+            mode(s)
+        );
     }
     let wrong = steps
         .iter()
@@ -994,7 +1008,7 @@ fn hanging_campaign(
     let dir = slow_setup(steps);
     let hang = dir.path().join("hang");
     std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
+        dir.path().join("bench-programs/slow/run.sh"),
         format!(
             "{prelude}sleep 0.2\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
             hang.display()
@@ -1101,7 +1115,7 @@ fn a_controller_killed_during_preparation_resumes_it() {
     let (count, hang) = (dir.path().join("count"), dir.path().join("hang"));
     // Every run adds a line to `count`; while `hang` exists, the third run hangs.
     std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
+        dir.path().join("bench-programs/slow/run.sh"),
         format!(
             "echo run >> {count}\nif [ -e {hang} ] && [ $(wc -l < {count}) -ge 3 ]; then sleep 300; fi\necho $1 $2\n",
             count = count.display(),
@@ -1137,7 +1151,7 @@ fn ctrl_c_on_a_terminal_leaves_the_bars_and_says_each_thing_once() {
     let dir = slow_setup(400);
     let hang = dir.path().join("hang");
     std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
+        dir.path().join("bench-programs/slow/run.sh"),
         format!(
             "sleep 0.1\nwhile [ -e {} ]; do sleep 0.05; done\necho $1 $2\n",
             hang.display()
@@ -1295,11 +1309,11 @@ fn sigint_during_a_step_exits_130_records_the_abandoned_step_and_resumes() {
     assert_eq!(trajectory(&after[..before.len()]), trajectory(&before));
 }
 
-/// A folder whose `benchmarks/slow-build` builds for five minutes: a build
+/// A folder whose `bench-programs/slow-build` builds for five minutes: a build
 /// to stop.
 fn slow_build_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let sources = dir.path().join("benchmarks/slow-build");
+    let sources = dir.path().join("bench-programs/slow-build");
     std::fs::create_dir_all(&sources).unwrap();
     std::fs::write(sources.join("build.sh"), "sleep 300\n").unwrap();
     dir
@@ -1313,7 +1327,7 @@ fn a_signal_stops_kiln_policy_not_only_its_benchmark() {
     let dir = slow_build_dir();
     let benchmark = |name: &str| {
         format!(
-            "(({name}) (kind llvm-inline) (compiler clang) (sources \"benchmarks/slow-build\")
+            "(({name}) (kind llvm-inline) (compiler clang) (sources \"bench-programs/slow-build\")
              (build (\"sh\" \"build.sh\")) (run (\"./bench\")))"
         )
         .replace("((", "((name ")
@@ -1353,7 +1367,7 @@ fn sigterm_during_discovery_leaves_no_process_behind() {
   (store "store")
   (experiments ((benchmark slow-build) (search (random-walk (steps 2)))))
   (benchmarks
-    ((name slow-build) (kind llvm-inline) (compiler clang) (sources "benchmarks/slow-build")
+    ((name slow-build) (kind llvm-inline) (compiler clang) (sources "bench-programs/slow-build")
      (build ("sh" "build.sh")) (run ("./bench"))))
   (workers (local (slots 1))))
 "#,
@@ -1384,7 +1398,7 @@ fn sigterm_during_discovery_leaves_no_process_behind() {
 #[test]
 fn an_experiment_whose_first_steps_all_fail_alike_stops_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/picky");
+    let bench = dir.path().join("bench-programs/picky");
     std::fs::create_dir_all(&bench).unwrap();
     // Only the stock tile size works: every proposal moves it, and fails alike.
     std::fs::write(
@@ -1400,7 +1414,7 @@ fn an_experiment_whose_first_steps_all_fail_alike_stops_with_the_reason() {
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark picky) (search (random-walk (steps 200))) (chains 2) (seed 3)))
   (benchmarks
-    ((name picky) (kind knobs) (sources "benchmarks/picky")
+    ((name picky) (kind knobs) (sources "bench-programs/picky")
      (knobs (tile 8 16 32 64)) (run ("sh" "run.sh" "{tile}"))))
   (workers (local (slots 2))))
 "#,
@@ -1420,7 +1434,7 @@ fn an_experiment_whose_first_steps_all_fail_alike_stops_with_the_reason() {
     assert!(decided.len() <= 10, "{} steps spent", decided.len());
     assert!(decided
         .iter()
-        .all(|s| s.result.outcome.name() == "run-failed"));
+        .all(|s| s.result.measurement.outcome.name() == "run-failed"));
     let status = run_kiln(dir.path(), &["status", "store"]);
     let shown = String::from_utf8_lossy(&status.stdout).to_string();
     assert!(shown.contains("picky/chain 0 stopped at step "), "{shown}");
@@ -1616,7 +1630,12 @@ fn a_shipped_generated_file_stays_newer_than_its_source_in_the_workers_copy() {
     let steps: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
     assert!(!steps.is_empty());
     for step in &steps {
-        assert_eq!(step.result.outcome.name(), "ok", "{:?}", step.result);
+        assert_eq!(
+            step.result.measurement.outcome.name(),
+            "ok",
+            "{:?}",
+            step.result
+        );
     }
 }
 
@@ -1658,7 +1677,7 @@ fn a_step_whose_slot_was_removed_under_it_is_measured_again_not_failed() {
     let steps = 6;
     let dir = slow_setup_of(steps, "1");
     std::fs::write(
-        dir.path().join("benchmarks/slow/run.sh"),
+        dir.path().join("bench-programs/slow/run.sh"),
         "sleep 1\ncat run.sh >/dev/null || exit 3\necho $1 $2\n",
     )
     .unwrap();

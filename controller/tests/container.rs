@@ -28,7 +28,7 @@ fn podman_image() -> Option<String> {
 fn a_container_benchmark_runs_a_campaign_and_its_memory_limit_is_enforced() {
     let Some(image) = podman_image() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/grow");
+    let bench = dir.path().join("bench-programs/grow");
     std::fs::create_dir_all(&bench).unwrap();
     // Touches MiB megabytes; static, as the image has no C library.
     std::fs::write(
@@ -47,7 +47,7 @@ fn a_container_benchmark_runs_a_campaign_and_its_memory_limit_is_enforced() {
   (benchmarks
     ((name grow) (kind knobs)
      (knobs (mib 16 24 512))
-     (sources "benchmarks/grow")
+     (sources "bench-programs/grow")
      (build ("cc" "-static" "-O1" "grow.c" "-o" "grow"))
      (run ("./grow" "{{mib}}"))
      (check-output none)
@@ -62,14 +62,17 @@ fn a_container_benchmark_runs_a_campaign_and_its_memory_limit_is_enforced() {
     let store = Store::open(&dir.path().join("store")).unwrap();
     let steps: Vec<_> = store.steps(None).map(Result::unwrap).collect();
     assert_eq!(steps.len(), 4, "every step stored once");
-    let outcomes: BTreeSet<&str> = steps.iter().map(|s| s.result.outcome.name()).collect();
+    let outcomes: BTreeSet<&str> = steps
+        .iter()
+        .map(|s| s.result.measurement.outcome.name())
+        .collect();
     assert!(
         outcomes.contains("ok"),
         "16 and 24 MiB fit in 64 MiB: {outcomes:?}"
     );
     let oom = steps
         .iter()
-        .find_map(|s| match &s.result.outcome {
+        .find_map(|s| match &s.result.measurement.outcome {
             StepOutcome::RunFailed {
                 signal_name,
                 stderr_tail,

@@ -19,7 +19,7 @@ use kiln_controller::store::{
     manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint, Reference,
     StepKey, StepKind, StepRecord, Store,
 };
-use kiln_protocol::message::{Discovery, RunRecord, StepResult};
+use kiln_protocol::message::{Discovery, Measurement, RunRecord, StepResult};
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
     StepOutcome, Summary,
@@ -40,7 +40,7 @@ const CONFIG: &str = r#"(campaign
     ((benchmark linear) (search (random-walk (steps 200))) (chains 2) (seed 1)))
   (benchmarks
     ((name linear) (kind knobs) (knobs (k 0 1))
-     (sources "benchmarks/linear") (build ("true")) (run ("true")) (timeout-s 5)))
+     (sources "bench-programs/linear") (build ("true")) (run ("true")) (timeout-s 5)))
   (workers (local (slots 2))))
 "#;
 
@@ -114,9 +114,12 @@ fn ok_result(objective: f64, g: &mut Gen) -> StepResult {
         summary.insert(m, Summary::of(&samples).unwrap());
     }
     StepResult {
-        runs,
-        summary,
-        target_met: true,
+        measurement: Measurement {
+            runs,
+            summary,
+            target_met: true,
+            ..Measurement::empty(StepOutcome::Ok)
+        },
         started_ms: 1_000,
         finished_ms: 2_000,
         ..StepResult::new(StepId(1), StepOutcome::Ok)
@@ -124,14 +127,7 @@ fn ok_result(objective: f64, g: &mut Gen) -> StepResult {
 }
 
 fn failed_result() -> StepResult {
-    StepResult {
-        runs: vec![RunRecord {
-            index: 0,
-            warmup: false,
-            exit_code: Some(1),
-            signal: None,
-            metrics: BTreeMap::new(),
-        }],
+    let mut result = StepResult {
         started_ms: 1_000,
         finished_ms: 2_000,
         ..StepResult::new(
@@ -143,7 +139,15 @@ fn failed_result() -> StepResult {
                 stderr_tail: "boom".into(),
             },
         )
-    }
+    };
+    result.measurement.runs = vec![RunRecord {
+        index: 0,
+        warmup: false,
+        exit_code: Some(1),
+        signal: None,
+        metrics: BTreeMap::new(),
+    }];
+    result
 }
 
 fn chain_state(baseline: &DecisionSet, samples: &[f64]) -> ChainState {
@@ -216,7 +220,7 @@ fn synthetic_store_pinning(
                 (failed_result(), None)
             } else {
                 let r = ok_result(cost(&decisions), &mut g);
-                let o = r.summary[&Metric::Instructions].median;
+                let o = r.measurement.summary[&Metric::Instructions].median;
                 (r, Some(o))
             };
             let accepted = objective.is_some() && g.unit() < 0.4;
@@ -326,7 +330,7 @@ fn add_manual_step(store: &Store) {
         decisions,
         parent: None,
         temperature: 0.0,
-        objective: Some(result.summary[&Metric::Instructions].median),
+        objective: Some(result.measurement.summary[&Metric::Instructions].median),
         result,
         worker: "local".into(),
         slot: 0,
@@ -463,7 +467,10 @@ fn every_table_reads_back_with_its_documented_columns_and_the_stores_row_count()
         .map(String::from),
     );
     assert_eq!(header, expected);
-    let runs: usize = records.iter().map(|r| r.result.runs.len()).sum();
+    let runs: usize = records
+        .iter()
+        .map(|r| r.result.measurement.runs.len())
+        .sum();
     assert_eq!(rows.len(), runs);
 
     // decisions, long and wide

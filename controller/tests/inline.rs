@@ -37,11 +37,11 @@ fn assert_every_step_ok(store: &kiln_controller::store::Store, experiment: &str)
     for step in store.steps(Some(experiment)) {
         let step = step.unwrap();
         assert_eq!(
-            step.result.outcome.name(),
+            step.result.measurement.outcome.name(),
             "ok",
             "{}: {:?}",
             step.key,
-            step.result.outcome
+            step.result.measurement.outcome
         );
         steps += 1;
     }
@@ -61,7 +61,7 @@ fn config(benchmark: &str, size: &str, steps: u32) -> String {
      (search (simulated-annealing (steps {steps}) (t-max 0.002) (t-min 0.00005) (flips 1)))
      (seed 9) (parallel 2)))
   (benchmarks
-    ((name {benchmark}) (kind llvm-inline) (sources "benchmarks/{benchmark}")
+    ((name {benchmark}) (kind llvm-inline) (sources "bench-programs/{benchmark}")
      (build ("clang" "-O2" "main.c" "-o" "bench")) (run ("./bench" "{size}")) (timeout-s 60)))
   (workers (local (slots 2))))
 "#
@@ -244,7 +244,7 @@ fn a_make_built_multi_file_program_with_plain_g_runs_unchanged() {
         return skip("needs clang, valgrind and make");
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("benchmarks/twofile");
+    let src = dir.path().join("bench-programs/twofile");
     std::fs::create_dir_all(&src).unwrap();
     write_files(&src, &TWO_FILE_MAKE);
     let config = two_file_config(6);
@@ -323,7 +323,7 @@ fn remarks_stay_whole_while_another_make_job_prints() {
         \tn=0; while [ ! -e main.o ] && [ $$n -lt 5000000 ]; do n=$$((n+1)); done; \\\n\
         \ti=0; while [ ! -e bench ] && [ $$i -lt 1000000 ]; do echo '[ 50%] Building C object'; i=$$((i+1)); done\n";
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("benchmarks/noisy");
+    let src = dir.path().join("bench-programs/noisy");
     std::fs::create_dir_all(&src).unwrap();
     write_files(&src, &[("main.c", &main), ("Makefile", makefile)]);
     let config = r#"(campaign
@@ -333,7 +333,7 @@ fn remarks_stay_whole_while_another_make_job_prints() {
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark noisy) (search (random-walk (steps 4) (flips 300))) (seed 5)))
   (benchmarks
-    ((name noisy) (kind llvm-inline) (compiler clang) (sources "benchmarks/noisy")
+    ((name noisy) (kind llvm-inline) (compiler clang) (sources "bench-programs/noisy")
      (build ("make" "-j2")) (run ("./bench" "7")) (timeout-s 60)))
   (workers (local (slots 1))))
 "#;
@@ -397,17 +397,17 @@ const TWO_CRATE_WORKSPACE: [(&str, &str); 4] = [
     ),
 ];
 
-/// A random walk of `steps` over [`APP_WITH_HELPER`] in `dir/benchmarks/app`,
+/// A random walk of `steps` over [`APP_WITH_HELPER`] in `dir/bench-programs/app`,
 /// built by `cargo build --release` on one local slot.
 fn app_with_helper_campaign(dir: &std::path::Path, steps: u32) -> String {
     cargo_campaign(dir, &APP_WITH_HELPER, steps)
 }
 
 /// A random walk of `steps` over the package `files` (a package `app` with
-/// `helper` in its folder) in `dir/benchmarks/app`, built by `cargo build
+/// `helper` in its folder) in `dir/bench-programs/app`, built by `cargo build
 /// --release` on one local slot.
 fn cargo_campaign(dir: &std::path::Path, files: &[(&str, &str)], steps: u32) -> String {
-    let src = dir.join("benchmarks/app");
+    let src = dir.join("bench-programs/app");
     std::fs::create_dir_all(src.join("src")).unwrap();
     std::fs::create_dir_all(src.join("helper/src")).unwrap();
     write_files(&src, files);
@@ -419,7 +419,7 @@ fn cargo_campaign(dir: &std::path::Path, files: &[(&str, &str)], steps: u32) -> 
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark app) (search (random-walk (steps {steps}) (flips 1))) (seed 2)))
   (benchmarks
-    ((name app) (kind llvm-inline) (sources "benchmarks/app")
+    ((name app) (kind llvm-inline) (sources "bench-programs/app")
      (build ("cargo" "build" "--release"))
      (run ("./target/release/app" "1000")) (timeout-s 60) (build-timeout-s 600)))
   (workers (local (slots 1))))
@@ -668,7 +668,7 @@ fn a_cargo_package_builds_in_a_store_inside_another_cargo_project() {
         return skip("cargo is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("benchmarks/solo");
+    let src = dir.path().join("bench-programs/solo");
     std::fs::create_dir_all(src.join("src")).unwrap();
     write_files(dir.path(), &[("Cargo.toml", "[workspace]\nmembers = []\n")]);
     write_files(
@@ -693,7 +693,7 @@ fn a_cargo_package_builds_in_a_store_inside_another_cargo_project() {
   (runs (warmup 0) (min 1) (max 1))
   (experiments ((benchmark solo) (search (random-walk (steps 2) (flips 1))) (seed 2)))
   (benchmarks
-    ((name solo) (kind llvm-inline) (sources "benchmarks/solo")
+    ((name solo) (kind llvm-inline) (sources "bench-programs/solo")
      (build ("cargo" "build" "--release" "--quiet"))
      (run ("./target/release/solo")) (timeout-s 60) (build-timeout-s 600)))
   (workers (local (slots 1))))
@@ -718,7 +718,7 @@ fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
         return skip("needs clang and make");
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("benchmarks/deep");
+    let src = dir.path().join("bench-programs/deep");
     std::fs::create_dir_all(&src).unwrap();
     let mut program =
         String::from("#include <stdio.h>\nstatic int f0(int x) { return x * 3 + 1; }\n");
@@ -743,7 +743,7 @@ fn discovery_of_a_deeply_recursive_program_completes_within_its_limits() {
   (objective (metric wall-time) (statistic median))
   (experiments ((benchmark deep) (search (random-walk (steps 1)))))
   (benchmarks
-    ((name deep) (kind llvm-inline) (compiler clang) (sources "benchmarks/deep")
+    ((name deep) (kind llvm-inline) (compiler clang) (sources "bench-programs/deep")
      (build ("make")) (run ("./bench")) (discovery-cpu-s 2) (build-timeout-s 120)))
   (workers (local (slots 1))))
 "#;
@@ -790,7 +790,7 @@ fn guided_screening_of_a_program_of_over_1000_sites_takes_the_hottest_once_each(
         return skip("clang or valgrind is not installed");
     }
     let dir = tempfile::tempdir().unwrap();
-    let src = dir.path().join("benchmarks/wide");
+    let src = dir.path().join("bench-programs/wide");
     std::fs::create_dir_all(&src).unwrap();
     let mut program = String::from("#include <stdio.h>\n#include <stdlib.h>\n");
     for h in 0..25 {
@@ -817,7 +817,7 @@ fn guided_screening_of_a_program_of_over_1000_sites_takes_the_hottest_once_each(
     assert!(screened >= 3, "{screened} sites screened");
 }
 
-/// Runs 'steps' steps of guided annealing on `benchmark` (in `dir/benchmarks`)
+/// Runs 'steps' steps of guided annealing on `benchmark` (in `dir/bench-programs`)
 /// at `size`, and checks that its screening steps flipped one site each,
 /// each site once, and that no site left out is hotter by the stock profile
 /// than any screened one. Returns how many sites it screened, of how many.
@@ -1135,7 +1135,10 @@ fn one_unit_optimised_from_ir_and_equal_to_a_plain_build(makefile: Option<&str>)
     // The same bytes run the same instructions (the counts kiln measured
     // differ by the knob variable in the plain run's environment alone).
     assert_eq!(built, plain_built, "the binaries differ");
-    assert_eq!(step.result.output_digest, plain_step.result.output_digest);
+    assert_eq!(
+        step.result.measurement.output_digest,
+        plain_step.result.measurement.output_digest
+    );
 }
 
 /// A make build starts from the slot's last build of the same sources:

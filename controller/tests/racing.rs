@@ -28,7 +28,7 @@ fn config(search: &str, race: &str) -> String {
      (seed 3) {race}))
   (benchmarks
     ((name sleepy) (kind knobs) (knobs (slow 0 1) (other 0 1))
-     (sources "benchmarks/sleepy")
+     (sources "bench-programs/sleepy")
      (run ("sh" "run.sh" "{{slow}}" "{{other}}")) (check-output none) (timeout-s 30)))
   (workers (local (slots 1))))
 "#
@@ -40,7 +40,7 @@ const ANNEALING: &str = "(simulated-annealing (steps 6) (t-max 0.1) (t-min 0.05)
 
 fn campaign(search: &str, race: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    let bench = dir.path().join("benchmarks/sleepy");
+    let bench = dir.path().join("bench-programs/sleepy");
     std::fs::create_dir_all(&bench).unwrap();
     std::fs::write(bench.join("run.sh"), RUN_SH).unwrap();
     std::fs::write(dir.path().join("campaign.sexp"), config(search, race)).unwrap();
@@ -59,7 +59,13 @@ fn slow(record: &StepRecord) -> bool {
 }
 
 fn measured_runs(record: &StepRecord) -> u32 {
-    record.result.runs.iter().filter(|r| !r.warmup).count() as u32
+    record
+        .result
+        .measurement
+        .runs
+        .iter()
+        .filter(|r| !r.warmup)
+        .count() as u32
 }
 
 #[test]
@@ -79,23 +85,24 @@ fn a_clearly_worse_candidate_under_a_timed_objective_is_cut_short_after_its_mini
     for r in &worse {
         let cut = r
             .result
+            .measurement
             .cut_short
             .unwrap_or_else(|| panic!("step {} was not cut short: {r:?}", r.key));
         assert_eq!(measured_runs(r), 3, "step {}", r.key);
         assert_eq!((cut.runs, cut.max_runs, cut.runs_saved()), (3, 12, 9));
         assert!(cut.ci_low > cut.race.bound, "{cut:?}");
-        let race = r.result.cut_short.map(|c| c.race);
+        let race = r.result.measurement.cut_short.map(|c| c.race);
         assert_eq!(race.map(|r| r.p), Some(0.01));
         // A measured, rejected candidate: ok, with an objective, never taken.
-        assert_eq!(r.result.outcome.name(), "ok");
+        assert_eq!(r.result.measurement.outcome.name(), "ok");
         assert!(r.objective.is_some());
         assert!(!r.decision.as_ref().unwrap().accepted, "step {}", r.key);
     }
     for r in &comparable {
-        assert_eq!(r.result.cut_short, None, "step {}", r.key);
+        assert_eq!(r.result.measurement.cut_short, None, "step {}", r.key);
         let runs = measured_runs(r);
         assert!(
-            r.result.target_met || runs == 12,
+            r.result.measurement.target_met || runs == 12,
             "step {} stopped after {runs} runs without meeting its target",
             r.key
         );
@@ -148,6 +155,7 @@ fn hill_climbing_races_its_candidates_against_the_incumbent_itself() {
     for r in raced {
         let cut = r
             .result
+            .measurement
             .cut_short
             .unwrap_or_else(|| panic!("step {} was not cut short: {r:?}", r.key));
         assert_eq!(measured_runs(r), 3, "step {}", r.key);
@@ -156,10 +164,10 @@ fn hill_climbing_races_its_candidates_against_the_incumbent_itself() {
     }
     // A restart goes on from whatever it measures: it is measured in full.
     for r in steps.iter().filter(|r| r.kind == StepKind::Restart) {
-        assert_eq!(r.result.cut_short, None, "step {}", r.key);
+        assert_eq!(r.result.measurement.cut_short, None, "step {}", r.key);
     }
     let none = campaign("(hill-climbing (steps 6))", "(race off)");
     assert!(self::steps(none.path())
         .iter()
-        .all(|r| r.result.cut_short.is_none()));
+        .all(|r| r.result.measurement.cut_short.is_none()));
 }

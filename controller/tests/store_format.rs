@@ -20,7 +20,9 @@ use kiln_controller::store::{
     Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord, Store,
     SCHEMA_VERSION,
 };
-use kiln_protocol::message::{BuildRecord, CutShort, Discovery, Race, RunRecord, StepResult};
+use kiln_protocol::message::{
+    BuildRecord, CutShort, Discovery, Measurement, Race, RunRecord, StepResult,
+};
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
     StepOutcome, Summary,
@@ -35,7 +37,7 @@ const CONFIG: &str = r#"(campaign
     ((name walk) (benchmark knobs) (search (random-walk (steps 1000))) (chains 2) (seed 1)))
   (benchmarks
     ((name knobs) (kind knobs) (knobs (k 0 1 2))
-     (sources "benchmarks/knobs") (build ("true")) (run ("true")) (timeout-s 5)))
+     (sources "bench-programs/knobs") (build ("true")) (run ("true")) (timeout-s 5)))
   (workers (local (slots 2))))
 "#;
 
@@ -102,7 +104,7 @@ fn summary(samples: &[f64], step: u32) -> Summary {
 fn result(g: &mut Gen, step: u32) -> StepResult {
     let failed = |outcome| StepResult {
         id: StepId(u64::from(step)),
-        outcome,
+        measurement: Measurement::empty(outcome),
         build: Some(BuildRecord {
             wall_ns: 20_000 + u64::from(step),
             text_bytes: None,
@@ -112,16 +114,8 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
             reused: false,
             moot: Default::default(),
         }),
-        runs: Vec::new(),
-        summary: BTreeMap::new(),
-        target_met: false,
-        cut_short: None,
-        output_digest: None,
-        checked_output: None,
         started_ms: 1_000,
         finished_ms: 2_000,
-        warnings: Vec::new(),
-        function_instructions: BTreeMap::new(),
     };
     match step % 7 {
         3 => {
@@ -137,7 +131,7 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
                 signal_name: Some("SIGKILL".into()),
                 stderr_tail: String::new(),
             });
-            r.runs.push(RunRecord {
+            r.measurement.runs.push(RunRecord {
                 index: 0,
                 warmup: false,
                 exit_code: None,
@@ -189,21 +183,24 @@ fn result(g: &mut Gen, step: u32) -> StepResult {
             reused: step % 8 == 6,
             moot: Default::default(),
         }),
-        runs,
-        summary,
-        target_met: !step.is_multiple_of(3),
-        // Racing cut every ninth step short after three of at most ten runs.
-        cut_short: (step.is_multiple_of(9) && step > 0).then_some(CutShort {
-            race: Race {
-                incumbent: 900_000.0,
-                bound: 950_000.0,
-                p: 0.01,
-            },
-            runs: 3,
-            max_runs: 10,
-            ci_low: 1_000_000.0,
-            ci_high: 1_010_000.0,
-        }),
+        measurement: Measurement {
+            runs,
+            summary,
+            target_met: !step.is_multiple_of(3),
+            // Racing cut every ninth step short after three of at most ten runs.
+            cut_short: (step.is_multiple_of(9) && step > 0).then_some(CutShort {
+                race: Race {
+                    incumbent: 900_000.0,
+                    bound: 950_000.0,
+                    p: 0.01,
+                },
+                runs: 3,
+                max_runs: 10,
+                ci_low: 1_000_000.0,
+                ci_high: 1_010_000.0,
+            }),
+            ..Measurement::empty(StepOutcome::Ok)
+        },
         started_ms: 1_000,
         finished_ms: 2_000,
         ..StepResult::new(StepId(u64::from(step)), StepOutcome::Ok)
@@ -271,7 +268,11 @@ fn step_record(
         .0
         .insert(SiteId("k".into()), DecisionValue::Int(g.below(3) as i64));
     let result = result(g, step);
-    let objective = result.summary.get(&Metric::WallTime).map(|s| s.median);
+    let objective = result
+        .measurement
+        .summary
+        .get(&Metric::WallTime)
+        .map(|s| s.median);
     let t = 1_700_000_000_000 + u64::from(step) * 1_000;
     StepRecord {
         key: StepKey {
@@ -338,8 +339,13 @@ fn write_layout_1(dir: &Path, c: &Campaign) {
         }
         let r = &record.result;
         let found = metrics.entry(&k.experiment).or_default();
-        found.extend(r.summary.keys().copied());
-        found.extend(r.runs.iter().flat_map(|run| run.metrics.keys().copied()));
+        found.extend(r.measurement.summary.keys().copied());
+        found.extend(
+            r.measurement
+                .runs
+                .iter()
+                .flat_map(|run| run.metrics.keys().copied()),
+        );
     }
     for (name, set) in metrics {
         put(&db, &format!("metrics/{name}"), &set);

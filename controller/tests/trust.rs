@@ -99,7 +99,12 @@ fn a_tampered_or_truncated_build_cache_is_rebuilt_on_resume() {
         let steps = stored_steps(dir.path());
         assert_eq!(steps.len(), 24, "{what}");
         for step in &steps {
-            assert_eq!(step.result.outcome.name(), "ok", "{what}: {}", step.key);
+            assert_eq!(
+                step.result.measurement.outcome.name(),
+                "ok",
+                "{what}: {}",
+                step.key
+            );
             let objective = step.objective.unwrap();
             assert!(
                 objective >= 0.19e9,
@@ -110,7 +115,8 @@ fn a_tampered_or_truncated_build_cache_is_rebuilt_on_resume() {
         }
         let warned: Vec<_> = steps
             .iter()
-            .filter(|s| !s.result.warnings.is_empty())
+            .map(|s| &s.result.measurement.warnings)
+            .filter(|w| !w.is_empty())
             .collect();
         assert!(
             !warned.is_empty(),
@@ -119,9 +125,9 @@ fn a_tampered_or_truncated_build_cache_is_rebuilt_on_resume() {
         assert!(
             warned
                 .iter()
-                .all(|s| s.result.warnings.iter().all(|w| w.contains("cached build"))),
+                .all(|ws| ws.iter().all(|w| w.contains("cached build"))),
             "{what}: {:?}",
-            warned[0].result.warnings
+            warned[0]
         );
         let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
         let named = binaries.iter().any(|b| {
@@ -144,7 +150,7 @@ fn damaged_cached_objects_are_compiled_again() {
     let _serial = serial();
     let setup = || {
         let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("benchmarks/twofile");
+        let src = dir.path().join("bench-programs/twofile");
         std::fs::create_dir_all(&src).unwrap();
         for (name, text) in common::TWO_FILE_MAKE {
             std::fs::write(src.join(name), text).unwrap();
@@ -214,7 +220,7 @@ fn damaged_cached_objects_are_compiled_again() {
     assert_eq!(found, expected, "the resumed campaign measured otherwise");
     let warned = steps
         .iter()
-        .flat_map(|s| &s.result.warnings)
+        .flat_map(|s| &s.result.measurement.warnings)
         .filter(|w| w.contains("cached object damaged") && w.contains("compiled again"))
         .count();
     assert!(
@@ -288,7 +294,7 @@ fn a_decision_set_that_kills_its_worker_is_recorded_failed_and_the_campaign_fini
     for s in &steps {
         match knob(s).as_str() {
             "3" => {
-                let reason = s.result.outcome.reason().unwrap();
+                let reason = s.result.measurement.outcome.reason().unwrap();
                 assert!(
                     reason.starts_with("worker lost while running this step (3 times"),
                     "{}: {reason}",
@@ -296,11 +302,11 @@ fn a_decision_set_that_kills_its_worker_is_recorded_failed_and_the_campaign_fini
                 );
             }
             _ => assert_eq!(
-                s.result.outcome.name(),
+                s.result.measurement.outcome.name(),
                 "ok",
                 "{}: {:?}",
                 s.key,
-                s.result.outcome
+                s.result.measurement.outcome
             ),
         }
     }
@@ -329,12 +335,12 @@ fn a_poison_set_is_charged_its_losses_and_never_quarantines_its_worker() {
     let steps = stored_steps(dir.path());
     assert_eq!(steps.len(), 3);
     for s in &steps {
-        let reason = s.result.outcome.reason().unwrap_or_default();
+        let reason = s.result.measurement.outcome.reason().unwrap_or_default();
         assert!(
             reason.starts_with("worker lost while running this step (3 times"),
             "{}: {:?}",
             s.key,
-            s.result.outcome
+            s.result.measurement.outcome
         );
     }
     let log = std::fs::read_to_string(dir.path().join("store/kiln.log")).unwrap();
@@ -429,7 +435,9 @@ fn force_new_on_a_live_store_is_refused_and_the_campaign_finishes() {
     let steps = stored_steps(dir.path());
     assert_eq!(steps.len(), 16);
     assert!(
-        steps.iter().all(|s| s.result.outcome.name() == "ok"),
+        steps
+            .iter()
+            .all(|s| s.result.measurement.outcome.name() == "ok"),
         "{}",
         diagnostics(dir.path())
     );

@@ -20,7 +20,7 @@ pub use config::CampaignConfig;
 pub use decision::{ContentHash, DecisionFile, DecisionPoint, DecisionSet, DecisionValue, SiteId};
 pub use features::SiteFeatures;
 pub use message::{
-    Request, Response, StepId, StepOutcome, StepRequest, StepResult, PROTOCOL_VERSION,
+    Measurement, Request, Response, StepId, StepOutcome, StepRequest, StepResult, PROTOCOL_VERSION,
 };
 pub use metric::{Metric, MetricValue, Metrics};
 pub use sexp::SexpError;

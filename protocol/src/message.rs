@@ -252,7 +252,7 @@ pub struct StepRequest {
     #[serde(default)]
     pub race: Option<Race>,
     /// Also return the instructions each function executed itself
-    /// ([`StepResult::function_instructions`]): callgrind runs write a profile
+    /// ([`Measurement::function_instructions`]): callgrind runs write a profile
     /// with names as compiled, which screening attributes flips by.
     #[serde(default)]
     pub function_costs: bool,
@@ -534,42 +534,16 @@ pub struct BuildRecord {
 pub struct StepResult {
     /// The step.
     pub id: StepId,
-    /// What happened.
-    pub outcome: StepOutcome,
+    /// What happened, and what the runs measured. Flattened: the wire and stored JSON keep
+    /// their flat shape, so stores and peers written before read as they are.
+    #[serde(flatten)]
+    pub measurement: Measurement,
     /// The build, if one was attempted.
     pub build: Option<BuildRecord>,
-    /// Every run, warm-ups included.
-    pub runs: Vec<RunRecord>,
-    /// Statistics per metric over the measured runs (metrics measured in every run).
-    pub summary: BTreeMap<Metric, Summary>,
-    /// Whether the adaptive repetition met its CI target.
-    pub target_met: bool,
-    /// Set when the runs stopped early because the candidate lost its race:
-    /// a measurement from fewer runs, never a full one. (Absent from results
-    /// stored before racing.)
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cut_short: Option<CutShort>,
-    /// Digest of the checked output of the first measured run.
-    pub output_digest: Option<ContentHash>,
-    /// The start of the checked output (lines filtered as the check says),
-    /// when no digest was expected (the baseline) or the digest differed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checked_output: Option<String>,
-    /// When the worker started and finished the step (Unix ms).
+    /// When the worker started the step (Unix ms).
     pub started_ms: u64,
     /// When the worker finished the step (Unix ms).
     pub finished_ms: u64,
-    /// What the worker found wrong on its side and worked around, for the
-    /// log and the step's record: a cached build or object that no longer
-    /// matched its hash, discarded and built again; a CUPTI client of the
-    /// program's own that clashed with kiln's GPU tracing.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// Where the request asked for them: the instructions each function
-    /// executed itself (callgrind's self `Ir` of the last callgrind run), by
-    /// name as compiled; functions that executed none are left out.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub function_instructions: BTreeMap<String, u64>,
 }
 
 impl StepResult {
@@ -585,16 +559,65 @@ impl StepResult {
             .map_or(0, |d| d.as_millis() as u64);
         StepResult {
             id,
-            outcome,
+            measurement: Measurement::empty(outcome),
             build: None,
+            started_ms: now,
+            finished_ms: now,
+        }
+    }
+}
+
+/// The runs of a step (or of `kiln-worker measure`) and what they add up to: a worker
+/// measures one, a step's result carries it (`measure --json` prints it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// `Ok`, or the first failure (of the build, the runs, or the step as a whole).
+    pub outcome: StepOutcome,
+    /// Every run, warm-ups and callgrind runs included.
+    pub runs: Vec<RunRecord>,
+    /// Statistics per metric over the measured runs that have it (metrics measured in
+    /// every run); empty unless `Ok`.
+    pub summary: BTreeMap<Metric, Summary>,
+    /// Whether the objective's relative CI half-width reached the target (the adaptive
+    /// repetition met its CI target).
+    pub target_met: bool,
+    /// Set when the runs stopped early because the candidate lost its race:
+    /// a measurement from fewer runs, never a full one. (Absent from results
+    /// stored before racing.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut_short: Option<CutShort>,
+    /// Digest of the checked output of the first measured run.
+    pub output_digest: Option<ContentHash>,
+    /// The start of the checked output (lines filtered as the check says): the first
+    /// measured run's when no digest was expected (the baseline), the differing run's
+    /// when one differed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked_output: Option<String>,
+    /// What was found wrong and worked around without failing, for the log and the step's
+    /// record: a CUPTI client of the program's own that clashed with kiln's GPU tracing; in
+    /// a step's result also a cached build or object that no longer matched its hash,
+    /// discarded and built again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// Where the plan or request asked for them: the instructions each function executed
+    /// itself (callgrind's self `Ir` of the last callgrind run), by name as compiled;
+    /// functions that executed none are left out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub function_instructions: BTreeMap<String, u64>,
+}
+
+impl Measurement {
+    /// `outcome` with nothing measured: no runs, no summary, no output (a step refused or
+    /// failed before its runs, or a result whose measurement is still to come).
+    pub fn empty(outcome: StepOutcome) -> Measurement {
+        Measurement {
+            outcome,
             runs: Vec::new(),
-            summary: Default::default(),
+            summary: BTreeMap::new(),
             target_met: false,
             cut_short: None,
             output_digest: None,
             checked_output: None,
-            started_ms: now,
-            finished_ms: now,
             warnings: Vec::new(),
             function_instructions: BTreeMap::new(),
         }
@@ -728,5 +751,32 @@ mod tests {
         };
         let back: Race = crate::frame::decode(&serde_json::to_vec(&race).unwrap()).unwrap();
         assert_eq!(back, race);
+    }
+
+    #[test]
+    fn a_result_keeps_its_flat_shape() {
+        // As results were written before the measurement was a field of its own.
+        let old = r#"{"id":7,"outcome":{"outcome":"ok"},"build":null,
+            "runs":[{"index":0,"warmup":false,"exit_code":0,"signal":null,
+                     "metrics":{"wall-time":{"measured":5e-75}}}],
+            "summary":{},"target_met":true,"output_digest":null,
+            "started_ms":1,"finished_ms":2,"warnings":["a cached build was discarded"],
+            "function_instructions":{"main":12}}"#;
+        let r: StepResult = crate::frame::decode(old.as_bytes()).unwrap();
+        let m = &r.measurement;
+        assert_eq!((r.id, r.started_ms, r.finished_ms), (StepId(7), 1, 2));
+        assert_eq!((&m.outcome, m.target_met), (&StepOutcome::Ok, true));
+        assert_eq!(
+            m.runs[0].metrics[&Metric::WallTime],
+            crate::metric::MetricValue::Measured(5e-75)
+        );
+        assert_eq!(m.warnings, ["a cached build was discarded"]);
+        assert_eq!(m.function_instructions["main"], 12);
+
+        let json: serde_json::Value = serde_json::to_value(&r).unwrap();
+        assert!(json.get("measurement").is_none());
+        assert_eq!(json["runs"][0]["index"], 0);
+        let back: StepResult = crate::frame::decode(&serde_json::to_vec(&r).unwrap()).unwrap();
+        assert_eq!(back, r);
     }
 }

@@ -72,7 +72,10 @@ fn the_issue_sketch_parses_with_defaults_filled_in() {
         c.benchmarks[0].kind,
         BenchmarkKind::LlvmInline { .. }
     ));
-    assert!(matches!(&c.workers[0], WorkerSpec::Local(LocalWorker { slots: 1, .. })));
+    assert!(matches!(
+        &c.workers[0],
+        WorkerSpec::Local(LocalWorker { slots: 1, .. })
+    ));
     match &c.workers[1] {
         WorkerSpec::Ssh(s) => {
             assert_eq!(s.port, 22);
@@ -825,8 +828,14 @@ fn the_field_reference_in_prod_configs_readme_is_the_declared_one() {
     use kiln_protocol::config::reference::{markdown, BEGIN, END};
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../prod-configs/README.md");
     let text = std::fs::read_to_string(&path).unwrap();
-    let start = text.find(BEGIN).expect("the README holds the reference's first line");
-    let end = text.find(END).expect("the README holds the reference's last line") + END.len() + 1;
+    let start = text
+        .find(BEGIN)
+        .expect("the README holds the reference's first line");
+    let end = text
+        .find(END)
+        .expect("the README holds the reference's last line")
+        + END.len()
+        + 1;
     let wanted = markdown();
     if std::env::var_os("KILN_BLESS").is_some() {
         std::fs::write(&path, format!("{}{wanted}{}", &text[..start], &text[end..])).unwrap();

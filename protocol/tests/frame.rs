@@ -9,7 +9,7 @@ use kiln_protocol::config::{
 };
 use kiln_protocol::frame::{self, FrameError, MAX_FRAME};
 use kiln_protocol::message::{
-    BuildRecord, Capabilities, CutShort, Discovery, GpuInfo, Race, RunRecord,
+    BuildRecord, Capabilities, CutShort, Discovery, GpuInfo, Measurement, Race, RunRecord,
 };
 use kiln_protocol::{
     DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, Request, Response, SiteId,
@@ -23,7 +23,7 @@ fn spec() -> BenchmarkSpec {
             compiler: Compiler::Clang,
             fallback: ReplayFallback::NeverInline,
         },
-        sources: "benchmarks/b".into(),
+        sources: "bench-programs/b".into(),
         build: vec!["clang".into(), "main.c".into()],
         run: vec!["./bench".into()],
         timeout_s: 1.5,
@@ -145,7 +145,23 @@ fn responses() -> Vec<Response> {
             });
             Response::StepDone(Box::new(StepResult {
                 id: StepId(3),
-                outcome,
+                measurement: Measurement {
+                    outcome,
+                    runs: vec![RunRecord {
+                        index: 0,
+                        warmup: false,
+                        exit_code: Some(0),
+                        signal: None,
+                        metrics: metrics.clone(),
+                    }],
+                    summary: summary.clone(),
+                    target_met: true,
+                    cut_short,
+                    output_digest: Some(hash),
+                    checked_output: None,
+                    warnings: Vec::new(),
+                    function_instructions: BTreeMap::new(),
+                },
                 build: Some(BuildRecord {
                     wall_ns: 5,
                     text_bytes: Some(1234),
@@ -155,22 +171,8 @@ fn responses() -> Vec<Response> {
                     reused: false,
                     moot: Default::default(),
                 }),
-                runs: vec![RunRecord {
-                    index: 0,
-                    warmup: false,
-                    exit_code: Some(0),
-                    signal: None,
-                    metrics: metrics.clone(),
-                }],
-                summary: summary.clone(),
-                target_met: true,
-                cut_short,
-                output_digest: Some(hash),
-                checked_output: None,
                 started_ms: 1,
                 finished_ms: 2,
-                warnings: Vec::new(),
-                function_instructions: BTreeMap::new(),
             }))
         })
         .collect();

@@ -200,11 +200,11 @@ impl Shared {
     /// before the worker hears its own, so a run killed by a stopping signal
     /// waits a moment for the worker's.
     fn settle(&self, mut result: StepResult, token: &CancelToken) -> StepResult {
-        if result.outcome == StepOutcome::Ok {
+        if result.measurement.outcome == StepOutcome::Ok {
             return result;
         }
         let stop_signal = matches!(
-            result.outcome,
+            result.measurement.outcome,
             StepOutcome::RunFailed { signal: Some(s), .. } if [SIGTERM, SIGINT, SIGHUP].contains(&s)
         );
         let deadline = Instant::now() + STOP_HEARD_WITHIN;
@@ -212,7 +212,7 @@ impl Shared {
             std::thread::sleep(Duration::from_millis(10));
         }
         if token.is_cancelled() || self.stopping.load(Ordering::SeqCst) {
-            result.outcome = StepOutcome::Cancelled;
+            result.measurement.outcome = StepOutcome::Cancelled;
         }
         result
     }
@@ -377,10 +377,10 @@ impl Session {
             }))
             .unwrap_or_else(|_| StepResult::rejected(id, PANICKED.to_string()));
             let result = shared.settle(result, &token);
-            if result.outcome == StepOutcome::Ok {
+            if result.measurement.outcome == StepOutcome::Ok {
                 tracing::debug!("step {id} finished: ok");
             } else {
-                tracing::info!("step {id} finished: {}", result.outcome);
+                tracing::info!("step {id} finished: {}", result.measurement.outcome);
             }
             lock(&shared.slots).insert(slot, Some(state));
             lock(&shared.running).remove(&id);
@@ -436,11 +436,15 @@ mod tests {
         let shared = shared(dir.path());
         let token = CancelToken::new().unwrap();
         let failed = shared.settle(killed_by(SIGTERM), &token);
-        assert_eq!(failed.outcome.name(), "run-failed");
+        assert_eq!(failed.measurement.outcome.name(), "run-failed");
         shared.stopping.store(true, Ordering::SeqCst);
         let stopped = shared.settle(killed_by(SIGTERM), &token);
-        assert_eq!(stopped.outcome, StepOutcome::Cancelled);
+        assert_eq!(stopped.measurement.outcome, StepOutcome::Cancelled);
         let ok = shared.settle(StepResult::new(StepId(2), StepOutcome::Ok), &token);
-        assert_eq!(ok.outcome, StepOutcome::Ok, "a finished measurement stands");
+        assert_eq!(
+            ok.measurement.outcome,
+            StepOutcome::Ok,
+            "a finished measurement stands"
+        );
     }
 }

@@ -88,7 +88,7 @@ pub fn run_step(
         }),
     };
     if let Err(outcome) = outcome {
-        result.outcome = lost_its_bundle(outcome, req, ws);
+        result.measurement.outcome = lost_its_bundle(outcome, req, ws);
     }
     result.finished_ms = unix_ms();
     result
@@ -246,20 +246,17 @@ fn run_plan(req: &StepRequest, checked: Checked) -> Plan {
     }
 }
 
-/// What the runs measured, put in the step's result; the step fails as they did.
+/// What the runs measured, put in the step's result after the warnings the step gave
+/// before them; the step fails as they did.
 fn record_measurement(m: Measurement, result: &mut StepResult) -> Result<(), StepOutcome> {
-    result.runs = m.runs;
-    result.summary = m.summary;
-    result.target_met = m.target_met;
-    result.cut_short = m.cut_short;
-    result.output_digest = m.output_digest;
-    result.checked_output = m.checked_output;
-    result.function_instructions = m.function_instructions;
-    // Logged by the measurement already.
-    result.warnings.extend(m.warnings);
-    match m.outcome {
+    // The step's own warnings (a discarded cache entry) stay first; the measurement's
+    // are logged by the measurement already.
+    let earlier = std::mem::take(&mut result.measurement.warnings);
+    result.measurement = m;
+    result.measurement.warnings.splice(0..0, earlier);
+    match &result.measurement.outcome {
         StepOutcome::Ok => Ok(()),
-        failed => Err(failed),
+        failed => Err(failed.clone()),
     }
 }
 
@@ -303,7 +300,7 @@ pub const STARTED_FROM: &str = "the build started from";
 /// Notes a problem the step worked around, in its result and the worker's log.
 fn warn(result: &mut StepResult, warning: String) {
     tracing::warn!("step {}: {warning}", result.id);
-    result.warnings.push(warning);
+    result.measurement.warnings.push(warning);
 }
 
 /// A run's environment with the slot's GPUs: `CUDA_VISIBLE_DEVICES` shows the run only

@@ -288,10 +288,14 @@ fn prepare_and_step_a_knobs_benchmark_end_to_end() {
     w.send(&Request::Step(Box::new(req.clone())));
     let r = step_done(w.recv());
     assert_eq!(r.id, StepId(1));
-    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
-    assert_eq!(r.runs.len(), 4, "one warm-up and three measured runs");
-    assert_eq!(r.output_digest, Some(expected));
-    assert_eq!(r.summary[&Metric::WallTime].n, 3);
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
+    assert_eq!(
+        r.measurement.runs.len(),
+        4,
+        "one warm-up and three measured runs"
+    );
+    assert_eq!(r.measurement.output_digest, Some(expected));
+    assert_eq!(r.measurement.summary[&Metric::WallTime].n, 3);
     let build = r.build.expect("a build record");
     assert!(!build.reused);
     let decisions = std::fs::read_to_string(w.rundir.join("slots/0/work/decisions.sexp")).unwrap();
@@ -302,7 +306,7 @@ fn prepare_and_step_a_knobs_benchmark_end_to_end() {
     req.reuse_build = true;
     w.send(&Request::Step(Box::new(req.clone())));
     let r = step_done(w.recv());
-    assert_eq!(r.outcome, StepOutcome::Ok);
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok);
     assert!(r.build.expect("a build record").reused);
 
     // Another decision changes the output: wrong output against the old digest.
@@ -311,11 +315,11 @@ fn prepare_and_step_a_knobs_benchmark_end_to_end() {
     w.send(&Request::Step(Box::new(other)));
     let r = step_done(w.recv());
     assert!(
-        matches!(r.outcome, StepOutcome::WrongOutput { .. }),
+        matches!(r.measurement.outcome, StepOutcome::WrongOutput { .. }),
         "{:?}",
-        r.outcome
+        r.measurement.outcome
     );
-    assert!(r.summary.is_empty());
+    assert!(r.measurement.summary.is_empty());
 
     // Knob discovery comes from the spec: baseline = first value of each domain.
     w.send(&Request::Discover {
@@ -345,7 +349,11 @@ fn prepare_and_step_a_knobs_benchmark_end_to_end() {
         1,
     ))));
     let r = step_done(w.recv());
-    assert!(r.outcome.is_infrastructure(), "{:?}", r.outcome);
+    assert!(
+        r.measurement.outcome.is_infrastructure(),
+        "{:?}",
+        r.measurement.outcome
+    );
 
     w.send(&Request::Shutdown);
     assert_eq!(w.recv(), Response::Bye);
@@ -365,9 +373,9 @@ fn pings_are_answered_while_steps_run_and_cancel_works() {
     let r = step_done(w.recv());
     assert_eq!(r.id, StepId(2));
     assert!(
-        matches!(&r.outcome, StepOutcome::Rejected { reason } if reason.contains("busy")),
+        matches!(&r.measurement.outcome, StepOutcome::Rejected { reason } if reason.contains("busy")),
         "{:?}",
-        r.outcome
+        r.measurement.outcome
     );
 
     let t = Instant::now();
@@ -382,7 +390,7 @@ fn pings_are_answered_while_steps_run_and_cancel_works() {
     w.send(&Request::Cancel { step: StepId(1) });
     let r = step_done(w.recv());
     assert_eq!(r.id, StepId(1));
-    assert_eq!(r.outcome, StepOutcome::Cancelled);
+    assert_eq!(r.measurement.outcome, StepOutcome::Cancelled);
     assert!(t.elapsed() < Duration::from_secs(10));
 
     w.send(&Request::Cancel { step: StepId(1) });
@@ -422,8 +430,8 @@ fn slots_run_steps_at_once() {
     let mut results: Vec<_> = (0..2).map(|_| step_done(w.recv())).collect();
     results.sort_by_key(|r| r.id);
     for r in &results {
-        assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
-        assert_eq!(r.runs.len(), 4);
+        assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
+        assert_eq!(r.measurement.runs.len(), 4);
     }
     let (a, b) = (&results[0], &results[1]);
     assert!(
@@ -453,7 +461,7 @@ fn two_worker_sessions_never_share_a_slot_at_once() {
     let first = step_done(old.recv());
     let second = step_done(new.recv());
     for r in [&first, &second] {
-        assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+        assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
     }
     // Under load the new session may get the slot first; either way, one waits.
     assert!(
@@ -481,14 +489,19 @@ fn a_step_records_that_the_programs_own_cupti_client_failed_beside_tracing() {
     req.objective = Metric::GpuTime;
     w.send(&Request::Step(Box::new(req)));
     let r = step_done(w.recv());
-    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
-    let stdout = r.checked_output.clone().unwrap_or_default();
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
+    let stdout = r.measurement.checked_output.clone().unwrap_or_default();
     assert!(stdout.contains("libkiln_cupti"), "traced: {stdout}");
-    assert_eq!(r.warnings.len(), 1, "{:?}", r.warnings);
-    assert!(
-        r.warnings[0].contains("CUPTI initialization failed"),
+    assert_eq!(
+        r.measurement.warnings.len(),
+        1,
         "{:?}",
-        r.warnings
+        r.measurement.warnings
+    );
+    assert!(
+        r.measurement.warnings[0].contains("CUPTI initialization failed"),
+        "{:?}",
+        r.measurement.warnings
     );
     w.send(&Request::Shutdown);
     assert_eq!(w.recv(), Response::Bye);

@@ -105,9 +105,9 @@ fn knobs_reach_arguments_environment_and_the_decision_file() {
         &["./main.sh", "{tile-size}"],
     );
     let r = step(&f, &request(&f, s));
-    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
     assert_eq!(
-        r.output_digest,
+        r.measurement.output_digest,
         Some(kiln_protocol::ContentHash::of(b"tile=16\n"))
     );
     let work = f.ws.rundir.join("slots/0/work");
@@ -145,7 +145,7 @@ fn unbuilt_step(
     req.decisions = DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(tile))].into());
     (req.runs.min, req.runs.max) = (1, 1);
     let r = run_step(&req, &f.ws, slot, &CancelToken::new().unwrap());
-    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
     let probe = f.ws.rundir.join("slots/0/work/tree/f1999");
     (r, std::fs::metadata(probe).unwrap().ino())
 }
@@ -177,7 +177,7 @@ fn a_slot_reuses_the_sources_it_laid_out_until_a_run_writes_into_them() {
         "a later step copied the sources again"
     );
     assert_ne!(
-        first.output_digest, second.output_digest,
+        first.measurement.output_digest, second.measurement.output_digest,
         "each step's own decision file"
     );
 
@@ -185,7 +185,13 @@ fn a_slot_reuses_the_sources_it_laid_out_until_a_run_writes_into_them() {
     let (before, _) = unbuilt_step(&f, &mut slot, writes, 8);
     let (after, _) = unbuilt_step(&f, &mut slot, writes, 8);
     let fresh = Some(kiln_protocol::ContentHash::of(b"fresh\n"));
-    assert_eq!((before.output_digest, after.output_digest), (fresh, fresh));
+    assert_eq!(
+        (
+            before.measurement.output_digest,
+            after.measurement.output_digest
+        ),
+        (fresh, fresh)
+    );
 }
 
 #[test]
@@ -196,14 +202,17 @@ fn a_failing_build_is_build_failed_with_its_log() {
         &["./main.sh"],
     );
     let r = step(&f, &request(&f, s));
-    match &r.outcome {
+    match &r.measurement.outcome {
         StepOutcome::BuildFailed { code, log_tail } => {
             assert_eq!(*code, Some(2));
             assert!(log_tail.contains("oops"), "{log_tail:?}");
         }
         other => panic!("expected build-failed, got {other:?}"),
     }
-    assert!(r.runs.is_empty(), "nothing runs after a failed build");
+    assert!(
+        r.measurement.runs.is_empty(),
+        "nothing runs after a failed build"
+    );
 }
 
 #[test]
@@ -223,7 +232,7 @@ fn a_build_past_its_memory_limit_is_killed_and_fails_naming_the_limit() {
     s.build_timeout_s = 60.0;
     let t = std::time::Instant::now();
     let r = step(&f, &request(&f, s));
-    match &r.outcome {
+    match &r.measurement.outcome {
         StepOutcome::BuildFailed { code, log_tail } => {
             assert_eq!(*code, None);
             assert!(
@@ -251,11 +260,13 @@ fn a_checksum_command_checks_the_files_a_run_writes() {
     s.check_output = OutputCheck::Command(vec!["sha256sum".into(), "out.txt".into()]);
     let mut req = request(&f, s.clone());
     let first = step(&f, &req);
-    assert_eq!(first.outcome, StepOutcome::Ok, "{first:?}");
+    assert_eq!(first.measurement.outcome, StepOutcome::Ok, "{first:?}");
     let expected = first
+        .measurement
         .output_digest
         .expect("the command's output is checked");
     assert!(first
+        .measurement
         .checked_output
         .as_deref()
         .is_some_and(|o| o.contains("out.txt")));
@@ -265,14 +276,14 @@ fn a_checksum_command_checks_the_files_a_run_writes() {
     req.decisions = DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(8))].into());
     let other = step(&f, &req);
     assert!(
-        matches!(other.outcome, StepOutcome::WrongOutput { .. }),
+        matches!(other.measurement.outcome, StepOutcome::WrongOutput { .. }),
         "{other:?}"
     );
 
     // A command that fails fails the run, saying why.
     s.check_output = OutputCheck::Command(vec!["sha256sum".into(), "missing.txt".into()]);
     let broken = step(&f, &request(&f, s));
-    match &broken.outcome {
+    match &broken.measurement.outcome {
         StepOutcome::RunFailed { stderr_tail, .. } => assert!(
             stderr_tail.contains("check-output command 'sha256sum missing.txt' exited with 1")
                 && stderr_tail.contains("missing.txt: No such file"),
@@ -289,7 +300,7 @@ fn a_hanging_build_times_out() {
     let t = std::time::Instant::now();
     let r = step(&f, &request(&f, s));
     assert_eq!(
-        r.outcome,
+        r.measurement.outcome,
         StepOutcome::Timeout {
             phase: "build".into(),
             limit_s: 1.0
@@ -305,36 +316,36 @@ fn bad_requests_are_rejected() {
     s.check_output = OutputCheck::File("../../escape.txt".into());
     let r = step(&f, &request(&f, s));
     assert!(
-        matches!(&r.outcome, StepOutcome::Rejected { reason } if reason.contains("escape.txt")),
+        matches!(&r.measurement.outcome, StepOutcome::Rejected { reason } if reason.contains("escape.txt")),
         "{:?}",
-        r.outcome
+        r.measurement.outcome
     );
 
     let mut req = request(&f, spec(&[], &["./main.sh"]));
     req.cpus = vec![4000];
     let r = step(&f, &req);
     assert!(
-        matches!(&r.outcome, StepOutcome::Rejected { reason } if reason.contains("CPU 4000")),
+        matches!(&r.measurement.outcome, StepOutcome::Rejected { reason } if reason.contains("CPU 4000")),
         "{:?}",
-        r.outcome
+        r.measurement.outcome
     );
 
     let mut s = spec(&[], &["./main.sh"]);
     s.timeout_s = f64::NAN;
     let r = step(&f, &request(&f, s));
     assert!(
-        matches!(&r.outcome, StepOutcome::Rejected { reason } if reason.contains("timeout-s")),
+        matches!(&r.measurement.outcome, StepOutcome::Rejected { reason } if reason.contains("timeout-s")),
         "{:?}",
-        r.outcome
+        r.measurement.outcome
     );
 
     let mut req = request(&f, spec(&[], &["./main.sh"]));
     req.decisions = DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(3))].into());
     let r = step(&f, &req);
     assert!(
-        matches!(r.outcome, StepOutcome::Rejected { .. }),
+        matches!(r.measurement.outcome, StepOutcome::Rejected { .. }),
         "{:?}",
-        r.outcome
+        r.measurement.outcome
     );
 }
 
@@ -365,11 +376,11 @@ fn a_slots_gpus_are_the_only_ones_its_runs_see() {
     let mut req = request(&f, spec(&[], &check));
     req.gpus = vec![1, 3];
     let r = step(&f, &req);
-    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
     // Without GPUs for the slot, nothing is set (a run sees every GPU).
     req.gpus.clear();
     let r = step(&f, &req);
-    assert_eq!(r.outcome.name(), "run-failed", "{r:?}");
+    assert_eq!(r.measurement.outcome.name(), "run-failed", "{r:?}");
 }
 
 /// The discovery of a clang benchmark of one source `file` (name, text), built with `build` and
@@ -467,7 +478,7 @@ int main(int argc, char** argv) {
     let mut req = inline_request(spec, &bundle, discovery.baseline.clone());
     let mut slot = SlotState::default();
     let stock = run_step(&req, &ws, &mut slot, &cancel);
-    assert_eq!(stock.outcome, StepOutcome::Ok, "{stock:?}");
+    assert_eq!(stock.measurement.outcome, StepOutcome::Ok, "{stock:?}");
     req.id = StepId(2);
     req.decisions = DecisionSet(
         discovery
@@ -477,7 +488,7 @@ int main(int argc, char** argv) {
             .collect(),
     );
     let none = run_step(&req, &ws, &mut slot, &cancel);
-    assert_eq!(none.outcome, StepOutcome::Ok, "{none:?}");
+    assert_eq!(none.measurement.outcome, StepOutcome::Ok, "{none:?}");
 }
 
 /// clang 14 takes both decisions at calls LLVM's own heuristic never inlines (a variadic callee,
@@ -543,7 +554,7 @@ int main(int argc, char **argv) {
     let flipped = kiln_worker::build::llvm_inline::flipped(&discovery.baseline);
     let req = inline_request(spec, &bundle, flipped);
     let r = run_step(&req, &ws, &mut SlotState::default(), &cancel);
-    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
 }
 
 /// A one-run step of `spec` under `decisions` on slot 0.
@@ -594,7 +605,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
     let mut req = inline_request(spec, &bundle, discovery.baseline.clone());
     let mut slot = SlotState::default();
     let stock = run_step(&req, &ws, &mut slot, &cancel);
-    assert_eq!(stock.outcome, StepOutcome::Ok, "{stock:?}");
+    assert_eq!(stock.measurement.outcome, StepOutcome::Ok, "{stock:?}");
     let build = stock.build.as_ref().unwrap();
     assert!(build.text_bytes.is_some_and(|t| t > 0));
     assert!(build.replay_file.as_ref().is_some_and(|r| !r.is_empty()));
@@ -613,9 +624,9 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
             .map(|p| (p.id.clone(), DecisionValue::no_inline()))
             .collect(),
     );
-    req.expected_output = stock.output_digest;
+    req.expected_output = stock.measurement.output_digest;
     let none = run_step(&req, &ws, &mut slot, &cancel);
-    assert_eq!(none.outcome, StepOutcome::Ok, "{none:?}");
+    assert_eq!(none.measurement.outcome, StepOutcome::Ok, "{none:?}");
     assert_ne!(none.build.unwrap().binary_hash, build.binary_hash);
 
     // A site that does not exist cannot be realised.
@@ -624,11 +635,17 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
         DecisionSet([(SiteId::from("nothing @ main:1:1"), DecisionValue::inline())].into());
     let bogus = run_step(&req, &ws, &mut slot, &cancel);
     assert!(
-        matches!(bogus.outcome, StepOutcome::DecisionMismatch { .. }),
+        matches!(
+            bogus.measurement.outcome,
+            StepOutcome::DecisionMismatch { .. }
+        ),
         "{:?}",
-        bogus.outcome
+        bogus.measurement.outcome
     );
-    assert!(bogus.runs.is_empty(), "a mismatched build is not run");
+    assert!(
+        bogus.measurement.runs.is_empty(),
+        "a mismatched build is not run"
+    );
 
     // The stock decisions again, in another slot: the build is the cached
     // one, the binary the same, and its runs as good.
@@ -636,7 +653,7 @@ fn llvm_inline_discovery_and_steps_realise_decisions() {
     req.slot = 1;
     req.decisions = discovery.baseline.clone();
     let again = run_step(&req, &ws, &mut SlotState::default(), &cancel);
-    assert_eq!(again.outcome, StepOutcome::Ok, "{again:?}");
+    assert_eq!(again.measurement.outcome, StepOutcome::Ok, "{again:?}");
     let cached = again.build.as_ref().unwrap();
     assert!(cached.reused, "{cached:?}");
     assert_eq!(cached.binary_hash, build.binary_hash);
@@ -670,13 +687,13 @@ fn builds_see_the_workers_toolchain_and_passed_variables_and_runs_do_not() {
     let mut s = spec(&["sh", "-c", &build], &["sh", "-c", run, &var("HOME")]);
     s.pass_env = vec!["CARGO_MANIFEST_DIR".into()];
     let r = step(&f, &request(&f, s));
-    assert_eq!(r.outcome, StepOutcome::Ok, "{r:?}");
+    assert_eq!(r.measurement.outcome, StepOutcome::Ok, "{r:?}");
 
     // A program the build's PATH lacks: the error says where it was looked for.
     let s = spec(&["no-such-compiler-kiln"], &["./main.sh"]);
     let r = step(&f, &request(&f, s));
-    let StepOutcome::BuildFailed { log_tail, .. } = &r.outcome else {
-        panic!("expected build-failed, got {:?}", r.outcome);
+    let StepOutcome::BuildFailed { log_tail, .. } = &r.measurement.outcome else {
+        panic!("expected build-failed, got {:?}", r.measurement.outcome);
     };
     assert!(
         log_tail.contains(&format!("looked up on PATH={}", var("PATH"))),
@@ -767,8 +784,11 @@ fn executables_the_worker_writes_never_run_busy() {
                         DecisionSet([(SiteId::from("tile-size"), DecisionValue::Int(tile))].into());
                     // A fresh slot state: each step lays the cached build over fresh sources.
                     let r = step(f, &req);
-                    if r.outcome != StepOutcome::Ok {
-                        failures.lock().unwrap().push(r.outcome.reason().unwrap());
+                    if r.measurement.outcome != StepOutcome::Ok {
+                        failures
+                            .lock()
+                            .unwrap()
+                            .push(r.measurement.outcome.reason().unwrap());
                     }
                 }
             });

@@ -220,7 +220,9 @@ fn changed_fields<T: serde::Serialize>(what: &str, old: &T, new: &T, out: &mut V
 /// A reference from its measurements: every objective, the last outcome, and the output
 /// and size of the first successful one.
 fn reference_of(config: &CampaignConfig, set: &DecisionSet, results: &[StepResult]) -> Reference {
-    let first_ok = results.iter().find(|r| r.outcome == StepOutcome::Ok);
+    let first_ok = results
+        .iter()
+        .find(|r| r.measurement.outcome == StepOutcome::Ok);
     Reference {
         decisions: set.clone(),
         samples: results
@@ -229,12 +231,12 @@ fn reference_of(config: &CampaignConfig, set: &DecisionSet, results: &[StepResul
             .collect(),
         outcome: results
             .last()
-            .map_or(StepOutcome::Ok, |r| r.outcome.clone()),
-        output_digest: first_ok.and_then(|r| r.output_digest),
-        checked_output: first_ok.and_then(|r| r.checked_output.clone()),
+            .map_or(StepOutcome::Ok, |r| r.measurement.outcome.clone()),
+        output_digest: first_ok.and_then(|r| r.measurement.output_digest),
+        checked_output: first_ok.and_then(|r| r.measurement.checked_output.clone()),
         text_bytes: first_ok.and_then(|r| r.build.as_ref()?.text_bytes),
         function_instructions: first_ok
-            .map(|r| r.function_instructions.clone())
+            .map(|r| r.measurement.function_instructions.clone())
             .unwrap_or_default(),
     }
 }
@@ -803,7 +805,7 @@ impl Running<'_> {
             tracing::info!("ignoring a result for {key}: a second one, or its chain stopped");
             return Ok(());
         }
-        for warning in &result.warnings {
+        for warning in &result.measurement.warnings {
             tracing::warn!("{key} on worker {}: {warning}", done.worker);
         }
         let mut record = self.record_from(&key, *result, &done.worker, done.slot, None);
@@ -877,7 +879,7 @@ impl Running<'_> {
             };
             let before: Vec<u32> = state.pending.keys().copied().collect();
             chain::decide(&ctx, state, &mut record);
-            if let Some(reason) = record.result.outcome.reason() {
+            if let Some(reason) = record.result.measurement.outcome.reason() {
                 tracing::info!("{}: {reason}", record.key);
             }
             self.store.decide_unflushed(&record, state)?;

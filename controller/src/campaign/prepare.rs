@@ -175,7 +175,7 @@ impl Preparation {
             ))),
             (Tag::Reference(_, name), Answer::Step(result), Some(m)) => {
                 // A step's are logged as it arrives; a reference measurement is no step.
-                for warning in &result.warnings {
+                for warning in &result.measurement.warnings {
                     tracing::warn!(
                         "experiment {}, {name} measurement: {warning}",
                         self.experiment.name
@@ -190,7 +190,7 @@ impl Preparation {
                 // A failed measurement is not kept: a restart measures it again.
                 let ok: Vec<StepResult> = m.results[i]
                     .iter()
-                    .filter(|r| r.outcome == StepOutcome::Ok)
+                    .filter(|r| r.measurement.outcome == StepOutcome::Ok)
                     .cloned()
                     .collect();
                 let experiment = &self.experiment.name;

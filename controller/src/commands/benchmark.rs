@@ -20,7 +20,7 @@ use anyhow::{bail, Context, Result};
 use kiln_protocol::breakdown::TimeBreakdown;
 use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkSpec, RunPolicy};
-use kiln_protocol::message::{Discovery, StepResult};
+use kiln_protocol::message::{self, Discovery};
 use kiln_protocol::{CampaignConfig, DecisionFile, DecisionSet, Metric, MetricValue, StepOutcome};
 
 use crate::cli::BenchmarkArgs;
@@ -98,7 +98,7 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
     let (measured, store) = measured?;
 
     let mut out = summary_table(config, spec, worker.name(), decisions, &measured);
-    let ok = measured.candidate.result.outcome == StepOutcome::Ok;
+    let ok = measured.candidate.result.measurement.outcome == StepOutcome::Ok;
     let mut recorded = None;
     if let Some(store) = &store {
         let key = super::record_manual(
@@ -131,8 +131,8 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
         "time_ratio": m.candidate_objective.map(|c| time_ratio(c, m.baseline_objective)),
         "verdict": verdict(
             metric,
-            m.baseline.result.summary.get(&metric),
-            m.candidate.result.summary.get(&metric),
+            m.baseline.result.measurement.summary.get(&metric),
+            m.candidate.result.measurement.summary.get(&metric),
         ),
         "recorded_as": recorded,
         "baseline": m.baseline.result,
@@ -273,8 +273,8 @@ fn summary_table(
         "{:<20} {:>36}  {:>36}  {:>7}",
         "metric", "baseline median [95% CI]", "candidate median [95% CI]", "ratio"
     );
-    let base = &m.baseline.result;
-    let cand = &m.candidate.result;
+    let base = &m.baseline.result.measurement;
+    let cand = &m.candidate.result.measurement;
     let mut unsupported = Vec::new();
     for metric in Metric::ALL {
         let (b, c) = (cell(base, *metric), cell(cand, *metric));
@@ -368,8 +368,8 @@ fn verdict(
 
 /// Where the time of baseline and candidate went (wall, CPU, GPU busy, CPU side), when GPU
 /// time was measured or asked for; empty otherwise.
-fn breakdown_table(base: &StepResult, cand: &StepResult) -> String {
-    let of = |r: &StepResult| TimeBreakdown::of(&r.summary, &r.runs);
+fn breakdown_table(base: &message::Measurement, cand: &message::Measurement) -> String {
+    let of = |m: &message::Measurement| TimeBreakdown::of(&m.summary, &m.runs);
     let (b, c) = (of(base), of(cand));
     if b.is_none() && c.is_none() {
         return String::new();
@@ -405,13 +405,13 @@ fn breakdown_table(base: &StepResult, cand: &StepResult) -> String {
     out
 }
 
-/// A metric's median and interval in a result, "unsupported" where the worker
+/// A metric's median and interval in a measurement, "unsupported" where the worker
 /// cannot measure it, `None` where it was not measured at all.
-fn cell(result: &StepResult, metric: Metric) -> Option<String> {
-    if let Some(s) = result.summary.get(&metric) {
+fn cell(measured: &message::Measurement, metric: Metric) -> Option<String> {
+    if let Some(s) = measured.summary.get(&metric) {
         return Some(format_summary(s, metric.unit()));
     }
-    result
+    measured
         .runs
         .iter()
         .any(|r| r.metrics.get(&metric) == Some(&MetricValue::Unsupported))
@@ -423,9 +423,9 @@ fn cell(result: &StepResult, metric: Metric) -> Option<String> {
 mod tests {
     use super::*;
     use kiln_protocol::message::RunRecord;
-    use kiln_protocol::{StepId, Summary};
+    use kiln_protocol::Summary;
 
-    fn result(metrics: &[(Metric, MetricValue)]) -> StepResult {
+    fn result(metrics: &[(Metric, MetricValue)]) -> message::Measurement {
         let runs = vec![RunRecord {
             index: 0,
             warmup: false,
@@ -437,11 +437,11 @@ mod tests {
             .iter()
             .filter_map(|(m, v)| Some((*m, Summary::of(&[v.measured()?])?)))
             .collect();
-        StepResult {
+        message::Measurement {
             runs,
             summary,
             target_met: true,
-            ..StepResult::new(StepId(0), StepOutcome::Ok)
+            ..message::Measurement::empty(StepOutcome::Ok)
         }
     }
 

@@ -167,9 +167,9 @@ pub(super) fn record_manual(
             baseline: Reference {
                 decisions: m.discovery.baseline.clone(),
                 samples: Vec::new(),
-                outcome: base.outcome.clone(),
-                output_digest: base.output_digest,
-                checked_output: base.checked_output.clone(),
+                outcome: base.measurement.outcome.clone(),
+                output_digest: base.measurement.output_digest,
+                checked_output: base.measurement.checked_output.clone(),
                 text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
                 function_instructions: BTreeMap::new(),
             },
@@ -178,7 +178,7 @@ pub(super) fn record_manual(
         },
     };
     info.baseline.samples.push(m.baseline_objective);
-    info.baseline.outcome = base.outcome.clone();
+    info.baseline.outcome = base.measurement.outcome.clone();
 
     let step = store.chain_steps(&experiment, 0);
     let key = StepKey {

@@ -44,7 +44,7 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
     let manual = manual_benchmark(&record.key.experiment);
     write_origin(&mut out, record, manual)?;
     let info = store.experiment(&record.key.experiment)?;
-    if let StepOutcome::WrongOutput { .. } = record.result.outcome {
+    if let StepOutcome::WrongOutput { .. } = record.result.measurement.outcome {
         write_checked_outputs(&mut out, record, info.as_ref())?;
     }
     // In the objective's unit, as every command prints it.
@@ -63,13 +63,13 @@ fn describe(store: &Store, record: &StepRecord) -> Result<String> {
         )?;
     }
     write_changes(&mut out, record)?;
-    for warning in &record.result.warnings {
+    for warning in &record.result.measurement.warnings {
         writeln!(out, "worker warning: {warning}")?;
     }
     for (kind, hash) in &record.artifacts {
         writeln!(out, "{kind}: {}", store.artifact_path(hash).display())?;
     }
-    if let Some(cut) = &record.result.cut_short {
+    if let Some(cut) = &record.result.measurement.cut_short {
         writeln!(
             out,
             "cut short after {} of at most {} runs: the median's 95% CI [{}, {}] lies above {}, \
@@ -120,8 +120,9 @@ fn write_origin(out: &mut String, record: &StepRecord, manual: Option<&str>) -> 
     if let Some(source) = &record.cached_from {
         writeln!(out, "measurement reused from {source}")?;
     }
-    writeln!(out, "outcome: {}", record.result.outcome)?;
-    if let Some(detail) = record.result.outcome.detail().filter(|d| !d.is_empty()) {
+    let outcome = &record.result.measurement.outcome;
+    writeln!(out, "outcome: {outcome}")?;
+    if let Some(detail) = outcome.detail().filter(|d| !d.is_empty()) {
         for line in detail.lines() {
             writeln!(out, "  | {line}")?;
         }
@@ -136,7 +137,10 @@ fn write_checked_outputs(
     info: Option<&ExperimentInfo>,
 ) -> std::fmt::Result {
     let checked = [
-        ("this step's", record.result.checked_output.as_deref()),
+        (
+            "this step's",
+            record.result.measurement.checked_output.as_deref(),
+        ),
         (
             "the baseline's",
             info.and_then(|i| i.baseline.checked_output.as_deref()),
@@ -218,16 +222,17 @@ fn write_changes(out: &mut String, record: &StepRecord) -> std::fmt::Result {
 /// Every metric measured; one run has no interval: its value alone, not a CI drawn from one
 /// sample.
 fn write_metrics(out: &mut String, record: &StepRecord) -> std::fmt::Result {
-    if record.result.summary.is_empty() {
+    let m = &record.result.measurement;
+    if m.summary.is_empty() {
         return Ok(());
     }
-    let measured = record.result.runs.iter().filter(|r| !r.warmup).count();
+    let measured = m.runs.iter().filter(|r| !r.warmup).count();
     match measured {
         1 => writeln!(out, "metrics (one run):")?,
         n => writeln!(out, "metrics (median [95% CI] over {n} runs):")?,
     }
     for metric in Metric::ALL {
-        if let Some(s) = record.result.summary.get(metric) {
+        if let Some(s) = m.summary.get(metric) {
             let shown = match measured {
                 1 => format_measure(s.median, metric.unit()),
                 _ => format_summary(s, metric.unit()),

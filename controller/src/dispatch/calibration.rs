@@ -96,12 +96,11 @@ impl Calibrator {
         let mut request = self.request.clone();
         request.id = id;
         place.apply(&mut request);
-        let result = conn.step(request).await?;
-        if result.outcome != StepOutcome::Ok {
-            return Ok(Err(format!("calibration {}", result.outcome)));
+        let m = conn.step(request).await?.measurement;
+        if m.outcome != StepOutcome::Ok {
+            return Ok(Err(format!("calibration {}", m.outcome)));
         }
-        Ok(result
-            .summary
+        Ok(m.summary
             .get(&Metric::WallTime)
             .map(|s| s.median / 1e6)
             .ok_or_else(|| "calibration measured no wall time".to_string()))

@@ -135,14 +135,14 @@ fn runs<W: Writer>(
 ) -> Result<u64> {
     for record in ctx.steps(store) {
         let r = record?;
-        for run in &r.result.runs {
+        for run in &r.result.measurement.runs {
             let row = out.row();
             row.text(&r.key.experiment);
             row.uint(r.key.chain.into());
             row.uint(r.key.step.into());
             row.text(&r.worker);
             row.uint(r.slot.into());
-            row.text(r.result.outcome.name());
+            row.text(r.result.measurement.outcome.name());
             row.bool(r.cached_from.is_some());
             row.uint(run.index.into());
             row.text(run_kind(run, r.kind));
@@ -340,7 +340,7 @@ fn dataset<W: Writer>(
                 row.opt_text(stock.as_deref());
                 row.opt_bool(value.as_ref().zip(stock.as_ref()).map(|(v, s)| v != s));
                 row.opt_bool(r.result.build.as_ref().map(|b| b.moot.contains_key(site)));
-                row.text(r.result.outcome.name());
+                row.text(r.result.measurement.outcome.name());
                 row.opt_float(r.objective);
                 row.opt_float(ratio);
                 feature_cells(row, features, values);
@@ -500,7 +500,7 @@ impl Measured<'_> {
                 .entry((site.clone(), value(site), Estimate::Alone))
                 .or_default();
             flipped.effects.push(objective / start - 1.0);
-            if let Some(s) = metric.and_then(|m| r.result.summary.get(&m)) {
+            if let Some(s) = metric.and_then(|m| r.result.measurement.summary.get(&m)) {
                 flipped
                     .half_widths
                     .push((s.ci_high - s.ci_low) / 2.0 / start);
@@ -514,7 +514,7 @@ impl Measured<'_> {
             diff.0.keys(),
             footprints,
             &info.baseline.function_instructions,
-            &r.result.function_instructions,
+            &r.result.measurement.function_instructions,
         ) else {
             return;
         };

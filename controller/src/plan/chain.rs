@@ -360,7 +360,7 @@ fn note_measured(
     state.varied.extend(record.diff.0.keys().cloned());
     let samples = state.sets.entry(record.decision_hash).or_default();
     let objective = record.objective?;
-    if record.result.cut_short.is_some() {
+    if record.result.measurement.cut_short.is_some() {
         // Its few runs judge its own step only: pooled, they would pass for a full measurement.
         return Some(objective);
     }
@@ -378,6 +378,7 @@ fn effect(ctx: &ChainContext<'_>, start: f64, judged: Option<f64>, record: &Step
         Repeatability::Exact => 0.0,
         Repeatability::Noisy => record
             .result
+            .measurement
             .summary
             .get(&ctx.metric)
             .map_or(0.0, |s| (s.ci_high - s.ci_low) / 2.0),
@@ -417,7 +418,7 @@ fn note_shared(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepReco
                 record.diff.0.keys(),
                 &attribution::Footprints::new(ctx.points, &state.current.decisions),
                 ctx.start_functions,
-                &record.result.function_instructions,
+                &record.result.measurement.function_instructions,
             )
         })
         .filter(|a| a.separable(start));
@@ -534,11 +535,11 @@ fn judge_proposal(
     // A candidate cut short lost its race: clearly worse than the incumbent it was
     // proposed from, and measured by fewer runs than a full measurement. It is never
     // taken (the draw above still keeps the RNG stream that of a full measurement).
-    if let Some(cut) = &record.result.cut_short {
+    if let Some(cut) = &record.result.measurement.cut_short {
         state.raced.cut_short += 1;
         state.raced.runs_saved += u64::from(cut.runs_saved());
     }
-    accepted && record.result.cut_short.is_none()
+    accepted && record.result.measurement.cut_short.is_none()
 }
 
 /// Moves the chain by the verdict on step `step`: its best, its current set,
@@ -587,12 +588,13 @@ fn move_chain(
 /// Counts a failed step `step` by its outcome, and among the chain's first
 /// failures alike while nothing has succeeded.
 fn note_failure(state: &mut ChainState, record: &StepRecord, step: u32) {
-    let Some(reason) = record.result.outcome.reason() else {
+    let outcome = &record.result.measurement.outcome;
+    let Some(reason) = outcome.reason() else {
         return;
     };
     *state
         .failures
-        .entry(record.result.outcome.name().to_string())
+        .entry(outcome.name().to_string())
         .or_default() += 1;
     let previous = state
         .last_failure

@@ -44,11 +44,11 @@ pub fn shares_builds(experiment: &Experiment) -> bool {
 
 /// The objective of a result: the configured statistic of the metric, if the step succeeded.
 pub fn objective_of(config: &CampaignConfig, result: &StepResult) -> Option<f64> {
-    if result.outcome != StepOutcome::Ok {
+    let m = &result.measurement;
+    if m.outcome != StepOutcome::Ok {
         return None;
     }
-    result
-        .summary
+    m.summary
         .get(&config.objective.metric)
         .map(|s| config.objective.statistic.of(s))
 }

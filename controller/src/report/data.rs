@@ -299,6 +299,7 @@ fn runs(store: &Store, data: &mut ExperimentData) -> Result<()> {
             if let Some(record) = store.step(&key)? {
                 p.walls = record
                     .result
+                    .measurement
                     .runs
                     .iter()
                     .filter(|run| !run.warmup)

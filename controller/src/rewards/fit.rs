@@ -24,7 +24,7 @@ pub(super) struct Row {
 /// The objective of a step that makes a row: measured afresh (a reused
 /// measurement repeats another step's row) and successful.
 pub(super) fn row_objective(record: &StepRecord) -> Option<f64> {
-    if record.cached_from.is_some() || record.result.outcome != StepOutcome::Ok {
+    if record.cached_from.is_some() || record.result.measurement.outcome != StepOutcome::Ok {
         return None;
     }
     record.objective

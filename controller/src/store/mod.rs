@@ -676,11 +676,11 @@ impl Store {
 
 /// The metrics of a result: its summaries' and its runs'.
 fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
-    result
-        .summary
+    let m = &result.measurement;
+    m.summary
         .keys()
         .copied()
-        .chain(result.runs.iter().flat_map(|r| r.metrics.keys().copied()))
+        .chain(m.runs.iter().flat_map(|r| r.metrics.keys().copied()))
 }
 
 /// A decided step's export row as the store holds it; [`StoredSummary::row`] reads it.

@@ -133,7 +133,8 @@ impl<'a> StepSummary<'a> {
     /// The row of a step record.
     pub fn of(record: &'a StepRecord) -> StepSummary<'a> {
         let result = &record.result;
-        let unsupported: BTreeSet<Metric> = result
+        let measured = &result.measurement;
+        let unsupported: BTreeSet<Metric> = measured
             .runs
             .iter()
             .flat_map(|run| &run.metrics)
@@ -151,7 +152,7 @@ impl<'a> StepSummary<'a> {
             slot: record.slot,
             decision_hash: record.decision_hash.0,
             cached_from: record.cached_from.as_ref().map(|k| (k.chain, k.step)),
-            outcome: Cow::Borrowed(result.outcome.name()),
+            outcome: Cow::Borrowed(measured.outcome.name()),
             decision: record.decision.as_ref().map(|d| SummaryDecision {
                 accepted: d.accepted,
                 compared_with: d.compared_with,
@@ -159,15 +160,15 @@ impl<'a> StepSummary<'a> {
             }),
             temperature: record.temperature,
             objective: record.objective,
-            measured_runs: result.runs.iter().filter(|r| !r.warmup).count() as u64,
-            target_met: result.target_met,
+            measured_runs: measured.runs.iter().filter(|r| !r.warmup).count() as u64,
+            target_met: measured.target_met,
             build: result.build.as_ref().map(|b| SummaryBuild {
                 wall_ns: b.wall_ns,
                 text_bytes: b.text_bytes,
             }),
             dispatched_ms: record.dispatched_ms,
             recorded_ms: record.recorded_ms,
-            summary: result
+            summary: measured
                 .summary
                 .iter()
                 .map(|(m, s)| {
@@ -176,9 +177,13 @@ impl<'a> StepSummary<'a> {
                 })
                 .collect(),
             unsupported: unsupported.into_iter().map(MetricKey::from).collect(),
-            failure: result.outcome.reason().map(Cow::Owned).unwrap_or_default(),
+            failure: measured
+                .outcome
+                .reason()
+                .map(Cow::Owned)
+                .unwrap_or_default(),
             build_reused: result.build.as_ref().is_some_and(|b| b.reused),
-            cut_short: result.cut_short.is_some(),
+            cut_short: measured.cut_short.is_some(),
         }
         .canonical()
     }

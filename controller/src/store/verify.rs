@@ -207,7 +207,7 @@ fn scan_steps(
             *v.counts.entry("reused measurements").or_default() += 1;
         }
         *v.outcomes
-            .entry(record.result.outcome.name().to_string())
+            .entry(record.result.measurement.outcome.name().to_string())
             .or_default() += 1;
     }
     rows.rest(&mut v.problems)?;

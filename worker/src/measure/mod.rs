@@ -32,10 +32,10 @@ use std::time::{Duration, Instant};
 
 use kiln_protocol::config::benchmark::{Container, Limits, RunPolicy};
 use kiln_protocol::decision::ContentHash;
+pub use kiln_protocol::message::Measurement;
 use kiln_protocol::message::{CutShort, Race, RunRecord, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 use kiln_protocol::stats::Summary;
-use serde::{Deserialize, Serialize};
 
 use crate::launch::cgroup::RunCgroup;
 use crate::launch::checked_output::LineFilter;
@@ -99,36 +99,6 @@ pub struct Plan {
     pub container: Option<Container>,
 }
 
-/// The runs of a plan and what they add up to (`measure --json` prints it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Measurement {
-    /// `Ok`, or the first failure.
-    pub outcome: StepOutcome,
-    /// Every run, warm-ups and callgrind runs included.
-    pub runs: Vec<RunRecord>,
-    /// Per metric over the measured runs that have it; empty unless `Ok`.
-    pub summary: BTreeMap<Metric, Summary>,
-    /// Whether the objective's relative CI half-width reached the target.
-    pub target_met: bool,
-    /// Set when the candidate lost its race and its runs stopped early.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cut_short: Option<CutShort>,
-    /// Digest of the checked output of the first measured run.
-    pub output_digest: Option<ContentHash>,
-    /// The start of the checked output: the first measured run's when no
-    /// digest was expected, the differing run's when one differed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checked_output: Option<String>,
-    /// What the measurement found wrong without failing: a CUPTI client of the program's own
-    /// that clashed with kiln's GPU tracing (a step's record keeps them as warnings).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-    /// The instructions each function executed itself in the last callgrind
-    /// run, by name as compiled, where the plan asked for them.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub function_instructions: BTreeMap<String, u64>,
-}
-
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Timed,
@@ -143,19 +113,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         match RunCgroup::create(&plan.limits) {
             Ok(cg) => Some(cg),
             // Not the candidate's failure: this worker cannot measure it as asked.
-            Err(reason) => {
-                return Measurement {
-                    outcome: StepOutcome::Rejected { reason },
-                    runs: Vec::new(),
-                    summary: BTreeMap::new(),
-                    target_met: false,
-                    cut_short: None,
-                    output_digest: None,
-                    checked_output: None,
-                    warnings: Vec::new(),
-                    function_instructions: BTreeMap::new(),
-                }
-            }
+            Err(reason) => return Measurement::empty(StepOutcome::Rejected { reason }),
         }
     };
     let wanted: BTreeSet<Metric> = std::iter::once(plan.objective)

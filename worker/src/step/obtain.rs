@@ -207,7 +207,7 @@ impl<'a> BuildAt<'a> {
             (Some(from), Some(u)) => format!("kiln: {STARTED_FROM} {from}\n{}", u.log),
             _ => String::new(),
         };
-        let (record, outcome) = build.run(&mut result.warnings, &kept_log);
+        let (record, outcome) = build.run(&mut result.measurement.warnings, &kept_log);
         let (Err(failed), Some(from)) = (&outcome, from) else {
             return Ok(Attempt {
                 record,
@@ -218,7 +218,7 @@ impl<'a> BuildAt<'a> {
         // Said with the warning: the fresh build's log replaces the failed one's.
         let said = failed.reason().unwrap_or_default();
         self.fresh()?;
-        let (record, outcome) = build.run(&mut result.warnings, "");
+        let (record, outcome) = build.run(&mut result.measurement.warnings, "");
         if outcome.is_ok() {
             let why =
                 format!("the build from {from} failed ({said}), and from a fresh copy it did not");

@@ -98,12 +98,14 @@ impl<K: Send + Sync + Clone + 'static> SlotRunner<K> {
         self.on_board(|s| s.busy_ms += started.elapsed().as_millis() as u64);
         match answered {
             Ok(Answer::Step(result))
-                if result.outcome.lacks_bundle() && queued.resent < RESEND_BUNDLE =>
+                if result.measurement.outcome.lacks_bundle() && queued.resent < RESEND_BUNDLE =>
             {
                 self.resend_bundle(queued).await
             }
-            Ok(Answer::Step(result)) if matches!(result.outcome, StepOutcome::Rejected { .. }) => {
-                self.rejected(queued, &result.outcome)
+            Ok(Answer::Step(result))
+                if matches!(result.measurement.outcome, StepOutcome::Rejected { .. }) =>
+            {
+                self.rejected(queued, &result.measurement.outcome)
             }
             Ok(answer) => self.finished(queued, answer),
             Err(Lost(reason)) if !self.conn.is_lost() => {
