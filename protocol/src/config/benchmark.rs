@@ -126,17 +126,41 @@ record! {
     }
 }
 
-/// Timed runs inside a container, with the slot's work folder mounted at the
-/// same path: a program measured as an edge device would run it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Container {
-    /// The engine that runs it.
-    pub engine: ContainerEngine,
-    /// The image, present on the worker (never pulled by kiln).
-    pub image: String,
-    /// The container's `--cpus` and `--memory` (swap none beyond it).
-    pub limits: Limits,
+record! {
+    /// Timed runs inside a container, with the slot's work folder mounted at the
+    /// same path: a program measured as an edge device would run it.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    pub struct Container {
+        engine: ContainerEngine = word::ENGINE, ENGINE, required,
+            "The engine that runs it: podman or docker (docker's command line).";
+        image: String = word::IMAGE, kind::STRING, required,
+            "The image, present on the worker (never pulled by kiln).";
+        limits: Limits = word::LIMITS, LIMITS_HERE, composite,
+            "The container's --cpus and --memory (swap none beyond it).";
+    }
 }
+
+const ENGINE: Kind<ContainerEngine> = Kind {
+    takes: "podman or docker",
+    decode: |f| {
+        f.value(|src, node, field| {
+            match decode::choice(src, node, field, &[word::PODMAN, word::DOCKER])? {
+                word::DOCKER => Ok(ContainerEngine::Docker),
+                _ => Ok(ContainerEngine::Podman),
+            }
+        })
+    },
+    print: |engine| vec![Sexp::symbol(engine.program())],
+};
+
+/// A container's `(cpus ...)` and `(memory ...)`, the fields of a limits record written
+/// among its own.
+const LIMITS_HERE: Composite<Limits> = Composite {
+    words: Limits::words,
+    decode: Limits::decode_fields,
+    print: Limits::print_fields,
+    reference: Limits::reference,
+};
 
 /// A container engine with docker's command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -152,18 +176,6 @@ impl ContainerEngine {
             ContainerEngine::Podman => word::PODMAN,
             ContainerEngine::Docker => word::DOCKER,
         }
-    }
-}
-
-impl Container {
-    /// The container's fields as written in a config.
-    fn print_fields(&self) -> Vec<Sexp> {
-        let mut fields = vec![
-            Sexp::field(word::ENGINE, vec![Sexp::symbol(self.engine.program())]),
-            Sexp::field(word::IMAGE, vec![Sexp::string(self.image.clone())]),
-        ];
-        fields.extend(self.limits.print_fields());
-        fields
     }
 }
 
@@ -365,7 +377,7 @@ pub(super) fn decode_benchmark(src: Src<'_>, node: &Sexp) -> Result<BenchmarkSpe
 }
 
 const KIND: Composite<BenchmarkKind> = Composite {
-    words: &[word::KIND, word::COMPILER, word::FALLBACK, word::KNOBS],
+    words: || vec![word::KIND, word::COMPILER, word::FALLBACK, word::KNOBS],
     decode: benchmark_kind,
     print: BenchmarkKind::print_fields,
     reference: || {
@@ -506,29 +518,9 @@ const LIMITS: Kind<Limits> = Kind {
 
 const CONTAINER: Kind<Container> = Kind {
     takes: "(engine E) (image I) (cpus N) (memory BYTES)",
-    decode: |f| container(f.src(), f),
-    print: |c| c.print_fields(),
+    decode: |f| Container::decode_fields(&field_record(f.src(), f, &Container::words())?),
+    print: Container::print_fields,
 };
-
-fn container(src: Src<'_>, field: &Field<'_>) -> Result<Container, SexpError> {
-    let mut words = vec![word::ENGINE, word::IMAGE];
-    words.extend(Limits::words());
-    let rec = field_record(src, field, &words)?;
-    let engine = match decode::choice(
-        src,
-        rec.req(word::ENGINE)?.one()?,
-        word::ENGINE,
-        &[word::PODMAN, word::DOCKER],
-    )? {
-        word::DOCKER => ContainerEngine::Docker,
-        _ => ContainerEngine::Podman,
-    };
-    Ok(Container {
-        engine,
-        image: rec.req_value(word::IMAGE, decode::string)?,
-        limits: Limits::decode_fields(&rec)?,
-    })
-}
 
 fn default_discovery_cpu_s() -> f64 {
     60.0

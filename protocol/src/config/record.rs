@@ -27,7 +27,7 @@ pub struct Kind<T> {
 /// fields only that kind takes): read from the whole record, printed as fields.
 pub struct Composite<T> {
     /// The words of its fields.
-    pub words: &'static [&'static str],
+    pub words: fn() -> Vec<&'static str>,
     pub decode: fn(&Record<'_>) -> Result<T, SexpError>,
     pub print: fn(&T) -> Vec<Sexp>,
     /// Its fields' rows of the field reference.
@@ -222,10 +222,10 @@ macro_rules! record {
         }
     };
     (@words $word:expr, $kind:expr, composite) => {
-        $kind.words
+        ($kind.words)()
     };
     (@words $word:expr, $kind:expr, $how:ident) => {
-        &[$word][..]
+        vec![$word]
     };
     (@decode $rec:ident, $word:expr, $kind:expr, composite) => {
         ($kind.decode)($rec)?

@@ -4,8 +4,9 @@
 
 use super::record::{Absent, FieldRow};
 use super::{
-    Annealing, BenchmarkSpec, Calibration, Experiment, HillClimbing, Limits, LocalWorker,
-    Objective, RandomSearch, RandomWalk, RunPolicy, Screening, SlurmWorker, SshWorker, Timeouts,
+    Annealing, BenchmarkSpec, Calibration, Container, Experiment, HillClimbing, Limits,
+    LocalWorker, Objective, RandomSearch, RandomWalk, RunPolicy, Screening, SlurmWorker, SshWorker,
+    Timeouts,
 };
 
 /// The lines that open and close the reference in prod-configs/README.md.
@@ -33,6 +34,10 @@ fn records() -> Vec<(&'static str, Vec<FieldRow>)> {
         ("(search (screening FIELDS))", Screening::reference()),
         ("(benchmarks (FIELDS) ...)", BenchmarkSpec::reference()),
         ("(benchmarks ... (limits FIELDS))", Limits::reference()),
+        (
+            "(benchmarks ... (container FIELDS))",
+            Container::reference(),
+        ),
         ("(workers (local FIELDS) ...)", LocalWorker::reference()),
         ("(workers (ssh FIELDS) ...)", SshWorker::reference()),
         ("(workers (slurm FIELDS) ...)", slurm_rows()),
