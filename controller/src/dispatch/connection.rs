@@ -101,24 +101,16 @@ impl Connection {
         let answer = exchange_hello(name, &address, &mut reader, &mut writer, heartbeat).await?;
         let capabilities = capabilities_of(answer, name, &address)?;
 
-        let waiters: Waiters = Arc::default();
         let (lost_tx, lost) = watch::channel(None);
-        let lost_tx = Arc::new(lost_tx);
-        let last_heard = Arc::new(StdMutex::new(Instant::now()));
-        let reader_task = spawn_reader(
-            reader,
-            waiters.clone(),
-            lost_tx.clone(),
-            last_heard.clone(),
-            name.to_string(),
-        );
-        let watchdog_task = spawn_watchdog(
-            heartbeat,
-            waiters.clone(),
-            lost_tx,
-            last_heard.clone(),
-            name.to_string(),
-        );
+        let heard = Hearing {
+            waiters: Arc::default(),
+            lost_tx: Arc::new(lost_tx),
+            last_heard: Arc::new(StdMutex::new(Instant::now())),
+            name: name.to_string(),
+        };
+        let (waiters, last_heard) = (heard.waiters.clone(), heard.last_heard.clone());
+        let reader_task = spawn_reader(reader, heard.clone());
+        let watchdog_task = spawn_watchdog(heartbeat, heard);
         let connection = Arc::new_cyclic(|weak: &std::sync::Weak<Connection>| {
             let pinger_task = spawn_pinger(weak.clone(), lost.clone(), heartbeat.interval);
             Connection {
@@ -363,15 +355,25 @@ fn capabilities_of(answer: Response, name: &str, address: &str) -> Result<Capabi
     }
 }
 
-/// Routes each frame from the worker to the request waiting for it, noting it heard;
-/// marks the connection lost when the stream ends or a frame is bad.
-fn spawn_reader(
-    mut reader: ChannelReader,
+/// What the reader and the watchdog share with the connection: who waits for which answer,
+/// when the worker was last heard, and where to say it is lost.
+#[derive(Clone)]
+struct Hearing {
     waiters: Waiters,
     lost_tx: Arc<watch::Sender<Option<String>>>,
     last_heard: Arc<StdMutex<Instant>>,
     name: String,
-) -> tokio::task::JoinHandle<()> {
+}
+
+/// Routes each frame from the worker to the request waiting for it, noting it heard;
+/// marks the connection lost when the stream ends or a frame is bad.
+fn spawn_reader(mut reader: ChannelReader, heard: Hearing) -> tokio::task::JoinHandle<()> {
+    let Hearing {
+        waiters,
+        lost_tx,
+        last_heard,
+        name,
+    } = heard;
     tokio::spawn(async move {
         let reason = loop {
             match frame::read_frame_async::<Response>(&mut reader, MAX_FRAME).await {
@@ -393,13 +395,13 @@ fn spawn_reader(
 /// by more than an interval (the controller stopped, its host stalled) starts the count
 /// afresh, so that the worker's answers to the pings sent since, and what it wrote meanwhile,
 /// are heard before it is blamed.
-fn spawn_watchdog(
-    heartbeat: Heartbeat,
-    waiters: Waiters,
-    lost_tx: Arc<watch::Sender<Option<String>>>,
-    last_heard: Arc<StdMutex<Instant>>,
-    name: String,
-) -> tokio::task::JoinHandle<()> {
+fn spawn_watchdog(heartbeat: Heartbeat, heard: Hearing) -> tokio::task::JoinHandle<()> {
+    let Hearing {
+        waiters,
+        lost_tx,
+        last_heard,
+        name,
+    } = heard;
     tokio::spawn(async move {
         let mut counted_from = Instant::now();
         loop {
