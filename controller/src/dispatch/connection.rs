@@ -365,26 +365,27 @@ struct Hearing {
     name: String,
 }
 
+impl Hearing {
+    /// Marks the connection lost, failing every request still waiting.
+    fn lost(&self, reason: String) {
+        mark_lost(&self.lost_tx, &self.waiters, reason);
+    }
+}
+
 /// Routes each frame from the worker to the request waiting for it, noting it heard;
 /// marks the connection lost when the stream ends or a frame is bad.
 fn spawn_reader(mut reader: ChannelReader, heard: Hearing) -> tokio::task::JoinHandle<()> {
-    let Hearing {
-        waiters,
-        lost_tx,
-        last_heard,
-        name,
-    } = heard;
     tokio::spawn(async move {
         let reason = loop {
             match frame::read_frame_async::<Response>(&mut reader, MAX_FRAME).await {
                 Ok(response) => {
-                    *last_heard.lock().expect("not poisoned") = Instant::now();
-                    route(&waiters, response, &name);
+                    *heard.last_heard.lock().expect("not poisoned") = Instant::now();
+                    route(&heard.waiters, response, &heard.name);
                 }
                 Err(e) => break format!("connection closed: {e}"),
             }
         };
-        mark_lost(&lost_tx, &waiters, reason);
+        heard.lost(reason);
     })
 }
 
@@ -396,12 +397,6 @@ fn spawn_reader(mut reader: ChannelReader, heard: Hearing) -> tokio::task::JoinH
 /// afresh, so that the worker's answers to the pings sent since, and what it wrote meanwhile,
 /// are heard before it is blamed.
 fn spawn_watchdog(heartbeat: Heartbeat, heard: Hearing) -> tokio::task::JoinHandle<()> {
-    let Hearing {
-        waiters,
-        lost_tx,
-        last_heard,
-        name,
-    } = heard;
     tokio::spawn(async move {
         let mut counted_from = Instant::now();
         loop {
@@ -410,17 +405,17 @@ fn spawn_watchdog(heartbeat: Heartbeat, heard: Hearing) -> tokio::task::JoinHand
             let away = asleep.elapsed().saturating_sub(heartbeat.interval);
             if away > heartbeat.interval {
                 tracing::info!(
-                    worker = %name,
+                    worker = %heard.name,
                     "the controller was away for {:.0} s: the worker's silence counts from now",
                     away.as_secs_f64()
                 );
                 counted_from = Instant::now();
             }
-            let heard = last_heard.lock().expect("not poisoned").elapsed();
-            let silent = heard.min(counted_from.elapsed());
+            let since = heard.last_heard.lock().expect("not poisoned").elapsed();
+            let silent = since.min(counted_from.elapsed());
             if silent > heartbeat.lost_after {
                 let reason = format!("no answer for {:.0} s", silent.as_secs_f64());
-                mark_lost(&lost_tx, &waiters, reason);
+                heard.lost(reason);
                 return;
             }
         }
