@@ -662,6 +662,22 @@ fn an_incompatible_config_change_is_refused_until_force_new() {
     assert!(!err.contains("ExperimentSpec"), "{err}");
     assert!(err.contains("--force-new"), "{err}");
     assert_eq!(steps(dir.path()).len(), 2, "the refusal lost nothing");
+    // Sources that moved with their content are the same campaign (a renamed folder).
+    let (slow, moved) = (
+        dir.path().join("bench-programs/slow"),
+        dir.path().join("bench-programs/moved"),
+    );
+    std::fs::rename(&slow, &moved).unwrap();
+    let renamed = slow_config(2).replace("bench-programs/slow", "bench-programs/moved");
+    std::fs::write(dir.path().join("campaign.sexp"), renamed).unwrap();
+    let resumed = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(resumed.status.success(), "{}", text(&resumed));
+    assert_eq!(
+        steps(dir.path()).len(),
+        2,
+        "the moved sources resumed the campaign"
+    );
+    std::fs::rename(&moved, &slow).unwrap();
     // Sources that moved are what `kiln check` says they are, before any store is read.
     let moved = slow_config(2).replace("bench-programs/slow", "bench-programs/gone");
     std::fs::write(dir.path().join("campaign.sexp"), moved).unwrap();

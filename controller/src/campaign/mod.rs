@@ -177,7 +177,13 @@ fn incompatible_changes(old: &CampaignConfig, new: &CampaignConfig) -> Vec<Strin
     }
     for b in &new.benchmarks {
         if let Some(o) = old.benchmark(&b.name) {
-            changed_fields(&format!("benchmark {}", b.name), o, b, &mut out);
+            // Sources may move (a renamed folder): builds and discoveries are keyed by the
+            // bundle's content, not the path it was read from.
+            let moved = BenchmarkSpec {
+                sources: o.sources.clone(),
+                ..b.clone()
+            };
+            changed_fields(&format!("benchmark {}", b.name), o, &moved, &mut out);
         }
     }
     out
