@@ -34,6 +34,42 @@ pub struct Account {
     pub max_rss_kib: u64,
     /// Descendants still alive 5 s after the command exited (killed then).
     pub left_behind: usize,
+    /// The most the command and its tree held at once (sampled every half second).
+    #[serde(default)]
+    pub peaks: Peaks,
+}
+
+/// The largest of a few figures a running command was seen with.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct Peaks {
+    /// The command's open file descriptors.
+    pub fds: u64,
+    /// The command's threads.
+    pub threads: u64,
+    /// The other processes of its tree (ssh clients, reparented ssh masters, local workers).
+    pub helpers: u64,
+    /// Their proportional set size together (shared pages split among the processes
+    /// sharing them), KiB.
+    pub helpers_pss_kib: u64,
+}
+
+impl Peaks {
+    /// Looks at the command `pid` and the rest of this process's tree now and keeps each
+    /// figure's larger value.
+    fn sample(&mut self, pid: i32) {
+        let fds = fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count() as u64);
+        let threads = status_kib(pid, "Threads:").unwrap_or(0);
+        let me = std::process::id() as i32;
+        let helpers: Vec<i32> = descendants_and_self(me)
+            .into_iter()
+            .filter(|p| *p != me && *p != pid)
+            .collect();
+        let pss: u64 = helpers.iter().filter_map(|c| pss_kib(*c)).sum();
+        self.fds = self.fds.max(fds);
+        self.threads = self.threads.max(threads);
+        self.helpers = self.helpers.max(helpers.len() as u64);
+        self.helpers_pss_kib = self.helpers_pss_kib.max(pss);
+    }
 }
 
 impl Account {
@@ -99,6 +135,17 @@ pub fn children(pid: i32) -> Vec<i32> {
     out
 }
 
+/// `pid` and every process below it.
+pub fn descendants_and_self(pid: i32) -> Vec<i32> {
+    let mut all = vec![pid];
+    let mut k = 0;
+    while k < all.len() {
+        all.extend(children(all[k]));
+        k += 1;
+    }
+    all
+}
+
 /// Waits until none of `pids` has a child left (sessions that ended are reaped), at most `limit`.
 pub fn wait_childless(pids: &[i32], limit: Duration) -> bool {
     let until = Instant::now() + limit;
@@ -135,9 +182,17 @@ pub fn jiffies_s(j: u64) -> f64 {
     j as f64 / ticks_per_s()
 }
 
-fn vm_hwm_kib(pid: i32) -> Option<u64> {
+/// A process's proportional set size, KiB.
+fn pss_kib(pid: i32) -> Option<u64> {
+    let text = fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
+    let line = text.lines().find(|l| l.starts_with("Pss:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The number after `key` in `/proc/PID/status` (a size in KiB, or a count).
+fn status_kib(pid: i32, key: &str) -> Option<u64> {
     let text = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
@@ -170,6 +225,7 @@ pub fn account(mut cmd: Command, timeout_s: f64) -> Result<Account> {
     // SAFETY: a fresh descriptor we own.
     let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
     let mut hwm = 0;
+    let (mut polls, mut peaks) = (0u64, Peaks::default());
     let mut signalled = None::<Instant>;
     loop {
         let mut p = libc::pollfd {
@@ -182,8 +238,13 @@ pub fn account(mut cmd: Command, timeout_s: f64) -> Result<Account> {
         if rc > 0 {
             break;
         }
-        if let Some(k) = vm_hwm_kib(pid) {
+        if let Some(k) = status_kib(pid, "VmHWM:") {
             hwm = hwm.max(k);
+        }
+        // Every 25th poll: counting descriptors and children costs more than a status read.
+        polls += 1;
+        if polls % 25 == 0 {
+            peaks.sample(pid);
         }
         let over = t0.elapsed().as_secs_f64() > timeout_s;
         match signalled {
@@ -236,6 +297,7 @@ pub fn account(mut cmd: Command, timeout_s: f64) -> Result<Account> {
         tree_cpu_s: children_cpu_s() - before,
         max_rss_kib: hwm,
         left_behind,
+        peaks,
     })
 }
 

@@ -186,6 +186,10 @@ impl Suite {
                 r.machine_busy_s / r.machine_total_s.max(1e-9),
             ),
             ("ctl_max_rss_mib", a.max_rss_kib as f64 / 1024.0),
+            ("ctl_fds", a.peaks.fds as f64),
+            ("ctl_threads", a.peaks.threads as f64),
+            ("helpers", a.peaks.helpers as f64),
+            ("helpers_pss_mib", a.peaks.helpers_pss_kib as f64 / 1024.0),
         ] {
             self.results.add(section, config, tool, rep, metric, value);
         }

@@ -7,6 +7,9 @@
 //! 4. scale: 64 local worker slots; controller CPU against worker CPU.
 //! 5. slurm: no-op steps through a Slurm worker against the local worker (scripts/slurm-rig),
 //!    and the time from `scancel` of a worker's job mid-step to the step's re-dispatch.
+//! 6. fleet: no-op steps across 10 and 100 SSH workers on loopback (memory and descriptors
+//!    per worker), a worker killed or frozen mid-step while 99 are busy, and what that
+//!    projects for 1,000 workers.
 //!
 //! Every kiln figure is taken for each kiln version given (`--kiln-bin`, and
 //! `--baseline-bin` for a before/after table), interleaved within each
@@ -20,6 +23,8 @@
 
 mod campaign;
 mod fidelity;
+mod fleet;
+mod fleet_report;
 mod overhead;
 mod rigs;
 mod scale;
@@ -70,7 +75,7 @@ pub struct Options {
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "overhead,fidelity,store,scale,slurm"
+        default_value = "overhead,fidelity,store,scale,slurm,fleet"
     )]
     sections: Vec<String>,
     /// Port of the loopback sshd rig.
@@ -145,6 +150,8 @@ struct Sizes {
     stores: Vec<u64>,
     /// Steps per chain at scale (16 chains).
     scale_steps: u32,
+    /// Steps per chain across the hundred SSH workers (25 chains).
+    fleet_steps: u32,
 }
 
 impl Sizes {
@@ -164,6 +171,7 @@ impl Sizes {
                 latency_steps: 500,
                 stores: vec![100_000],
                 scale_steps: 100,
+                fleet_steps: 100,
             }
         } else {
             Sizes {
@@ -177,6 +185,7 @@ impl Sizes {
                 latency_steps: 2000,
                 stores: vec![100_000, 1_000_000],
                 scale_steps: 250,
+                fleet_steps: 400,
             }
         };
         if let Some(max) = opts.max_store {
@@ -239,6 +248,7 @@ pub fn run(opts: Options) -> Result<()> {
             "store" => suite.store(),
             "scale" => suite.scale(),
             "slurm" => suite.slurm(),
+            "fleet" => suite.fleet(),
             other => Err(anyhow::anyhow!("unknown section {other}")),
         };
         if let Err(e) = r {

@@ -77,7 +77,7 @@ pub(super) struct Rig {
 
 impl Rig {
     /// `n` daemons from `port` on, or why they cannot run here.
-    fn up(
+    pub(super) fn up(
         script: &Path,
         dir: &Path,
         n: usize,
@@ -123,13 +123,15 @@ impl Rig {
                 self.port,
                 self.rig.dir.join("client_key").display(),
                 self.rig.dir.join("known_hosts").display(),
-                self.rig
-                    .dir
-                    .join(format!("rundir-{}-{label}", k + 1))
-                    .display(),
+                self.rundir(k + 1, label).display(),
             ));
         }
         s
+    }
+
+    /// The folder worker `k` (from 1) of [`Rig::workers`] works in.
+    pub(super) fn rundir(&self, k: usize, label: &str) -> PathBuf {
+        self.rig.dir.join(format!("rundir-{k}-{label}"))
     }
 
     pub(super) fn ssh_args(&self) -> Vec<String> {

@@ -108,7 +108,7 @@ impl Suite {
         }
         t.write(o)?;
         // (section, heading, part); only the sections that ran have a part.
-        let parts: [(&str, &str, Part); 5] = [
+        let parts: [(&str, &str, Part); 6] = [
             (
                 "overhead",
                 "1. Orchestration overhead (no-op steps)",
@@ -122,6 +122,7 @@ impl Suite {
             ("store", "3. The store", Suite::write_store),
             ("scale", "4. Scale: 64 worker slots", Suite::write_scale),
             ("slurm", "5. Slurm workers", Suite::write_slurm),
+            ("fleet", "6. A hundred SSH workers", Suite::write_fleet),
         ];
         let mut targets = Vec::new();
         for (section, heading, part) in parts {

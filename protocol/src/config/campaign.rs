@@ -136,7 +136,8 @@ record! {
     #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
     pub struct Timeouts {
         connect_s: f64 = word::CONNECT_S, kind::POSITIVE_NUMBER, default(30.0),
-            "Connecting to (and deploying on) a worker.";
+            "Connecting to (and deploying on) a worker; 16 SSH workers connect at once, and \
+             the time one waits for its turn is not counted.";
         heartbeat_s: f64 = word::HEARTBEAT_S, kind::POSITIVE_NUMBER, default(5.0),
             "Interval of heartbeats to a worker.";
         lost_after_s: f64 = word::LOST_AFTER_S, kind::POSITIVE_NUMBER, default(30.0),

@@ -208,6 +208,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
         let board: StatusBoard = Arc::default();
         let ids = Arc::new(AtomicU64::new(1));
         let ledger = Ledger::default();
+        let connecting = Arc::new(tokio::sync::Semaphore::new(supervisor::CONNECTING_AT_ONCE));
         let supervisors = workers
             .iter()
             .map(|spec| {
@@ -237,6 +238,7 @@ impl<K: Send + Sync + Clone + 'static> Pool<K> {
                     ids: ids.clone(),
                     ledger: ledger.clone(),
                     slurm,
+                    connecting: connecting.clone(),
                 };
                 tokio::spawn(supervisor.run())
             })

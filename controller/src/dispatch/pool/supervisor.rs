@@ -54,7 +54,13 @@ pub(super) struct Supervisor<K> {
     pub(super) ledger: Ledger,
     /// A Slurm worker's job.
     pub(super) slurm: Option<Arc<JobWatch>>,
+    /// Turns to connect to an SSH worker, shared by the pool's supervisors.
+    pub(super) connecting: Arc<tokio::sync::Semaphore>,
 }
+
+/// SSH workers connecting (handshakes, deployment, hello) at once. A hundred at once on a
+/// 2-core controller each outlasted the 30 s connect timeout, and all retried together.
+pub(super) const CONNECTING_AT_ONCE: usize = 16;
 
 /// How long a Slurm worker's hello may take: a job may wait in the queue for days, and srun
 /// ends by itself when it cannot have an allocation.
@@ -90,13 +96,16 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
                 transport::open_local(name, &self.settings.worker_binary, &rundir)?
             }
             WorkerSpec::Ssh(ssh) => {
-                crate::dispatch::ssh::open_ssh(
+                // Its turn held until the worker said hello: see CONNECTING_AT_ONCE.
+                let _turn = self.connecting.acquire().await?;
+                let channel = crate::dispatch::ssh::open_ssh(
                     ssh,
                     Duration::from_secs_f64(t.connect_s),
                     &self.settings.worker_binary,
                 )
                 .await?
-                .channel
+                .channel;
+                return Connection::open(self.spec.name(), channel, self.heartbeat()).await;
             }
             WorkerSpec::Slurm(slurm) => {
                 let watch = self.slurm.as_ref().expect("a Slurm worker has a job watch");

@@ -1,0 +1,242 @@
+//! §6 of the report: the hundred SSH workers' table, the lost worker's, their targets, and
+//! what the measurements project for a campaign of 1,000 workers.
+
+use std::io::Write;
+
+use anyhow::Result;
+
+use super::fleet::{Loss, FEW, FLEET, LOST_AFTER_S};
+use super::writeup::{Page, Target};
+use super::Suite;
+use crate::report::{fmt, Table};
+
+const SECTION: &str = "fleet";
+
+/// What one worker more costs the controller, from the runs on `FEW` and `FLEET` workers.
+struct PerWorker {
+    /// kiln's own peak RSS, MiB.
+    ctl_mib: Option<f64>,
+    /// Its ssh clients' PSS, MiB.
+    ssh_mib: Option<f64>,
+    fds: Option<f64>,
+    processes: Option<f64>,
+}
+
+impl PerWorker {
+    fn measured(p: &Page<'_>) -> PerWorker {
+        let slope = |metric: &str| {
+            let at = |n: usize| p.r.median(SECTION, &format!("ssh-{n}"), p.after, metric);
+            at(FLEET)
+                .zip(at(FEW))
+                .map(|(many, few)| (many - few) / (FLEET - FEW) as f64)
+        };
+        PerWorker {
+            ctl_mib: slope("ctl_max_rss_mib"),
+            ssh_mib: slope("helpers_pss_mib"),
+            fds: slope("ctl_fds"),
+            processes: slope("helpers"),
+        }
+    }
+
+    fn memory_mib(&self) -> Option<f64> {
+        self.ctl_mib.zip(self.ssh_mib).map(|(c, s)| c + s)
+    }
+}
+
+impl Suite {
+    /// §6 of the report.
+    pub(super) fn write_fleet(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<Vec<Target>> {
+        writeln!(
+            o,
+            "{FLEET} sshd daemons of scripts/ssh-rig on 127.0.0.2–{} (their own port, beside §1's \
+             rig), one worker of one slot on each; {} only. The no-op campaign of §1 with 25 \
+             chains × parallel 4 ({} steps per chain), on the first {FEW} workers and on all \
+             {FLEET}. Controller = the `kiln` process; its ssh processes (a master and a \
+             session per worker) are counted apart, by PSS (shared pages split among them). \
+             Descriptors, threads and processes are the most seen at once, sampled every half \
+             second. A campaign on every worker first deploys kiln-worker to their folders \
+             (not measured: a week's campaign deploys once). Per worker = (figure at {FLEET} − figure at {FEW}) / {}.\n",
+            FLEET + 1,
+            p.after,
+            self.sizes.fleet_steps,
+            FLEET - FEW
+        )?;
+        self.fleet_table(p).write(o)?;
+        let per = PerWorker::measured(p);
+        per_worker_table(&per).write(o)?;
+        self.write_losses(p, o)?;
+        write_projection(p, &per, o)?;
+        Ok(fleet_targets(p, &per))
+    }
+
+    fn fleet_table(&self, p: &Page<'_>) -> Table {
+        let columns = [
+            ("steps/s", "steps_per_s"),
+            ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
+            ("ctl cores", "ctl_cores"),
+            ("machine busy", "machine_busy"),
+            ("ctl peak RSS MiB", "ctl_max_rss_mib"),
+            ("ssh clients' PSS MiB", "helpers_pss_mib"),
+            ("ctl descriptors", "ctl_fds"),
+            ("ctl threads", "ctl_threads"),
+            ("ssh processes", "helpers"),
+        ];
+        let mut t = Table::new(
+            &std::iter::once("workers")
+                .chain(columns.iter().map(|c| c.0))
+                .collect::<Vec<_>>(),
+        );
+        for n in [FEW, FLEET] {
+            let config = format!("ssh-{n}");
+            let cells = columns
+                .iter()
+                .map(|(_, m)| fmt(p.r.median(SECTION, &config, p.after, m)));
+            t.row(std::iter::once(n.to_string()).chain(cells).collect());
+        }
+        t
+    }
+
+    fn write_losses(&self, p: &Page<'_>, o: &mut Vec<u8>) -> Result<()> {
+        writeln!(
+            o,
+            "A lost worker: a campaign of 2 s steps on all {FLEET} workers (25 chains × parallel \
+             4, 8 steps each), `(timeouts (heartbeat-s 1) (lost-after-s {LOST_AFTER_S}))`. Once \
+             worker w1 runs a step, its `kiln-worker serve` is killed (SIGKILL: its connection \
+             ends) or frozen with what it runs (SIGSTOP: the connection stays open and silent, \
+             as a machine that hangs); the time is taken until the controller's log says the \
+             step was re-queued. Missing steps = steps asked for − steps the store holds.\n"
+        )?;
+        let mut t = Table::new(&[
+            "worker",
+            "re-queued after ms",
+            "missing steps",
+            "failed steps",
+        ]);
+        for loss in [Loss::Killed, Loss::Frozen] {
+            let config = format!("lose-{}", loss.name());
+            let m = |metric: &str| fmt(p.r.median(SECTION, &config, p.after, metric));
+            t.row(vec![
+                loss.name().into(),
+                m("requeue_ms"),
+                m("missing_steps"),
+                m("failed_steps"),
+            ]);
+        }
+        t.write(o)?;
+        Ok(())
+    }
+}
+
+fn per_worker_table(per: &PerWorker) -> Table {
+    let mut t = Table::new(&["one worker more costs the controller", "measured"]);
+    for (what, v) in [
+        ("kiln's own memory, MiB", per.ctl_mib),
+        ("its ssh clients' memory (PSS), MiB", per.ssh_mib),
+        ("memory together, MiB", per.memory_mib()),
+        ("descriptors", per.fds),
+        ("processes (ssh clients)", per.processes),
+    ] {
+        t.row(vec![what.into(), fmt(v)]);
+    }
+    t
+}
+
+/// The targets of issue 54 that this section measures.
+fn fleet_targets(p: &Page<'_>, per: &PerWorker) -> Vec<Target> {
+    let rate =
+        p.r.median(SECTION, &format!("ssh-{FLEET}"), p.after, "steps_per_s");
+    let mut targets = vec![
+        (
+            format!("≥ 500 no-op steps/s across {FLEET} SSH workers"),
+            format!("{} steps/s", fmt(rate)),
+            "25 chains × parallel 4, one slot a worker".into(),
+            rate.map(|r| r >= 500.0),
+        ),
+        (
+            "controller memory ≤ 1 MB a worker".into(),
+            format!("{} MiB", fmt(per.memory_mib())),
+            format!(
+                "kiln {} MiB + its ssh clients {} MiB",
+                fmt(per.ctl_mib),
+                fmt(per.ssh_mib)
+            ),
+            per.memory_mib().map(|m| m * 1.048_576 <= 1.0),
+        ),
+    ];
+    for loss in [Loss::Killed, Loss::Frozen] {
+        let config = format!("lose-{}", loss.name());
+        let ms = p.r.median(SECTION, &config, p.after, "requeue_ms");
+        let missing = p.r.median(SECTION, &config, p.after, "missing_steps");
+        targets.push((
+            format!(
+                "a {} worker's step re-queued within lost-after-s + 5 s",
+                loss.name()
+            ),
+            format!("{} ms", fmt(ms)),
+            format!(
+                "limit {} ms; {} steps missing",
+                1e3 * (LOST_AFTER_S + 5.0),
+                fmt(missing)
+            ),
+            ms.zip(missing)
+                .map(|(ms, missing)| ms <= 1e3 * (LOST_AFTER_S + 5.0) && missing == 0.0),
+        ));
+    }
+    targets
+}
+
+/// What bounds a campaign of 1,000 workers, from this section's measurements (and §3's
+/// write of a decided step, where it ran).
+fn write_projection(p: &Page<'_>, per: &PerWorker, o: &mut Vec<u8>) -> Result<()> {
+    let cpu_ms = p.r.median(
+        SECTION,
+        &format!("ssh-{FLEET}"),
+        p.after,
+        "ctl_cpu_ms_per_step",
+    );
+    let decide_ms =
+        p.r.median("store", "persist-step", "store-api", "decide_p50_ms");
+    let at_1000 = |v: Option<f64>| fmt(v.map(|v| v * 1000.0));
+    let store = match decide_ms {
+        Some(ms) => format!(
+            "the store's `decide` takes {} ms a step flushed alone (§3), {} of the time at \
+             100 steps/s before group commits",
+            fmt(Some(ms)),
+            fmt(Some(ms * 100.0 / 1e3))
+        ),
+        None => "the store's write of a step is §3's (not run with this report)".into(),
+    };
+    writeln!(
+        o,
+        "**1,000 workers, projected.** A week of a step every 10 s on each of 1,000 workers is \
+         100 steps/s. Controller CPU: {} ms a step here, so 100 steps/s take {} of a core and \
+         one core carries {} no-op steps/s; {store}. Connections: {} descriptors and {} ssh \
+         processes a worker make {} descriptors and {} processes at 1,000, against a soft \
+         descriptor limit of {} here (kiln does not raise it: such a controller needs `ulimit \
+         -n` above that before it starts). Memory: {} MiB a worker, {} MiB at 1,000. What \
+         would have to change: past a few thousand workers it is the ssh master and session \
+         per worker (two processes and their descriptors each) that grows, not kiln's own \
+         state; one connection per rack multiplexing its workers, or Slurm's launcher (§5), \
+         would replace them.\n",
+        fmt(cpu_ms),
+        fmt(cpu_ms.map(|c| c * 100.0 / 1e3)),
+        fmt(cpu_ms.map(|c| 1e3 / c)),
+        fmt(per.fds),
+        fmt(per.processes),
+        at_1000(per.fds),
+        at_1000(per.processes),
+        soft_nofile(),
+        fmt(per.memory_mib()),
+        at_1000(per.memory_mib()),
+    )?;
+    Ok(())
+}
+
+/// This process's soft limit of open descriptors.
+fn soft_nofile() -> u64 {
+    // SAFETY: rlimit is plain data; getrlimit fills it.
+    let mut lim: libc::rlimit = unsafe { std::mem::zeroed() };
+    // SAFETY: a live out-pointer.
+    unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    lim.rlim_cur
+}
