@@ -698,3 +698,94 @@ fn kiln_store_migrate_says_what_it_did_and_then_that_nothing_is_left() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
     assert!(!dir.path().join("nothing-here").exists());
 }
+
+/// [`campaign`]`(steps)` with each chain's measured sets in its state, as a campaign keeps them.
+fn campaign_with_sets(steps: u32) -> Campaign {
+    let mut c = campaign(steps);
+    let mut sets: BTreeMap<(String, u32), BTreeMap<ContentHash, Vec<f64>>> = BTreeMap::new();
+    for (record, state) in &mut c.steps {
+        let Some(state) = state else { continue };
+        let chain = sets
+            .entry((record.key.experiment.clone(), record.key.chain))
+            .or_insert_with(|| state.sets.clone());
+        chain
+            .entry(record.decision_hash)
+            .or_default()
+            .extend(record.objective);
+        state.sets = chain.clone();
+    }
+    c
+}
+
+/// The raw value of `key` in the store in `dir`, and how many keys start with `prefix`.
+fn raw(dir: &Path, key: &str, prefix: &str) -> (Vec<u8>, usize) {
+    let db = open_database(&dir.join("db")).unwrap();
+    let value = db.get(key).unwrap().unwrap().to_vec();
+    (value, db.scan_prefix(prefix).count())
+}
+
+#[test]
+fn a_chains_sets_are_stored_apart_so_its_state_written_each_step_does_not_grow() {
+    let c = campaign_with_sets(200);
+    let expected = c.steps.iter().rev().find_map(|(r, s)| {
+        s.as_ref()
+            .filter(|_| r.key.chain == 1)
+            .map(|s| s.sets.clone())
+    });
+    let expected = expected.unwrap();
+    assert!(expected.len() >= 3, "{} sets", expected.len());
+    let dir = tempfile::tempdir().unwrap();
+    drop(write_current(dir.path(), &c));
+    let (state, stored_sets) = raw(dir.path(), "chain/walk/000001", "chainset/walk/000001/");
+    assert!(state.len() < 4096, "a state of {} bytes", state.len());
+    assert!(!String::from_utf8_lossy(&state).contains("\"sets\""));
+    assert_eq!(stored_sets, expected.len());
+    let view = Store::open_existing(dir.path()).unwrap();
+    assert_eq!(view.chain("walk", 1).unwrap().unwrap().sets, expected);
+}
+
+#[test]
+fn a_chain_state_an_older_kiln_wrote_with_its_sets_inside_keeps_them() {
+    let c = campaign_with_sets(40);
+    let dir = tempfile::tempdir().unwrap();
+    write_layout_1(dir.path(), &c);
+    // As an older kiln wrote them: the sets inside each chain's state.
+    let db = sled::open(dir.path().join("db")).unwrap();
+    for chain in 0..2 {
+        let state = c.steps.iter().rev().find_map(|(r, s)| {
+            s.as_ref()
+                .filter(|_| r.key.experiment == "walk" && r.key.chain == chain)
+        });
+        let state = state.unwrap();
+        let mut json = serde_json::to_value(state).unwrap();
+        json["sets"] = serde_json::to_value(&state.sets).unwrap();
+        put(&db, &format!("chain/walk/{chain:06}"), &json);
+    }
+    db.flush().unwrap();
+    drop(db);
+    let last = |chain| {
+        c.steps.iter().rev().find_map(|(r, s)| {
+            s.as_ref()
+                .filter(|_| r.key.chain == chain)
+                .map(|s| s.sets.clone())
+        })
+    };
+    let expected = last(0).unwrap();
+    // A view reads them inside the state, and writes nothing.
+    let view = Store::open_existing(dir.path()).unwrap();
+    assert_eq!(view.chain("walk", 0).unwrap().unwrap().sets, expected);
+    drop(view);
+    // A controller moves them out as it reads the state.
+    let store = Store::open(dir.path()).unwrap();
+    assert_eq!(store.chain("walk", 0).unwrap().unwrap().sets, expected);
+    drop(store);
+    let (state, stored_sets) = raw(dir.path(), "chain/walk/000000", "chainset/walk/000000/");
+    assert!(!String::from_utf8_lossy(&state).contains("\"sets\""));
+    assert_eq!(stored_sets, expected.len());
+    let view = Store::open_existing(dir.path()).unwrap();
+    assert_eq!(view.chain("walk", 0).unwrap().unwrap().sets, expected);
+    assert_eq!(
+        view.chain("walk", 1).unwrap().unwrap().sets,
+        last(1).unwrap()
+    );
+}

@@ -86,6 +86,19 @@ pub fn chain_key(experiment: &str, chain: u32) -> String {
     format!("{CHAINS}{experiment}/{chain:06}")
 }
 
+/// Prefix of the decision sets each chain measured, one key a set.
+pub const CHAIN_SETS: &str = "chainset/";
+
+/// `chainset/<experiment>/<chain>/`: the sets chain `chain` measured.
+pub fn chain_sets(experiment: &str, chain: u32) -> String {
+    format!("{CHAIN_SETS}{experiment}/{chain:06}/")
+}
+
+/// `chainset/<experiment>/<chain>/<hash>`.
+pub fn chain_set_key(experiment: &str, chain: u32, hash: &ContentHash) -> String {
+    format!("{}{hash}", chain_sets(experiment, chain))
+}
+
 /// The experiment and chain of a `chain/…` key.
 pub fn chain_of_key(key: &str) -> Option<(&str, u32)> {
     let (experiment, chain) = key.strip_prefix(CHAINS)?.rsplit_once('/')?;

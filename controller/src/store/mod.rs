@@ -338,6 +338,13 @@ impl Store {
         let Some(mut state) = self.get::<ChainState>(&layout::chain_key(experiment, chain))? else {
             return Ok(None);
         };
+        if state.sets.is_empty() {
+            state.sets = self.chain_sets(experiment, chain)?;
+        } else if self.marks.is_some() {
+            // An older kiln kept them inside the state: a controller moves them out (a view
+            // writes nothing), so that the state it writes at each step leaves them out.
+            self.put_chain(experiment, chain, &state)?;
+        }
         if state.progress.is_none() || state.proposals.is_none() {
             let start = self
                 .experiment(experiment)?
@@ -352,6 +359,14 @@ impl Store {
             state.proposals = Some(proposals);
         }
         Ok(Some(state))
+    }
+
+    /// The sets chain `chain` measured, with their objectives, as stored apart from its state.
+    fn chain_sets(&self, experiment: &str, chain: u32) -> Result<BTreeMap<ContentHash, Vec<f64>>> {
+        self.db
+            .scan_prefix(layout::chain_sets(experiment, chain))
+            .map(|item| Ok(serde_json::from_slice(&item?.1)?))
+            .collect()
     }
 
     /// A decided step's export row, if stored (a layout-1 store: its JSON).
@@ -385,10 +400,14 @@ impl Store {
         self.step(&key)
     }
 
-    /// Stores a chain's initial state.
+    /// Stores a chain's state with every set it measured (its initial state, or one an older
+    /// kiln stored with its sets inside, as a campaign resumes it), flushed.
     pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
+        let mut batch = sled::Batch::default();
+        insert_chain(&mut batch, experiment, chain, state, state.sets.keys())?;
+        self.db.apply_batch(batch)?;
         self.mark(experiment, chain, state.next_decide);
-        self.put(&layout::chain_key(experiment, chain), state)
+        self.flush()
     }
 
     /// Stores a measured, undecided step (flushed).
@@ -430,10 +449,9 @@ impl Store {
         let mut batch = sled::Batch::default();
         self.insert_step(record, &mut batch)?;
         batch.remove(layout::result_key(&record.key).as_bytes());
-        batch.insert(
-            layout::chain_key(&record.key.experiment, record.key.chain).as_bytes(),
-            serde_json::to_vec(chain)?,
-        );
+        let (experiment, chain_no) = (&record.key.experiment, record.key.chain);
+        let measured = std::iter::once(&record.decision_hash);
+        insert_chain(&mut batch, experiment, chain_no, chain, measured)?;
         self.db.apply_batch(batch)?;
         self.mark(&record.key.experiment, record.key.chain, chain.next_decide);
         Ok(())
@@ -675,6 +693,27 @@ impl Store {
 }
 
 /// The metrics of a result: its summaries' and its runs'.
+/// Adds to `batch` chain `chain`'s state and, stored apart, the sets of `sets` it measured.
+fn insert_chain<'a>(
+    batch: &mut sled::Batch,
+    experiment: &str,
+    chain: u32,
+    state: &ChainState,
+    sets: impl Iterator<Item = &'a ContentHash>,
+) -> Result<()> {
+    batch.insert(
+        layout::chain_key(experiment, chain).as_bytes(),
+        serde_json::to_vec(state)?,
+    );
+    for hash in sets {
+        if let Some(samples) = state.sets.get(hash) {
+            let key = layout::chain_set_key(experiment, chain, hash);
+            batch.insert(key.as_bytes(), serde_json::to_vec(&(hash, samples))?);
+        }
+    }
+    Ok(())
+}
+
 fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
     let m = &result.measurement;
     m.summary
