@@ -1,6 +1,7 @@
 //! Whole campaigns over SSH workers, with the real `kiln` and `kiln-worker` binaries against real
 //! `sshd` daemons (scripts/ssh-rig): every worker used, a cut link and a killed worker survived
-//! with every step stored once and the worker re-admitted, `kiln workers` telling a dead daemon
+//! with every step stored once and the worker re-admitted, sixteen workers with one killed
+//! mid-step ending as one worker does, `kiln workers` telling a dead daemon
 //! apart; and slot calibration on local workers.
 //!
 //! Every SSH test starts its own rig (own port, own namespaces) in
@@ -264,6 +265,114 @@ fn killed_worker_process_redispatches_its_step_and_comes_back() {
     let after = measured_by_since(&steps, "w2", killed_ms);
     eprintln!("w2 measured {after} steps after its kiln-worker was killed");
     assert!(after > 0, "w2 never came back\n{}", diagnostics(d));
+}
+
+/// Whether process `pid`, or a process below it, runs the synthetic benchmark (`./bench`,
+/// under callgrind): a step mid-run, not the probes a worker runs as it starts.
+fn runs_the_benchmark(pid: u32) -> bool {
+    let runs = |p: u32| {
+        std::fs::read(format!("/proc/{p}/cmdline"))
+            .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"./bench"))
+    };
+    let children = |p: u32| -> Vec<u32> {
+        std::fs::read_dir(format!("/proc/{p}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+            .flat_map(|c| {
+                c.split_whitespace()
+                    .filter_map(|p| p.parse().ok())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        if runs(p) {
+            return true;
+        }
+        todo.extend(children(p));
+    }
+    false
+}
+
+#[test]
+fn sixteen_workers_one_killed_mid_step_end_as_one_worker_does() {
+    let _serial = serial();
+    if !have_valgrind() {
+        return skip("valgrind is not installed (callgrind is the deterministic objective)");
+    }
+    let Some(rig) = Rig::up("sixteen", 16, 2317, None) else {
+        return;
+    };
+    // 4 chains × 4 in flight: a step for every worker; instructions count the same anywhere.
+    let config =
+        |workers: &str| synthetic_config_on(8, 11, 4, workers).replace("(chains 1)", "(chains 4)");
+    let setup = |config: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        copy_benchmark("synthetic", dir.path());
+        std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+        dir
+    };
+    let one = setup(&config(&format!("(workers {})", rig.worker_entry(1))));
+    finish_campaign(
+        start_campaign(one.path(), &rig.worker()),
+        one.path(),
+        Duration::from_secs(300),
+    );
+    let expected = assert_every_step_once(one.path(), 32);
+
+    // Deployed beforehand (the rig's folders are on this machine): the workers connect in a
+    // second, not after 16 uploads, and all take steps.
+    for k in 1..=16 {
+        std::fs::create_dir_all(rig.rundir(k)).unwrap();
+        std::fs::copy(rig.worker(), rig.rundir(k).join("kiln-worker")).unwrap();
+    }
+    let many = setup(&config(&rig.workers_field()));
+    let d = many.path();
+    let child = start_campaign(d, &rig.worker());
+    let mut busy = None;
+    wait_for(
+        "a worker of w2..w16 mid-step",
+        d,
+        Duration::from_secs(120),
+        || {
+            busy = (2..=16).find_map(|k| {
+                serve_pid(&rig, k)
+                    .filter(|p| runs_the_benchmark(*p))
+                    .map(|p| (k, p))
+            });
+            busy.is_some()
+        },
+    );
+    let (k, pid) = busy.unwrap();
+    signal(pid, libc::SIGKILL);
+    finish_campaign(child, d, Duration::from_secs(300));
+
+    let got = assert_every_step_once(d, 32);
+    let name = format!("w{k}");
+    let log = std::fs::read_to_string(d.join("store/kiln.log")).unwrap_or_default();
+    let said: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(&format!("worker={name}")))
+        .collect();
+    assert!(
+        requeued_from(d, &name),
+        "{name}'s step was not re-queued; the log of it:\n{}",
+        said.join("\n")
+    );
+    let workers: std::collections::BTreeSet<&str> = got.iter().map(|s| s.worker.as_str()).collect();
+    eprintln!(
+        "{name} killed mid-step; steps ran on {} workers",
+        workers.len()
+    );
+    assert!(workers.len() > 8, "the steps ran on {workers:?} only");
+    assert_eq!(
+        trajectory(&got),
+        trajectory(&expected),
+        "16 workers and one diverged"
+    );
 }
 
 /// The pid of the `kiln-worker serve` whose rundir is `rundir`, found by its command line.

@@ -8,7 +8,8 @@
 //! | `meta/config` | normalized config text |
 //! | `meta/created-ms` | creation time |
 //! | `exp/<experiment>` | `ExperimentInfo`: decision points, baseline, references |
-//! | `chain/<experiment>/<chain>` | `ChainState` |
+//! | `chain/<experiment>/<chain>` | `ChainState` (an older kiln's held its measured sets too) |
+//! | `chainset/<experiment>/<chain>/<hash>` | a set the chain measured, with its objectives (`ChainState::sets`), written in the batch of the step that measures it |
 //! | `step/<experiment>/<chain>/<step>` | `StepRecord`, decided |
 //! | `step/manual:<benchmark>/000000/<n>` | `StepRecord` measured by `kiln benchmark --store` (no chain state) |
 //! | `row/<experiment>/<chain>/<step>` | `StepSummary` of the decided step `step/…` (binary), in its batch; layout 2 on |

@@ -208,8 +208,13 @@ pub fn measured_by_since(steps: &[StepRecord], name: &str, since_ms: u64) -> usi
 /// Whether the controller's log says a job of worker `name` was re-queued.
 pub fn requeued_from(dir: &Path, name: &str) -> bool {
     let log = std::fs::read_to_string(dir.join("store/kiln.log")).unwrap_or_default();
-    log.lines()
-        .any(|l| l.contains("re-queued") && l.contains(&format!("worker={name}")))
+    // A whole word: w1 is not w10.
+    let word = format!("worker={name}");
+    log.lines().any(|l| {
+        l.contains("re-queued")
+            && l.split(|c: char| c.is_whitespace() || c == ',')
+                .any(|w| w == word)
+    })
 }
 
 /// What must be identical between an interrupted and an uninterrupted run.

@@ -31,16 +31,16 @@ struct Known {
     bytes: Weak<Vec<u8>>,
 }
 
+/// What is known of a local file: its hash and bytes, as `local_binary` returns them.
+type Found = (Option<Arc<Vec<u8>>>, String);
+
 /// SHA-256 of a local file (and its bytes when `with_bytes`). Hashes are cached per process
 /// while the file's stamp is unchanged: every worker of a campaign deploys the same binary.
-/// Uploads at the same time share one copy of the bytes (sixteen workers deploying a 38 MB
-/// binary each read their own, 600 MB at once); it is dropped when the last one is done.
-pub(in crate::dispatch) async fn local_binary(
-    path: &Path,
-    with_bytes: bool,
-) -> Result<(Option<Arc<Vec<u8>>>, String)> {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Known>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
+/// One caller reads at a time, and uploads at the same time share one copy of the bytes,
+/// dropped when the last is done: sixteen workers connecting together each read a 38 MB
+/// binary before (600 MB at once).
+pub(in crate::dispatch) async fn local_binary(path: &Path, with_bytes: bool) -> Result<Found> {
+    static READING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let file_stamp = || async {
         tokio::fs::metadata(path)
             .await
@@ -48,44 +48,60 @@ pub(in crate::dispatch) async fn local_binary(
             .with_context(|| format!("{}", path.display()))
     };
     let before = file_stamp().await?;
-    let cached = cache
-        .lock()
-        .expect("hash cache")
-        .get(path)
-        .filter(|k| k.stamp == before)
-        .map(|k| (k.hash.clone(), k.bytes.upgrade()));
-    match (cached.clone(), with_bytes) {
-        (Some((hash, _)), false) => return Ok((None, hash)),
-        (Some((hash, Some(bytes))), true) => return Ok((Some(bytes), hash)),
-        _ => {}
+    if let Some(found) = known(path, before, with_bytes) {
+        return Ok(found);
     }
-    let bytes = tokio::fs::read(path)
-        .await
+    let _reading = READING.lock().await;
+    if let Some(found) = known(path, before, with_bytes) {
+        return Ok(found);
+    }
+    let owned = path.to_path_buf();
+    let (bytes, hash) = tokio::task::spawn_blocking(move || read_and_hash(&owned, with_bytes))
+        .await?
         .with_context(|| format!("{}", path.display()))?;
-    let unchanged = file_stamp().await? == before;
-    let (bytes, hash) = match cached {
-        Some((hash, _)) if unchanged => (bytes, hash),
-        _ => {
-            tokio::task::spawn_blocking(move || {
-                let h = sha256_hex(&bytes);
-                (bytes, h)
-            })
-            .await?
-        }
-    };
-    let bytes = Arc::new(bytes);
-    if unchanged {
+    let bytes = bytes.map(Arc::new);
+    if file_stamp().await? == before {
         let known = Known {
             stamp: before,
             hash: hash.clone(),
-            bytes: Arc::downgrade(&bytes),
+            bytes: bytes.as_ref().map_or_else(Weak::new, Arc::downgrade),
         };
-        cache
+        known_files()
             .lock()
             .expect("hash cache")
             .insert(path.to_path_buf(), known);
     }
-    Ok((with_bytes.then_some(bytes), hash))
+    Ok((bytes, hash))
+}
+
+fn known_files() -> &'static Mutex<HashMap<PathBuf, Known>> {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Known>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// What the cache knows of `path` as of `stamp`: its hash, with the bytes if asked for
+/// (and an upload still holds them).
+fn known(path: &Path, stamp: FileStamp, with_bytes: bool) -> Option<Found> {
+    let cache = known_files().lock().expect("hash cache");
+    let known = cache.get(path).filter(|k| k.stamp == stamp)?;
+    match (with_bytes, known.bytes.upgrade()) {
+        (false, _) => Some((None, known.hash.clone())),
+        (true, Some(bytes)) => Some((Some(bytes), known.hash.clone())),
+        (true, None) => None,
+    }
+}
+
+/// The file's SHA-256, streamed, and its bytes when `with_bytes` (the hash is then of exactly
+/// the bytes returned).
+fn read_and_hash(path: &Path, with_bytes: bool) -> std::io::Result<(Option<Vec<u8>>, String)> {
+    if with_bytes {
+        let bytes = std::fs::read(path)?;
+        let hash = sha256_hex(&bytes);
+        return Ok((Some(bytes), hash));
+    }
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut std::fs::File::open(path)?, &mut hasher)?;
+    Ok((None, hex(&hasher.finalize())))
 }
 
 /// SHA-256 of a remote file, `None` when it does not exist.
@@ -293,8 +309,11 @@ pub(super) const UPLOAD_MIN_RATE: u64 = 1 << 20;
 
 /// SHA-256 of a byte string, lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut s = String::with_capacity(64);
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(digest: &[u8]) -> String {
+    let mut s = String::with_capacity(2 * digest.len());
     for b in digest {
         let _ = write!(s, "{b:02x}");
     }
@@ -324,5 +343,13 @@ mod tests {
         );
         let (third, _) = local_binary(&path, true).await.unwrap();
         assert_eq!(third.unwrap().as_slice(), b"a binary");
+        std::fs::write(&path, b"rebuilt").unwrap();
+        let (none, rebuilt) = local_binary(&path, false).await.unwrap();
+        assert!(none.is_none());
+        assert_eq!(
+            rebuilt,
+            sha256_hex(b"rebuilt"),
+            "streamed, of the file as it is now"
+        );
     }
 }
