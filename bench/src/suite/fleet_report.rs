@@ -51,8 +51,9 @@ impl Suite {
             "{FLEET} sshd daemons of scripts/ssh-rig on 127.0.0.2–{} (their own port, beside §1's \
              rig), one worker of one slot on each; {} only. The no-op campaign of §1 with 25 \
              chains × parallel 4 ({} steps per chain), on the first {FEW} workers and on all \
-             {FLEET}. Controller = the `kiln` process; its ssh processes (a master and a \
-             session per worker) are counted apart, by PSS (shared pages split among them). \
+             {FLEET}. Controller = the `kiln` process; its ssh processes (a master per \
+             worker, its sessions multiplexed over the master's socket) are counted apart, by \
+             PSS (shared pages split among them). \
              Descriptors, threads and processes are the most seen at once, sampled every half \
              second. A campaign on every worker first deploys kiln-worker to their folders \
              (not measured: a week's campaign deploys once). Per worker = (figure at {FLEET} − figure at {FEW}) / {}.\n",
@@ -212,12 +213,11 @@ fn write_projection(p: &Page<'_>, per: &PerWorker, o: &mut Vec<u8>) -> Result<()
          100 steps/s. Controller CPU: {} ms a step here, so 100 steps/s take {} of a core and \
          one core carries {} no-op steps/s; {store}. Connections: {} descriptors and {} ssh \
          processes a worker make {} descriptors and {} processes at 1,000, against a soft \
-         descriptor limit of {} here (kiln does not raise it: such a controller needs `ulimit \
-         -n` above that before it starts). Memory: {} MiB a worker, {} MiB at 1,000. What \
-         would have to change: past a few thousand workers it is the ssh master and session \
-         per worker (two processes and their descriptors each) that grows, not kiln's own \
-         state; one connection per rack multiplexing its workers, or Slurm's launcher (§5), \
-         would replace them.\n",
+         descriptor limit of {} here (kiln does not raise it: a controller of 1,000 workers needs \
+         `ulimit -n` above that figure, where many machines' default is 1,024). Memory: {} MiB a worker, {} MiB at 1,000. What \
+         would have to change: what grows is the ssh master per worker (a process, its \
+         memory and descriptors), not kiln's own state; one connection per rack \
+         multiplexing its workers, or Slurm's launcher (§5), would replace them.\n",
         fmt(cpu_ms),
         fmt(cpu_ms.map(|c| c * 100.0 / 1e3)),
         fmt(cpu_ms.map(|c| 1e3 / c)),
