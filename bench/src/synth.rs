@@ -315,6 +315,8 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
         store.put_chain("noop", chain, &state)?;
     }
     store.flush()?;
+    // As a controller that ends seals it, for `kiln status` to read.
+    kiln_controller::campaign::status::seal(&store)?;
     drop(store);
     Ok(Built {
         steps: written,

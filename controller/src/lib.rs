@@ -22,7 +22,7 @@
 //! | [`cli`], [`commands`] | the command line, and one file per subcommand that runs it |
 
 mod atomic;
-mod campaign;
+pub mod campaign;
 pub mod cli;
 pub mod commands;
 pub mod dispatch;

@@ -567,6 +567,8 @@ fn status_of_a_finished_campaign_whose_store_is_held_says_it_finished() {
         .current_dir(dir.path())
         .spawn()
         .unwrap();
+    // A kiln writer holding it (`kiln policy`) would have removed the sealed report.
+    std::fs::remove_file(dir.path().join("store/status-sealed.json")).unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let out = run_kiln(dir.path(), &["status", "store"]);
     holder.kill().unwrap();
@@ -576,6 +578,38 @@ fn status_of_a_finished_campaign_whose_store_is_held_says_it_finished() {
     assert!(said.contains("when the campaign finished"), "{said}");
     assert!(said.contains("campaign slow (finished"), "{said}");
     assert!(!said.contains("running:"), "{said}");
+}
+
+/// `kiln status` of a finished campaign reads the report its controller sealed, not the
+/// database (seconds and hundreds of MB at ten million steps), until a writer opens the store
+/// (which removes it) or the high-water file changes (a writer that does not know of it).
+#[test]
+fn status_of_an_ended_campaign_is_its_sealed_report_until_a_writer_opens_the_store() {
+    let dir = slow_setup(2);
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let store = dir.path().join("store");
+    let status = |dir: &Path| text(&run_kiln(dir, &["status", "store"]));
+    let from_store = status(dir.path());
+    assert!(from_store.contains("campaign slow (finished"), "{from_store}");
+    // Without its database: what is shown is the sealed report, the same.
+    let (db, away) = (store.join("db/db"), store.join("db/db.away"));
+    std::fs::rename(&db, &away).unwrap();
+    assert_eq!(status(dir.path()), from_store);
+    // Rewritten, the high-water file no longer vouches for the report.
+    let marks = std::fs::read(store.join("high-water")).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    std::fs::write(store.join("high-water"), marks).unwrap();
+    let unsealed = status(dir.path());
+    assert!(unsealed.contains("the snapshot its controller left"), "{unsealed}");
+    std::fs::rename(&away, &db).unwrap();
+    assert_eq!(status(dir.path()), from_store);
+    // A writer removes it as it opens the store.
+    run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(store.join("status-sealed.json").is_file());
+    drop(Store::open(&store).unwrap());
+    assert!(!store.join("status-sealed.json").exists());
+    assert_eq!(status(dir.path()), from_store);
 }
 
 #[test]

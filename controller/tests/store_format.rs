@@ -742,6 +742,10 @@ fn a_chains_sets_are_stored_apart_so_its_state_written_each_step_does_not_grow()
     assert_eq!(stored_sets, expected.len());
     let view = Store::open_existing(dir.path()).unwrap();
     assert_eq!(view.chain("walk", 1).unwrap().unwrap().sets, expected);
+    // `kiln status` and the report count them without reading them.
+    let counted = view.chain_view("walk", 1).unwrap().unwrap();
+    assert!(counted.sets.is_empty());
+    assert_eq!(counted.coverage(&[]).sets as usize, expected.len());
 }
 
 #[test]
@@ -774,6 +778,8 @@ fn a_chain_state_an_older_kiln_wrote_with_its_sets_inside_keeps_them() {
     // A view reads them inside the state, and writes nothing.
     let view = Store::open_existing(dir.path()).unwrap();
     assert_eq!(view.chain("walk", 0).unwrap().unwrap().sets, expected);
+    let counted = view.chain_view("walk", 0).unwrap().unwrap();
+    assert_eq!(counted.coverage(&[]).sets as usize, expected.len());
     drop(view);
     // A controller moves them out as it reads the state.
     let store = Store::open(dir.path()).unwrap();

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
+use kiln_controller::store::layout;
 
 use super::writeup::{Page, Target};
 use super::{Suite, Version};
@@ -75,8 +76,9 @@ impl Suite {
         let sdir = self.work.join(format!("store-{n}"));
         // v3: layout 2, an export row beside every step; v4: chain states keep their course;
         // v5: layout 3, compressed, steps against their start; v9: a campaign that resumes,
-        // built by a kiln without the measured-set index.
-        let want = format!("v9 {n}");
+        // built by a kiln without the measured-set index; v10: pages at zstd level 3, the
+        // status report sealed as a controller that ends seals it.
+        let want = format!("v10 {n}");
         let marker = self.work.join(format!("store-{n}.built"));
         once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
         // Kilns older than the store's layout (the baseline) refuse it:
@@ -159,8 +161,10 @@ impl Suite {
                 &layout1
             };
             for view in View::ALL {
-                // Only a kiln of the store's layout resumes in it.
-                if view == View::Resume && store != &sdir {
+                // Only a kiln of the store's layout resumes in it. `kiln rewards` reads every
+                // step's JSON three times: past a million steps, an hour (the report says so).
+                if view == View::Resume && store != &sdir || view == View::Rewards && n > REWARDS_MAX
+                {
                     continue;
                 }
                 self.view(n, &v, store, view)?;
@@ -178,9 +182,17 @@ impl Suite {
         if view == View::Resume {
             copy_dir(store, &copy)?;
         }
+        // As after a controller that crashed: no sealed report (kept aside in `run`).
+        let (sealed, hidden) = (layout::sealed_status(store), run.join("status-sealed.json"));
+        if view == View::StatusUnsealed && sealed.exists() {
+            fs::rename(&sealed, &hidden)?;
+        }
         let mut cmd = vec![v.kiln().display().to_string()];
         cmd.extend(view.args(store, n, &run, &copy)?);
         let a = self.accounted(&cmd, &run, &[], 1800.0)?;
+        if hidden.exists() {
+            fs::rename(&hidden, &sealed)?;
+        }
         if copy.exists() {
             fs::remove_dir_all(&copy)?;
         }
@@ -392,8 +404,11 @@ impl Suite {
         writeln!(
             o,
             "Looking at the same stores (each command once per version, warm page cache): \
-             `kiln status` and its `--json` (which the live page serves when no controller runs), \
-             `kiln report` (every plot) and `kiln store verify` (every step's checksum and row).\n"
+             `kiln status` and its `--json` (which the live page serves when no controller runs) \
+             read the report the store's last writer sealed as it ended, and without it (as after a \
+             crash) the database; `kiln report` (every plot) and `kiln store verify` (every step's \
+             checksum and row). `kiln rewards` reads every step's JSON three times and is timed on \
+             stores of at most {REWARDS_MAX} steps.\n"
         )?;
         t.write(o)?;
         Ok(targets)
@@ -495,12 +510,16 @@ fn view_targets(p: &Page<'_>, n: u64) -> Vec<Target> {
     targets
 }
 
+/// The largest store `kiln rewards` is timed on.
+const REWARDS_MAX: u64 = 1_000_000;
+
 /// The commands that look at a store, timed on the big stores (issue 35: views
 /// that do not grow with the store).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum View {
     Status,
     StatusJson,
+    StatusUnsealed,
     Report,
     Verify,
     Show,
@@ -509,9 +528,10 @@ enum View {
 }
 
 impl View {
-    const ALL: [View; 7] = [
+    const ALL: [View; 8] = [
         View::Status,
         View::StatusJson,
+        View::StatusUnsealed,
         View::Report,
         View::Verify,
         View::Show,
@@ -523,6 +543,7 @@ impl View {
         match self {
             View::Status => "status",
             View::StatusJson => "status-json",
+            View::StatusUnsealed => "status-unsealed",
             View::Report => "report",
             View::Verify => "verify",
             View::Show => "show",
@@ -537,7 +558,7 @@ impl View {
         let store = built.display().to_string();
         let out = |name: &str| run.join(name).display().to_string();
         let args: Vec<String> = match self {
-            View::Status => vec!["status".into(), store],
+            View::Status | View::StatusUnsealed => vec!["status".into(), store],
             View::StatusJson => vec!["status".into(), store, "--json".into()],
             View::Report => vec!["report".into(), store, "-o".into(), out("report")],
             View::Verify => vec!["store".into(), "verify".into(), store],
@@ -565,6 +586,7 @@ impl View {
         match self {
             View::Status => "`kiln status`",
             View::StatusJson => "`kiln status --json`",
+            View::StatusUnsealed => "`kiln status` without the sealed report (after a crash)",
             View::Report => "`kiln report`",
             View::Verify => "`kiln store verify`",
             View::Show => "`kiln show` of one step",

@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use kiln_protocol::config::Objective;
 use kiln_protocol::{CampaignConfig, Summary};
 
 use crate::dispatch::calibration::SlotCalibration;
@@ -515,7 +516,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
             infos.insert(e.name.clone(), info);
         }
         for c in 0..e.chains {
-            if let Some(state) = store.chain(&e.name, c)? {
+            if let Some(state) = store.chain_view(&e.name, c)? {
                 chains.insert((e.name.clone(), c), state);
             }
         }
@@ -566,8 +567,58 @@ fn last_phase(store_dir: &Path) -> Option<String> {
     Some(report.phase).filter(|p| !p.is_empty() && !p.starts_with("finished"))
 }
 
-/// The report for `kiln status STORE`: from the store, or from the running controller's snapshot.
+/// The report a controller left as it ended: `kiln status` and the live page read it
+/// instead of opening the store, which takes seconds and hundreds of MB at ten million
+/// steps (sled reads a table of all its pages). A writer that opens the store removes it
+/// ([`Store::open`]); the high-water file, which every stored step rewrites, guards against
+/// a writer that does not know of it (an older kiln).
+#[derive(Serialize, Deserialize)]
+pub struct Sealed {
+    high_water: Option<FileStamp>,
+    /// The store's report.
+    pub report: Report,
+    /// Its campaign's objective (for the live page's axes).
+    pub objective: Option<Objective>,
+}
+
+/// A file's length and modification time (ns since the epoch).
+type FileStamp = (u64, u128);
+
+fn stamp(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+    Some((meta.len(), modified.as_nanos()))
+}
+
+/// Seals the report of `store`, which this process holds, as it stands: for a
+/// controller that ends, its last write.
+pub fn seal(store: &Store) -> Result<()> {
+    let dir = store.dir();
+    let sealed = Sealed {
+        high_water: stamp(&layout::high_water(dir)),
+        report: from_store(store)?,
+        objective: store.config()?.map(|c| c.objective),
+    };
+    let (path, tmp) = (layout::sealed_status(dir), layout::sealed_status_tmp(dir));
+    std::fs::write(&tmp, serde_json::to_vec(&sealed)?)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The report sealed in `store_dir`, while it stands, as of now.
+pub fn sealed(store_dir: &Path) -> Option<Sealed> {
+    let bytes = std::fs::read(layout::sealed_status(store_dir)).ok()?;
+    let mut sealed: Sealed = serde_json::from_slice(&bytes).ok()?;
+    sealed.report.at_ms = now_ms();
+    (sealed.high_water == stamp(&layout::high_water(store_dir))).then_some(sealed)
+}
+
+/// The report for `kiln status STORE`: sealed, from the store, or from the running
+/// controller's snapshot.
 pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
+    if let Some(sealed) = sealed(store_dir) {
+        return Ok((sealed.report, None));
+    }
     match Store::open_existing(store_dir) {
         Ok(store) => Ok((from_store(&store)?, None)),
         Err(open_error) => {

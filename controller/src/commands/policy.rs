@@ -403,7 +403,7 @@ fn best_step(store: &Store, spec: &BenchmarkSpec, bundle: &Bundle) -> Result<Opt
         }
         let baseline = info.baseline.objective().unwrap_or(f64::NAN);
         for chain in 0..e.chains {
-            let Some(state) = store.chain(&e.name, chain)? else {
+            let Some(state) = store.chain_view(&e.name, chain)? else {
                 continue;
             };
             let Some(step) = store.best_step(&e.name, chain, &state, baseline)? else {

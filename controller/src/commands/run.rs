@@ -57,6 +57,8 @@ fn summarise(
     };
     let (summary, outcome) = final_summary(config, &store, &ending)?;
     log_summary(&store, &summary)?;
+    // Still holding the store: no writer can open it between the campaign's end and this.
+    status::seal(&store)?;
     Ok((summary, outcome))
 }
 
@@ -166,7 +168,7 @@ fn write_chains(
     let baseline = info.baseline.objective().unwrap_or(f64::NAN);
     let mut any_stopped = false;
     for c in 0..e.chains {
-        let Some(state) = store.chain(&e.name, c)? else {
+        let Some(state) = store.chain_view(&e.name, c)? else {
             continue;
         };
         let _ = writeln!(out, "{}", best_line(&state, c, info, baseline, unit));

@@ -197,7 +197,7 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
             .map_or(0, |e| e.chains);
         let mut states = BTreeMap::new();
         for chain in 0..chains {
-            if let Some(state) = store.chain(&data.name, chain)? {
+            if let Some(state) = store.chain_view(&data.name, chain)? {
                 data.coverage
                     .insert(chain, state.coverage(&data.info.discovery.points));
                 states.insert(chain, state);

@@ -8,7 +8,7 @@
 //! | `meta/config` | normalized config text |
 //! | `meta/created-ms` | creation time |
 //! | `exp/<experiment>` | `ExperimentInfo`: decision points, baseline, references |
-//! | `chain/<experiment>/<chain>` | `ChainState` (an older kiln's held its measured sets too) |
+//! | `chain/<experiment>/<chain>` | `ChainState`, its measured sets counted (an older kiln's held them) |
 //! | `chainset/<experiment>/<chain>/<hash>` | a set the chain measured, with its objectives (`ChainState::sets`), written in the batch of the step that measures it |
 //! | `step/<experiment>/<chain>/<step>` | `StepRecord`, decided |
 //! | `step/manual:<benchmark>/000000/<n>` | `StepRecord` measured by `kiln benchmark --store` (no chain state) |
@@ -31,7 +31,9 @@
 //!
 //! Beside the database, the high-water file (`high-water`, `marks.rs`) keeps
 //! how many steps each chain had decided, so that steps lost from the
-//! database are still known to have been decided.
+//! database are still known to have been decided. A controller that ends
+//! seals its status report there too (`status-sealed.json`), for `kiln
+//! status` to read without opening the database until a writer opens it.
 
 use std::path::{Path, PathBuf};
 
@@ -251,6 +253,17 @@ pub fn status_snapshot(store: &Path) -> PathBuf {
 /// The status report while it is written.
 pub fn status_snapshot_tmp(store: &Path) -> PathBuf {
     store.join(".status.json.tmp")
+}
+
+/// The report a controller left as it ended, read instead of the store while no
+/// writer opened it since (see `campaign::status::seal`).
+pub fn sealed_status(store: &Path) -> PathBuf {
+    store.join("status-sealed.json")
+}
+
+/// The sealed report while it is written.
+pub fn sealed_status_tmp(store: &Path) -> PathBuf {
+    store.join(".status-sealed.json.tmp")
 }
 
 /// What is kept beside a store (see `store::kept`), one folder each.

@@ -338,12 +338,22 @@ impl Store {
     /// The stored chain state, with its course and proposals counted from
     /// its steps' rows where it was stored before kiln kept them.
     pub fn chain(&self, experiment: &str, chain: u32) -> Result<Option<ChainState>> {
+        self.chain_as(experiment, chain, true)
+    }
+
+    /// As [`Store::chain`] for a view: the sets it measured are counted, not read, where
+    /// its state counts them.
+    pub fn chain_view(&self, experiment: &str, chain: u32) -> Result<Option<ChainState>> {
+        self.chain_as(experiment, chain, false)
+    }
+
+    fn chain_as(&self, experiment: &str, chain: u32, sets: bool) -> Result<Option<ChainState>> {
         let Some(mut state) = self.get::<ChainState>(&layout::chain_key(experiment, chain))? else {
             return Ok(None);
         };
-        if state.sets.is_empty() {
+        if state.sets.is_empty() && (sets || state.set_count == 0) {
             state.sets = self.chain_sets(experiment, chain)?;
-        } else if self.marks.is_some() {
+        } else if !state.sets.is_empty() && self.marks.is_some() {
             // An older kiln kept them inside the state: a controller moves them out (a view
             // writes nothing), so that the state it writes at each step leaves them out.
             self.put_chain(experiment, chain, &state)?;

@@ -73,6 +73,7 @@ impl Store {
             .with_context(|| format!("cannot create store folder {}", dir.display()))?;
         migrate::finish_interrupted(dir)?;
         let mut store = Store::open_db(dir, true, false)?;
+        unseal(dir)?;
         store.marks = Some(Mutex::new(marks::Marks::new(store.load_marks()?)));
         Ok(store)
     }
@@ -181,6 +182,17 @@ impl Store {
             }
         }
         Ok(store)
+    }
+}
+
+/// Removes the report the last controller sealed: a writer holds the store now, and
+/// whatever it writes would leave it behind.
+fn unseal(dir: &Path) -> Result<()> {
+    let sealed = layout::sealed_status(dir);
+    match fs::remove_file(&sealed) {
+        Ok(()) => sync_dir(dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("cannot remove {}", sealed.display())),
     }
 }
 

@@ -197,8 +197,18 @@ pub struct ChainState {
     /// which is written whole at every step, it made each step cost more
     /// than the last (180 KB a step after 2,000). A state an older kiln
     /// wrote holds them here.
-    #[serde(default, skip_serializing)]
+    /// The state is stored with their count in their place (as `set_count`).
+    #[serde(
+        default,
+        rename(serialize = "set_count"),
+        serialize_with = "count_of"
+    )]
     pub sets: BTreeMap<ContentHash, Vec<f64>>,
+    /// How many sets the stored state counted: a view (`kiln status`, the report)
+    /// counts them so, without reading them (millions in a week-long chain). 0 in a
+    /// state stored before they were counted.
+    #[serde(default, skip_serializing)]
+    pub set_count: u32,
     /// Guided proposals: each screened point's effect.
     #[serde(default)]
     pub effects: BTreeMap<SiteId, Effect>,
@@ -259,6 +269,11 @@ impl Flip {
     }
 }
 
+/// A map stored as its length.
+fn count_of<K, V, S: serde::Serializer>(map: &BTreeMap<K, V>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_u64(map.len() as u64)
+}
+
 /// How much of its decision space a chain has explored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Coverage {
@@ -311,6 +326,7 @@ impl ChainState {
             updated_ms: now_ms,
             varied: BTreeSet::new(),
             sets: [(decisions.hash(), samples)].into(),
+            set_count: 0,
             effects: BTreeMap::new(),
             raced: Raced::default(),
             tried: BTreeSet::new(),
@@ -326,7 +342,7 @@ impl ChainState {
         Coverage {
             varied: self.varied.len() as u32,
             movable: points.iter().filter(|p| p.domain.len() > 1).count() as u32,
-            sets: self.sets.len() as u32,
+            sets: self.set_count.max(self.sets.len() as u32),
         }
     }
 }
