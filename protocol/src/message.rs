@@ -15,6 +15,8 @@ use crate::decision::{ContentHash, DecisionSet, SiteId};
 use crate::metric::{Metric, Metrics};
 use crate::stats::Summary;
 
+mod flat;
+
 /// Version of the wire protocol; both sides must agree at hello. 3: steps
 /// carry a [`Race`] bound and results a [`CutShort`] record. 4: bundles go in
 /// resumable parts ([`BundlePart`]) and results carry warnings.
@@ -529,8 +531,8 @@ pub struct BuildRecord {
     pub moot: BTreeMap<SiteId, String>,
 }
 
-/// The result of one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The result of one step. Read without serde's `flatten` ([`flat`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct StepResult {
     /// The step.
     pub id: StepId,
