@@ -591,7 +591,10 @@ fn status_of_an_ended_campaign_is_its_sealed_report_until_a_writer_opens_the_sto
     let store = dir.path().join("store");
     let status = |dir: &Path| text(&run_kiln(dir, &["status", "store"]));
     let from_store = status(dir.path());
-    assert!(from_store.contains("campaign slow (finished"), "{from_store}");
+    assert!(
+        from_store.contains("campaign slow (finished"),
+        "{from_store}"
+    );
     // Without its database: what is shown is the sealed report, the same.
     let (db, away) = (store.join("db/db"), store.join("db/db.away"));
     std::fs::rename(&db, &away).unwrap();
@@ -601,7 +604,10 @@ fn status_of_an_ended_campaign_is_its_sealed_report_until_a_writer_opens_the_sto
     std::thread::sleep(Duration::from_millis(20));
     std::fs::write(store.join("high-water"), marks).unwrap();
     let unsealed = status(dir.path());
-    assert!(unsealed.contains("the snapshot its controller left"), "{unsealed}");
+    assert!(
+        unsealed.contains("the snapshot its controller left"),
+        "{unsealed}"
+    );
     std::fs::rename(&away, &db).unwrap();
     assert_eq!(status(dir.path()), from_store);
     // A writer removes it as it opens the store.

@@ -21,7 +21,7 @@ use kiln_controller::store::{
     SCHEMA_VERSION,
 };
 use kiln_protocol::message::{
-    BuildRecord, CutShort, Discovery, Measurement, Race, RunRecord, StepResult,
+    summarise, BuildRecord, CutShort, Discovery, Measurement, Race, RunRecord, StepResult,
 };
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
@@ -492,13 +492,14 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
 #[test]
 fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_first() {
     let dir = tempfile::tempdir().unwrap();
-    let c = campaign(3);
+    let c = campaign(8);
     drop(write_current(dir.path(), &c));
     let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
     let start = &c.experiments[0].1.baseline.decisions;
     let base = start.hash();
     let stored_start = db.get(format!("set/{base}")).unwrap().unwrap();
     assert_eq!(&*stored_start, serde_json::to_vec(start).unwrap());
+    let mut summaries_left_out = 0;
     for (record, _) in &c.steps {
         let k = &record.key;
         let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
@@ -509,14 +510,30 @@ fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_firs
             .0
             .retain(|point, value| start.0.get(point) != Some(value));
         assert!(written.decisions.0.len() <= record.decisions.0.len());
+        // Summaries that are the runs' own are left out, to be computed again.
+        let m = &record.result.measurement;
+        let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
+        let marker = match of_runs {
+            true => "\"summary_of_runs\":true,",
+            false => "",
+        };
+        summaries_left_out += usize::from(of_runs);
+        written.result.measurement.summary.retain(|_, _| !of_runs);
         let json = String::from_utf8(serde_json::to_vec(&written).unwrap()).unwrap();
-        let body = format!("{{\"base\":\"{base}\",{}", &json[1..]);
+        let body = format!("{{\"base\":\"{base}\",{marker}{}", &json[1..]);
         let sum = ContentHash::of(body.as_bytes()).short();
         assert_eq!(
             std::str::from_utf8(&stored).unwrap(),
             format!("{{\"checksum\":\"{sum}\",{}", &body[1..]),
             "{key}"
         );
+    }
+    drop(db);
+    // Both kinds among the steps: summaries of runs, and summaries a worker made otherwise.
+    assert!((1..c.steps.len()).contains(&summaries_left_out));
+    let store = Store::open_existing(dir.path()).unwrap();
+    for (record, _) in &c.steps {
+        assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
     }
 }
 
@@ -540,10 +557,21 @@ fn a_store_of_a_newer_layout_is_refused() {
 #[test]
 fn a_campaign_stored_without_export_rows_resumes_and_exports() {
     let dir = noop_campaign();
-    // Make it a store as kiln wrote them before export rows.
+    // Make it a store as kiln wrote them before export rows: steps as their JSON in full.
     {
+        let store = reopen(|| Store::open_existing(&dir.path().join("store")));
+        let steps: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
+        drop(store);
         let db =
             reopen(|| open_database(&dir.path().join("store/db")).map_err(anyhow::Error::from));
+        for step in &steps {
+            let k = &step.key;
+            put(
+                &db,
+                &format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step),
+                step,
+            );
+        }
         let rows: Vec<_> = db.scan_prefix("row/").keys().map(Result::unwrap).collect();
         assert_eq!(rows.len(), 24);
         rows.iter().for_each(|k| drop(db.remove(k).unwrap()));
@@ -686,13 +714,14 @@ fn kiln_store_migrate_says_what_it_did_and_then_that_nothing_is_left() {
     assert!(out.status.success(), "{}", text(&out));
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(
-        said.starts_with("store store: layout 1 → 3 in ") && said.contains("; database "),
+        said.starts_with(&format!("store store: layout 1 → {SCHEMA_VERSION} in "))
+            && said.contains("; database "),
         "{said}"
     );
     let out = migrate();
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
-        "store store is of the current layout (3): nothing to do\n"
+        format!("store store is of the current layout ({SCHEMA_VERSION}): nothing to do\n")
     );
     let out = run_kiln(dir.path(), &["store", "migrate", "nothing-here"]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out));
@@ -794,4 +823,27 @@ fn a_chain_state_an_older_kiln_wrote_with_its_sets_inside_keeps_them() {
         view.chain("walk", 1).unwrap().unwrap().sets,
         last(1).unwrap()
     );
+}
+
+/// A layout-3 store is one of layout 4 as it is: a writer records the new
+/// version in place, without copying the database.
+#[test]
+fn a_layout_3_store_becomes_layout_4_in_place_when_opened_to_write() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let c = campaign(12);
+    drop(write_current(dir.path(), &c));
+    {
+        let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
+        put(&db, "meta/schema", &3u32);
+        db.flush().unwrap();
+    }
+    let inode = || std::fs::metadata(dir.path().join("db/db")).unwrap().ino();
+    let before = inode();
+    let store = reopen(|| Store::open(dir.path()));
+    assert_eq!((store.schema(), store.migrated_from()), (4, Some(3)));
+    assert_eq!(inode(), before);
+    for (record, _) in &c.steps {
+        assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
+    }
 }

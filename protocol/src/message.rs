@@ -16,6 +16,9 @@ use crate::metric::{Metric, Metrics};
 use crate::stats::Summary;
 
 mod flat;
+mod summarise;
+
+pub use summarise::summarise;
 
 /// Version of the wire protocol; both sides must agree at hello. 3: steps
 /// carry a [`Race`] bound and results a [`CutShort`] record. 4: bundles go in

@@ -163,7 +163,8 @@ impl Suite {
             for view in View::ALL {
                 // Only a kiln of the store's layout resumes in it. `kiln rewards` reads every
                 // step's JSON three times: past a million steps, an hour (the report says so).
-                if view == View::Resume && store != &sdir || view == View::Rewards && n > REWARDS_MAX
+                if view == View::Resume && store != &sdir
+                    || view == View::Rewards && n > REWARDS_MAX
                 {
                     continue;
                 }

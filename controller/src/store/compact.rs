@@ -7,12 +7,18 @@
 //! A base never changes once stored, so a step reads back the same whatever
 //! later runs make of its experiment. A step whose set lacks a point of the
 //! base (none do today) is written in full, without one.
+//!
+//! A step whose summaries are its runs' own (what the worker computes from
+//! them, as for every step measured in full) is stored without them, marked
+//! `"summary_of_runs":true` (after its base): a one-run step's summaries
+//! repeat each metric's value eleven times, and they were half its record.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 
+use kiln_protocol::message::summarise;
 use kiln_protocol::{ContentHash, DecisionSet};
 
 use super::{checksum, layout, StepRecord, Store};
@@ -20,6 +26,7 @@ use super::{checksum, layout, StepRecord, Store};
 const BASE_OPEN: &[u8] = b"\"base\":\"";
 const BASE_CLOSE: &[u8] = b"\",";
 const HASH_DIGITS: usize = 64;
+const SUMMARY_OF_RUNS: &[u8] = b"\"summary_of_runs\":true,";
 
 /// A base: its hash and its set.
 pub(super) type Base = (ContentHash, Arc<DecisionSet>);
@@ -36,21 +43,34 @@ pub(super) struct Bases {
 
 /// The stored value of a decided step: its JSON, its decisions as they
 /// differ from `base` where one is given and holds no point the step lacks,
-/// sealed with its checksum.
+/// its summaries left out where its runs give them, sealed with its checksum.
 pub(super) fn seal(record: &StepRecord, base: Option<&Base>) -> Result<Vec<u8>> {
-    let Some((hash, set)) = base.filter(|(_, set)| covers(&record.decisions, set)) else {
-        return Ok(checksum::seal(&serde_json::to_vec(record)?));
-    };
+    let base = base.filter(|(_, set)| covers(&record.decisions, set));
+    let m = &record.result.measurement;
+    let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
     let mut written = record.clone();
-    written.decisions = difference(&record.decisions, set);
-    let json = serde_json::to_vec(&written)?;
-    let mut body = Vec::with_capacity(json.len() + 80);
-    body.extend_from_slice(b"{");
-    body.extend_from_slice(BASE_OPEN);
-    body.extend_from_slice(hash.to_string().as_bytes());
-    body.extend_from_slice(BASE_CLOSE);
-    body.extend_from_slice(&json[1..]);
+    let mut body = b"{".to_vec();
+    if let Some((hash, set)) = base {
+        written.decisions = difference(&record.decisions, set);
+        body.extend_from_slice(BASE_OPEN);
+        body.extend_from_slice(hash.to_string().as_bytes());
+        body.extend_from_slice(BASE_CLOSE);
+    }
+    if of_runs {
+        written.result.measurement.summary.clear();
+        body.extend_from_slice(SUMMARY_OF_RUNS);
+    }
+    body.extend_from_slice(&serde_json::to_vec(&written)?[1..]);
     Ok(checksum::seal(&body))
+}
+
+/// Whether a stored step's summaries are to be computed from its runs.
+fn summary_of_runs(value: &[u8]) -> Result<bool> {
+    let mut fields = checksum::fields(value);
+    if base_of(value)?.is_some() {
+        fields = &fields[BASE_OPEN.len() + HASH_DIGITS + BASE_CLOSE.len()..];
+    }
+    Ok(fields.starts_with(SUMMARY_OF_RUNS))
 }
 
 /// The base a stored step's decisions are written against, if any.
@@ -130,6 +150,10 @@ impl Store {
         if let Some(hash) = base_of(value).with_context(unreadable)? {
             let base = self.base(&hash).with_context(unreadable)?;
             record.decisions = apply(&base, std::mem::take(&mut record.decisions));
+        }
+        if summary_of_runs(value).with_context(unreadable)? {
+            let m = &mut record.result.measurement;
+            m.summary = summarise(&m.runs);
         }
         Ok(record)
     }

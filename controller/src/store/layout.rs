@@ -27,7 +27,10 @@
 //! From layout 3 on, its decisions are those that differ from the set its
 //! `base` field names (`compact.rs`), and sled compresses the database's
 //! pages (zstd); a writer migrates an older store when it opens it
-//! (`migrate.rs`), building the new database beside the old one.
+//! (`migrate.rs`), building the new database beside the old one. From
+//! layout 4 on, a step whose summaries its runs give is stored without them
+//! (`"summary_of_runs":true` after its base); a layout-3 store is one of
+//! layout 4 as it is, and a writer only records the new version.
 //!
 //! Beside the database, the high-water file (`high-water`, `marks.rs`) keeps
 //! how many steps each chain had decided, so that steps lost from the

@@ -18,7 +18,7 @@ use anyhow::{Context, Result};
 use super::compact::{self, Base};
 use super::open::{open_sled_as, pages_compressed, sync_dir};
 use super::{checksum, layout, ExperimentInfo, OpenError, StepRecord, StepSummary};
-use super::{ROWS_SINCE, SCHEMA_VERSION};
+use super::{ROWS_SINCE, SAME_AS_CURRENT_FROM, SCHEMA_VERSION};
 
 /// Keys written per batch: bounded memory, however big the store.
 const BATCH_KEYS: usize = 1000;
@@ -41,6 +41,11 @@ pub(super) fn if_older(dir: &Path, db: sled::Db) -> Result<(sled::Db, Option<u32
         }
         .into()),
         Some(SCHEMA_VERSION) if compressed => Ok((db, None)),
+        Some(found @ SAME_AS_CURRENT_FROM..) if compressed => {
+            db.insert(layout::SCHEMA, serde_json::to_vec(&SCHEMA_VERSION)?)?;
+            db.flush()?;
+            Ok((db, Some(found)))
+        }
         // A database just created.
         None if compressed && db.is_empty() => Ok((db, None)),
         // Without a version, a store is read as the oldest layout.

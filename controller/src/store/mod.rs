@@ -60,8 +60,13 @@ pub use verify::{verify, Checked, Verification};
 
 /// Version of the store's layout, bumped on incompatible changes; this kiln
 /// reads every version up to it. 2: an export row beside every decided step.
-/// 3: compressed pages, steps' decisions against a base set.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 3: compressed pages, steps' decisions against a base set. 4: a step's summaries
+/// left out where its runs give them (a layout-3 store is one as it is).
+pub const SCHEMA_VERSION: u32 = 4;
+
+/// The oldest layout whose stores are of the current one as they are: a writer
+/// only records the new version.
+const SAME_AS_CURRENT_FROM: u32 = 3;
 
 /// The first layout with an export row beside every decided step.
 const ROWS_SINCE: u32 = 2;

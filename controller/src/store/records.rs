@@ -198,11 +198,7 @@ pub struct ChainState {
     /// than the last (180 KB a step after 2,000). A state an older kiln
     /// wrote holds them here.
     /// The state is stored with their count in their place (as `set_count`).
-    #[serde(
-        default,
-        rename(serialize = "set_count"),
-        serialize_with = "count_of"
-    )]
+    #[serde(default, rename(serialize = "set_count"), serialize_with = "count_of")]
     pub sets: BTreeMap<ContentHash, Vec<f64>>,
     /// How many sets the stored state counted: a view (`kiln status`, the report)
     /// counts them so, without reading them (millions in a week-long chain). 0 in a

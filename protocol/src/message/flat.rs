@@ -36,10 +36,8 @@ impl<'de> Visitor<'de> for ResultVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<StepResult, A::Error> {
         let mut own = Own::default();
-        let measurement = Measurement::deserialize(MapAccessDeserializer::new(Split {
-            map,
-            own: &mut own,
-        }))?;
+        let measurement =
+            Measurement::deserialize(MapAccessDeserializer::new(Split { map, own: &mut own }))?;
         let missing = de::Error::missing_field;
         Ok(StepResult {
             id: own.id.ok_or_else(|| missing("id"))?,
@@ -108,9 +106,15 @@ mod tests {
         let result = StepResult::new(StepId(7), StepOutcome::Ok);
         let mut value = serde_json::to_value(&result).unwrap();
         value.as_object_mut().unwrap().remove("build");
-        assert_eq!(serde_json::from_value::<StepResult>(value.clone()).unwrap(), result);
+        assert_eq!(
+            serde_json::from_value::<StepResult>(value.clone()).unwrap(),
+            result
+        );
         value.as_object_mut().unwrap().remove("id");
         let refused = serde_json::from_value::<StepResult>(value).unwrap_err();
-        assert!(refused.to_string().contains("missing field `id`"), "{refused}");
+        assert!(
+            refused.to_string().contains("missing field `id`"),
+            "{refused}"
+        );
     }
 }

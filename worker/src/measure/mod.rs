@@ -32,10 +32,10 @@ use std::time::{Duration, Instant};
 
 use kiln_protocol::config::benchmark::{Container, Limits, RunPolicy};
 use kiln_protocol::decision::ContentHash;
+pub use kiln_protocol::message::summarise;
 pub use kiln_protocol::message::Measurement;
 use kiln_protocol::message::{CutShort, Race, RunRecord, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
-use kiln_protocol::stats::Summary;
 
 use crate::launch::cgroup::RunCgroup;
 use crate::launch::checked_output::LineFilter;
@@ -153,25 +153,6 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         warnings: m.gpu.notes().to_vec(),
         function_instructions: m.functions,
     }
-}
-
-/// Statistics per metric over the non-warm-up runs that carry it; a metric
-/// unsupported in any of them has no summary.
-pub fn summarise(runs: &[RunRecord]) -> BTreeMap<Metric, Summary> {
-    let mut values: BTreeMap<Metric, Option<Vec<f64>>> = BTreeMap::new();
-    for run in runs.iter().filter(|r| !r.warmup) {
-        for (metric, value) in &run.metrics {
-            let entry = values.entry(*metric).or_insert_with(|| Some(Vec::new()));
-            match (entry.as_mut(), value) {
-                (Some(v), MetricValue::Measured(x)) => v.push(*x),
-                _ => *entry = None,
-            }
-        }
-    }
-    values
-        .into_iter()
-        .filter_map(|(m, v)| Some((m, Summary::of(&v?)?)))
-        .collect()
 }
 
 struct Engine<'a> {
