@@ -64,27 +64,24 @@ pub(super) fn seal(record: &StepRecord, base: Option<&Base>) -> Result<Vec<u8>> 
     Ok(checksum::seal(&body))
 }
 
-/// Whether a stored step's summaries are to be computed from its runs.
-fn summary_of_runs(value: &[u8]) -> Result<bool> {
-    let mut fields = checksum::fields(value);
-    if base_of(value)?.is_some() {
-        fields = &fields[BASE_OPEN.len() + HASH_DIGITS + BASE_CLOSE.len()..];
-    }
-    Ok(fields.starts_with(SUMMARY_OF_RUNS))
-}
-
 /// The base a stored step's decisions are written against, if any.
 pub(super) fn base_of(value: &[u8]) -> Result<Option<ContentHash>> {
-    let Some(rest) = checksum::fields(value).strip_prefix(BASE_OPEN) else {
-        return Ok(None);
+    Ok(header(value)?.0)
+}
+
+/// A stored step's base, if any, and its fields after it.
+fn header(value: &[u8]) -> Result<(Option<ContentHash>, &[u8])> {
+    let fields = checksum::fields(value);
+    let Some(rest) = fields.strip_prefix(BASE_OPEN) else {
+        return Ok((None, fields));
     };
-    let digits = rest
-        .get(..HASH_DIGITS)
-        .filter(|_| rest[HASH_DIGITS..].starts_with(BASE_CLOSE))
+    let (digits, after) = rest
+        .split_at_checked(HASH_DIGITS)
+        .and_then(|(digits, after)| Some((digits, after.strip_prefix(BASE_CLOSE)?)))
         .context("a stored step names its base set badly")?;
     let hash = ContentHash::try_from(String::from_utf8_lossy(digits).into_owned())
         .map_err(|e| anyhow::anyhow!("a stored step names its base set badly: {e}"))?;
-    Ok(Some(hash))
+    Ok((Some(hash), after))
 }
 
 /// Whether `set` holds every point of `base`.
@@ -147,11 +144,12 @@ impl Store {
     pub fn read_step(&self, key: &str, value: &[u8]) -> Result<StepRecord> {
         let unreadable = || format!("store key {key} holds unreadable data");
         let mut record: StepRecord = serde_json::from_slice(value).with_context(unreadable)?;
-        if let Some(hash) = base_of(value).with_context(unreadable)? {
+        let (base, fields) = header(value).with_context(unreadable)?;
+        if let Some(hash) = base {
             let base = self.base(&hash).with_context(unreadable)?;
             record.decisions = apply(&base, std::mem::take(&mut record.decisions));
         }
-        if summary_of_runs(value).with_context(unreadable)? {
+        if fields.starts_with(SUMMARY_OF_RUNS) {
             let m = &mut record.result.measurement;
             m.summary = summarise(&m.runs);
         }
