@@ -57,4 +57,33 @@ pub struct SiteFeatures {
     /// copy of the call; a site inlined in the stock build has no call of its
     /// own, so its count is `None`).
     pub site_calls: Option<u64>,
+    /// Machine instructions of the caller in the stock build's optimised code (padding left
+    /// out; `None` where the stock build kept no copy of it, inlined everywhere).
+    pub caller_code_instructions: Option<u64>,
+    /// Of those, instructions on several elements of a vector register (vectorised code).
+    pub caller_code_vector: Option<u64>,
+    /// Calls left in the caller's optimised code.
+    pub caller_code_calls: Option<u64>,
+    /// Loops in the caller's optimised code (addresses a later branch of it goes back to).
+    pub caller_code_loops: Option<u64>,
+    /// Whether the stock build's optimised code keeps a copy of the callee of its own (false:
+    /// inlined everywhere, or removed).
+    pub callee_code_kept: Option<bool>,
+    /// Machine instructions of the callee's own copy in the stock build.
+    pub callee_code_instructions: Option<u64>,
+    /// Of those, vector instructions.
+    pub callee_code_vector: Option<u64>,
+    /// Calls left in the callee's own copy.
+    pub callee_code_calls: Option<u64>,
+    /// Loops in the callee's own copy.
+    pub callee_code_loops: Option<u64>,
+    /// Machine instructions of the caller in the build that inlines every call it can (the
+    /// discovery build): the caller with its inlines, beside `caller_code_instructions`.
+    pub caller_inlined_code_instructions: Option<u64>,
+    /// Of those, vector instructions.
+    pub caller_inlined_code_vector: Option<u64>,
+    /// Calls left in the caller when everything is inlined.
+    pub caller_inlined_code_calls: Option<u64>,
+    /// Loops in the caller when everything is inlined.
+    pub caller_inlined_code_loops: Option<u64>,
 }

@@ -186,6 +186,28 @@ fn graph_walk_features_match_the_compilers_remarks() {
     assert!(f.site_calls.unwrap() > 0, "{f:?}");
     assert!(f.callee_self_cost.unwrap() > 0);
     assert!(f.caller_inclusive_cost.unwrap() > f.caller_self_cost.unwrap());
+    // The optimised code (objdump of the stock build): heap_push keeps a copy of its own,
+    // called from dijkstra's loops.
+    assert_eq!(f.callee_code_kept, Some(true));
+    assert!(f.callee_code_instructions.unwrap() > 0, "{f:?}");
+    assert!(f.caller_code_calls.unwrap() >= 1, "{f:?}");
+    assert!(f.caller_code_loops.unwrap() >= 2, "{f:?}");
+    // With everything inlined dijkstra is inlined into main, which grows.
+    assert_eq!(f.caller_inlined_code_instructions, None);
+    let in_main = discovery
+        .features
+        .iter()
+        .find(|(id, _)| id.as_str().contains(" @ main:"))
+        .map(|(_, f)| f)
+        .expect("a call in main");
+    let (stock, inlined) = (
+        in_main.caller_code_instructions,
+        in_main.caller_inlined_code_instructions,
+    );
+    assert!(
+        inlined.unwrap() > stock.unwrap(),
+        "main: {stock:?} then {inlined:?}"
+    );
 }
 
 #[test]

@@ -17,8 +17,10 @@ use super::Table;
 /// unsupported value) and added the `support` and `dataset` tables, run
 /// kinds and site features; 3 added the `dataset` table's `moot` column; 4
 /// measured `effects` from the experiment's start (its context), with the
-/// `context`, `estimate`, `residual` and `separable` columns.
-pub const EXPORT_VERSION: u32 = 4;
+/// `context`, `estimate`, `residual` and `separable` columns; 5 added the
+/// site features of the optimised code (`caller_code_*`, `callee_code_*`,
+/// `caller_inlined_code_*`).
+pub const EXPORT_VERSION: u32 = 5;
 
 /// A column every store's table has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -339,6 +341,19 @@ const FEATURE_MEANINGS: &[(&str, &str)] = &[
     ("callee_self_cost", "instructions executed in the callee itself"),
     ("callee_inclusive_cost", "instructions executed in the callee and everything it called"),
     ("site_calls", "times the callee was called from the caller in the stock build's profile; null where the stock build inlined the site"),
+    ("caller_code_instructions", "machine instructions of the caller in the stock build's optimised code (padding left out); null where the stock build kept no copy of it"),
+    ("caller_code_vector", "of those, instructions on several elements of a vector register (vectorised code)"),
+    ("caller_code_calls", "calls left in the caller's optimised code"),
+    ("caller_code_loops", "loops in the caller's optimised code (addresses a later branch of it goes back to)"),
+    ("callee_code_kept", "whether the stock build keeps a copy of the callee of its own (false: inlined everywhere, or removed)"),
+    ("callee_code_instructions", "machine instructions of the callee's own copy in the stock build"),
+    ("callee_code_vector", "of those, vector instructions"),
+    ("callee_code_calls", "calls left in the callee's own copy"),
+    ("callee_code_loops", "loops in the callee's own copy"),
+    ("caller_inlined_code_instructions", "machine instructions of the caller in the build that inlines every call it can (discovery's)"),
+    ("caller_inlined_code_vector", "of those, vector instructions"),
+    ("caller_inlined_code_calls", "calls left in the caller when everything is inlined"),
+    ("caller_inlined_code_loops", "loops in the caller when everything is inlined"),
 ];
 
 /// A table's documented schema.

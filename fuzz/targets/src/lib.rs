@@ -16,7 +16,7 @@ use kiln_protocol::frame::{self, MAX_FRAME};
 use kiln_protocol::message::{self, Request, Response};
 use kiln_protocol::{sexp, CampaignConfig, DecisionFile};
 use kiln_worker::build::llvm_inline::{self, InlineRemark, MissedRemark};
-use kiln_worker::discover::features::{self, ir, Evidence};
+use kiln_worker::discover::features::{self, code::Code, ir, Evidence};
 use kiln_worker::measure::callgrind::{self, Profile};
 use serde::{de::DeserializeOwned, Serialize};
 
@@ -32,6 +32,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("remarks", remarks),
     ("ir", ir),
     ("callgrind", callgrind),
+    ("objdump", objdump),
 ];
 
 /// The bytes as text. kiln reads configs, decision files, IR and profiles as
@@ -211,7 +212,7 @@ pub fn remarks(data: &[u8]) {
             remark.site
         );
     }
-    site_features(&remarks, &missed, None, None);
+    site_features(&remarks, &missed, None, None, None);
 }
 
 /// The IR reader: a unit read twice defines the same functions (the second
@@ -227,7 +228,7 @@ pub fn ir(data: &[u8]) {
     for f in functions.values() {
         assert!(f.blocks >= 1, "a function without an entry block");
     }
-    site_features(&[], &[], Some(&program), None);
+    site_features(&[], &[], Some(&program), None, None);
 }
 
 /// The callgrind profile parser: a function's own instructions are part of
@@ -244,16 +245,33 @@ pub fn callgrind(data: &[u8]) {
             cost.inclusive_ir
         );
     }
-    site_features(&[], &[], None, Some(&profile));
+    site_features(&[], &[], None, Some(&profile), None);
+}
+
+/// The disassembly reader: a function's vector instructions, calls and loops are among its
+/// instructions, and features take the code.
+pub fn objdump(data: &[u8]) {
+    let Some(code) = Code::parse(&text(data)) else {
+        return;
+    };
+    for (name, f) in &code.functions {
+        assert!(
+            f.vector.max(f.calls).max(f.loops) <= f.instructions,
+            "'{name}': {f:?}"
+        );
+    }
+    site_features(&[], &[], None, None, Some(&code));
 }
 
 /// Features of every site the evidence names: those of the remarks, the IR's
-/// calls and the profile's calls (as flat sites at the call's line).
+/// calls, the profile's calls (as flat sites at the call's line) and each
+/// function of the code calling itself.
 fn site_features(
     remarks: &[InlineRemark],
     missed: &[MissedRemark],
     ir: Option<&ir::Program>,
     profile: Option<&Profile>,
+    code: Option<&Code>,
 ) {
     let ids = remarks
         .iter()
@@ -263,7 +281,11 @@ fn site_features(
             p.calls
                 .keys()
                 .map(|k| SiteId(format!("{} @ {}:{}:0", k.callee, k.caller, k.line)))
-        }));
+        }))
+        .chain(
+            code.iter()
+                .flat_map(|c| c.functions.keys().map(|f| SiteId(format!("{f} @ {f}:1:0")))),
+        );
     let points: Vec<DecisionPoint> = ids.map(DecisionPoint::inline_site).collect();
     let discovery = llvm_inline::discovery_from_remarks(remarks, remarks);
     llvm_inline::verify(&discovery.baseline, remarks);
@@ -273,6 +295,8 @@ fn site_features(
         missed,
         ir,
         profile,
+        code,
+        inlined_code: code,
     };
     features::site_features(&points, &discovery.baseline, &evidence);
 }

@@ -1,7 +1,8 @@
 //! Discovery: a benchmark's decision points, its stock decisions, and what
-//! is known of each point ([`features`]): two builds with inline remarks (all
-//! inlined, then stock), the stock decisions replayed as a check, the IR
-//! before inlining and a callgrind profile of the stock build. `left_out` has
+//! is known of each point ([`features`]): two builds with inline remarks
+//! (stock, then all inlined), the stock decisions replayed as a check, the IR
+//! before inlining, a callgrind profile of the stock build and the optimised
+//! code of both builds. `left_out` has
 //! the probe builds and the sites the search leaves out.
 //!
 //! `discover/<id>/` under the rundir is a discovery's scratch folder (its work
@@ -85,11 +86,16 @@ fn discover_in(
         ws,
         build: &build,
     };
-    let all_log = builder.all_inlined(progress)?;
-    let all_remarks = llvm_inline::parse_remarks_in(&all_log, &work);
-    let fallbacks = wrap::fallbacks(&all_log);
+    // The stock build first: its profile names the objects whose code both builds' are read
+    // from, at the same paths in the work folder.
     let (stock_log, profile) = builder.stock(&ir_dir, dir, cancel, progress)?;
     let stock_remarks = llvm_inline::parse_remarks_in(&stock_log, &work);
+    let objects = own_objects(profile.as_ref(), dir);
+    let stock_code = features::code::Code::read(&objects);
+    let all_log = builder.all_inlined(progress)?;
+    let all_remarks = llvm_inline::parse_remarks_in(&all_log, &work);
+    let inlined_code = features::code::Code::read(&objects);
+    let fallbacks = wrap::fallbacks(&all_log);
     let mut discovery = llvm_inline::discovery_from_remarks(&all_remarks, &stock_remarks);
     discovery.fallbacks = fallbacks;
     let program = features::ir::Program::read_dir(&ir_dir)?;
@@ -100,6 +106,8 @@ fn discover_in(
         missed: &missed,
         ir: (!program.is_empty()).then_some(&program),
         profile: profile.as_ref(),
+        code: stock_code.as_ref(),
+        inlined_code: inlined_code.as_ref(),
     };
     builder.leave_out_untaken(&mut discovery, progress)?;
     left_out::leave_out_lineless(&mut discovery);
@@ -169,6 +177,19 @@ impl Builder<'_> {
         let profile = profile_stock(self.spec, self.work, home, cancel, progress);
         Ok((log, profile))
     }
+}
+
+/// The objects of the program itself that its profile ran (not the system's libraries):
+/// those under the discovery's folder.
+fn own_objects<'p>(profile: Option<&'p callgrind::Profile>, dir: &Path) -> Vec<&'p Path> {
+    // valgrind names objects by their real paths.
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    profile
+        .iter()
+        .flat_map(|p| &p.objects)
+        .map(Path::new)
+        .filter(|o| o.starts_with(&dir))
+        .collect()
 }
 
 /// One callgrind run of the stock build in `work`, for the sites' profile

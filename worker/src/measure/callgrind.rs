@@ -5,7 +5,7 @@
 //! program runs from the same path with the same environment, which the
 //! launcher guarantees.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::process::Command;
 
@@ -29,6 +29,9 @@ pub struct Profile {
     pub functions: HashMap<String, FunctionCost>,
     /// Calls by caller, callee and the source line of the call.
     pub calls: HashMap<CallKey, u64>,
+    /// The object files (programs, shared libraries) the run executed code of, as callgrind
+    /// names them (absolute paths).
+    pub objects: BTreeSet<String>,
 }
 
 /// The instructions a function executed.
@@ -122,8 +125,34 @@ impl Profile {
                 }
             }
         }
+        profile.objects = objects_of(text);
         profile
     }
+}
+
+/// The objects a profile names (`ob=` and `cob=` lines), compressed names (`(id) path`) read
+/// too: their ids are their own, apart from functions'.
+fn objects_of(text: &str) -> BTreeSet<String> {
+    let mut ids: HashMap<&str, &str> = HashMap::new();
+    let mut objects = BTreeSet::new();
+    for raw in text.lines() {
+        let Some(value) = raw.strip_prefix("ob=").or_else(|| raw.strip_prefix("cob=")) else {
+            continue;
+        };
+        let value = value.trim();
+        let path = match value.strip_prefix('(').and_then(|v| v.split_once(')')) {
+            Some((id, rest)) if !rest.trim().is_empty() => {
+                ids.insert(id, rest.trim());
+                rest.trim()
+            }
+            Some((id, _)) => ids.get(id).copied().unwrap_or_default(),
+            None => value,
+        };
+        if !path.is_empty() {
+            objects.insert(path.to_string());
+        }
+    }
+    objects
 }
 
 /// [`wrap`] with [`PROFILE_OPTIONS`], for a run whose [`Profile`] is read.
@@ -218,6 +247,15 @@ mod tests {
             line: 12,
         };
         assert_eq!(p.calls[&key], 4);
+    }
+
+    #[test]
+    fn reads_the_objects_run() {
+        let profile = "events: Ir\nob=(1) /w/bench\nfn=(1) main\n1 5\ncob=(2) /lib/libc.so.6\n\
+                       cfn=(2) puts\ncalls=1 0\n1 9\nob=(2)\nfn=(2)\n1 9\nob=(1)\nfn=(3) f\n1 1\n";
+        let p = Profile::parse(profile);
+        let objects: Vec<&str> = p.objects.iter().map(String::as_str).collect();
+        assert_eq!(objects, ["/lib/libc.so.6", "/w/bench"]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Per-site features at discovery: owns putting together each decision
 //! point's [`SiteFeatures`] from what discovery's builds left behind: the
 //! stock build's inline remarks (cost and threshold), the IR of the program
-//! before inlining ([`ir`]), and a callgrind profile of the stock build.
+//! before inlining ([`ir`]), a callgrind profile of the stock build, and the
+//! optimised code of the stock build and of the all-inlined one ([`code`]).
 //!
 //! For a nested site `C @ e1 @ ... @ en` (innermost element `e1` in function
 //! `F1`, outermost `en` in function `Fn`) the caller is `Fn`, the function the
@@ -15,6 +16,7 @@
 //! summed over the functions that hold a copy of it: a call the stock build
 //! kept inside a function it then inlined runs in the function's callers.
 
+pub mod code;
 pub mod ir;
 
 use std::collections::{BTreeMap, HashMap};
@@ -37,6 +39,10 @@ pub struct Evidence<'a> {
     pub ir: Option<&'a ir::Program>,
     /// A callgrind profile of the stock build, where valgrind ran it.
     pub profile: Option<&'a Profile>,
+    /// The stock build's optimised code, where it could be read.
+    pub code: Option<&'a code::Code>,
+    /// The all-inlined build's optimised code, where it could be read.
+    pub inlined_code: Option<&'a code::Code>,
 }
 
 /// The features of each point (points that are no call site get none).
@@ -205,7 +211,35 @@ impl<'a> Index<'a> {
                 _ => None,
             };
         }
+        self.code_features(&mut f, caller, callee);
         Some(f)
+    }
+
+    /// The features of the caller's and callee's optimised code.
+    fn code_features(&self, f: &mut SiteFeatures, caller: &str, callee: &str) {
+        if let Some(code) = self.evidence.code {
+            [
+                f.caller_code_instructions,
+                f.caller_code_vector,
+                f.caller_code_calls,
+                f.caller_code_loops,
+            ] = code.counts(caller);
+            [
+                f.callee_code_instructions,
+                f.callee_code_vector,
+                f.callee_code_calls,
+                f.callee_code_loops,
+            ] = code.counts(callee);
+            f.callee_code_kept = Some(code.functions.contains_key(callee));
+        }
+        if let Some(code) = self.evidence.inlined_code {
+            [
+                f.caller_inlined_code_instructions,
+                f.caller_inlined_code_vector,
+                f.caller_inlined_code_calls,
+                f.caller_inlined_code_loops,
+            ] = code.counts(caller);
+        }
     }
 }
 
@@ -235,6 +269,8 @@ mod tests {
             missed: &[],
             ir: None,
             profile: None,
+            code: None,
+            inlined_code: None,
         };
         let features = site_features(&points, &DecisionSet::default(), &evidence);
         assert_eq!(features.len(), 3);
@@ -257,6 +293,8 @@ mod tests {
             missed: &[],
             ir: None,
             profile: Some(&profile),
+            code: None,
+            inlined_code: None,
         };
         let features = site_features(&points, &DecisionSet::default(), &evidence);
         let f = &features[&remarks[0].site];
