@@ -141,6 +141,10 @@ pub struct SitesArgs {
     /// Print the decision points as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Discover again even where a discovery is kept, and keep the new one in its place
+    /// (features a newer kiln records; experiments already in the store keep theirs).
+    #[arg(long)]
+    pub rediscover: bool,
 }
 
 /// The arguments of `kiln workers`.

@@ -200,6 +200,34 @@ fn benchmark_takes_the_kept_discovery_and_starts_no_discovery_build() {
     assert_eq!(info.discovery.fallbacks, [MARK]);
 }
 
+/// `kiln sites --rediscover` discovers again where a discovery is kept, and keeps the new
+/// one in its place: here the kept one is marked, and the mark is gone.
+#[test]
+fn sites_rediscover_replaces_the_kept_discovery() {
+    if !have("clang") {
+        return skip("needs clang to find the benchmark's call sites");
+    }
+    let dir = setup();
+    let path = dir.path();
+    let config = CONFIG.replace("(metric instructions)", "(metric wall-time)");
+    std::fs::write(path.join("q.sexp"), config).unwrap();
+    let out = run_kiln(path, &["sites", "q.sexp", "sample-dsp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let (kept, mut json) = kept_discovery(&path.join("store"));
+    const MARK: &str = "kept.c: only in the kept discovery";
+    json["fallbacks"] = serde_json::json!([MARK]);
+    std::fs::write(&kept, serde_json::to_vec(&json).unwrap()).unwrap();
+
+    let args = ["sites", "q.sexp", "sample-dsp", "--rediscover", "--json"];
+    let out = run_kiln(path, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("discovery build"));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(MARK));
+    let (again, json) = kept_discovery(&path.join("store"));
+    assert_eq!(again, kept);
+    assert!(!json.to_string().contains(MARK), "{json}");
+}
+
 /// A mistyped site id is refused as bad input (exit 2) before anything is
 /// built, naming the closest known ids: here of a discovery kept beside the
 /// config's store (by `kiln sites`) while `--store` names another, with a

@@ -4,6 +4,8 @@ to by each campaign, never replaced (see scripts/dataset).
     python dataset.py store SETTINGS
     python dataset.py add --settings SETTINGS --effects E.parquet --sites S.parquet
                           --kiln VERSION --out DIR
+    python dataset.py programs --out DIR
+    python dataset.py features --discoveries FOLDER --kiln VERSION --out DIR
 
 SETTINGS is `kiln check CONFIG --json`'s output: `store` prints the campaign's store, `add`
 reads one campaign's `kiln export` tables and merges them into DIR/effects.parquet and
@@ -11,6 +13,11 @@ DIR/sites.parquet: a row whose key is already there (an effect: campaign, experi
 value, context, estimate; a site: campaign, experiment, site) replaces the old one (a resumed
 campaign's effect over more steps), every other row is added. DIR/DATASHEET.md is written
 anew from what the tables then hold.
+
+`programs` prints the programs of DIR/sites.parquet, one a line; `features` takes each
+program's features from FOLDER/PROGRAM.json (`kiln sites CONFIG PROGRAM --rediscover --json`)
+into every row of DIR/sites.parquet for that program and site: features a newer kiln records
+for sites already measured. A site the new discovery does not have keeps its row as it was.
 """
 
 import argparse
@@ -98,6 +105,46 @@ def add(args):
     print(f"{args.out}: {len(effects):,} effects, {len(sites):,} sites", file=sys.stderr)
 
 
+def programs(args):
+    """The programs of the dataset's sites table, one a line."""
+    sites = pd.read_parquet(os.path.join(args.out, "sites.parquet"))
+    for name in sorted(sites["benchmark"].unique()):
+        print(name)
+
+
+def discovered(path):
+    """One `kiln sites --json` discovery's features: a row per site, snake-case columns."""
+    with open(path) as f:
+        features = json.load(f).get("features", {})
+    frame = pd.DataFrame.from_dict(features, orient="index")
+    frame = frame.rename(columns=lambda c: c.replace("-", "_"))
+    return frame.rename_axis("site").reset_index()
+
+
+def features(args):
+    """DIR/sites.parquet with each rediscovered program's features in place of its old ones."""
+    path = os.path.join(args.out, "sites.parquet")
+    sites = pd.read_parquet(path)
+    taken = {"kiln"}
+    for name in sorted(os.listdir(args.discoveries)):
+        program = name.removesuffix(".json")
+        new = discovered(os.path.join(args.discoveries, name))
+        rows = sites.index[(sites["benchmark"] == program) & sites["site"].isin(new["site"])]
+        found = new.set_index("site").loc[sites.loc[rows, "site"]]
+        taken.update(found.columns)
+        for column in found.columns:
+            values = found[column].astype("object").where(found[column].notna(), None)
+            if column not in sites:
+                sites[column] = pd.Series([None] * len(sites), dtype="object")
+            sites[column] = sites[column].astype("object")
+            sites.loc[rows, column] = values.to_numpy()
+        sites.loc[rows, "kiln"] = args.kiln
+        print(f"{program}: features of {len(rows):,} site rows taken again", file=sys.stderr)
+    for column in taken:
+        sites[column] = sites[column].convert_dtypes()
+    sites.to_parquet(path, index=False)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -106,12 +153,17 @@ def main():
     one = commands.add_parser("add", help="merge one campaign's exports into the dataset")
     for name in ["settings", "effects", "sites", "kiln", "out"]:
         one.add_argument("--" + name, required=True)
+    listing = commands.add_parser("programs", help="print the dataset's programs")
+    listing.add_argument("--out", required=True)
+    again = commands.add_parser("features", help="take rediscovered programs' features")
+    for name in ["discoveries", "kiln", "out"]:
+        again.add_argument("--" + name, required=True)
     args = parser.parse_args()
     if args.command == "store":
         with open(args.settings) as f:
             print(json.load(f)["store"])
     else:
-        add(args)
+        {"add": add, "programs": programs, "features": features}[args.command](args)
 
 
 if __name__ == "__main__":

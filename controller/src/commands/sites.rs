@@ -21,7 +21,7 @@ use crate::text::table;
 
 pub(super) fn run(args: &SitesArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::read_config(&args.config)?;
-    let discovery = super::runtime()?.block_on(sites(&config, &args.benchmark))?;
+    let discovery = super::runtime()?.block_on(sites(&config, &args.benchmark, args.rediscover))?;
     if let Some(path) = &args.output {
         let file = DecisionFile {
             benchmark: Some(args.benchmark.clone()),
@@ -169,14 +169,15 @@ async fn discover(
 }
 
 /// `kiln sites`: a benchmark's decision points, from the discovery kept
-/// beside the campaign's store or discovered (and kept) now.
-async fn sites(config: &CampaignConfig, benchmark: &str) -> Result<Discovery> {
+/// beside the campaign's store (unless `rediscover`) or discovered (and kept) now.
+async fn sites(config: &CampaignConfig, benchmark: &str, rediscover: bool) -> Result<Discovery> {
     let spec = super::benchmark_spec(config, benchmark)?;
     let discovery = match &spec.kind {
         BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
         BenchmarkKind::LlvmInline { .. } => {
             let bundle = Arc::new(bundle::pack(&spec.sources)?);
-            match kept::load_discovery(&config.store, &bundle.hash, spec) {
+            let kept = kept::load_discovery(&config.store, &bundle.hash, spec);
+            match kept.filter(|_| !rediscover) {
                 Some((kept, path)) => {
                     logging::note(format_args!(
                         "decision points of {} from {} (an earlier discovery; delete it to discover again)",
