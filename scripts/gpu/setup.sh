@@ -11,15 +11,15 @@ SMIQ=timestamp,power.draw,power.draw.instant,clocks.sm,temperature.gpu,utilizati
 nvidia-smi --query-gpu=$SMIQ --format=csv >/dev/null 2>&1 || SMIQ=timestamp,power.draw,clocks.sm,temperature.gpu,utilization.gpu
 smi_on() { nvidia-smi --query-gpu=$SMIQ --format=csv,nounits -lms 100 > $R/smi-$1.csv 2>&1 & SMI=$!; }
 smi_off() { kill $SMI 2>/dev/null; wait $SMI 2>/dev/null; }
-nvml_energy() { python3 -c 'import pynvml as n; n.nvmlInit(); h=n.nvmlDeviceGetHandleByIndex(0); print("nvml-counter-mJ", n.nvmlDeviceGetTotalEnergyConsumption(h))' 2>&1; }
+nvml_energy() { python3 $G/facts.py nvml-energy 2>&1; }
 
 stamp setup
 echo "pwd=$ROOT"; date -u; uname -a; nvidia-smi; nvidia-smi -q -d POWER,CLOCK,PERFORMANCE | head -80
 echo "smi query: $SMIQ"
 PY=$(command -v python3); NVCC=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 echo "python3=$PY nvcc=$NVCC"; $NVCC --version | tail -2
-echo "clean-PATH python3 imports torch?"; env -i PATH=/usr/local/bin:/usr/bin:/bin python3 -c 'import torch; print(torch.__version__, torch.cuda.is_available())' 2>&1 | tail -1
-$PY -c 'import torch; print("torch", torch.__version__, torch.version.cuda, torch.cuda.get_device_name(0))'
+echo "clean-PATH python3 imports torch?"; env -i PATH=/usr/local/bin:/usr/bin:/bin python3 $G/facts.py torch 2>&1 | tail -1
+$PY $G/facts.py torch-device
 ls -d /usr/local/cuda*/extras/CUPTI/lib64/libcupti* 2>&1 | head; ldconfig -p | grep -i 'cupti\|nvidia-ml\|libcuda.so' | head
 timeout 20 find / -xdev -name 'libcupti.so*' 2>/dev/null | head
 # The test binary's compiled-in paths: /work/main/target/release/kiln-worker, /work/main/worker.
@@ -33,4 +33,4 @@ sed -i "s|\"python3\"|\"$PY\"|" $G/torch-conv.sexp
 sed -i "s|/usr/local/cuda/bin:|$(dirname $NVCC):|" $G/gpu-gemm.sexp
 grep -n 'run (\|PATH' $G/*.sexp
 # kiln report reads a TrueType font; this image has none under /usr/share/fonts, but matplotlib ships DejaVu Sans.
-export KILN_FONT=$($PY -c 'import matplotlib,os;print(os.path.join(matplotlib.get_data_path(),"fonts","ttf","DejaVuSans.ttf"))'); ls -la $KILN_FONT
+export KILN_FONT=$($PY $G/facts.py font); ls -la $KILN_FONT

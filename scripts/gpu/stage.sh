@@ -6,7 +6,7 @@
 set -euo pipefail
 cargo build --release -p kiln-controller -p kiln-worker
 T=$(cargo test --release -p kiln-worker --test tests --no-run --message-format=json 2>/dev/null |
-  python3 -c 'import json,sys; print([m["executable"] for m in map(json.loads, sys.stdin) if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "tests"][-1])')
+  python3 scripts/lib/cargo_executable.py tests)
 mkdir -p .gpu/bin
 for b in kiln kiln-worker libkiln_cupti.so; do strip -o .gpu/bin/$b target/release/$b; done
 strip -o .gpu/gpu-test-tests "$T"
