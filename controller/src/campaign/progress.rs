@@ -83,10 +83,17 @@ impl Progress {
                 summary(state, self.baselines.get(experiment), self.unit, eta)
             ));
         }
-        for (name, s) in board.lock().expect("not poisoned").iter() {
-            if s.state != WorkerState::Ok {
-                say(format!("worker {name}: {}", s.state));
+        let board = board.lock().expect("not poisoned");
+        let mut connecting = Vec::new();
+        for (name, s) in board.iter() {
+            match &s.state {
+                WorkerState::Ok => {}
+                WorkerState::Connecting => connecting.push(name.as_str()),
+                other => say(format!("worker {name}: {other}")),
             }
+        }
+        if !connecting.is_empty() {
+            say(connecting_line(&connecting));
         }
     }
 
@@ -107,6 +114,24 @@ impl Progress {
     }
 }
 
+/// Workers still connecting, in one line: a hundred of them would otherwise be a hundred
+/// lines every tick.
+fn connecting_line(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    let mut line = match names {
+        [one] => format!("worker {one}: connecting"),
+        _ => format!(
+            "{} workers connecting: {}",
+            names.len(),
+            names[..names.len().min(SHOWN)].join(", ")
+        ),
+    };
+    if names.len() > SHOWN {
+        line.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    line
+}
+
 /// An experiment's step budget.
 fn total(config: &CampaignConfig, experiment: &str) -> u32 {
     config
@@ -124,4 +149,24 @@ fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str, eta: Option<f
     let accepted = format_acceptance(state.accepted, state.proposals.unwrap_or(0));
     let eta = eta.map_or_else(|| "-".to_string(), format_secs);
     format!("accepted {accepted}, {best}, eta {eta}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::connecting_line;
+
+    #[test]
+    fn workers_connecting_are_one_line() {
+        assert_eq!(connecting_line(&["w1"]), "worker w1: connecting");
+        assert_eq!(
+            connecting_line(&["w1", "w2"]),
+            "2 workers connecting: w1, w2"
+        );
+        let names: Vec<String> = (1..=100).map(|k| format!("w{k}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert_eq!(
+            connecting_line(&names),
+            "100 workers connecting: w1, w2, w3, w4, w5, w6, w7, w8 and 92 more"
+        );
+    }
 }
