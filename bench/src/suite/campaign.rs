@@ -12,13 +12,7 @@ use crate::report;
 
 /// What one `kiln run` of the no-op campaign gave.
 pub(super) struct CampaignRun {
-    steps: usize,
-    ok: usize,
-    cached: usize,
-    /// First dispatch to last decision, seconds.
-    span_s: f64,
-    /// Median measured wall time of a run of the benchmark, seconds.
-    run_s: f64,
+    table: StepsRead,
     account: Account,
     /// CPU of the SSH daemons' trees (sshd, kiln-worker, the benchmark), seconds.
     remote_cpu_s: f64,
@@ -61,9 +55,21 @@ pub(super) fn noop_config(steps: u32, chains: u32, parallel: u32, workers: &str)
     )
 }
 
-/// Steps, ok steps, cached steps, first dispatch to last decision (s) and the median run (s)
-/// of a campaign's exported steps table.
-fn parse_steps_csv(path: &Path) -> Result<(usize, usize, usize, f64, f64)> {
+/// What a campaign's exported steps table says of it.
+struct StepsRead {
+    steps: usize,
+    ok: usize,
+    cached: usize,
+    /// First dispatch to last decision, seconds.
+    span_s: f64,
+    /// The median run, seconds.
+    run_s: f64,
+    /// Workers that ran at least one step.
+    workers: usize,
+}
+
+/// Reads a campaign's exported steps table.
+fn parse_steps_csv(path: &Path) -> Result<StepsRead> {
     let mut r = csv::Reader::from_path(path)?;
     let head = r.headers()?.clone();
     let col = |name: &str| {
@@ -71,33 +77,38 @@ fn parse_steps_csv(path: &Path) -> Result<(usize, usize, usize, f64, f64)> {
             .position(|h| h == name)
             .with_context(|| format!("{} has no column {name}", path.display()))
     };
-    let (c_disp, c_dec, c_wall, c_out, c_cached) = (
+    let (c_disp, c_dec, c_wall, c_out, c_cached, c_worker) = (
         col("dispatched_ms")?,
         col("decided_ms")?,
         col("wall-time.median")?,
         col("outcome")?,
         col("cached_from")?,
+        col("worker")?,
     );
     let (mut first, mut last) = (u64::MAX, 0u64);
     let (mut steps, mut ok, mut cached) = (0, 0, 0);
     let mut walls = Vec::new();
+    let mut workers = std::collections::HashSet::new();
     for rec in r.records() {
         let rec = rec?;
         steps += 1;
-        if &rec[c_out] == "ok" {
-            ok += 1;
-        }
-        if !rec[c_cached].is_empty() {
-            cached += 1;
-        }
+        ok += usize::from(&rec[c_out] == "ok");
+        cached += usize::from(!rec[c_cached].is_empty());
+        workers.insert(rec[c_worker].to_string());
         first = first.min(rec[c_disp].parse().unwrap_or(u64::MAX));
         last = last.max(rec[c_dec].parse().unwrap_or(0));
         if let Ok(w) = rec[c_wall].parse::<f64>() {
             walls.push(w * 1e-9);
         }
     }
-    let span = last.saturating_sub(first) as f64 / 1e3;
-    Ok((steps, ok, cached, span, report::median(&walls)))
+    Ok(StepsRead {
+        steps,
+        ok,
+        cached,
+        span_s: last.saturating_sub(first) as f64 / 1e3,
+        run_s: report::median(&walls),
+        workers: workers.len(),
+    })
 }
 
 impl Suite {
@@ -132,14 +143,10 @@ impl Suite {
             .map(|p| procs::cpu_with_reaped_children(*p))
             .sum();
         let (b1, t1) = procs::machine_jiffies();
-        let (steps, ok, cached, span_s, run_s) = parse_steps_csv(&dir.join("store/steps.csv"))?;
+        let read = parse_steps_csv(&dir.join("store/steps.csv"))?;
         fs::remove_dir_all(&dir)?;
         Ok(CampaignRun {
-            steps,
-            ok,
-            cached,
-            span_s,
-            run_s,
+            table: read,
             account,
             remote_cpu_s: remote1 - remote0,
             machine_busy_s: procs::jiffies_s(b1 - b0),
@@ -156,20 +163,21 @@ impl Suite {
         rep: usize,
         r: &CampaignRun,
     ) {
-        let n = r.steps as f64;
+        let n = r.table.steps as f64;
         let a = &r.account;
         let all = a.tree_cpu_s + r.remote_cpu_s;
         for (metric, value) in [
             ("steps", n),
-            ("failed_steps", (r.steps - r.ok) as f64),
-            ("cached_steps", r.cached as f64),
+            ("failed_steps", (r.table.steps - r.table.ok) as f64),
+            ("cached_steps", r.table.cached as f64),
+            ("workers_used", r.table.workers as f64),
             ("wall_s", a.wall_s),
-            ("span_s", r.span_s),
-            ("steps_per_s", n / r.span_s),
+            ("span_s", r.table.span_s),
+            ("steps_per_s", n / r.table.span_s),
             ("steps_per_s_end_to_end", n / a.wall_s),
-            ("step_ms", 1e3 * r.span_s / n),
-            ("run_ms", 1e3 * r.run_s),
-            ("overhead_ms", 1e3 * (r.span_s / n - r.run_s)),
+            ("step_ms", 1e3 * r.table.span_s / n),
+            ("run_ms", 1e3 * r.table.run_s),
+            ("overhead_ms", 1e3 * (r.table.span_s / n - r.table.run_s)),
             ("ctl_cpu_ms_per_step", 1e3 * a.self_cpu_s() / n),
             ("ctl_user_ms_per_step", 1e3 * a.self_user_s / n),
             ("ctl_sys_ms_per_step", 1e3 * a.self_sys_s / n),
@@ -195,13 +203,13 @@ impl Suite {
         }
         eprintln!(
             "  {config:<10} {tool:<10} rep {rep}: {:>5} steps, {:>7.1} steps/s ({:.1} end to end), step {:.3} ms, run {:.3} ms, controller CPU {:.3} ms/step{}",
-            r.steps,
-            n / r.span_s,
+            r.table.steps,
+            n / r.table.span_s,
             n / a.wall_s,
-            1e3 * r.span_s / n,
-            1e3 * r.run_s,
+            1e3 * r.table.span_s / n,
+            1e3 * r.table.run_s,
             1e3 * a.self_cpu_s() / n,
-            if r.steps != r.ok { format!(", {} FAILED", r.steps - r.ok) } else { String::new() }
+            if r.table.steps != r.table.ok { format!(", {} FAILED", r.table.steps - r.table.ok) } else { String::new() }
         );
     }
 }

@@ -8,6 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
 
 use super::campaign::noop_config;
 use super::rigs::Rig;
@@ -59,8 +60,7 @@ impl Suite {
             }
         };
         let v = self.versions[0].clone();
-        let deploy = noop_config(1, 1, 1, &rig.workers(FLEET, 1, "fleet"));
-        self.campaign(&v, "fleet-deploy", &deploy, &[])?;
+        place_binaries(&v, &rig)?;
         for rep in 0..self.sizes.reps {
             for n in [FEW, FLEET] {
                 let config = noop_config(
@@ -122,6 +122,33 @@ impl Suite {
         fs::remove_dir_all(&dir)?;
         Ok(lost)
     }
+}
+
+/// Puts the binaries a worker deploys in every worker's folder (hard links), as a week's
+/// campaign finds them after its first connection to each. A warm-up campaign did not: its
+/// few steps ended before most workers connected, and the measured campaign then spent its
+/// first minute uploading 63 MB to each of them, 16 at once, while a dozen workers took all
+/// its steps.
+fn place_binaries(v: &Version, rig: &Rig) -> Result<()> {
+    let worker = v.worker();
+    let dir = worker.parent().context("the worker binary's folder")?;
+    for k in 1..=FLEET {
+        let rundir = rig.rundir(k, "fleet");
+        fs::create_dir_all(&rundir)?;
+        for name in ["kiln-worker", INJECTION_LIBRARY] {
+            let (from, to) = (dir.join(name), rundir.join(name));
+            if !from.exists() {
+                continue;
+            }
+            let _ = fs::remove_file(&to);
+            fs::hard_link(&from, &to)
+                .or_else(|_| fs::copy(&from, &to).map(drop))
+                .with_context(|| {
+                    format!("cannot place {} in {}", from.display(), rundir.display())
+                })?;
+        }
+    }
+    Ok(())
 }
 
 /// What taking a worker away mid-step gave.
