@@ -48,6 +48,8 @@ MODEL_FEATURES = ([f for f in FEATURES if f not in COSTS] + [f"{c}_share" for c 
 # The conservative rule's choices, each tried by the inner validation.
 MARGINS = [0.0005, 0.001, 0.002, 0.005, 0.01]
 LIMITS = [1, 2, 3, 5]
+# Programs with at least this many flips have a Spearman rho worth a median.
+MANY_FLIPS = 20
 # The most a rule may make a validation program worse: half the 0.5 % a
 # held-out program may lose, as summed one-flip effects only approximate.
 WORST = 0.0025
@@ -108,12 +110,12 @@ def matrix(frame: pd.DataFrame, features=MODEL_FEATURES) -> np.ndarray:
     ])
 
 
-def fit(train: pd.DataFrame):
+def fit(train: pd.DataFrame, features=MODEL_FEATURES):
     """A model of a flip's effect (its share of the program's instructions) on
     the site's features. Small and regularised: a few hundred sites."""
     model = HistGradientBoostingRegressor(max_iter=150, max_depth=3, learning_rate=0.05,
                                           min_samples_leaf=8, random_state=0)
-    return model.fit(matrix(train), train["effect"].to_numpy())
+    return model.fit(matrix(train, features), train["effect"].to_numpy())
 
 
 def choose(predicted: pd.Series, rank: pd.Series, margin: float, limit: int,
@@ -218,17 +220,26 @@ def evaluate(args) -> int:
     from scipy.stats import spearmanr
 
     effects = flips(args.effects, args.sites)
+    features = [f for f in MODEL_FEATURES if not any(part in f for part in args.leave_out)]
     lines = ["| held-out program | flips | Spearman rho | sign right (effects > 0.1 %) | "
              "predicted best flip, measured | best measured flip |", "|---|---:|---:|---:|---:|---:|"]
+    rhos, rights, bigs = [], 0, 0
     for program in sorted(effects["benchmark"].unique()):
         held = effects[effects["benchmark"] == program]
-        predicted = fit(effects[effects["benchmark"] != program]).predict(matrix(held))
+        model = fit(effects[effects["benchmark"] != program], features)
+        predicted = model.predict(matrix(held, features))
         big = (held["effect"].abs() > 0.001).to_numpy()
         right = (np.sign(predicted[big]) == np.sign(held["effect"].to_numpy()[big])).sum()
         rho = spearmanr(predicted, held["effect"]).statistic
+        if len(held) >= MANY_FLIPS:
+            rhos.append(rho)
+        rights, bigs = rights + right, bigs + big.sum()
         lines.append(f"| {program} | {len(held)} | {rho:+.3f} | {right} of {big.sum()} | "
                      f"{held['effect'].iloc[int(np.argmin(predicted))]:+.4%} | "
                      f"{held['effect'].min():+.4%} |")
+    lines.append(f"\n{len(features)} features; the {len(rhos)} programs of at least {MANY_FLIPS} "
+                 f"flips: median Spearman rho {np.median(rhos):+.3f}; signs right {rights} of "
+                 f"{bigs} effects beyond 0.1 % ({rights / max(bigs, 1):.0%}).")
     print("\n".join(lines))
     return 0
 
@@ -355,6 +366,8 @@ def main() -> int:
     judge = commands.add_parser("evaluate", help="held-out ranking of the flips, as Markdown")
     judge.add_argument("--effects", required=True, help="kiln's effects table as Parquet")
     judge.add_argument("--sites", required=True, help="kiln's sites table as Parquet")
+    judge.add_argument("--leave-out", action="append", default=[], metavar="PART",
+                       help="leave out the features whose names hold PART (an ablation)")
     use = commands.add_parser("decide", help="the policy command of `kiln policy`")
     source = use.add_mutually_exclusive_group(required=True)
     source.add_argument("--models", help="the folder `train` wrote: each program's held-out model")

@@ -14,7 +14,7 @@ value, context, estimate; a site: campaign, experiment, site) replaces the old o
 campaign's effect over more steps), every other row is added. DIR/DATASHEET.md is written
 anew from what the tables then hold.
 
-`programs` prints the programs of DIR/sites.parquet, one a line; `features` takes each
+`programs` prints the programs of DIR/sites.parquet, one a line, most effects first; `features` takes each
 program's features from FOLDER/PROGRAM.json (`kiln sites CONFIG PROGRAM --rediscover --json`)
 into every row of DIR/sites.parquet for that program and site: features a newer kiln records
 for sites already measured. A site the new discovery does not have keeps its row as it was.
@@ -106,9 +106,13 @@ def add(args):
 
 
 def programs(args):
-    """The programs of the dataset's sites table, one a line."""
+    """The programs of the dataset's sites table, one a line: those with the most effects
+    first, so that a run stopped part way has rediscovered the programs that teach most."""
     sites = pd.read_parquet(os.path.join(args.out, "sites.parquet"))
-    for name in sorted(sites["benchmark"].unique()):
+    effects = pd.read_parquet(os.path.join(args.out, "effects.parquet"))
+    counts = effects["benchmark"].value_counts()
+    names = sorted(sites["benchmark"].unique(), key=lambda p: (-counts.get(p, 0), p))
+    for name in names:
         print(name)
 
 
