@@ -2,8 +2,9 @@
 
 They are the fields of kiln's `SiteFeatures` (protocol/src/features.rs; `kiln
 export --schema` documents them), plus whether the stock compiler inlined the
-site, since flipping a site means opposite things for the two, and the call's
-block frequency (its calls per entry of its caller).
+site, since flipping a site means opposite things for the two, the call's
+block frequency (its calls per entry of its caller), and shares of the caller's
+optimised code (vectorised, and grown by inlining everything).
 """
 
 import os
@@ -45,6 +46,9 @@ FEATURES = [
     "caller_inlined_code_calls",
     "caller_inlined_code_loops",
     "site_block_frequency",
+    "caller_vector_share",
+    "caller_inlined_growth",
+    "caller_inlined_vector_share",
     "stock_inline",
 ]
 
@@ -60,6 +64,17 @@ def normalise(frame: pd.DataFrame) -> pd.DataFrame:
         calls = frame["site_calls"].astype("Float64")
         entries = frame["caller_calls"].astype("Float64")
         frame["site_block_frequency"] = (calls / entries).where(entries > 0)
+    if "caller_code_instructions" in frame:
+        # What the optimiser made of the caller, as shares that compare across programs:
+        # how vectorised it is as stock built it and with every inline, and how much
+        # inlining everything grew it (null where either build kept no copy of it).
+        size = frame["caller_code_instructions"].astype("Float64")
+        inlined = frame["caller_inlined_code_instructions"].astype("Float64")
+        frame["caller_vector_share"] = (frame["caller_code_vector"].astype("Float64") / size
+                                        ).where(size > 0)
+        frame["caller_inlined_growth"] = (inlined / size).where(size > 0)
+        frame["caller_inlined_vector_share"] = (
+            frame["caller_inlined_code_vector"].astype("Float64") / inlined).where(inlined > 0)
     return frame
 
 
