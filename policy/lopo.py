@@ -126,7 +126,7 @@ def choose(predicted: pd.Series, rank: pd.Series, margin: float, limit: int,
     return list(candidates.sort_values().index[:limit])
 
 
-def validate(train: pd.DataFrame, hottest: int) -> dict:
+def validate(train: pd.DataFrame, hottest: int, features=MODEL_FEATURES) -> dict:
     """Picks margin and limit by leaving each training program out of an inner
     fit: the sum of the measured effects of the flips the rule would make, a
     program at a time (one-flip effects add to a first approximation). The
@@ -139,7 +139,7 @@ def validate(train: pd.DataFrame, hottest: int) -> dict:
         held = train[train["benchmark"] == program]
         if inner.empty or held.empty:
             continue
-        p = pd.Series(fit(inner).predict(matrix(held)), index=held.index)
+        p = pd.Series(fit(inner, features).predict(matrix(held, features)), index=held.index)
         predictions.append((held, p))
     nothing = {"margin": None, "limit": 0, "median": 0.0, "worst": 0.0, "mean": 0.0}
     if not predictions:
@@ -175,11 +175,22 @@ def flips(effects_path: str, sites_path: str) -> pd.DataFrame:
     return effects.drop_duplicates(keys)
 
 
-def trained(train: pd.DataFrame, hottest: int) -> dict:
+def trained(train: pd.DataFrame, hottest: int, features=MODEL_FEATURES) -> dict:
     """A model fitted on `train` and its rule, validated on `train` alone."""
     # The features are kept with the model: a model file outlives this list's changes.
-    return {"model": fit(train), "rule": validate(train, hottest), "hottest": hottest,
-            "trained_on": sorted(train["benchmark"].unique()), "features": MODEL_FEATURES}
+    return {"model": fit(train, features), "rule": validate(train, hottest, features),
+            "hottest": hottest, "trained_on": sorted(train["benchmark"].unique()),
+            "features": features}
+
+
+def rule_flips(model: dict, held: pd.DataFrame) -> list:
+    """The flips a trained model's rule makes among `held`'s sites."""
+    rule = model["rule"]
+    if rule["limit"] == 0:
+        return []
+    features = model["features"]
+    predicted = pd.Series(model["model"].predict(matrix(held, features)), index=held.index)
+    return choose(predicted, held["rank"], rule["margin"], rule["limit"], model["hottest"])
 
 
 def default_hottest(effects: pd.DataFrame, hottest) -> int:
@@ -223,10 +234,15 @@ def evaluate(args) -> int:
     features = [f for f in MODEL_FEATURES if not any(part in f for part in args.leave_out)]
     lines = ["| held-out program | flips | Spearman rho | sign right (effects > 0.1 %) | "
              "predicted best flip, measured | best measured flip |", "|---|---:|---:|---:|---:|---:|"]
-    rhos, rights, bigs = [], 0, 0
+    hottest = default_hottest(effects, None)
+    if args.rule:
+        lines[0] += " rule's flips | their summed effect |"
+        lines[1] += "---:|---:|"
+    rhos, rights, bigs, summed = [], 0, 0, []
     for program in sorted(effects["benchmark"].unique()):
         held = effects[effects["benchmark"] == program]
-        model = fit(effects[effects["benchmark"] != program], features)
+        train = effects[effects["benchmark"] != program]
+        model = fit(train, features)
         predicted = model.predict(matrix(held, features))
         big = (held["effect"].abs() > 0.001).to_numpy()
         right = (np.sign(predicted[big]) == np.sign(held["effect"].to_numpy()[big])).sum()
@@ -237,9 +253,18 @@ def evaluate(args) -> int:
         lines.append(f"| {program} | {len(held)} | {rho:+.3f} | {right} of {big.sum()} | "
                      f"{held['effect'].iloc[int(np.argmin(predicted))]:+.4%} | "
                      f"{held['effect'].min():+.4%} |")
+        if args.rule:
+            chosen = rule_flips(trained(train, hottest, features), held)
+            gain = held.loc[chosen, "effect"].sum()
+            summed.append(gain)
+            lines[-1] += f" {len(chosen)} | {gain:+.4%} |"
     lines.append(f"\n{len(features)} features; the {len(rhos)} programs of at least {MANY_FLIPS} "
                  f"flips: median Spearman rho {np.median(rhos):+.3f}; signs right {rights} of "
                  f"{bigs} effects beyond 0.1 % ({rights / max(bigs, 1):.0%}).")
+    if args.rule:
+        lines.append(f"The rule's flips, summed one-flip effects over all {len(summed)} programs: "
+                     f"median {np.median(summed):+.4%}, best {min(summed):+.4%}, worst "
+                     f"{max(summed):+.4%}; {sum(g != 0 for g in summed)} programs flipped.")
     print("\n".join(lines))
     return 0
 
@@ -271,11 +296,10 @@ def decide(args) -> int:
             sys.exit(f"lopo.py: the model for {benchmark} was trained on it")
     sites = pd.DataFrame([json.loads(line) for line in sys.stdin if line.strip()])
     sites = with_shares(normalise(sites)).set_index("site", drop=False)
-    features = model.get("features", MODEL_FEATURES)
-    predicted = pd.Series(model["model"].predict(matrix(sites, features)), index=sites.index)
-    rule = model["rule"]
-    chosen = set() if rule["limit"] == 0 else set(
-        choose(predicted, sites["rank"], rule["margin"], rule["limit"], model["hottest"]))
+    model.setdefault("features", MODEL_FEATURES)
+    predicted = pd.Series(model["model"].predict(matrix(sites, model["features"])),
+                          index=sites.index)
+    chosen = set(rule_flips(model, sites))
     print(f"lopo.py: {benchmark}: flipping {len(chosen)} site(s): "
           + ", ".join(f"{s} ({predicted[s]:+.4%})" for s in sorted(chosen)), file=sys.stderr)
     lines = [";; kiln decision file, written by policy/lopo.py", "(decisions",
@@ -368,6 +392,9 @@ def main() -> int:
     judge.add_argument("--sites", required=True, help="kiln's sites table as Parquet")
     judge.add_argument("--leave-out", action="append", default=[], metavar="PART",
                        help="leave out the features whose names hold PART (an ablation)")
+    judge.add_argument("--rule", action="store_true",
+                       help="also the flips each held-out model's validated rule makes, and "
+                            "their measured one-flip effects summed (slow: a validation each)")
     use = commands.add_parser("decide", help="the policy command of `kiln policy`")
     source = use.add_mutually_exclusive_group(required=True)
     source.add_argument("--models", help="the folder `train` wrote: each program's held-out model")
