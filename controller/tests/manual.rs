@@ -164,6 +164,24 @@ fn kept_discovery(store: &Path) -> (std::path::PathBuf, serde_json::Value) {
     (files[0].clone(), json)
 }
 
+/// A fallback unit no discovery would report, marking a kept discovery.
+const MARK: &str = "kept.c: only in the kept discovery";
+
+/// `kiln sites` (with `extra` arguments) on a config of sample-dsp in `path` (wall time: one
+/// quick run each, no valgrind needed), its kept discovery then marked with [`MARK`]; the
+/// kept file.
+fn kept_and_marked(path: &Path, extra: &[&str]) -> std::path::PathBuf {
+    let config = CONFIG.replace("(metric instructions)", "(metric wall-time)");
+    std::fs::write(path.join("q.sexp"), config).unwrap();
+    let args = [&["sites", "q.sexp", "sample-dsp"], extra].concat();
+    let out = run_kiln(path, &args);
+    assert!(out.status.success(), "{}", text(&out));
+    let (kept, mut json) = kept_discovery(&path.join("store"));
+    json["fallbacks"] = serde_json::json!([MARK]);
+    std::fs::write(&kept, serde_json::to_vec(&json).unwrap()).unwrap();
+    kept
+}
+
 /// `kiln sites` discovers and keeps; `kiln benchmark --store` then takes that
 /// discovery, marked here with a fallback unit no discovery would report:
 /// the step recorded in the store carries the mark, and no discovery build
@@ -175,15 +193,7 @@ fn benchmark_takes_the_kept_discovery_and_starts_no_discovery_build() {
     }
     let dir = setup();
     let path = dir.path();
-    // Wall time: one quick run each, no valgrind needed.
-    let config = CONFIG.replace("(metric instructions)", "(metric wall-time)");
-    std::fs::write(path.join("q.sexp"), config).unwrap();
-    let out = run_kiln(path, &["sites", "q.sexp", "sample-dsp", "-o", "stock.sexp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let (kept, mut json) = kept_discovery(&path.join("store"));
-    const MARK: &str = "kept.c: only in the kept discovery";
-    json["fallbacks"] = serde_json::json!([MARK]);
-    std::fs::write(&kept, serde_json::to_vec(&json).unwrap()).unwrap();
+    let kept = kept_and_marked(path, &["-o", "stock.sexp"]);
 
     let out = benchmark(path, "sample-dsp", "stock.sexp", "store");
     assert!(out.status.success(), "{}", text(&out));
@@ -209,14 +219,7 @@ fn sites_rediscover_replaces_the_kept_discovery() {
     }
     let dir = setup();
     let path = dir.path();
-    let config = CONFIG.replace("(metric instructions)", "(metric wall-time)");
-    std::fs::write(path.join("q.sexp"), config).unwrap();
-    let out = run_kiln(path, &["sites", "q.sexp", "sample-dsp"]);
-    assert!(out.status.success(), "{}", text(&out));
-    let (kept, mut json) = kept_discovery(&path.join("store"));
-    const MARK: &str = "kept.c: only in the kept discovery";
-    json["fallbacks"] = serde_json::json!([MARK]);
-    std::fs::write(&kept, serde_json::to_vec(&json).unwrap()).unwrap();
+    let kept = kept_and_marked(path, &[]);
 
     let args = ["sites", "q.sexp", "sample-dsp", "--rediscover", "--json"];
     let out = run_kiln(path, &args);
