@@ -17,7 +17,8 @@ anew from what the tables then hold.
 `programs` prints the programs of DIR/sites.parquet, one a line, most effects first; `features` takes each
 program's features from FOLDER/PROGRAM.json (`kiln sites CONFIG PROGRAM --rediscover --json`)
 into every row of DIR/sites.parquet for that program and site: features a newer kiln records
-for sites already measured. A site the new discovery does not have keeps its row as it was.
+for sites already measured (DATASHEET.md written anew). A site the new discovery does not have
+keeps its row as it was.
 """
 
 import argparse
@@ -51,6 +52,13 @@ def tagged(frame, settings, kiln):
     return frame
 
 
+def with_code(sites):
+    """Site rows whose discovery read the optimised code (a later kiln's)."""
+    if "callee_code_kept" not in sites:
+        return 0
+    return int(sites["callee_code_kept"].notna().sum())
+
+
 def datasheet(effects, sites):
     """DATASHEET.md: what the dataset holds, program by program, and how it was measured."""
     lines = [
@@ -62,7 +70,8 @@ def datasheet(effects, sites):
         f"({(effects['estimate'] == 'alone').sum():,} measured alone, "
         f"{(effects['estimate'] == 'shared-build').sum():,} read from shared builds, "
         f"{(~effects['separable']).sum():,} of those not separable);",
-        f"- sites: {len(sites):,} rows, each a call site's features at discovery;",
+        f"- sites: {len(sites):,} rows, each a call site's features at discovery "
+        f"({with_code(sites):,} with features of the optimised code);",
         f"- campaigns: {', '.join(sorted(effects['campaign'].unique()))}; exported by kiln "
         f"{', '.join(sorted(effects['kiln'].unique()))}; objectives: "
         f"{', '.join(sorted(effects['objective'].unique()))}.",
@@ -147,6 +156,9 @@ def features(args):
     for column in taken:
         sites[column] = sites[column].convert_dtypes()
     sites.to_parquet(path, index=False)
+    effects = pd.read_parquet(os.path.join(args.out, "effects.parquet"))
+    with open(os.path.join(args.out, "DATASHEET.md"), "w") as f:
+        f.write(datasheet(effects, sites))
 
 
 def main():
