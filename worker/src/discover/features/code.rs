@@ -48,7 +48,7 @@ impl Code {
     /// The code of one object's disassembly (`objdump -d --no-show-raw-insn -w`'s text);
     /// `None` where it is not an x86-64 object's.
     pub fn parse(text: &str) -> Option<Code> {
-        let functions = Disassembly::parse(text.lines().map(String::from))?;
+        let functions = parse_disassembly(text.lines().map(String::from))?;
         let mut code = Code::default();
         code.add(functions);
         Some(code)
@@ -82,8 +82,13 @@ impl Code {
             .stderr(Stdio::null())
             .spawn()
             .ok()?;
-        let out = BufReader::new(child.stdout.take()?);
-        let parsed = Disassembly::parse(out.lines().map_while(Result::ok));
+        // Lines read lossily (a symbol's name need not be UTF-8), and the pipe closed before
+        // the wait: a reader that stopped early must not leave objdump blocked on a full pipe.
+        let parsed = {
+            let out = BufReader::new(child.stdout.take()?);
+            let lines = out.split(b'\n').map_while(Result::ok);
+            parse_disassembly(lines.map(|l| String::from_utf8_lossy(&l).into_owned()))
+        };
         let status = child.wait().ok()?;
         self.add(parsed.filter(|_| status.success())?);
         Some(())
@@ -108,34 +113,29 @@ impl Reading {
     }
 }
 
-/// Reading objdump's text.
-struct Disassembly;
-
-impl Disassembly {
-    /// The functions of one object's disassembly (`objdump -d --no-show-raw-insn -w`);
-    /// `None` where it is not an x86-64 object.
-    fn parse(lines: impl Iterator<Item = String>) -> Option<Vec<(String, FunctionCode)>> {
-        let mut functions = Vec::new();
-        let mut current: Option<Reading> = None;
-        let mut x86_64 = false;
-        for line in lines {
-            if let Some(format) = line.split_once("file format ").map(|(_, f)| f.trim()) {
-                x86_64 = format == "elf64-x86-64";
-            } else if let Some((start, name)) = function_header(&line) {
-                functions.extend(current.take().map(Reading::finish));
-                current = Some(Reading {
-                    name: name.to_string(),
-                    start,
-                    code: FunctionCode::default(),
-                    back_targets: Vec::new(),
-                });
-            } else if let (Some(f), Some((address, text))) = (&mut current, instruction(&line)) {
-                count(f, address, text);
-            }
+/// The functions of one object's disassembly (`objdump -d --no-show-raw-insn -w`); `None`
+/// where it is not an x86-64 object.
+fn parse_disassembly(lines: impl Iterator<Item = String>) -> Option<Vec<(String, FunctionCode)>> {
+    let mut functions = Vec::new();
+    let mut current: Option<Reading> = None;
+    let mut x86_64 = false;
+    for line in lines {
+        if let Some(format) = line.split_once("file format ").map(|(_, f)| f.trim()) {
+            x86_64 = format == "elf64-x86-64";
+        } else if let Some((start, name)) = function_header(&line) {
+            functions.extend(current.take().map(Reading::finish));
+            current = Some(Reading {
+                name: name.to_string(),
+                start,
+                code: FunctionCode::default(),
+                back_targets: Vec::new(),
+            });
+        } else if let (Some(f), Some((address, text))) = (&mut current, instruction(&line)) {
+            count(f, address, text);
         }
-        functions.extend(current.map(Reading::finish));
-        x86_64.then_some(functions)
     }
+    functions.extend(current.map(Reading::finish));
+    x86_64.then_some(functions)
 }
 
 /// `0000000000001140 <add>:`: the function's address and name.
