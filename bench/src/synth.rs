@@ -252,6 +252,7 @@ fn experiment_info(bundle: ContentHash) -> ExperimentInfo {
             checked_output: None,
             text_bytes: None,
             function_instructions: Default::default(),
+            function_code: Default::default(),
         },
         references: BTreeMap::new(),
         runs: None,

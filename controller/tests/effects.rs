@@ -212,6 +212,7 @@ fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_to
     // alone, as the last), the fourth repeats the first.
     assert_eq!(rows_of(&rows, "shared", "shared-build").len(), SITES - 1);
     assert!(rows.iter().all(|r| r["context"] == "stock"));
+    assert_caller_code_with_and_without(&rows);
     // The overlapping pair: measured, never in one build.
     for step in stored_steps(dir.path()) {
         let sites: Vec<&str> = step.diff.0.keys().map(|s| s.as_str()).collect();
@@ -220,6 +221,42 @@ fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_to
             .filter(|s| s.starts_with("inner @") || s.starts_with("middle @"));
         assert!(pair.count() <= 1, "{sites:?}");
     }
+}
+
+/// Each `leafK` flip of the shared builds takes the inline out of `workK`: the caller's code
+/// with the flip keeps a call it did not have and is another size; around stock, its code
+/// before the flip is the stock build's that discovery read. One-flip screening reads no code.
+fn assert_caller_code_with_and_without(rows: &[serde_json::Value]) {
+    let count = |row: &serde_json::Value, column: &str| row[column].as_u64().unwrap();
+    let shared = rows_of(rows, "shared", "shared-build");
+    let leaves: Vec<_> = shared
+        .iter()
+        .filter(|(site, _)| site.starts_with("leaf"))
+        .collect();
+    assert_eq!(leaves.len(), PAIRS, "{leaves:?}");
+    for (site, row) in leaves {
+        assert_eq!(row["value"], "no-inline", "{row}");
+        let calls = (
+            count(row, "caller_start_calls"),
+            count(row, "caller_flipped_calls"),
+        );
+        assert_eq!(
+            calls.1,
+            calls.0 + 1,
+            "{site}: a call left with the flip: {row}"
+        );
+        let size = ["caller_start_instructions", "caller_flipped_instructions"];
+        assert_ne!(count(row, size[0]), count(row, size[1]), "{site}: {row}");
+        for kind in ["instructions", "vector", "calls", "loops"] {
+            let stock = format!("caller_code_{kind}");
+            let start = format!("caller_start_{kind}");
+            assert_eq!(row[&stock], row[&start], "{site}: {kind}: {row}");
+        }
+    }
+    let alone = rows_of(rows, "alone", "alone");
+    assert!(alone
+        .values()
+        .all(|r| r["caller_flipped_instructions"].is_null()));
 }
 
 /// Effects in context: the same around a decision file that is not stock's, which the

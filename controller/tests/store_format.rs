@@ -78,6 +78,7 @@ fn info() -> ExperimentInfo {
             checked_output: None,
             text_bytes: Some(4096),
             function_instructions: Default::default(),
+            function_code: Default::default(),
         },
         references: BTreeMap::new(),
         runs: None,

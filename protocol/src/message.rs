@@ -609,6 +609,43 @@ pub struct Measurement {
     /// functions that executed none are left out.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub function_instructions: BTreeMap<String, u64>,
+    /// Asked for with [`Self::function_instructions`]: the optimised code of each function
+    /// that executed, read from the program's own objects (not the system's libraries);
+    /// empty where the code could not be read (no objdump, not x86-64).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub function_code: BTreeMap<String, FunctionCode>,
+}
+
+/// What one function's optimised code holds, by kind of instruction. Stored as the array
+/// `[instructions, vector, calls, loops]`: a step holds one for each function it ran.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "[u64; 4]", into = "[u64; 4]")]
+pub struct FunctionCode {
+    /// Machine instructions, padding (`nop`, `int3`) left out.
+    pub instructions: u64,
+    /// Instructions that work on several elements of a vector register.
+    pub vector: u64,
+    /// Calls left in it (`call`; a tail call's `jmp` is not counted).
+    pub calls: u64,
+    /// Loops: addresses in it that a later instruction of it branches back to.
+    pub loops: u64,
+}
+
+impl From<[u64; 4]> for FunctionCode {
+    fn from([instructions, vector, calls, loops]: [u64; 4]) -> FunctionCode {
+        FunctionCode {
+            instructions,
+            vector,
+            calls,
+            loops,
+        }
+    }
+}
+
+impl From<FunctionCode> for [u64; 4] {
+    fn from(f: FunctionCode) -> [u64; 4] {
+        [f.instructions, f.vector, f.calls, f.loops]
+    }
 }
 
 impl Measurement {
@@ -625,6 +662,7 @@ impl Measurement {
             checked_output: None,
             warnings: Vec::new(),
             function_instructions: BTreeMap::new(),
+            function_code: BTreeMap::new(),
         }
     }
 }
@@ -778,9 +816,25 @@ mod tests {
         assert_eq!(m.warnings, ["a cached build was discarded"]);
         assert_eq!(m.function_instructions["main"], 12);
 
+        assert!(m.function_code.is_empty());
+
+        let mut r = r;
+        r.measurement.function_code.insert(
+            "main".into(),
+            FunctionCode {
+                instructions: 10,
+                vector: 2,
+                calls: 1,
+                loops: 3,
+            },
+        );
         let json: serde_json::Value = serde_json::to_value(&r).unwrap();
         assert!(json.get("measurement").is_none());
         assert_eq!(json["runs"][0]["index"], 0);
+        assert_eq!(
+            json["function_code"]["main"],
+            serde_json::json!([10, 2, 1, 3])
+        );
         let back: StepResult = crate::frame::decode(&serde_json::to_vec(&r).unwrap()).unwrap();
         assert_eq!(back, r);
     }

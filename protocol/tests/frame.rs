@@ -161,6 +161,7 @@ fn responses() -> Vec<Response> {
                     checked_output: None,
                     warnings: Vec::new(),
                     function_instructions: BTreeMap::new(),
+                    function_code: BTreeMap::new(),
                 },
                 build: Some(BuildRecord {
                     wall_ns: 5,

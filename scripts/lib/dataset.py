@@ -59,6 +59,14 @@ def with_code(sites):
     return int(sites["callee_code_kept"].notna().sum())
 
 
+def with_flipped_code(effects):
+    """Effect rows that hold their caller's optimised code before and after the flip."""
+    if "caller_flipped_instructions" not in effects:
+        return 0
+    both = effects["caller_start_instructions"].notna()
+    return int((both & effects["caller_flipped_instructions"].notna()).sum())
+
+
 def datasheet(effects, sites):
     """DATASHEET.md: what the dataset holds, program by program, and how it was measured."""
     lines = [
@@ -69,7 +77,8 @@ def datasheet(effects, sites):
         f"- effects: {len(effects):,} rows over {effects['benchmark'].nunique()} programs "
         f"({(effects['estimate'] == 'alone').sum():,} measured alone, "
         f"{(effects['estimate'] == 'shared-build').sum():,} read from shared builds, "
-        f"{(~effects['separable']).sum():,} of those not separable);",
+        f"{(~effects['separable']).sum():,} of those not separable; "
+        f"{with_flipped_code(effects):,} with their caller's code before and after the flip);",
         f"- sites: {len(sites):,} rows, each a call site's features at discovery "
         f"({with_code(sites):,} with features of the optimised code);",
         f"- campaigns: {', '.join(sorted(effects['campaign'].unique()))}; exported by kiln "

@@ -244,6 +244,9 @@ fn reference_of(config: &CampaignConfig, set: &DecisionSet, results: &[StepResul
         function_instructions: first_ok
             .map(|r| r.measurement.function_instructions.clone())
             .unwrap_or_default(),
+        function_code: first_ok
+            .map(|r| r.measurement.function_code.clone())
+            .unwrap_or_default(),
     }
 }
 

@@ -172,6 +172,7 @@ pub(super) fn record_manual(
                 checked_output: base.measurement.checked_output.clone(),
                 text_bytes: base.build.as_ref().and_then(|b| b.text_bytes),
                 function_instructions: BTreeMap::new(),
+                function_code: BTreeMap::new(),
             },
             references: BTreeMap::new(),
             runs: None,

@@ -25,6 +25,7 @@ use kiln_protocol::{CampaignConfig, Metric};
 use crate::error::BadInput;
 use crate::store::{benchmark_of, ExperimentInfo, StepRecord, Store};
 
+mod caller_code;
 mod cell;
 pub mod format;
 mod parallel;

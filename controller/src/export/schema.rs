@@ -19,8 +19,9 @@ use super::Table;
 /// measured `effects` from the experiment's start (its context), with the
 /// `context`, `estimate`, `residual` and `separable` columns; 5 added the
 /// site features of the optimised code (`caller_code_*`, `callee_code_*`,
-/// `caller_inlined_code_*`).
-pub const EXPORT_VERSION: u32 = 5;
+/// `caller_inlined_code_*`); 6 the `effects` table's caller's code in the
+/// start's build and in the flip's (`caller_start_*`, `caller_flipped_*`).
+pub const EXPORT_VERSION: u32 = 6;
 
 /// A column every store's table has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -203,6 +204,14 @@ pub const EFFECT_COLUMNS: &[Col] = &[
     col("estimate", Text, "`alone` (the flip was the step's only one) or `shared-build` (screening's `(flips-per-step K)`: one of several flips whose functions overlap no other's, its change read from the instructions its caller and callee executed themselves)"),
     col("residual", Float, "shared builds: the largest change, relative to the start's count, of the functions no flip of its build touched: a bound on what the estimate may have missed; null where alone"),
     col("separable", Bool, "shared builds: whether every build's residual was within 0.01 % of the start's count (else the flip was also measured alone, a row of its own, and the two differ by how it interacted with its build's other flips); true where alone"),
+    col("caller_start_instructions", Int, "the optimised code of the function the call sits in, in the build of the context's decisions: machine instructions (as the site feature `caller_code_instructions` counts them, summed over the function's copies); null where it did not run or its code was not read (screening without shared builds, no objdump, not x86-64)"),
+    col("caller_start_vector", Int, "its vector instructions, in the same build"),
+    col("caller_start_calls", Int, "its calls left, in the same build"),
+    col("caller_start_loops", Int, "its loops, in the same build"),
+    col("caller_flipped_instructions", Int, "the same function's machine instructions in the build with the flip (the first step that measured it; in a shared build no other flip touches it); null as above"),
+    col("caller_flipped_vector", Int, "its vector instructions, with the flip"),
+    col("caller_flipped_calls", Int, "its calls left, with the flip"),
+    col("caller_flipped_loops", Int, "its loops, with the flip"),
 ];
 
 /// The columns of the `rewards` table.

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result};
 
-use kiln_protocol::message::RunRecord;
+use kiln_protocol::message::{FunctionCode, RunRecord};
 use kiln_protocol::{Metric, MetricValue, SiteId};
 
 use crate::plan::attribution;
@@ -13,6 +13,7 @@ use crate::rewards::{self, Assignment, RewardOptions};
 use crate::store::summary::MetricKey;
 use crate::store::{ExperimentInfo, StepKind, StepRecord, Store};
 
+use super::caller_code::{self, StartCode, StepCode};
 use super::format::{Batched, Column, Sink, SinkExt, Type, Writer};
 use super::schema::{
     columns, feature_values, features, run_metric_column, Feature, DATASET_COLUMNS,
@@ -360,6 +361,8 @@ struct Flipped {
     residuals: Vec<f64>,
     /// Shared builds: whether every one's residual was within [`attribution::SEPARABLE`].
     separable: bool,
+    /// The caller's code in the first build with the flip, where it was read.
+    code: Option<FunctionCode>,
 }
 
 impl Default for Flipped {
@@ -369,6 +372,7 @@ impl Default for Flipped {
             half_widths: Vec::new(),
             residuals: Vec::new(),
             separable: true,
+            code: None,
         }
     }
 }
@@ -410,6 +414,7 @@ fn effects<W: Writer>(
         let mut flips = Flips::new();
         let footprints =
             attribution::Footprints::new(&info.discovery.points, &info.baseline.decisions);
+        let mut start_code = StartCode::new(&info.baseline.function_code);
         for record in store.steps(Some(name)) {
             let measured = Measured {
                 info,
@@ -417,7 +422,7 @@ fn effects<W: Writer>(
                 metric,
                 start,
             };
-            measured.note(&mut flips, &record?);
+            measured.note(&mut flips, &mut start_code, &record?);
         }
         let benchmark = ctx.benchmark(name);
         let context = ctx.context(name, info);
@@ -443,6 +448,10 @@ fn effects<W: Writer>(
             row.text(estimate.name());
             row.opt_float(f.residuals.iter().copied().reduce(f64::max));
             row.bool(f.separable);
+            let codes = [start_code.caller(site), f.code];
+            for count in codes.into_iter().flat_map(caller_code::counts) {
+                row.opt_uint(count);
+            }
             feature_cells(
                 row,
                 features,
@@ -468,7 +477,7 @@ impl Measured<'_> {
     /// Adds what a step measured of the flips it made away from the experiment's start: one
     /// flip alone, or several in a shared build of screening. A reused measurement repeats its
     /// source's (counted once); a moot flip decided nothing (no effect of its site's to count).
-    fn note(&self, flips: &mut Flips, r: &StepRecord) {
+    fn note(&self, flips: &mut Flips, start_code: &mut StartCode, r: &StepRecord) {
         let Measured {
             info,
             footprints,
@@ -479,6 +488,8 @@ impl Measured<'_> {
         let (Some(objective), None) = (r.objective, &r.cached_from) else {
             return;
         };
+        let code = StepCode::new(&r.result.measurement.function_code);
+        start_code.learn(footprints, diff.0.keys(), &code);
         let moot = |site: &SiteId| {
             r.result
                 .build
@@ -499,6 +510,7 @@ impl Measured<'_> {
             let flipped = flips
                 .entry((site.clone(), value(site), Estimate::Alone))
                 .or_default();
+            flipped.code = flipped.code.or_else(|| code.caller(site));
             flipped.effects.push(objective / start - 1.0);
             if let Some(s) = metric.and_then(|m| r.result.measurement.summary.get(&m)) {
                 flipped
@@ -523,6 +535,7 @@ impl Measured<'_> {
         for (site, change) in a.changes.iter().filter(|(site, _)| !moot(site)) {
             let key = (site.clone(), value(site), Estimate::SharedBuild);
             let flipped = flips.entry(key).or_default();
+            flipped.code = flipped.code.or_else(|| code.caller(site));
             flipped.effects.push(*change as f64 / start);
             flipped.residuals.push(residual);
             flipped.separable &= separable;

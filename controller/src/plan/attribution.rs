@@ -45,6 +45,12 @@ pub fn source_name(name: &str) -> String {
     unscoped.split_whitespace().last().unwrap_or("").to_string()
 }
 
+/// The source name of the function a site's call sits in (the outermost of its chain);
+/// `None` for a site of another shape (a knob).
+pub fn caller_of(site: &SiteId) -> Option<String> {
+    call_of(site).map(|(_, function)| source_name(function))
+}
+
 /// `name` up to its parameter list: the first `(` outside template arguments.
 fn before_parameters(name: &str) -> &str {
     let mut depth = 0usize;

@@ -8,7 +8,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 use kiln_protocol::config::RunPolicy;
-use kiln_protocol::message::{Discovery, Race, StepResult};
+use kiln_protocol::message::{Discovery, FunctionCode, Race, StepResult};
 use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteId, StepOutcome};
 
 use super::progress::ChainProgress;
@@ -376,6 +376,10 @@ pub struct Reference {
     /// shared builds asked for them (the start its flips are read against).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub function_instructions: BTreeMap<String, u64>,
+    /// The optimised code of each function that executed, where it was asked for with
+    /// `function_instructions` and could be read (the code a flip's caller had before it).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub function_code: BTreeMap<String, FunctionCode>,
 }
 
 impl Reference {

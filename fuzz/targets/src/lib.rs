@@ -16,8 +16,9 @@ use kiln_protocol::frame::{self, MAX_FRAME};
 use kiln_protocol::message::{self, Request, Response};
 use kiln_protocol::{sexp, CampaignConfig, DecisionFile};
 use kiln_worker::build::llvm_inline::{self, InlineRemark, MissedRemark};
-use kiln_worker::discover::features::{self, code::Code, ir, Evidence};
+use kiln_worker::discover::features::{self, ir, Evidence};
 use kiln_worker::measure::callgrind::{self, Profile};
+use kiln_worker::measure::code::Code;
 use serde::{de::DeserializeOwned, Serialize};
 
 /// A target's body: reads the bytes, panics on a failed check.

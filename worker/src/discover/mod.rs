@@ -26,7 +26,7 @@ use crate::build::{
 };
 use crate::files::fresh_dir;
 use crate::launch::{self, CancelToken, End, Launch, Output};
-use crate::measure::{self, callgrind};
+use crate::measure::{self, callgrind, code};
 use crate::workspace::Workspace;
 
 /// Finds a benchmark's decision points and stock decisions; `progress` hears
@@ -90,11 +90,14 @@ fn discover_in(
     // from, at the same paths in the work folder.
     let (stock_log, profile) = builder.stock(&ir_dir, dir, cancel, progress)?;
     let stock_remarks = llvm_inline::parse_remarks_in(&stock_log, &work);
-    let objects = own_objects(profile.as_ref(), dir);
-    let stock_code = features::code::Code::read(&objects);
+    let objects = profile
+        .as_ref()
+        .map(|p| code::own_objects(p, dir))
+        .unwrap_or_default();
+    let stock_code = code::Code::read(&objects);
     let all_log = builder.all_inlined(progress)?;
     let all_remarks = llvm_inline::parse_remarks_in(&all_log, &work);
-    let inlined_code = features::code::Code::read(&objects);
+    let inlined_code = code::Code::read(&objects);
     let fallbacks = wrap::fallbacks(&all_log);
     let mut discovery = llvm_inline::discovery_from_remarks(&all_remarks, &stock_remarks);
     discovery.fallbacks = fallbacks;
@@ -177,19 +180,6 @@ impl Builder<'_> {
         let profile = profile_stock(self.spec, self.work, home, cancel, progress);
         Ok((log, profile))
     }
-}
-
-/// The objects of the program itself that its profile ran (not the system's libraries):
-/// those under the discovery's folder.
-fn own_objects<'p>(profile: Option<&'p callgrind::Profile>, dir: &Path) -> Vec<&'p Path> {
-    // valgrind names objects by their real paths.
-    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
-    profile
-        .iter()
-        .flat_map(|p| &p.objects)
-        .map(Path::new)
-        .filter(|o| o.starts_with(&dir))
-        .collect()
 }
 
 /// One callgrind run of the stock build in `work`, for the sites' profile

@@ -192,14 +192,14 @@ pub fn total_of(text: &str, out_file: &Path) -> Result<u64, String> {
     })
 }
 
-/// The instructions each function executed itself, by name as compiled, from
+/// The instructions each function executed itself, by name as compiled, in
 /// a profile written with [`PROFILE_OPTIONS`]; functions that executed none are left out.
-pub fn function_costs(text: &str) -> BTreeMap<String, u64> {
-    Profile::parse(text)
+pub fn function_costs(profile: &Profile) -> BTreeMap<String, u64> {
+    profile
         .functions
-        .into_iter()
+        .iter()
         .filter(|(_, cost)| cost.self_ir > 0)
-        .map(|(name, cost)| (name, cost.self_ir))
+        .map(|(name, cost)| (name.clone(), cost.self_ir))
         .collect()
 }
 

@@ -13,13 +13,15 @@
 //! | module | owns |
 //! |--------|------|
 //! | [`callgrind`] | exact instruction counts and the profile of discovery's stock build |
+//! | [`code`] | the optimised code of the functions a build holds (objdump), by kind |
 //! | `gpu`, [`cupti`], [`nvml`] | GPU time from CUPTI traces; energy, power, clocks from NVML |
 //! | `one_run` | one run: its launch, record, end and checked output |
 //! | [`report`] | the summary `kiln-worker measure` prints |
 //!
-//! It imports only the launcher ([`crate::launch`]).
+//! It imports only the launcher ([`crate::launch`]); `objdump` reads the code.
 
 pub mod callgrind;
+pub mod code;
 pub mod cupti;
 mod gpu;
 pub mod nvml;
@@ -34,7 +36,7 @@ use kiln_protocol::config::benchmark::{Container, Limits, RunPolicy};
 use kiln_protocol::decision::ContentHash;
 pub use kiln_protocol::message::summarise;
 pub use kiln_protocol::message::Measurement;
-use kiln_protocol::message::{CutShort, Race, RunRecord, StepOutcome};
+use kiln_protocol::message::{CutShort, FunctionCode, Race, RunRecord, StepOutcome};
 use kiln_protocol::metric::{Metric, MetricValue, Metrics};
 
 use crate::launch::cgroup::RunCgroup;
@@ -131,6 +133,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         cgroup,
         counters: None,
         functions: BTreeMap::new(),
+        code: BTreeMap::new(),
     };
     let outcome = m.run_all().err().unwrap_or(StepOutcome::Ok);
     let summary = if outcome == StepOutcome::Ok {
@@ -152,6 +155,7 @@ pub fn measure(plan: &Plan, cancel: Option<&CancelToken>) -> Measurement {
         checked_output: m.checked_output,
         warnings: m.gpu.notes().to_vec(),
         function_instructions: m.functions,
+        function_code: m.code,
     }
 }
 
@@ -173,6 +177,9 @@ struct Engine<'a> {
     counters: Option<Inherited>,
     /// Each function's own instructions in the last callgrind run, where the plan wants them.
     functions: BTreeMap<String, u64>,
+    /// The code of the functions the first callgrind run executed, where the plan wants
+    /// their instructions (the build is the same for every run).
+    code: BTreeMap<String, FunctionCode>,
 }
 
 impl Engine<'_> {
@@ -190,7 +197,11 @@ impl Engine<'_> {
                 MetricValue::Measured(n as f64)
             });
         if let (true, Ok(text)) = (self.plan.function_costs, &text) {
-            self.functions = callgrind::function_costs(text);
+            let profile = callgrind::Profile::parse(text);
+            self.functions = callgrind::function_costs(&profile);
+            if self.code.is_empty() {
+                self.code = code::Code::of_executed(&profile, &self.plan.cwd);
+            }
         }
         Metrics::from([(Metric::Instructions, count)])
     }

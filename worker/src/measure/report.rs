@@ -196,6 +196,7 @@ mod tests {
             checked_output: None,
             warnings: Vec::new(),
             function_instructions: Default::default(),
+            function_code: Default::default(),
         };
         let text = table("prog", &measurement, Metric::WallTime, 0.01);
         assert!(text.contains("Time breakdown"), "{text}");
@@ -246,6 +247,7 @@ mod tests {
             checked_output: None,
             warnings: Vec::new(),
             function_instructions: Default::default(),
+            function_code: Default::default(),
         };
         let ci_line = |objective| {
             table("prog", &measurement, objective, 0.01)
@@ -277,6 +279,7 @@ mod tests {
             checked_output: None,
             warnings: vec!["the program's own CUPTI client could not start".into()],
             function_instructions: Default::default(),
+            function_code: Default::default(),
         };
         let text = table("prog", &measurement, Metric::WallTime, 0.01);
         assert!(

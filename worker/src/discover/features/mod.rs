@@ -2,7 +2,7 @@
 //! point's [`SiteFeatures`] from what discovery's builds left behind: the
 //! stock build's inline remarks (cost and threshold), the IR of the program
 //! before inlining ([`ir`]), a callgrind profile of the stock build, and the
-//! optimised code of the stock build and of the all-inlined one ([`code`]).
+//! optimised code of the stock build and of the all-inlined one ([`crate::measure::code`]).
 //!
 //! For a nested site `C @ e1 @ ... @ en` (innermost element `e1` in function
 //! `F1`, outermost `en` in function `Fn`) the caller is `Fn`, the function the
@@ -16,7 +16,6 @@
 //! summed over the functions that hold a copy of it: a call the stock build
 //! kept inside a function it then inlined runs in the function's callers.
 
-pub mod code;
 pub mod ir;
 
 use std::collections::{BTreeMap, HashMap};
@@ -26,6 +25,7 @@ use kiln_protocol::SiteFeatures;
 
 use crate::build::llvm_inline::{self, InlineCost, InlineRemark, MissedRemark, SiteElement};
 use crate::measure::callgrind::Profile;
+use crate::measure::code::Code;
 
 /// What discovery found out about a program, to take features from.
 pub struct Evidence<'a> {
@@ -40,9 +40,9 @@ pub struct Evidence<'a> {
     /// A callgrind profile of the stock build, where valgrind ran it.
     pub profile: Option<&'a Profile>,
     /// The stock build's optimised code, where it could be read.
-    pub code: Option<&'a code::Code>,
+    pub code: Option<&'a Code>,
     /// The all-inlined build's optimised code, where it could be read.
-    pub inlined_code: Option<&'a code::Code>,
+    pub inlined_code: Option<&'a Code>,
 }
 
 /// The features of each point (points that are no call site get none).

@@ -7,24 +7,14 @@
 //! the features are null. A function defined in several units (a `static`
 //! one) is counted from its first copy, as the IR counts it once.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-/// What one function's optimised code holds.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct FunctionCode {
-    /// Machine instructions, padding (`nop`, `int3`) left out.
-    pub instructions: u64,
-    /// Instructions that work on several elements of a vector register
-    /// (see [`is_vector`]).
-    pub vector: u64,
-    /// Calls left in it (`call`; a tail call's `jmp` is not counted).
-    pub calls: u64,
-    /// Loops: addresses in it that a later instruction of it branches back to.
-    pub loops: u64,
-}
+pub use kiln_protocol::message::FunctionCode;
+
+use super::callgrind::Profile;
 
 /// The functions of a program's objects by symbol name (as compiled, the
 /// names of a `--demangle=no` profile).
@@ -61,6 +51,20 @@ impl Code {
         }
     }
 
+    /// The code of the functions a profiled run executed, from the objects it ran under
+    /// `dir` (the program's own, not the system's libraries); empty where none could be read.
+    pub fn of_executed(profile: &Profile, dir: &Path) -> BTreeMap<String, FunctionCode> {
+        let Some(code) = Code::read(&own_objects(profile, dir)) else {
+            return BTreeMap::new();
+        };
+        profile
+            .functions
+            .iter()
+            .filter(|(_, cost)| cost.self_ir > 0)
+            .filter_map(|(name, _)| Some((name.clone(), *code.functions.get(name)?)))
+            .collect()
+    }
+
     /// A function's instructions, vector instructions, calls and loops; all `None` where
     /// the code holds no copy of it.
     pub fn counts(&self, function: &str) -> [Option<u64>; 4] {
@@ -93,6 +97,18 @@ impl Code {
         self.add(parsed.filter(|_| status.success())?);
         Some(())
     }
+}
+
+/// The objects a profiled run executed that lie under `dir`.
+pub fn own_objects<'p>(profile: &'p Profile, dir: &Path) -> Vec<&'p Path> {
+    // valgrind names objects by their real paths.
+    let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+    profile
+        .objects
+        .iter()
+        .map(Path::new)
+        .filter(|o| o.starts_with(&dir))
+        .collect()
 }
 
 /// One function being read: its start address, counts, and branch targets
