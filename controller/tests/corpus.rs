@@ -112,3 +112,42 @@ fn a_broken_program_stops_its_own_experiment_and_programs_can_be_added() {
     assert!(third.status.success(), "{}", text(&third));
     assert_eq!(of(&stored_steps(dir.path()), "gamma"), 6);
 }
+
+/// A program whose experiment never got past its baseline may be mended in the config (here its
+/// run command): the campaign resumes and measures it. A program already measured may not change.
+#[test]
+fn a_program_never_prepared_may_be_mended_but_a_measured_one_may_not_change() {
+    let _serial = serial();
+    let dir = tempfile::tempdir().unwrap();
+    program(dir.path(), "alpha", false);
+    program(dir.path(), "broken", true);
+    std::fs::write(dir.path().join("broken/mended.sh"), "echo $1\n").unwrap();
+    let campaign = dir.path().join("campaign.sexp");
+    let first = config(&["alpha", "broken"], 3);
+    std::fs::write(&campaign, &first).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+
+    let broken_run = r#"(sources "broken") (knobs (k 0 1 2 3)) (run ("sh" "run.sh""#;
+    assert!(first.contains(broken_run), "{first}");
+    let mended = first.replace(broken_run, &broken_run.replace("run.sh", "mended.sh"));
+    std::fs::write(&campaign, &mended).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let steps = stored_steps(dir.path());
+    let broken = steps
+        .iter()
+        .filter(|s| s.key.experiment == "broken")
+        .count();
+    assert_eq!(broken, 3, "{}", text(&out));
+
+    let changed = mended.replacen("(timeout-s 10)", "(timeout-s 11)", 1);
+    std::fs::write(&campaign, changed).unwrap();
+    let refused = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(!refused.status.success());
+    let said = text(&refused);
+    assert!(
+        said.contains("benchmark alpha: timeout-s: 10.0 -> 11.0"),
+        "{said}"
+    );
+}

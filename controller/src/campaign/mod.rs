@@ -149,7 +149,8 @@ pub fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
     }
     store.claim()?;
     if let Some(old) = store.config()? {
-        let changes = incompatible_changes(&old, config);
+        let prepared = |experiment: &str| !matches!(store.experiment(experiment), Ok(None));
+        let changes = incompatible_changes(&old, config, prepared);
         if !changes.is_empty() {
             bail!(
                 "the config changed incompatibly with the campaign stored in {}:\n{}\n\
@@ -165,17 +166,29 @@ pub fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
 }
 
 /// What must not change under a stored campaign: what is searched and how it
-/// is measured; one line per changed field, `field: old -> new`.
-fn incompatible_changes(old: &CampaignConfig, new: &CampaignConfig) -> Vec<String> {
+/// is measured; one line per changed field, `field: old -> new`. An experiment
+/// that was never `prepared` (its baseline failed, or it was not reached) and a
+/// benchmark none of whose experiments was may change: nothing was measured
+/// under them (a program mended after its first try).
+fn incompatible_changes(
+    old: &CampaignConfig,
+    new: &CampaignConfig,
+    prepared: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let mut out = Vec::new();
     changed_fields("objective", &old.objective, &new.objective, &mut out);
     changed_fields("runs", &old.runs, &new.runs, &mut out);
-    for e in &new.experiments {
+    for e in new.experiments.iter().filter(|e| prepared(&e.name)) {
         if let Some(o) = old.experiment(&e.name) {
             changed_fields(&format!("experiment {}", e.name), o, e, &mut out);
         }
     }
-    for b in &new.benchmarks {
+    let measured = |benchmark: &str| {
+        old.experiments
+            .iter()
+            .any(|e| e.benchmark == benchmark && prepared(&e.name))
+    };
+    for b in new.benchmarks.iter().filter(|b| measured(&b.name)) {
         if let Some(o) = old.benchmark(&b.name) {
             // Sources may move (a renamed folder): builds and discoveries are keyed by the
             // bundle's content, not the path it was read from.
