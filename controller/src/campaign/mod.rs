@@ -789,33 +789,46 @@ impl Running<'_> {
 
     /// Stores a result and decides what it makes decidable (unflushed: see [`commit`](Self::commit)).
     fn on_done(&mut self, done: Done<Tag>, board: &StatusBoard) -> Result<()> {
-        if let Tag::Discover(experiment) | Tag::Reference(experiment, _) = &done.tag {
-            let experiment = experiment.clone();
-            let Some(preparation) = self.preparing.remove(&experiment) else {
-                bail!("an answer for experiment {experiment}, which is not preparing");
-            };
-            let discovered =
-                matches!(done.tag, Tag::Discover(_)).then(|| preparation.discovering());
-            let progress = preparation.on_answer(
-                self.config,
-                self.store,
-                done.tag,
-                done.answer,
-                &mut self.outbox,
-            )?;
-            let failed = match &progress {
-                prepare::Progress::Failed(failed) => Some(failed.why.clone()),
-                _ => None,
-            };
-            self.on_preparation(&experiment, progress)?;
-            if let Some(discovery) = discovered {
-                self.on_discovered(&discovery, failed.as_deref())?;
+        match (done.tag, done.answer) {
+            (Tag::Step(key), Answer::Step(result)) => {
+                self.on_step_done(key, *result, (&done.worker, done.slot), board)
             }
-            return Ok(());
+            (Tag::Step(_), _) => bail!("unexpected answer during the campaign"),
+            (tag, answer) => self.on_preparation_answer(tag, answer),
         }
-        let (Tag::Step(key), Answer::Step(result)) = (done.tag, done.answer) else {
+    }
+
+    /// An answer to a job of an experiment's preparation (its discovery or a reference).
+    fn on_preparation_answer(&mut self, tag: Tag, answer: Answer) -> Result<()> {
+        let (Tag::Discover(experiment) | Tag::Reference(experiment, _)) = &tag else {
             bail!("unexpected answer during the campaign");
         };
+        let experiment = experiment.clone();
+        let Some(preparation) = self.preparing.remove(&experiment) else {
+            bail!("an answer for experiment {experiment}, which is not preparing");
+        };
+        let discovered = matches!(tag, Tag::Discover(_)).then(|| preparation.discovering());
+        let progress =
+            preparation.on_answer(self.config, self.store, tag, answer, &mut self.outbox)?;
+        let failed = match &progress {
+            prepare::Progress::Failed(failed) => Some(failed.why.clone()),
+            _ => None,
+        };
+        self.on_preparation(&experiment, progress)?;
+        if let Some(discovery) = discovered {
+            self.on_discovered(&discovery, failed.as_deref())?;
+        }
+        Ok(())
+    }
+
+    /// A step's result from `(worker, slot)`: stored, and every step it makes decidable decided.
+    fn on_step_done(
+        &mut self,
+        key: StepKey,
+        result: StepResult,
+        (worker, slot): (&str, u32),
+        board: &StatusBoard,
+    ) -> Result<()> {
         let state_key = (key.experiment.clone(), key.chain);
         let still_pending = self
             .chains
@@ -828,10 +841,10 @@ impl Running<'_> {
             return Ok(());
         }
         for warning in &result.measurement.warnings {
-            tracing::warn!("{key} on worker {}: {warning}", done.worker);
+            tracing::warn!("{key} on worker {worker}: {warning}");
         }
-        let mut record = self.record_from(&key, *result, &done.worker, done.slot, None);
-        record.worker_fingerprint = self.fingerprint(&done.worker, board)?;
+        let mut record = self.record_from(&key, result, worker, slot, None);
+        record.worker_fingerprint = self.fingerprint(worker, board)?;
         // A result decided on arrival is stored by its decision's batch;
         // one that waits for earlier steps is stored as it is.
         let decides_now = self

@@ -95,11 +95,6 @@ impl Preparation {
                 }))
             }
         };
-        let flips = match benchmark.kind {
-            // Knob benchmarks move one knob at a time (guided proposals always move one).
-            BenchmarkKind::Knobs { .. } => 1,
-            BenchmarkKind::LlvmInline { .. } => experiment.search.flips(),
-        };
         let stored = store.experiment(&experiment.name)?;
         if let Some(info) = &stored {
             if info.bundle != bundle.hash {
@@ -112,10 +107,15 @@ impl Preparation {
                 )));
             }
         }
+        let flips = match benchmark.kind {
+            // Knob benchmarks move one knob at a time (guided proposals always move one).
+            BenchmarkKind::Knobs { .. } => 1,
+            BenchmarkKind::LlvmInline { .. } => experiment.search.flips(),
+        };
         let preparation = Preparation {
             experiment: experiment.clone(),
-            benchmark: benchmark.clone(),
-            bundle: bundle.clone(),
+            benchmark,
+            bundle,
             flips,
             measuring: None,
         };
@@ -124,34 +124,37 @@ impl Preparation {
         }
         logging::note(format_args!(
             "preparing experiment {} (benchmark {})",
-            experiment.name, benchmark.name
+            experiment.name, preparation.benchmark.name
         ));
-        let discovery = match &benchmark.kind {
-            BenchmarkKind::Knobs { points } => Discovery::of_knobs(points),
+        if let Some(discovery) = preparation.known_discovery(store) {
+            return preparation.measure(config, store, discovery, outbox);
+        }
+        if discovering.insert(preparation.discovering()) {
+            outbox.push(Job {
+                tag: Tag::Discover(experiment.name.clone()),
+                bundle: preparation.bundle.clone(),
+                work: Work::Discover(Box::new(preparation.benchmark.clone())),
+            });
+        }
+        Ok(Progress::Waiting(Box::new(preparation)))
+    }
+
+    /// The decision points known without a discovery: a knob benchmark's, or a discovery of
+    /// the same sources and benchmark kept beside the store.
+    fn known_discovery(&self, store: &Store) -> Option<Discovery> {
+        let benchmark = &self.benchmark;
+        match &benchmark.kind {
+            BenchmarkKind::Knobs { points } => Some(Discovery::of_knobs(points)),
             BenchmarkKind::LlvmInline { .. } => {
-                match kept::load_discovery(store.dir(), &bundle.hash, &benchmark) {
-                    Some((kept, path)) => {
-                        logging::note(format_args!(
-                            "decision points of {} from {} (an earlier discovery)",
-                            benchmark.name,
-                            path.display()
-                        ));
-                        kept
-                    }
-                    None => {
-                        if discovering.insert(preparation.discovering()) {
-                            outbox.push(Job {
-                                tag: Tag::Discover(experiment.name.clone()),
-                                bundle,
-                                work: Work::Discover(Box::new(benchmark)),
-                            });
-                        }
-                        return Ok(Progress::Waiting(Box::new(preparation)));
-                    }
-                }
+                let (kept, path) = kept::load_discovery(store.dir(), &self.bundle.hash, benchmark)?;
+                logging::note(format_args!(
+                    "decision points of {} from {} (an earlier discovery)",
+                    benchmark.name,
+                    path.display()
+                ));
+                Some(kept)
             }
-        };
-        preparation.measure(config, store, discovery, outbox)
+        }
     }
 
     /// Takes an answer to one of its jobs.
@@ -216,34 +219,7 @@ impl Preparation {
     ) -> Result<Progress> {
         let (experiment, benchmark, bundle) = (&self.experiment, &self.benchmark, &self.bundle);
         let baseline_set = start_set(experiment, &discovery)?;
-        let runs = match (config.runs.min, config.runs.max) {
-            (1, 1) => "one run".to_string(),
-            (min, max) if min == max => format!("{min} runs"),
-            (min, max) => format!("{min} to {max} runs"),
-        };
-        // Three builds and measurements of the start, whatever the runs a step takes: how much
-        // they differ is the noise every step is judged against.
-        logging::note(format_args!(
-            "{}: {} decision points; measuring the baseline {BASELINE_REPEATS} times, \
-             {runs} each, to see how much it varies",
-            experiment.name,
-            discovery.points.len()
-        ));
-        if !discovery.fixed.is_empty() {
-            logging::note(format_args!(
-                "{}: {} site(s) left out, as the compiler does not take one of their decisions \
-                 (kiln sites lists them with why)",
-                experiment.name,
-                discovery.fixed.len()
-            ));
-        }
-        for unit in &discovery.fallbacks {
-            logging::note(format_args!(
-                "{}: sites of the stock decisions only, its compile with every call inlined \
-                 passed its limits: {unit}",
-                experiment.name
-            ));
-        }
+        announce(config, experiment, &discovery);
         let mut references = vec![("baseline".to_string(), baseline_set, BASELINE_REPEATS)];
         if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
             let none = DecisionSet(
@@ -418,4 +394,37 @@ fn start_set(experiment: &Experiment, discovery: &Discovery) -> Result<DecisionS
             experiment.seed,
         ),
     })
+}
+
+/// Says what preparing `experiment` measures, and which of its sites are left out or kept at
+/// stock.
+fn announce(config: &CampaignConfig, experiment: &Experiment, discovery: &Discovery) {
+    let runs = match (config.runs.min, config.runs.max) {
+        (1, 1) => "one run".to_string(),
+        (min, max) if min == max => format!("{min} runs"),
+        (min, max) => format!("{min} to {max} runs"),
+    };
+    // Three builds and measurements of the start, whatever the runs a step takes: how much
+    // they differ is the noise every step is judged against.
+    logging::note(format_args!(
+        "{}: {} decision points; measuring the baseline {BASELINE_REPEATS} times, \
+             {runs} each, to see how much it varies",
+        experiment.name,
+        discovery.points.len()
+    ));
+    if !discovery.fixed.is_empty() {
+        logging::note(format_args!(
+            "{}: {} site(s) left out, as the compiler does not take one of their decisions \
+                 (kiln sites lists them with why)",
+            experiment.name,
+            discovery.fixed.len()
+        ));
+    }
+    for unit in &discovery.fallbacks {
+        logging::note(format_args!(
+            "{}: sites of the stock decisions only, its compile with every call inlined \
+                 passed its limits: {unit}",
+            experiment.name
+        ));
+    }
 }

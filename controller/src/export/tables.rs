@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use anyhow::{Context, Result};
 
 use kiln_protocol::message::{FunctionCode, RunRecord};
-use kiln_protocol::{Metric, MetricValue, SiteId};
+use kiln_protocol::{DecisionSet, Metric, MetricValue, SiteId};
 
 use crate::plan::attribution;
 use crate::rewards::{self, Assignment, RewardOptions};
@@ -411,19 +411,15 @@ fn effects<W: Writer>(
         let Some(start) = info.baseline.objective() else {
             continue;
         };
-        let mut flips = Flips::new();
         let footprints =
             attribution::Footprints::new(&info.discovery.points, &info.baseline.decisions);
-        let mut start_code = StartCode::new(&info.baseline.function_code);
-        for record in store.steps(Some(name)) {
-            let measured = Measured {
-                info,
-                footprints: &footprints,
-                metric,
-                start,
-            };
-            measured.note(&mut flips, &mut start_code, &record?);
-        }
+        let measured = Measured {
+            info,
+            footprints: &footprints,
+            metric,
+            start,
+        };
+        let (flips, start_code) = measured.steps(store, name)?;
         let benchmark = ctx.benchmark(name);
         let context = ctx.context(name, info);
         let d = &info.discovery;
@@ -474,72 +470,101 @@ struct Measured<'a> {
 }
 
 impl Measured<'_> {
+    /// Every flip experiment `name`'s steps measured, and the start's code as far as known.
+    fn steps(&self, store: &Store, name: &str) -> Result<(Flips, StartCode)> {
+        let mut flips = Flips::new();
+        let mut start_code = StartCode::new(&self.info.baseline.function_code);
+        for record in store.steps(Some(name)) {
+            self.note(&mut flips, &mut start_code, &record?);
+        }
+        Ok((flips, start_code))
+    }
+
     /// Adds what a step measured of the flips it made away from the experiment's start: one
     /// flip alone, or several in a shared build of screening. A reused measurement repeats its
     /// source's (counted once); a moot flip decided nothing (no effect of its site's to count).
     fn note(&self, flips: &mut Flips, start_code: &mut StartCode, r: &StepRecord) {
-        let Measured {
-            info,
-            footprints,
-            metric,
-            start,
-        } = *self;
-        let diff = r.decisions.diff_from(&info.baseline.decisions);
+        let diff = r.decisions.diff_from(&self.info.baseline.decisions);
         let (Some(objective), None) = (r.objective, &r.cached_from) else {
             return;
         };
         let code = StepCode::new(&r.result.measurement.function_code);
-        start_code.learn(footprints, diff.0.keys(), &code);
-        let moot = |site: &SiteId| {
-            r.result
-                .build
-                .as_ref()
-                .is_some_and(|b| b.moot.contains_key(site))
-        };
-        let value = |site: &SiteId| {
-            diff.0
-                .get(site)
-                .map(ToString::to_string)
-                .unwrap_or_default()
+        start_code.learn(self.footprints, diff.0.keys(), &code);
+        let step = Noted {
+            flips,
+            r,
+            diff: &diff,
+            code: &code,
         };
         if diff.len() == 1 {
-            let site = diff.0.keys().next().expect("one flip");
-            if moot(site) {
-                return;
-            }
-            let flipped = flips
-                .entry((site.clone(), value(site), Estimate::Alone))
-                .or_default();
-            flipped.code = flipped.code.or_else(|| code.caller(site));
-            flipped.effects.push(objective / start - 1.0);
-            if let Some(s) = metric.and_then(|m| r.result.measurement.summary.get(&m)) {
-                flipped
-                    .half_widths
-                    .push((s.ci_high - s.ci_low) / 2.0 / start);
-            }
-            return;
+            self.note_alone(step, objective);
+        } else if r.kind == StepKind::Screen {
+            self.note_shared(step);
         }
-        if r.kind != StepKind::Screen {
+    }
+
+    /// A step of one flip: its effect is the step's objective against the start's.
+    fn note_alone(&self, mut step: Noted<'_>, objective: f64) {
+        let r = step.r;
+        let summary = self
+            .metric
+            .and_then(|m| r.result.measurement.summary.get(&m));
+        let site = step.diff.0.keys().next().expect("one flip");
+        let Some(flipped) = step.flipped(site, Estimate::Alone) else {
             return;
+        };
+        flipped.effects.push(objective / self.start - 1.0);
+        if let Some(s) = summary {
+            let half_width = (s.ci_high - s.ci_low) / 2.0 / self.start;
+            flipped.half_widths.push(half_width);
         }
+    }
+
+    /// A shared build: each flip's effect from the instructions of its own functions.
+    fn note_shared(&self, mut step: Noted<'_>) {
         let Some(a) = attribution::attribute(
-            diff.0.keys(),
-            footprints,
-            &info.baseline.function_instructions,
-            &r.result.measurement.function_instructions,
+            step.diff.0.keys(),
+            self.footprints,
+            &self.info.baseline.function_instructions,
+            &step.r.result.measurement.function_instructions,
         ) else {
             return;
         };
-        let residual = a.residual.unsigned_abs() as f64 / start;
-        let separable = a.separable(start);
-        for (site, change) in a.changes.iter().filter(|(site, _)| !moot(site)) {
-            let key = (site.clone(), value(site), Estimate::SharedBuild);
-            let flipped = flips.entry(key).or_default();
-            flipped.code = flipped.code.or_else(|| code.caller(site));
-            flipped.effects.push(*change as f64 / start);
+        let residual = a.residual.unsigned_abs() as f64 / self.start;
+        let separable = a.separable(self.start);
+        for (site, change) in &a.changes {
+            let Some(flipped) = step.flipped(site, Estimate::SharedBuild) else {
+                continue;
+            };
+            flipped.effects.push(*change as f64 / self.start);
             flipped.residuals.push(residual);
             flipped.separable &= separable;
         }
+    }
+}
+
+/// One step's flips being added to an experiment's.
+struct Noted<'a> {
+    flips: &'a mut Flips,
+    r: &'a StepRecord,
+    /// Its decisions where they differ from the start's.
+    diff: &'a DecisionSet,
+    code: &'a StepCode,
+}
+
+impl Noted<'_> {
+    /// The row of `site`'s flip measured as `estimate`, its caller's code noted; `None` where
+    /// the flip was moot in the step's build.
+    fn flipped(&mut self, site: &SiteId, estimate: Estimate) -> Option<&mut Flipped> {
+        let build = self.r.result.build.as_ref();
+        if build.is_some_and(|b| b.moot.contains_key(site)) {
+            return None;
+        }
+        let value = self.diff.0.get(site).map(ToString::to_string);
+        let key = (site.clone(), value.unwrap_or_default(), estimate);
+        let flipped = self.flips.entry(key).or_default();
+        flipped.code = flipped.code.or_else(|| self.code.caller(site));
+        Some(flipped)
     }
 }
 
