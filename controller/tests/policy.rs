@@ -313,6 +313,17 @@ fn the_dataset_script_resumes_and_adds_no_duplicate_effect() {
         assert!(effects > 16, "two programs, 8 builds each: {effects}");
         assert_eq!(rows(dir.path()), effects, "each effect once");
     }
+    // Shared builds read each flip's caller's code before and after it.
+    let sheet = std::fs::read_to_string(dir.path().join("dataset/DATASHEET.md")).unwrap();
+    let effects_line = sheet
+        .lines()
+        .find(|l| l.starts_with("- effects: "))
+        .unwrap();
+    let with_code = effects_line
+        .split("; ")
+        .find_map(|part| part.strip_suffix(" with their caller's code before and after the flip);"))
+        .map(|n| n.replace(',', "").parse::<usize>().unwrap());
+    assert!(with_code.is_some_and(|n| n > 0), "{sheet}");
     assert!(dir.path().join("dataset/effects.parquet").exists());
     assert!(dir.path().join("dataset/sites.parquet").exists());
     assert!(dir.path().join("dataset/model.joblib").exists());

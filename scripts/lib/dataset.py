@@ -67,6 +67,41 @@ def with_flipped_code(effects):
     return int((both & effects["caller_flipped_instructions"].notna()).sum())
 
 
+def in_two_contexts(effects):
+    """The datasheet's lines on flips measured around stock and around a random context: how
+    far a flip's effect depends on the decisions beside it."""
+    separable = effects[effects["separable"]]
+    key = ["benchmark", "site", "value"]
+    stock = separable[separable["context"] == "stock"].groupby(key)["effect"].median()
+    around = separable[separable["context"].str.startswith("random")]
+    random = around.groupby(key)["effect"].median()
+    both = pd.concat([stock.rename("stock"), random.rename("random")], axis=1, join="inner")
+    if both.empty:
+        return []
+    moved = both[(both.abs() > 0.001).any(axis=1)]
+    opposite = moved[(moved["stock"] * moved["random"] < 0) & (moved.abs() > 0.001).all(axis=1)]
+    apart = (moved["stock"] - moved["random"]).abs().sort_values(ascending=False)
+    lines = [
+        "## Effects in two contexts",
+        "",
+        f"{len(both):,} flips were measured around stock and around a random context "
+        f"(Spearman's rho of the two effects {both.corr(method='spearman').iloc[0, 1]:+.3f}); "
+        f"{len(moved):,} moved the count by more than 0.1 % in either, and "
+        f"{len(opposite):,} of those went opposite ways beyond 0.1 % in the two. "
+        "The furthest apart:",
+        "",
+        "| program | site | value | around stock | around random |",
+        "|---|---|---|---:|---:|",
+    ]
+    for (program, site, value) in apart.index[:5]:
+        row = both.loc[(program, site, value)]
+        lines.append(
+            f"| {program} | `{site[:70]}` | {value} | "
+            f"{row['stock'] * 100:+.3f} % | {row['random'] * 100:+.3f} % |"
+        )
+    return lines + [""]
+
+
 def datasheet(effects, sites):
     """DATASHEET.md: what the dataset holds, program by program, and how it was measured."""
     lines = [
@@ -98,7 +133,8 @@ def datasheet(effects, sites):
             f"{(rows['estimate'] == 'shared-build').sum():,} | "
             f"{', '.join(sorted(rows['context'].unique()))} | {moved:,} |"
         )
-    lines += ["", open(os.path.join(os.path.dirname(__file__), "datasheet-notes.md")).read()]
+    lines += [""] + in_two_contexts(effects)
+    lines += [open(os.path.join(os.path.dirname(__file__), "datasheet-notes.md")).read()]
     return "\n".join(lines)
 
 
