@@ -17,11 +17,23 @@ const PAIRS: usize = 10;
 /// The program's sites: one call of each pair, and the overlapping pair.
 const SITES: usize = PAIRS + 2;
 
+/// What the program of [`program`] holds besides its pairs.
+#[derive(Clone, Copy, PartialEq)]
+enum Extra {
+    None,
+    /// `main` also reads its own binary and works in proportion to its zero bytes: code no
+    /// site names that every build changes, as a flip's effect on its neighbours' code would.
+    Spin,
+    /// A hot call (`hleaf` in `hmid`) whose caller is always inlined into `hosted`: no site says
+    /// so, so a flip of it changes a function its footprint misses, as brotli's
+    /// `BROTLI_INLINE` functions do.
+    Hosted,
+}
+
 /// A C program of [`PAIRS`] independent calls, and an overlapping pair (`inner` called by
-/// `middle`, `middle` by `outer`: a flip of either changes `middle` and `outer`). With `spin`,
-/// `main` also reads its own binary and works in proportion to its zero bytes: code no site
-/// names that every build changes, as a flip's effect on its neighbours' code would.
-fn program(spin: bool) -> String {
+/// `middle`, `middle` by `outer`: a flip of either changes `middle` and `outer`), and `extra`.
+fn program(extra: Extra) -> String {
+    let spin = extra == Extra::Spin;
     // No libc call but printf's and spin's: a header's inline wrapper (atoi) would be a site
     // whose flip also moves the loader's relocations, which no site names.
     let mut c = String::from("#include <stdio.h>\n");
@@ -44,10 +56,17 @@ fn program(spin: bool) -> String {
               while ((c = fgetc(f)) != EOF) if (c == 0) for (int j = 0; j < 40; j++) acc += j;\n  \
               fclose(f);\n  return acc;\n}\n";
     }
-    let works: Vec<String> = (0..PAIRS)
+    let mut works: Vec<String> = (0..PAIRS)
         .map(|k| format!("work{k}"))
         .chain(["outer".to_string()])
         .collect();
+    if extra == Extra::Hosted {
+        c += "static int hleaf(int x) { return (x ^ 77) * 13 + (x >> 3); }\n\
+              static inline __attribute__((always_inline)) long hmid(int n) {\n  \
+              long s = 0;\n  for (int i = 0; i < n * 40; i++) s += hleaf(i);\n  return s;\n}\n\
+              __attribute__((noinline)) static long hosted(int n) { return hmid(n) + 1; }\n";
+        works.push("hosted".to_string());
+    }
     c += &format!(
         "static long (*volatile works[])(int) = {{ {} }};\n",
         works.join(", ")
@@ -55,7 +74,8 @@ fn program(spin: bool) -> String {
     c += &format!(
         "int main(int argc, char **argv) {{\n  int n = 0;\n  \
          for (const char *p = argv[1]; *p; p++) n = n * 10 + (*p - '0');\n  long s = 0;\n  \
-         for (int k = 0; k <= {PAIRS}; k++) s += works[k](n);\n"
+         for (int k = 0; k < {}; k++) s += works[k](n);\n",
+        works.len()
     );
     if spin {
         c += "  s += spin(argv[0]) > 0;\n";
@@ -83,11 +103,11 @@ fn config(experiments: &str) -> String {
     )
 }
 
-/// A scratch folder with the program (`spin` as [`program`] says) in `prog` and `config`.
-fn setup(spin: bool, config: &str) -> tempfile::TempDir {
+/// A scratch folder with the program (`extra` as [`program`] says) in `prog` and `config`.
+fn setup(extra: Extra, config: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("prog")).unwrap();
-    std::fs::write(dir.path().join("prog/main.c"), program(spin)).unwrap();
+    std::fs::write(dir.path().join("prog/main.c"), program(extra)).unwrap();
     std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
     dir
 }
@@ -131,7 +151,7 @@ fn rows_of<'a>(
 fn screened_both_ways(baseline: Option<&str>) -> tempfile::TempDir {
     let start = baseline.map_or(String::new(), |file| format!(" (baseline {file:?})"));
     let dir = setup(
-        false,
+        Extra::None,
         &config(&format!(
             "((name alone) (benchmark prog) (search (screening (steps 12))) (seed 1){start})\n    \
              ((name shared) (benchmark prog) (search (screening (steps 4) (flips-per-step 8))) \
@@ -289,7 +309,7 @@ fn screening_around_a_random_start_says_its_context_and_draws_it_again() {
         (each-benchmark (suffix random) (baseline (random (flips 3))) \
         (search (screening (steps 2) (flips-per-step 8))) (seed 5))";
     let started = || {
-        let dir = setup(false, &config(experiments));
+        let dir = setup(Extra::None, &config(experiments));
         let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
         assert!(out.status.success(), "{}", text(&out));
         let rows = effects(dir.path());
@@ -324,7 +344,7 @@ fn flips_whose_build_changed_more_than_their_own_code_are_measured_alone() {
         return;
     }
     let dir = setup(
-        true,
+        Extra::Spin,
         &config(
             "((name shared) (benchmark prog) (search (screening (steps 40) (flips-per-step 8))) (seed 1))",
         ),
@@ -350,6 +370,67 @@ fn flips_whose_build_changed_more_than_their_own_code_are_measured_alone() {
     }
 }
 
+/// One flip that changes a function its footprint misses (`hleaf @ hmid`, whose caller is always
+/// inlined into `hosted`) spoils its first build; the build is made again in two halves, and only
+/// the half that holds it has its flips measured alone: the other half's are read from its build.
+#[test]
+fn a_build_spoilt_by_one_flip_is_built_again_in_halves() {
+    if !can_run() {
+        return;
+    }
+    let dir = setup(
+        Extra::Hosted,
+        &config(
+            "((name shared) (benchmark prog) (search (screening (steps 10) (flips-per-step 16))) (seed 1))",
+        ),
+    );
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let steps = stored_steps(dir.path());
+    let flips = |i: usize| -> Vec<String> {
+        steps[i]
+            .diff
+            .0
+            .keys()
+            .map(|s| s.as_str().to_string())
+            .collect()
+    };
+    let spoiler = |flips: &[String]| flips.iter().any(|s| s.starts_with("hleaf @ hmid"));
+    // Every leaf, one of the overlapping pair and the spoiler.
+    let first = flips(0);
+    assert!(first.len() == PAIRS + 2 && spoiler(&first), "{first:?}");
+    let halves: Vec<Vec<String>> = (1..steps.len())
+        .map(flips)
+        .filter(|f| f.len() == first.len() / 2)
+        .collect();
+    assert_eq!(halves.len(), 2, "{halves:?}");
+    assert_eq!(
+        [halves[0].clone(), halves[1].clone()].concat().len(),
+        first.len()
+    );
+    let (spoilt, clean) = match spoiler(&halves[0]) {
+        true => (&halves[0], &halves[1]),
+        false => (&halves[1], &halves[0]),
+    };
+    let rows = effects(dir.path());
+    let alone = rows_of(&rows, "shared", "alone");
+    let shared = rows_of(&rows, "shared", "shared-build");
+    let mut measured_alone: Vec<&String> = alone.keys().filter(|s| first.contains(s)).collect();
+    measured_alone.sort();
+    let mut expected: Vec<&String> = spoilt.iter().collect();
+    expected.sort();
+    assert_eq!(measured_alone, expected, "only the spoilt half one a step");
+    for site in clean {
+        assert_eq!(
+            shared[site]["separable"], true,
+            "{site}: read from its half"
+        );
+    }
+    for site in spoilt {
+        assert_eq!(shared[site]["separable"], false, "{site}");
+    }
+}
+
 #[test]
 fn killed_and_resumed_shared_screening_equals_an_uninterrupted_one() {
     if !can_run() {
@@ -358,5 +439,5 @@ fn killed_and_resumed_shared_screening_equals_an_uninterrupted_one() {
     let config = config(
         "((name shared) (benchmark prog) (search (screening (steps 18) (flips-per-step 3))) (seed 1) (parallel 2))",
     );
-    resumes_exactly(|c| setup(false, c), &config, 18);
+    resumes_exactly(|c| setup(Extra::None, c), &config, 18);
 }

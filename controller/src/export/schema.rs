@@ -20,7 +20,8 @@ use super::Table;
 /// `context`, `estimate`, `residual` and `separable` columns; 5 added the
 /// site features of the optimised code (`caller_code_*`, `callee_code_*`,
 /// `caller_inlined_code_*`); 6 the `effects` table's caller's code in the
-/// start's build and in the flip's (`caller_start_*`, `caller_flipped_*`).
+/// start's build and in the flip's (`caller_start_*`, `caller_flipped_*`), and
+/// its `separable` rows read the separable builds of a flip only.
 pub const EXPORT_VERSION: u32 = 6;
 
 /// A column every store's table has.
@@ -202,8 +203,8 @@ pub const EFFECT_COLUMNS: &[Col] = &[
     col("steps", Int, "successful steps that measured the flip"),
     col("context", Text, "the decisions the flip was made from: `stock`, or the name of the experiment's `(baseline FILE)` (a searched best set, a random one)"),
     col("estimate", Text, "`alone` (the flip was the step's only one) or `shared-build` (screening's `(flips-per-step K)`: one of several flips whose functions overlap no other's, its change read from the instructions its caller and callee executed themselves)"),
-    col("residual", Float, "shared builds: the largest change, relative to the start's count, of the functions no flip of its build touched: a bound on what the estimate may have missed; null where alone"),
-    col("separable", Bool, "shared builds: whether every build's residual was within 0.01 % of the start's count (else the flip was also measured alone, a row of its own, and the two differ by how it interacted with its build's other flips); true where alone"),
+    col("residual", Float, "shared builds: the largest change, relative to the start's count, of the functions no flip of the builds the row reads touched: a bound on what the estimate may have missed; null where alone"),
+    col("separable", Bool, "shared builds: whether some build of the flip had its residual within 0.01 % of the start's count, the row then reading those builds only; false where none had, the row reading them all (a build whose residual passed it has its flips built again in two halves, or measured alone, rows of their own, which differ from it by how the flip interacted with its build's other flips); true where alone"),
     col("caller_start_instructions", Int, "the optimised code of the function the call sits in, in the build of the context's decisions: machine instructions (as the site feature `caller_code_instructions` counts them, summed over the function's copies); null where it did not run or its code was not read (screening without shared builds, no objdump, not x86-64)"),
     col("caller_start_vector", Int, "its vector instructions, in the same build"),
     col("caller_start_calls", Int, "its calls left, in the same build"),

@@ -352,28 +352,31 @@ fn dataset<W: Writer>(
     out.done()
 }
 
+#[derive(Default)]
 struct Flipped {
-    /// Each step's relative change from the start's objective.
+    /// Each step's relative change from the start's objective (shared builds: those whose
+    /// residual was within [`attribution::SEPARABLE`]).
     effects: Vec<f64>,
     /// Each step's half-width of its objective's 95 % interval, relative to the start's objective.
     half_widths: Vec<f64>,
     /// Shared builds: each one's residual (what no flip claimed), relative to the start's objective.
     residuals: Vec<f64>,
-    /// Shared builds: whether every one's residual was within [`attribution::SEPARABLE`].
-    separable: bool,
+    /// Shared builds whose residual passed [`attribution::SEPARABLE`]: (change, residual),
+    /// read only where no build of the flip was separable.
+    mixed: Vec<(f64, f64)>,
     /// The caller's code in the first build with the flip, where it was read.
     code: Option<FunctionCode>,
 }
 
-impl Default for Flipped {
-    fn default() -> Flipped {
-        Flipped {
-            effects: Vec::new(),
-            half_widths: Vec::new(),
-            residuals: Vec::new(),
-            separable: true,
-            code: None,
+impl Flipped {
+    /// The effects and residuals the row gives, and whether they are separable: the separable
+    /// builds' where there are any (a flip built again in a half of its first build, say).
+    fn readings(&self) -> (Vec<f64>, Vec<f64>, bool) {
+        if !self.effects.is_empty() || self.mixed.is_empty() {
+            return (self.effects.clone(), self.residuals.clone(), true);
         }
+        let (effects, residuals) = self.mixed.iter().copied().unzip();
+        (effects, residuals, false)
     }
 }
 
@@ -424,11 +427,12 @@ fn effects<W: Writer>(
         let context = ctx.context(name, info);
         let d = &info.discovery;
         for ((site, value, estimate), f) in &flips {
-            let n = f.effects.len();
+            let (effects, residuals, separable) = f.readings();
+            let n = effects.len();
             let std_error = match n {
                 _ if exact => None,
                 1 => f.half_widths.first().map(|h| h / 1.96),
-                _ => kiln_protocol::Summary::of(&f.effects).map(|s| s.stddev / (n as f64).sqrt()),
+                _ => kiln_protocol::Summary::of(&effects).map(|s| s.stddev / (n as f64).sqrt()),
             };
             let row = out.row();
             row.text(name);
@@ -436,14 +440,14 @@ fn effects<W: Writer>(
             row.text(site.as_str());
             row.opt_text(d.baseline.get(site).map(ToString::to_string).as_deref());
             row.text(value);
-            row.opt_float(kiln_protocol::Summary::of(&f.effects).map(|s| s.median));
+            row.opt_float(kiln_protocol::Summary::of(&effects).map(|s| s.median));
             row.bool(exact);
             row.opt_float(std_error);
             row.uint(n as u64);
             row.text(&context);
             row.text(estimate.name());
-            row.opt_float(f.residuals.iter().copied().reduce(f64::max));
-            row.bool(f.separable);
+            row.opt_float(residuals.iter().copied().reduce(f64::max));
+            row.bool(separable);
             let codes = [start_code.caller(site), f.code];
             for count in codes.into_iter().flat_map(caller_code::counts) {
                 row.opt_uint(count);
@@ -536,9 +540,14 @@ impl Measured<'_> {
             let Some(flipped) = step.flipped(site, Estimate::SharedBuild) else {
                 continue;
             };
-            flipped.effects.push(*change as f64 / self.start);
-            flipped.residuals.push(residual);
-            flipped.separable &= separable;
+            let change = *change as f64 / self.start;
+            match separable {
+                true => {
+                    flipped.effects.push(change);
+                    flipped.residuals.push(residual);
+                }
+                false => flipped.mixed.push((change, residual)),
+            }
         }
     }
 }

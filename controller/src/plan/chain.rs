@@ -109,6 +109,17 @@ impl ChainContext<'_> {
                 return search::flip_one(start, point, &mut state.rng);
             }
         }
+        while !state.regroup.is_empty() {
+            let group = state.regroup.remove(0);
+            let points = self.points.iter().filter(|p| group.contains(&p.id));
+            let mut set = start.clone();
+            for point in points {
+                set = search::flip_one(&set, point, &mut state.rng);
+            }
+            if set != *start {
+                return set;
+            }
+        }
         let Search::Screening(Screening { per_step, .. }) = self.search() else {
             unreachable!("only screening shares builds")
         };
@@ -406,9 +417,27 @@ fn note_effect(
     }
 }
 
+/// The fewest flips of a shared build that could not be read which are built again in two
+/// halves rather than one a step: with one flip to blame, halving 32 flips down to groups
+/// under 8 takes 6 builds and 4 alone where one a step takes 32.
+const SPLIT_FROM: usize = 8;
+
+/// Queues the flips of a shared build that could not be read (it failed, or its flips'
+/// changes did not add up): in two halves to build again where there are enough of them and
+/// the objective counts exactly, else one a step. A program whose counts vary from run to run
+/// spoils every build, halves too.
+fn measure_again(ctx: &ChainContext<'_>, state: &mut ChainState, flips: Vec<SiteId>) {
+    if flips.len() >= SPLIT_FROM && ctx.repeatability == Repeatability::Exact {
+        let (first, second) = flips.split_at(flips.len() / 2);
+        state.regroup.extend([first.to_vec(), second.to_vec()]);
+    } else {
+        state.alone.extend(flips);
+    }
+}
+
 /// Keeps the effect of each flip of a shared build where its flips' changes
-/// add up to the build's ([`attribution`]); queues them to be measured alone
-/// where they do not, or the build failed.
+/// add up to the build's ([`attribution`]); queues them to be measured again
+/// ([`measure_again`]) where they do not, or the build failed.
 fn note_shared(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepRecord) {
     let start = ctx.baseline_objective;
     let attributed = record
@@ -423,7 +452,7 @@ fn note_shared(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepReco
         })
         .filter(|a| a.separable(start));
     let Some(a) = attributed else {
-        state.alone.extend(record.diff.0.keys().cloned());
+        measure_again(ctx, state, record.diff.0.keys().cloned().collect());
         return;
     };
     let uncertainty = a.residual.unsigned_abs() as f64 / start;

@@ -231,6 +231,11 @@ pub struct ChainState {
     /// build failed, or its flips' changes did not add up to its whole change).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub alone: Vec<SiteId>,
+    /// Screening in shared builds: groups of flips to build together next, in order, after
+    /// those to measure alone: the halves of a build whose flips' changes did not add up, so
+    /// that a flip acting beyond its own functions spoils its half only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub regroup: Vec<Vec<SiteId>>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -330,6 +335,7 @@ impl ChainState {
             progress: Some(ChainProgress::default()),
             shared: 0,
             alone: Vec::new(),
+            regroup: Vec::new(),
         }
     }
 
