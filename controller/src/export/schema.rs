@@ -89,7 +89,7 @@ pub const STEP_COLUMNS: &[Col] = &[
     col("build_ns", Int, "build wall time in ns (of the build it reused, where `build_reused`)"),
     col("build_reused", Bool, "whether the step's binary came from the worker's build cache; null without a build"),
     col("text_bytes", Int, "size of the binary's .text section"),
-    col("dispatched_ms", Int, "when the step was handed to a worker (Unix ms)"),
+    col("dispatched_ms", Int, "when the controller queued the step for a worker (Unix ms); it may wait there for a free slot, so `recorded_ms` − `dispatched_ms` is not the step's time on its worker (`kiln show --json`'s `started_ms` and `finished_ms` are)"),
     col("recorded_ms", Int, "when the step was stored (Unix ms)"),
     col("decided_ms", Int, "when the chain decided the step (Unix ms)"),
 ];
