@@ -930,6 +930,18 @@ fn discovery_bounds_a_one_command_build_and_names_the_units_that_fell_back() {
             .starts_with("main.c"),
         "{discovery}"
     );
+    // A campaign says it once, naming the units.
+    let run = run_kiln(dir.path(), &["run", "c.sexp"]);
+    let said = text(&run);
+    assert!(run.status.success(), "{said}");
+    let line = said
+        .lines()
+        .find(|l| l.contains("sites of the stock decisions only in 1 unit(s)"))
+        .unwrap_or_else(|| panic!("{said}"));
+    assert!(
+        line.contains("(failed") && line.ends_with("): main.c"),
+        "{line}"
+    );
 }
 
 /// A unit that does not compile at all fails discovery with the compiler's own

@@ -420,11 +420,22 @@ fn announce(config: &CampaignConfig, experiment: &Experiment, discovery: &Discov
             discovery.fixed.len()
         ));
     }
-    for unit in &discovery.fallbacks {
+    if let Some(first) = discovery.fallbacks.first() {
+        // One line, not one a unit: a program of many units said it every start.
+        let units: Vec<&str> = discovery.fallbacks.iter().map(|u| unit_name(u)).collect();
+        let why = first.split_once(": ").map_or("", |(_, why)| why);
         logging::note(format_args!(
-            "{}: sites of the stock decisions only, its compile with every call inlined \
-                 passed its limits: {unit}",
-            experiment.name
+            "{}: sites of the stock decisions only in {} unit(s), whose compile with every call \
+             inlined passed its limits ({why}): {}",
+            experiment.name,
+            units.len(),
+            units.join(", ")
         ));
     }
+}
+
+/// `json_reader.cpp` of a discovery's fallback `/…/src/lib_json/json_reader.cpp: failed (…)`.
+fn unit_name(fallback: &str) -> &str {
+    let unit = fallback.split_once(": ").map_or(fallback, |(unit, _)| unit);
+    unit.rsplit('/').next().unwrap_or(unit)
 }
