@@ -9,9 +9,11 @@ to by each campaign, never replaced (see scripts/dataset).
 
 SETTINGS is `kiln check CONFIG --json`'s output: `store` prints the campaign's store, `add`
 reads one campaign's `kiln export` tables and merges them into DIR/effects.parquet and
-DIR/sites.parquet: a row whose key is already there (an effect: campaign, experiment, site,
-value, context, estimate; a site: campaign, experiment, site) replaces the old one (a resumed
-campaign's effect over more steps), every other row is added. DIR/DATASHEET.md is written
+DIR/sites.parquet: an effect whose key is already there (campaign, experiment, site, value,
+context, estimate) replaces the old one (a resumed campaign's effect over more steps); a site
+already there (campaign, experiment, site) keeps its features, only its missing ones filled
+(`features` may have taken them again from a newer discovery than the store's); every other row
+is added. DIR/DATASHEET.md is written
 anew from what the tables then hold.
 
 `programs` prints the programs of DIR/sites.parquet, one a line, most effects first; `features` takes each
@@ -38,6 +40,19 @@ def merged(path, new, key):
         old = pd.read_parquet(path)
         new = pd.concat([old, new], ignore_index=True)
     return new.drop_duplicates(subset=key, keep="last").reset_index(drop=True)
+
+
+def merged_sites(path, new, key):
+    """The sites at `path` (if any) with `new`'s, one row per key: a site already there keeps its
+    features, which `features` may have taken again from a newer discovery than the store's, and
+    only its missing ones are filled from the new row; new sites are added."""
+    new = new.drop_duplicates(subset=key, keep="last")
+    if not os.path.exists(path):
+        return new.reset_index(drop=True)
+    old = pd.read_parquet(path)
+    sites = old.set_index(key).combine_first(new.set_index(key)).reset_index()
+    # combine_first widens nullable integers to floats: each old column gets its type back.
+    return sites.astype(old.dtypes.to_dict())
 
 
 def tagged(frame, settings, kiln):
@@ -146,7 +161,7 @@ def add(args):
         tagged(pd.read_parquet(args.effects), settings, args.kiln),
         EFFECT_KEY,
     )
-    sites = merged(
+    sites = merged_sites(
         os.path.join(args.out, "sites.parquet"),
         tagged(pd.read_parquet(args.sites), settings, args.kiln),
         SITE_KEY,
