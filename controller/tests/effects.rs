@@ -429,6 +429,16 @@ fn a_build_spoilt_by_one_flip_is_built_again_in_halves() {
     for site in spoilt {
         assert_eq!(shared[site]["separable"], false, "{site}");
     }
+    // `kiln show` says what the step was, and its time on the worker beside its time queued.
+    let shown = text(&run_kiln(dir.path(), &["show", "store", "shared/0/0"]));
+    assert!(
+        shown.contains("step 0: screening, a shared build, from the baseline"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(" s on the worker, ") && shown.contains(" s from its dispatch"),
+        "{shown}"
+    );
 }
 
 #[test]

@@ -101,7 +101,8 @@ fn write_origin(out: &mut String, record: &StepRecord, manual: Option<&str>) -> 
             let kind = match record.kind {
                 StepKind::Proposal => "proposal",
                 StepKind::Remeasure => "re-measurement of the incumbent",
-                StepKind::Screen => "screening flip (guided proposals)",
+                StepKind::Screen if record.diff.len() > 1 => "screening, a shared build",
+                StepKind::Screen => "screening flip",
                 StepKind::Restart => "restart of hill climbing from a local optimum",
             };
             let parent = record
@@ -110,12 +111,17 @@ fn write_origin(out: &mut String, record: &StepRecord, manual: Option<&str>) -> 
             writeln!(out, "{key}: {kind}, from {parent}")?;
         }
     }
+    // The worker's own time, and the time since the controller queued the step (which
+    // counts the wait for a free slot).
+    let result = &record.result;
+    let seconds = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1000.0;
     writeln!(
         out,
-        "worker {} slot {}; measured in {:.1} s",
+        "worker {} slot {}; measured in {:.1} s on the worker, {:.1} s from its dispatch",
         record.worker,
         record.slot,
-        record.recorded_ms.saturating_sub(record.dispatched_ms) as f64 / 1000.0
+        seconds(result.started_ms, result.finished_ms),
+        seconds(record.dispatched_ms, record.recorded_ms)
     )?;
     if let Some(source) = &record.cached_from {
         writeln!(out, "measurement reused from {source}")?;

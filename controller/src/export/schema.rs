@@ -68,7 +68,7 @@ pub const STEP_COLUMNS: &[Col] = &[
     col("benchmark", Text, "the experiment's benchmark"),
     col("chain", Int, "chain index"),
     col("step", Int, "step index within the chain"),
-    col("kind", Text, "`proposal`, `remeasure` (the incumbent measured again), `screen` (a guided chain's screening flip), `restart` (hill climbing leaving a local optimum) or `manual` (`kiln benchmark --store`, experiment `manual:BENCHMARK`)"),
+    col("kind", Text, "`proposal`, `remeasure` (the incumbent measured again), `screen` (a screening step: a guided chain's flip, or a step of the `screening` search, one flip or a shared build), `restart` (hill climbing leaving a local optimum) or `manual` (`kiln benchmark --store`, experiment `manual:BENCHMARK`)"),
     col("parent", Int, "the step whose state it was proposed from; null: the baseline"),
     col("changed", Int, "decisions that differ from the parent state"),
     col("worker", Text, "worker that measured it"),
