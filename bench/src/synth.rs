@@ -256,6 +256,7 @@ fn experiment_info(bundle: ContentHash) -> ExperimentInfo {
         },
         references: BTreeMap::new(),
         runs: None,
+        measured_before: Default::default(),
     }
 }
 

@@ -198,6 +198,7 @@ fn synthetic_store_pinning(
         },
         references: BTreeMap::new(),
         runs: None,
+        measured_before: Default::default(),
     };
     store.put_experiment("linear", &info).unwrap();
     for chain in 0..2 {
@@ -316,6 +317,7 @@ fn add_manual_step(store: &Store) {
         },
         references: BTreeMap::new(),
         runs: None,
+        measured_before: Default::default(),
     };
     let mut decisions = baseline.clone();
     decisions.0.insert(site(0), DecisionValue::inline());

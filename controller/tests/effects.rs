@@ -123,9 +123,14 @@ fn can_run() -> bool {
 
 /// The `effects` table's rows of `dir`'s store, as JSON objects.
 fn effects(dir: &Path) -> Vec<serde_json::Value> {
+    effects_of(dir, "store")
+}
+
+/// The `effects` table's rows of the store `store` in `dir`, as JSON objects.
+fn effects_of(dir: &Path, store: &str) -> Vec<serde_json::Value> {
     let out = run_kiln(
         dir,
-        &["export", "store", "--table", "effects", "--format", "jsonl"],
+        &["export", store, "--table", "effects", "--format", "jsonl"],
     );
     assert!(out.status.success(), "{}", text(&out));
     String::from_utf8_lossy(&out.stdout)
@@ -450,4 +455,72 @@ fn killed_and_resumed_shared_screening_equals_an_uninterrupted_one() {
         "((name shared) (benchmark prog) (search (screening (steps 18) (flips-per-step 3))) (seed 1) (parallel 2))",
     );
     resumes_exactly(|c| setup(Extra::None, c), &config, 18);
+}
+
+/// The sites of `rows` of experiment `experiment`.
+fn sites_of(rows: &[serde_json::Value], experiment: &str) -> Vec<String> {
+    let mut sites: Vec<String> = rows
+        .iter()
+        .filter(|r| r["experiment"] == experiment)
+        .map(|r| r["site"].as_str().unwrap().to_string())
+        .collect();
+    sites.sort();
+    sites.dedup();
+    sites
+}
+
+#[test]
+fn a_campaign_in_a_new_store_screens_only_the_sites_its_effects_table_lacks() {
+    if !can_run() {
+        return;
+    }
+    let screening = |steps: u32, skip: &str| {
+        format!("(search (screening (steps {steps}) (flips-per-step 4){skip})) (seed 1)")
+    };
+    let dir = setup(
+        Extra::None,
+        &config(&format!(
+            "((name shared) (benchmark prog) {})",
+            screening(1, "")
+        )),
+    );
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let table = ["--format", "parquet", "-o", "measured.parquet"];
+    let out = run_kiln(
+        dir.path(),
+        &[&["export", "store", "--table", "effects"], &table[..]].concat(),
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let before = sites_of(&effects(dir.path()), "shared");
+    assert!(!before.is_empty() && before.len() < SITES, "{before:?}");
+
+    // The same experiment in a new store, told what the table holds; another name screens
+    // its sites again; a table that is not there fails that experiment's preparation alone.
+    let skip = r#" (skip-measured "measured.parquet")"#;
+    let again = config(&format!(
+        "((name shared) (benchmark prog) {})\n    ((name renamed) (benchmark prog) {})\n    \
+         ((name lost) (benchmark prog) {})",
+        screening(6, skip),
+        screening(1, skip),
+        screening(1, r#" (skip-measured "nowhere.parquet")"#),
+    ))
+    .replace(r#"(store "store")"#, r#"(store "again")"#);
+    std::fs::write(dir.path().join("again.sexp"), again).unwrap();
+    let out = run_kiln(dir.path(), &["run", "again.sexp"]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    assert!(text(&out).contains("nowhere.parquet"), "{}", text(&out));
+    let rows = effects_of(dir.path(), "again");
+    let after = sites_of(&rows, "shared");
+    assert!(
+        after.iter().all(|s| !before.contains(s)),
+        "{before:?} {after:?}"
+    );
+    assert_eq!(before.len() + after.len(), SITES, "{before:?} {after:?}");
+    assert_eq!(
+        sites_of(&rows, "renamed"),
+        before,
+        "its own name: the hottest again"
+    );
+    assert!(sites_of(&rows, "lost").is_empty());
 }

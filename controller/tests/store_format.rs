@@ -82,6 +82,7 @@ fn info() -> ExperimentInfo {
         },
         references: BTreeMap::new(),
         runs: None,
+        measured_before: Default::default(),
     }
 }
 

@@ -4,8 +4,9 @@
 //! writer of the store while it runs. It prepares each experiment (discovery,
 //! reference measurements), starts or resumes its chains, hands proposals to
 //! the pool, stores each result as it arrives, and decides steps in order.
-//! Beside it: the live display ([`progress`]) and the status report
-//! ([`status`]) it keeps up to date.
+//! Beside it: the live display ([`progress`]), the status report
+//! ([`status`]) it keeps up to date, and the sites an effects table already
+//! holds, which screening skips ([`measured_before`]).
 //!
 //! It drives plan, dispatch and store; it formats nothing for a command's
 //! output beyond progress lines, and reads no export or report.
@@ -18,7 +19,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::bundle::Bundle;
-use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy};
+use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy, Search};
 use kiln_protocol::message::StepResult;
 use kiln_protocol::{CampaignConfig, ContentHash, DecisionFile, DecisionSet, StepOutcome};
 
@@ -32,6 +33,7 @@ use crate::store::{
     layout, now_ms, ChainState, ExperimentInfo, Reference, StepKey, StepKind, StepRecord, Store,
 };
 
+mod measured_before;
 mod prepare;
 mod progress;
 pub mod status;
@@ -180,7 +182,8 @@ fn incompatible_changes(
     changed_fields("runs", &old.runs, &new.runs, &mut out);
     for e in new.experiments.iter().filter(|e| prepared(&e.name)) {
         if let Some(o) = old.experiment(&e.name) {
-            changed_fields(&format!("experiment {}", e.name), o, e, &mut out);
+            let (o, e) = (as_prepared(o), as_prepared(e));
+            changed_fields(&format!("experiment {}", e.name), &o, &e, &mut out);
         }
     }
     let measured = |benchmark: &str| {
@@ -200,6 +203,16 @@ fn incompatible_changes(
         }
     }
     out
+}
+
+/// An experiment as its preparation keeps it: the sites of its `(skip-measured FILE)` are
+/// stored, so the file may move or change after.
+fn as_prepared(experiment: &Experiment) -> Experiment {
+    let mut experiment = experiment.clone();
+    if let Search::Screening(screening) = &mut experiment.search {
+        screening.skip_measured = None;
+    }
+    experiment
 }
 
 /// Adds a line `  WHAT: FIELD: old -> new` for each field that differs
@@ -378,6 +391,7 @@ fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
         features: &p.info.discovery.features,
         baseline_objective: p.info.baseline.objective().expect("baseline checked"),
         start_functions: &p.info.baseline.function_instructions,
+        measured_before: &p.info.measured_before,
         flips: p.flips,
         repeatability,
         metric: config.objective.metric,

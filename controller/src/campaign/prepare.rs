@@ -6,18 +6,19 @@
 //! experiment whose sources, discovery or baseline fail stops alone
 //! ([`Progress::Failed`]): one broken program of many ends no campaign.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
 use anyhow::{bail, Result};
 
 use kiln_protocol::bundle::Bundle;
-use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, Start};
+use kiln_protocol::config::{BenchmarkKind, BenchmarkSpec, Experiment, Screening, Search, Start};
 use kiln_protocol::message::{Discovery, StepRequest, StepResult};
 use kiln_protocol::{
-    CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, StepOutcome,
+    CampaignConfig, ContentHash, DecisionFile, DecisionSet, DecisionValue, SiteId, StepOutcome,
 };
 
+use super::measured_before;
 use super::{reference_of, repeated, spread, Prepared, Spread, Tag, BASELINE_REPEATS};
 use crate::dispatch::bundle::BadSources;
 use crate::dispatch::pool::{Answer, Job, Work};
@@ -312,12 +313,17 @@ impl Preparation {
                 Some(repeated(config.runs))
             }
         };
-        let info = ExperimentInfo {
+        let mut info = ExperimentInfo {
             discovery: m.discovery,
             bundle: self.bundle.hash,
             baseline,
             references: measured,
             runs,
+            measured_before: BTreeSet::new(),
+        };
+        info.measured_before = match measured_before(&self.experiment, &info) {
+            Ok(sites) => sites,
+            Err(e) => return Ok(Progress::failed(format!("{e:#}"))),
         };
         store.put_experiment(name, &info)?;
         Ok(Progress::Ready(Box::new(self.into_prepared(info))))
@@ -373,6 +379,31 @@ impl Preparation {
             flips: self.flips,
         }
     }
+}
+
+/// The sites screening leaves out: those its `(skip-measured FILE)` holds for it.
+fn measured_before(experiment: &Experiment, info: &ExperimentInfo) -> Result<BTreeSet<SiteId>> {
+    let Search::Screening(Screening {
+        skip_measured: Some(path),
+        ..
+    }) = &experiment.search
+    else {
+        return Ok(BTreeSet::new());
+    };
+    let context = info.context(Some(experiment));
+    let rows = measured_before::Rows {
+        experiment: &experiment.name,
+        benchmark: &experiment.benchmark,
+        context: &context,
+    };
+    let sites = measured_before::sites(path, &rows)?;
+    logging::note(format_args!(
+        "experiment {}: {} sites measured before in {} ({context}) are not screened",
+        experiment.name,
+        sites.len(),
+        path.display()
+    ));
+    Ok(sites)
 }
 
 /// The decisions an experiment starts from: the stock ones, a decision file's (the sites it

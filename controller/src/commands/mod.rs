@@ -7,7 +7,7 @@
 //! This is the top of the controller: the only place that prints for a
 //! person. Nothing below imports from it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -176,6 +176,7 @@ pub(super) fn record_manual(
             },
             references: BTreeMap::new(),
             runs: None,
+            measured_before: BTreeSet::new(),
         },
     };
     info.baseline.samples.push(m.baseline_objective);

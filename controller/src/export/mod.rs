@@ -19,7 +19,6 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use kiln_protocol::config::Start;
 use kiln_protocol::{CampaignConfig, Metric};
 
 use crate::error::BadInput;
@@ -207,21 +206,9 @@ impl Tables {
         benchmark_of(self.config.as_ref(), experiment).unwrap_or_default()
     }
 
-    /// The decisions an experiment's flips were made from: `stock`, its baseline file's
-    /// name, `random` or `random K flips` (`start` where the config is not at hand).
+    /// The decisions an experiment's flips were made from ([`ExperimentInfo::context`]).
     fn context(&self, experiment: &str, info: &ExperimentInfo) -> String {
-        if info.baseline.decisions == info.discovery.baseline {
-            return "stock".into();
-        }
-        let start = self.config.as_ref().and_then(|c| {
-            let e = c.experiments.iter().find(|e| e.name == experiment)?;
-            Some(match e.baseline.as_ref()? {
-                Start::File(path) => path.file_name()?.to_string_lossy().into_owned(),
-                Start::Random { flips: None } => "random".into(),
-                Start::Random { flips: Some(k) } => format!("random {k} flips"),
-            })
-        });
-        start.unwrap_or_else(|| "start".into())
+        info.context(self.config.as_ref().and_then(|c| c.experiment(experiment)))
     }
 
     /// The selected experiments' steps, in key order.

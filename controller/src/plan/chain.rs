@@ -5,7 +5,7 @@
 //! step order, so the sequence of RNG draws — hence every proposal and
 //! verdict — depends only on the measurements, never on when replies arrive.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -36,6 +36,8 @@ pub struct ChainContext<'a> {
     /// The instructions each function of the start executed itself (screening in shared
     /// builds reads its flips against them; empty otherwise).
     pub start_functions: &'a BTreeMap<String, u64>,
+    /// Points screening does not flip: measured before, in another store.
+    pub measured_before: &'a BTreeSet<SiteId>,
     /// Decisions changed per uniform proposal (a guided one moves one).
     pub flips: u32,
     /// Whether a repeated decision set can measure differently.
@@ -67,7 +69,7 @@ impl ChainContext<'_> {
     fn screen_steps(&self) -> u32 {
         if let Search::Screening(Screening { steps, .. }) = self.search() {
             // No point to flip: nothing to screen (the chain proposes nothing).
-            return match search::movable(self.points).is_empty() {
+            return match self.screenable().is_empty() {
                 true => 0,
                 false => *steps,
             };
@@ -78,12 +80,19 @@ impl ChainContext<'_> {
         }
     }
 
+    /// The points screening may flip: the movable ones not measured before.
+    fn screenable(&self) -> Vec<&DecisionPoint> {
+        let mut movable = search::movable(self.points);
+        movable.retain(|p| !self.measured_before.contains(&p.id));
+        movable
+    }
+
     /// The point screening step `step` flips: every movable point when the
     /// budget allows, else the hottest by the stock build's profile, else
     /// (no profile: knobs, no valgrind) points evenly spaced over them. A
     /// screening search with more steps than points starts over.
     fn screened_point(&self, step: u32) -> &DecisionPoint {
-        let movable = search::movable(self.points);
+        let movable = self.screenable();
         let screened = (self.screen_steps() as usize).min(movable.len());
         let step = step % screened as u32;
         if screened == movable.len() {
@@ -123,7 +132,7 @@ impl ChainContext<'_> {
         let Search::Screening(Screening { per_step, .. }) = self.search() else {
             unreachable!("only screening shares builds")
         };
-        let movable = search::movable(self.points);
+        let movable = self.screenable();
         let order: Vec<&DecisionPoint> = match search::hottest(&movable, self.features) {
             Some(order) => order.iter().map(|&i| movable[i]).collect(),
             None => movable,

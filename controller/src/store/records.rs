@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use kiln_protocol::config::RunPolicy;
+use kiln_protocol::config::{Experiment, RunPolicy, Start};
 use kiln_protocol::message::{Discovery, FunctionCode, Race, StepResult};
 use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteId, StepOutcome};
 
@@ -403,6 +403,23 @@ pub fn time_ratio(objective: f64, baseline: f64) -> f64 {
 }
 
 impl ExperimentInfo {
+    /// The decisions its flips are made from, as the effects table names them: `stock`, its
+    /// baseline file's name, `random` or `random K flips` (`start` where its config is not at
+    /// hand).
+    pub fn context(&self, experiment: Option<&Experiment>) -> String {
+        if self.baseline.decisions == self.discovery.baseline {
+            return "stock".into();
+        }
+        let start = experiment.and_then(|e| {
+            Some(match e.baseline.as_ref()? {
+                Start::File(path) => path.file_name()?.to_string_lossy().into_owned(),
+                Start::Random { flips: None } => "random".into(),
+                Start::Random { flips: Some(k) } => format!("random {k} flips"),
+            })
+        });
+        start.unwrap_or_else(|| "start".into())
+    }
+
     /// The time ratio of `objective` against this experiment's baseline;
     /// `None` where the baseline measured nothing.
     pub fn time_ratio(&self, objective: f64) -> Option<f64> {
@@ -425,4 +442,8 @@ pub struct ExperimentInfo {
     /// runs, where the baseline's counts showed the program is not deterministic.
     #[serde(default)]
     pub runs: Option<RunPolicy>,
+    /// Sites screening does not flip: those its `(skip-measured FILE)` held for it when it
+    /// was prepared.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub measured_before: BTreeSet<SiteId>,
 }

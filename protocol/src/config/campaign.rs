@@ -441,6 +441,9 @@ impl CampaignConfig {
             if let Some(Start::File(path)) = &mut e.baseline {
                 resolve(path);
             }
+            if let Search::Screening(s) = &mut e.search {
+                s.skip_measured.iter_mut().for_each(resolve);
+            }
         }
         for b in &mut self.benchmarks {
             resolve(&mut b.sources);

@@ -37,6 +37,7 @@ mod word {
     pub const SEARCH: &str = "search";
     pub const SEED: &str = "seed";
     pub const SIMULATED_ANNEALING: &str = "simulated-annealing";
+    pub const SKIP_MEASURED: &str = "skip-measured";
     pub const STEPS: &str = "steps";
     pub const T_MAX: &str = "t-max";
     pub const T_MIN: &str = "t-min";
@@ -238,12 +239,18 @@ record! {
     /// the objective), a step flips up to K points whose code does not overlap (no two share
     /// a caller or callee), and each flip's effect is read from the instructions of the
     /// functions it touches; a step whose flips do not add up to its whole change has its
-    /// flips measured again, each alone.
+    /// flips built again in two halves (8 flips or more) or measured again, each alone.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     pub struct Screening {
         steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
         per_step: u32 = word::FLIPS_PER_STEP, kind::POSITIVE, default(1),
             "Most points one step flips, whose functions do not overlap (1: each alone).";
+        skip_measured: Option<PathBuf> = word::SKIP_MEASURED, kind::PATH, optional,
+            "An effects table (Parquet, as `kiln export --table effects` writes it, or a \
+             dataset's): the sites it holds for this experiment (its name, benchmark and \
+             context) are not screened, so that a campaign started again in a new store adds \
+             to the table instead of measuring its sites again. Read once, when the \
+             experiment is prepared.";
     }
 }
 
