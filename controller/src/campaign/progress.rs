@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
+use kiln_protocol::config::Search;
 use kiln_protocol::CampaignConfig;
 
 use crate::dispatch::pool::{StatusBoard, WorkerState};
@@ -64,7 +65,14 @@ impl Progress {
                 bar
             });
             bar.set_position(u64::from(state.next_decide));
-            bar.set_message(summary(state, baselines.get(experiment), unit, eta));
+            let screening = screens(config, experiment);
+            bar.set_message(summary(
+                state,
+                baselines.get(experiment),
+                unit,
+                eta,
+                screening,
+            ));
         }
     }
 
@@ -80,7 +88,13 @@ impl Progress {
                 "{experiment}/chain {chain}: step {}/{}, {}",
                 state.next_decide,
                 total(&self.config, experiment),
-                summary(state, self.baselines.get(experiment), self.unit, eta)
+                summary(
+                    state,
+                    self.baselines.get(experiment),
+                    self.unit,
+                    eta,
+                    screens(&self.config, experiment)
+                )
             ));
         }
         let board = board.lock().expect("not poisoned");
@@ -139,8 +153,29 @@ fn total(config: &CampaignConfig, experiment: &str) -> u32 {
         .map_or(0, |e| e.search.steps())
 }
 
-/// A chain's acceptance, best (against `baseline`) and ETA, each as every command says it.
-fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str, eta: Option<f64>) -> String {
+/// Whether an experiment screens: it measures effects and never moves, so its chains say
+/// what they measured rather than what they accepted.
+fn screens(config: &CampaignConfig, experiment: &str) -> bool {
+    config
+        .experiment(experiment)
+        .is_some_and(|e| matches!(e.search, Search::Screening(_)))
+}
+
+/// A chain's acceptance, best (against `baseline`) and ETA, each as every command says it;
+/// for a screening chain, the effects it measured instead of acceptance and best.
+fn summary(
+    state: &ChainState,
+    baseline: Option<&f64>,
+    unit: &str,
+    eta: Option<f64>,
+    screening: bool,
+) -> String {
+    if screening {
+        let effects = state.effects.values().filter_map(|e| e.change);
+        let faster = effects.clone().filter(|&c| c < 0.0).count();
+        let eta = eta.map_or_else(|| "-".to_string(), format_secs);
+        return format!("{} effects ({faster} faster), eta {eta}", effects.count());
+    }
     let baseline = baseline.copied().unwrap_or(f64::NAN);
     let best = match best_cells(best_of(state, baseline), baseline, state.next_decide, unit) {
         [best, ratio] if best != "-" => format!("best {best} ({ratio})"),
@@ -153,7 +188,31 @@ fn summary(state: &ChainState, baseline: Option<&f64>, unit: &str, eta: Option<f
 
 #[cfg(test)]
 mod tests {
-    use super::connecting_line;
+    use rand::SeedableRng;
+    use rand_chacha::ChaCha8Rng;
+
+    use kiln_protocol::DecisionSet;
+
+    use super::{connecting_line, summary};
+    use crate::store::{ChainState, Effect};
+
+    #[test]
+    fn a_screening_chain_says_the_effects_it_measured() {
+        let rng = ChaCha8Rng::seed_from_u64(1);
+        let mut state = ChainState::at_start(&DecisionSet::default(), vec![100.0], rng, 0.0, 0);
+        for (site, change) in [("a", Some(-0.01)), ("b", Some(0.02)), ("c", None)] {
+            let effect = Effect {
+                change,
+                uncertainty: 0.0,
+                value: None,
+            };
+            state.effects.insert(site.into(), effect);
+        }
+        let line = summary(&state, Some(&100.0), "instr", Some(90.0), true);
+        assert_eq!(line, "2 effects (1 faster), eta 1m30s");
+        let line = summary(&state, Some(&100.0), "instr", Some(90.0), false);
+        assert!(line.starts_with("accepted "), "{line}");
+    }
 
     #[test]
     fn workers_connecting_are_one_line() {
