@@ -221,17 +221,7 @@ impl Preparation {
         let (experiment, benchmark, bundle) = (&self.experiment, &self.benchmark, &self.bundle);
         let baseline_set = start_set(experiment, &discovery)?;
         announce(config, experiment, &discovery);
-        let mut references = vec![("baseline".to_string(), baseline_set, BASELINE_REPEATS)];
-        if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
-            let none = DecisionSet(
-                discovery
-                    .points
-                    .iter()
-                    .map(|p| (p.id.clone(), DecisionValue::no_inline()))
-                    .collect(),
-            );
-            references.push(("no-inline".to_string(), none, 1));
-        }
+        let references = references(benchmark, &discovery, baseline_set);
         // Measurements kept from an earlier start count; only the rest is measured.
         // The start of screening in shared builds is counted per function, as its steps are.
         let requests: Vec<StepRequest> = references
@@ -379,6 +369,25 @@ impl Preparation {
             flips: self.flips,
         }
     }
+}
+
+/// The reference measurements of an experiment, each named, with its decisions and how often
+/// it is measured: its start (the baseline); for inlining, every call left out too.
+fn references(
+    benchmark: &BenchmarkSpec,
+    discovery: &Discovery,
+    baseline: DecisionSet,
+) -> Vec<(String, DecisionSet, u32)> {
+    let mut references = vec![("baseline".to_string(), baseline, BASELINE_REPEATS)];
+    if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
+        let none = discovery
+            .points
+            .iter()
+            .map(|p| (p.id.clone(), DecisionValue::no_inline()))
+            .collect();
+        references.push(("no-inline".to_string(), DecisionSet(none), 1));
+    }
+    references
 }
 
 /// The sites screening leaves out: those its `(skip-measured FILE)` holds for it.

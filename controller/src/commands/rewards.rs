@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use kiln_protocol::bundle::Bundle;
+use kiln_protocol::config::{BenchmarkSpec, WorkerSpec};
 use kiln_protocol::{CampaignConfig, DecisionSet};
 
 use crate::cli::RewardsArgs;
@@ -17,11 +19,11 @@ use crate::logging;
 use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Slot};
 use crate::plan::step::{self, Repeatability};
 use crate::rewards::{
-    self, judge, largest_effects, prejudge, Assignment, Checked, RewardOptions, Verification,
-    Written,
+    self, judge, largest_effects, prejudge, Assignment, BestStep, Checked, RewardOptions,
+    Verification, Written,
 };
 use crate::store::time_ratio;
-use crate::store::{layout, Store};
+use crate::store::{layout, ExperimentInfo, Store};
 use crate::text::{format_ratio, plural, TIME_RATIO};
 
 /// Rewards listed per experiment, largest first.
@@ -151,43 +153,14 @@ async fn measure(
         .best_step
         .as_ref()
         .context("no best step to verify against")?;
-    let bundle = Arc::new(bundle::pack(&spec.sources).with_context(|| {
-        format!(
-            "cannot read the sources of benchmark {name} to measure the proposal; where the \
-             campaign's config named them relative to another folder, pass it with --config"
-        )
-    })?);
-    if bundle.hash != info.bundle {
-        bail!(
-            "benchmark {name} ({}) changed since experiment {} measured its steps, so its \
-             proposal cannot be compared with them; pass the campaign's config with --config, \
-             or --no-verify",
-            spec.sources.display(),
-            a.experiment
-        );
-    }
-    let worker = match &args.worker {
-        Some(name) => pick_worker(config, Some(name))?,
-        None => match config.workers.iter().find(|w| w.name() == best.worker) {
-            Some(w) => w.clone(),
-            None => pick_worker(config, None)?,
-        },
-    };
-    let worker = single_slot(&worker);
+    let bundle = Arc::new(unchanged_sources(spec, &info, &a.experiment)?);
+    let worker = single_slot(&verifying_worker(config, args, best)?);
     let rounds = match step::repeatability(config, info.runs) {
         Repeatability::Exact => 1,
         Repeatability::Noisy => NOISY_ROUNDS,
     };
     // Each distinct set once: stock (the reference) first.
-    let mut sets: Vec<&DecisionSet> = vec![&a.stock];
-    let mut place = |set| match sets.iter().position(|s| *s == set) {
-        Some(i) => i,
-        None => {
-            sets.push(set);
-            sets.len() - 1
-        }
-    };
-    let (best_at, proposal_at) = (place(&best.decisions), place(&a.proposal));
+    let (sets, [best_at, proposal_at]) = distinct(&a.stock, [&best.decisions, &a.proposal]);
     logging::note(format_args!(
         "{}: measuring the proposal against the stock decisions and {} on worker {} \
          ({} set(s), {rounds} round(s))",
@@ -226,6 +199,63 @@ async fn measure(
         best_step: objective(best_at).map_err(|e| failed(&format!("best step {}", best.key), e))?,
         proposal: objective(proposal_at),
     })
+}
+
+/// The benchmark's sources, packed, where they are still those the experiment measured.
+fn unchanged_sources(
+    spec: &BenchmarkSpec,
+    info: &ExperimentInfo,
+    experiment: &str,
+) -> Result<Bundle> {
+    let name = &spec.name;
+    let bundle = bundle::pack(&spec.sources).with_context(|| {
+        format!(
+            "cannot read the sources of benchmark {name} to measure the proposal; where the \
+             campaign's config named them relative to another folder, pass it with --config"
+        )
+    })?;
+    if bundle.hash != info.bundle {
+        bail!(
+            "benchmark {name} ({}) changed since experiment {experiment} measured its steps, so \
+             its proposal cannot be compared with them; pass the campaign's config with \
+             --config, or --no-verify",
+            spec.sources.display(),
+        );
+    }
+    Ok(bundle)
+}
+
+/// The worker that measures the proposal: `--worker`'s, else the one that measured the best
+/// step, else the config's first.
+fn verifying_worker(
+    config: &CampaignConfig,
+    args: &RewardsArgs,
+    best: &BestStep,
+) -> Result<WorkerSpec> {
+    match &args.worker {
+        Some(name) => pick_worker(config, Some(name.as_str())),
+        None => match config.workers.iter().find(|w| w.name() == best.worker) {
+            Some(w) => Ok(w.clone()),
+            None => pick_worker(config, None),
+        },
+    }
+}
+
+/// `first` and each of `more` that differs from the sets before it, and where each of
+/// `more` is among them.
+fn distinct<'s, const N: usize>(
+    first: &'s DecisionSet,
+    more: [&'s DecisionSet; N],
+) -> (Vec<&'s DecisionSet>, [usize; N]) {
+    let mut sets = vec![first];
+    let places = more.map(|set| match sets.iter().position(|s| *s == set) {
+        Some(i) => i,
+        None => {
+            sets.push(set);
+            sets.len() - 1
+        }
+    });
+    (sets, places)
 }
 
 /// Names, the first few of them, and how many more there are.

@@ -25,8 +25,57 @@ mod font;
 mod html;
 
 use charts::{Chart, ACCEPTANCE_WINDOW};
+use data::ExperimentData;
 pub use data::ObjectiveAxis;
 use html::Figure;
+
+/// An experiment's figures, each with its file stem and caption: only panels of something
+/// the campaign measured.
+fn figures(e: &ExperimentData) -> Vec<(String, String, Chart<'_>)> {
+    let stem = file_stem(&e.name);
+    let mut figures = vec![(
+        format!("{stem}-objective"),
+        html::objective_caption(e),
+        Chart::Objective(e),
+    )];
+    // A search without a temperature (or a manual experiment) has no temperature panel,
+    // steps without a wall time no run-time panels.
+    let searched = manual_benchmark(&e.name).is_none();
+    if searched && e.points().any(|p| p.temperature > 0.0) {
+        figures.push((
+            format!("{stem}-temperature"),
+            "Temperature of each chain at each step, on a log scale.".to_string(),
+            Chart::Temperature(e),
+        ));
+    }
+    if searched {
+        figures.push((
+            format!("{stem}-acceptance"),
+            format!(
+                "Acceptance rate of proposals over the trailing {ACCEPTANCE_WINDOW} \
+                 proposals of each chain (failed proposals count as rejected)."
+            ),
+            Chart::Acceptance(e),
+        ));
+    }
+    if e.points().any(|p| !p.walls.is_empty()) {
+        figures.push((
+            format!("{stem}-runtimes"),
+            "Wall time of every measured run (warm-ups left out) of each step; \
+             reused measurements are not repeated."
+                .to_string(),
+            Chart::Runtimes(e),
+        ));
+    }
+    if e.points().any(|p| p.wall.is_some()) {
+        figures.push((
+            format!("{stem}-time-breakdown"),
+            html::breakdown_caption(e),
+            Chart::Breakdown(e),
+        ));
+    }
+    figures
+}
 
 /// `kiln report`: writes every plot and `index.html` into `dir`, all put in
 /// place once every one is drawn; returns the files written.
@@ -45,51 +94,8 @@ pub fn report(store: &Store, dir: &Path) -> Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     let mut sections = String::new();
     for e in &experiments {
-        let stem = file_stem(&e.name);
-        let mut figures = vec![(
-            format!("{stem}-objective"),
-            html::objective_caption(e),
-            Chart::Objective(e),
-        )];
-        // Only panels of something the campaign measured: a search without a
-        // temperature (or a manual experiment) has no temperature panel, steps
-        // without a wall time no run-time panels.
-        let searched = manual_benchmark(&e.name).is_none();
-        if searched && e.points().any(|p| p.temperature > 0.0) {
-            figures.push((
-                format!("{stem}-temperature"),
-                "Temperature of each chain at each step, on a log scale.".to_string(),
-                Chart::Temperature(e),
-            ));
-        }
-        if searched {
-            figures.push((
-                format!("{stem}-acceptance"),
-                format!(
-                    "Acceptance rate of proposals over the trailing {ACCEPTANCE_WINDOW} \
-                     proposals of each chain (failed proposals count as rejected)."
-                ),
-                Chart::Acceptance(e),
-            ));
-        }
-        if e.points().any(|p| !p.walls.is_empty()) {
-            figures.push((
-                format!("{stem}-runtimes"),
-                "Wall time of every measured run (warm-ups left out) of each step; \
-                 reused measurements are not repeated."
-                    .to_string(),
-                Chart::Runtimes(e),
-            ));
-        }
-        if e.points().any(|p| p.wall.is_some()) {
-            figures.push((
-                format!("{stem}-time-breakdown"),
-                html::breakdown_caption(e),
-                Chart::Breakdown(e),
-            ));
-        }
         let mut done = Vec::new();
-        for (stem, caption, chart) in figures {
+        for (stem, caption, chart) in figures(e) {
             written.extend(charts::save(&mut staging, dir, &stem, &chart)?);
             done.push(Figure { stem, caption });
         }

@@ -37,7 +37,7 @@ pub mod sweep;
 mod watch;
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
@@ -313,35 +313,14 @@ pub fn run(
         return Ok(Finished::cancelled_before_start());
     }
 
-    // The child's standard streams: stdin from /dev/null, stdout and stderr
-    // as the output asks. The parent keeps the read ends; `writers` are our
-    // copies of the child's ends of the pipes.
-    let null = dev_null()?;
-    let pipe = || pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()));
-    let (stdout_fd, stderr_fd, writers) = match &launch.output {
-        Output::Discard => {
-            let (r, w) = pipe()?;
-            (None, Some(r), [None, Some(w)])
-        }
-        Output::HashStdout(_) => {
-            let ((or, ow), (er, ew)) = (pipe()?, pipe()?);
-            (Some(or), Some(er), [Some(ow), Some(ew)])
-        }
-        Output::KeepMerged { .. } => {
-            let (r, w) = pipe()?;
-            (Some(r), None, [Some(w), None])
-        }
-    };
-    let raw = |w: &Option<OwnedFd>| w.as_ref().map(AsRawFd::as_raw_fd);
-    let stdout = raw(&writers[0]).unwrap_or(null);
-    let stdio = [null, stdout, raw(&writers[1]).unwrap_or(stdout)];
+    let streams = Streams::open(&launch.output, &what)?;
     let counted = counters.map(|c| {
         let before = c.before_launch();
         (c, before)
     });
     let id = LaunchId::next();
     let mut registry = sweep::registry();
-    let Started { pid, pidfd, start } = spawn(launch, id, stdio).map_err(|e| {
+    let Started { pid, pidfd, start } = spawn(launch, id, streams.stdio).map_err(|e| {
         format!(
             "cannot start {}: {e}{}",
             what(),
@@ -351,8 +330,8 @@ pub fn run(
     registry.add(id, pid);
     drop(registry);
 
-    let mut out = Sink::new(&launch.output, stdout_fd);
-    let mut err = Sink::tail(stderr_fd, launch.stderr_watch);
+    let mut out = Sink::new(&launch.output, streams.stdout);
+    let mut err = Sink::tail(streams.stderr, launch.stderr_watch);
     let sampler = launch.sample_every.map(|every| Sampler::start(pid, every));
 
     let watched = watch(pid, pidfd, launch, start, cancel, &mut out, &mut err);
@@ -360,21 +339,9 @@ pub fn run(
     // exited: its exit woke us once (its pidfd), not first for the pipes'
     // hang-up and again for the exit, which costs about 50 µs a run. Closed
     // now, they let the pipes see EOF once the group is gone.
-    drop(writers);
+    drop(streams.writers);
     let samples = sampler.map(Sampler::finish);
-    // The leader is a zombie now, so its pid (the group id) cannot be reused:
-    // killing the group reaches exactly our stragglers.
-    kill_group(pid);
-    let (status, usage) = reap(pid).map_err(|e| format!("cannot reap {}: {e}", what()))?;
-    reap_group(pid);
-    sweep::registry().remove(id, pid);
-    let escaped = sweep::sweep_escaped(Sweep::After(id));
-    if escaped > 0 {
-        tracing::info!(
-            "killed {escaped} processes that {} left running outside its process group",
-            what()
-        );
-    }
+    let (status, usage) = end_group(pid, id, &what)?;
     out.drain();
     err.drain();
     let counters = counted.map_or_else(Metrics::new, |(c, before)| c.after_exit(before));
@@ -398,6 +365,65 @@ pub fn run(
         counters,
         samples,
     })
+}
+
+/// The child's standard streams: stdin from /dev/null, stdout and stderr as the output asks.
+struct Streams {
+    /// The child's descriptors 0, 1 and 2.
+    stdio: [RawFd; 3],
+    /// The read ends the parent keeps: stdout (where it is read) and stderr (unless merged).
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    /// Our copies of the child's ends of the pipes (stdout, stderr).
+    writers: [Option<OwnedFd>; 2],
+}
+
+impl Streams {
+    fn open(output: &Output, what: &dyn Fn() -> String) -> Result<Streams, String> {
+        let null = dev_null()?;
+        let pipe = || pipe().map_err(|e| format!("cannot create a pipe for {}: {e}", what()));
+        let (stdout, stderr, writers) = match output {
+            Output::Discard => {
+                let (r, w) = pipe()?;
+                (None, Some(r), [None, Some(w)])
+            }
+            Output::HashStdout(_) => {
+                let ((or, ow), (er, ew)) = (pipe()?, pipe()?);
+                (Some(or), Some(er), [Some(ow), Some(ew)])
+            }
+            Output::KeepMerged { .. } => {
+                let (r, w) = pipe()?;
+                (Some(r), None, [Some(w), None])
+            }
+        };
+        let raw = |w: &Option<OwnedFd>| w.as_ref().map(AsRawFd::as_raw_fd);
+        let out = raw(&writers[0]).unwrap_or(null);
+        Ok(Streams {
+            stdio: [null, out, raw(&writers[1]).unwrap_or(out)],
+            stdout,
+            stderr,
+            writers,
+        })
+    }
+}
+
+/// Ends a run whose leader `pid` exited: reaps it, kills and reaps what is left of its
+/// process group and sweeps what escaped the group; the leader's status and usage.
+fn end_group(pid: i32, id: LaunchId, what: &dyn Fn() -> String) -> Result<(i32, Usage), String> {
+    // The leader is a zombie now, so its pid (the group id) cannot be reused:
+    // killing the group reaches exactly our stragglers.
+    kill_group(pid);
+    let (status, usage) = reap(pid).map_err(|e| format!("cannot reap {}: {e}", what()))?;
+    reap_group(pid);
+    sweep::registry().remove(id, pid);
+    let escaped = sweep::sweep_escaped(Sweep::After(id));
+    if escaped > 0 {
+        tracing::info!(
+            "killed {escaped} processes that {} left running outside its process group",
+            what()
+        );
+    }
+    Ok((status, usage))
 }
 
 impl Finished {

@@ -2,7 +2,7 @@
 //! its memory limit; then killing and reaping the whole group.
 
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 
 use super::procfs::{group_members, group_resident_bytes};
@@ -25,75 +25,32 @@ pub(super) fn watch(
     out: &mut Sink,
     err: &mut Sink,
 ) -> Watched {
-    // A timeout too large to add means none in practice.
-    let deadline = start
-        .checked_add(launch.timeout)
-        .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 86400));
+    let mut limits = Limits::new(pid, launch, start, cancel);
     let mut kill_reason = None;
     let mut cancel_fd = cancel.map(|c| c.event.as_raw_fd());
-    let mut next_memory_check = start + MEMORY_CHECK_EVERY;
     loop {
         if kill_reason.is_none() {
-            let now = Instant::now();
-            if cancel.is_some_and(CancelToken::is_cancelled) {
-                kill_reason = Some(End::Cancelled);
-            } else if now >= deadline {
-                kill_reason = Some(End::TimedOut);
-            } else if let Some(limit) = launch.memory_limit.filter(|_| now >= next_memory_check) {
-                next_memory_check = now + MEMORY_CHECK_EVERY;
-                if group_resident_bytes(pid) > limit {
-                    kill_reason = Some(End::MemoryExceeded(limit));
-                }
-            }
+            kill_reason = limits.broken();
             if kill_reason.is_some() {
                 kill_group(pid);
             }
         }
-        let mut wait_ms = match kill_reason {
-            Some(_) => 50,
-            None => {
-                deadline
-                    .saturating_duration_since(Instant::now())
-                    .as_millis() as i32
-                    + 1
-            }
-        };
-        if launch.memory_limit.is_some() {
-            wait_ms = wait_ms.min(MEMORY_CHECK_EVERY.as_millis() as i32);
-        }
-        if pidfd.is_none() {
-            // Without a pidfd (Linux < 5.2) exit is noticed by polling each ms.
-            wait_ms = wait_ms.min(1);
-        }
-        let fds = [
-            pidfd.as_ref().map(AsRawFd::as_raw_fd),
-            out.raw(),
-            err.raw(),
-            cancel_fd,
-        ];
-        let mut polls: Vec<libc::pollfd> = fds
-            .iter()
-            .map(|fd| libc::pollfd {
-                fd: fd.unwrap_or(-1),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: polls a live array of pollfds of the given length; -1 entries are ignored.
-        unsafe { libc::poll(polls.as_mut_ptr(), polls.len() as libc::nfds_t, wait_ms) };
+        let wait_ms = limits.wait_ms(kill_reason.is_some(), pidfd.is_some());
+        let pidfd_raw = pidfd.as_ref().map(AsRawFd::as_raw_fd);
+        let ready = poll([pidfd_raw, out.raw(), err.raw(), cancel_fd], wait_ms);
         let now = Instant::now();
-        if polls[1].revents != 0 {
+        if ready[1] {
             out.pump();
         }
-        if polls[2].revents != 0 {
+        if ready[2] {
             err.pump();
         }
-        if polls[3].revents != 0 {
+        if ready[3] {
             // Once seen, the event stays readable: stop polling it.
             cancel_fd = None;
         }
         let exited = match &pidfd {
-            Some(_) => polls[0].revents != 0,
+            Some(_) => ready[0],
             None => has_exited(pid),
         };
         if exited {
@@ -103,6 +60,83 @@ pub(super) fn watch(
             };
         }
     }
+}
+
+/// What ends a run before its leader exits: a cancel, the deadline, the memory limit.
+struct Limits<'a> {
+    pid: i32,
+    launch: &'a Launch,
+    cancel: Option<&'a CancelToken>,
+    deadline: Instant,
+    next_memory_check: Instant,
+}
+
+impl<'a> Limits<'a> {
+    fn new(pid: i32, launch: &'a Launch, start: Instant, cancel: Option<&'a CancelToken>) -> Self {
+        // A timeout too large to add means none in practice.
+        let deadline = start
+            .checked_add(launch.timeout)
+            .unwrap_or_else(|| start + Duration::from_secs(100 * 365 * 86400));
+        Limits {
+            pid,
+            launch,
+            cancel,
+            deadline,
+            next_memory_check: start + MEMORY_CHECK_EVERY,
+        }
+    }
+
+    /// The limit the run broke, if it broke one now (the memory limit checked at most every
+    /// [`MEMORY_CHECK_EVERY`]).
+    fn broken(&mut self) -> Option<End> {
+        let now = Instant::now();
+        if self.cancel.is_some_and(CancelToken::is_cancelled) {
+            return Some(End::Cancelled);
+        }
+        if now >= self.deadline {
+            return Some(End::TimedOut);
+        }
+        let limit = self
+            .launch
+            .memory_limit
+            .filter(|_| now >= self.next_memory_check)?;
+        self.next_memory_check = now + MEMORY_CHECK_EVERY;
+        (group_resident_bytes(self.pid) > limit).then_some(End::MemoryExceeded(limit))
+    }
+
+    /// How long to wait for the next event: until the deadline, or briefly while the
+    /// killed group goes; at most until the next memory check, and a millisecond without
+    /// a pidfd (Linux < 5.2: exit is noticed by polling).
+    fn wait_ms(&self, killing: bool, have_pidfd: bool) -> i32 {
+        let mut wait_ms = match killing {
+            true => 50,
+            false => {
+                self.deadline
+                    .saturating_duration_since(Instant::now())
+                    .as_millis() as i32
+                    + 1
+            }
+        };
+        if self.launch.memory_limit.is_some() {
+            wait_ms = wait_ms.min(MEMORY_CHECK_EVERY.as_millis() as i32);
+        }
+        if !have_pidfd {
+            wait_ms = wait_ms.min(1);
+        }
+        wait_ms
+    }
+}
+
+/// Waits up to `wait_ms` for any of `fds` (`None`: not polled) to be readable; which are.
+fn poll<const N: usize>(fds: [Option<RawFd>; N], wait_ms: i32) -> [bool; N] {
+    let mut polls = fds.map(|fd| libc::pollfd {
+        fd: fd.unwrap_or(-1),
+        events: libc::POLLIN,
+        revents: 0,
+    });
+    // SAFETY: polls a live array of pollfds of the given length; -1 entries are ignored.
+    unsafe { libc::poll(polls.as_mut_ptr(), N as libc::nfds_t, wait_ms) };
+    polls.map(|p| p.revents != 0)
 }
 
 /// Whether the child has exited, without reaping it.
