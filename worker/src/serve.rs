@@ -30,8 +30,11 @@ use std::time::{Duration, Instant};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
+use kiln_protocol::bundle::BundlePart;
+use kiln_protocol::config::BenchmarkSpec;
 use kiln_protocol::frame::{self, FrameError};
 use kiln_protocol::message::{Request, Response, StepId, StepOutcome, StepRequest, StepResult};
+use kiln_protocol::ContentHash;
 use kiln_protocol::PROTOCOL_VERSION;
 
 use crate::launch::sweep::{sweep_escaped, Sweep};
@@ -240,36 +243,8 @@ impl Session {
             Request::Hello {
                 protocol_version,
                 controller_version,
-            } => {
-                if protocol_version != PROTOCOL_VERSION {
-                    shared.error(
-                        None,
-                        format!(
-                            "protocol version mismatch: the controller ({controller_version}) speaks version {protocol_version}, this worker speaks version {PROTOCOL_VERSION}"
-                        ),
-                    );
-                } else {
-                    tracing::info!("hello from controller {controller_version}");
-                    shared.send(&Response::Hello {
-                        protocol_version: PROTOCOL_VERSION,
-                        capabilities: Box::new(probe::capabilities(&self.opts.compilers)),
-                    });
-                }
-            }
-            Request::BundlePart(part) => match shared.ws.cache.store_part(&part) {
-                Ok(Some(dir)) => {
-                    tracing::info!("bundle {} stored in {}", part.hash.short(), dir.display());
-                    shared.send(&Response::Prepared { hash: part.hash });
-                }
-                Ok(None) => shared.send(&Response::PartStored {
-                    hash: part.hash,
-                    index: part.index,
-                }),
-                Err(e) => shared.error(
-                    None,
-                    format!("cannot store bundle {}: {e}", part.hash.short()),
-                ),
-            },
+            } => self.hello(protocol_version, &controller_version),
+            Request::BundlePart(part) => self.store_part(&part),
             Request::HasBundle { hash } => {
                 let holding = shared.ws.cache.holding(&hash);
                 if let Some(why) = &holding.discarded {
@@ -286,24 +261,7 @@ impl Session {
                 id,
                 benchmark,
                 bundle,
-            } => {
-                let Some(token) = self.register(id) else {
-                    return Flow::Continue;
-                };
-                let shared = Arc::clone(shared);
-                self.spawn(move || {
-                    let result = catch_unwind(AssertUnwindSafe(|| {
-                        let progress = |message| shared.send(&Response::Progress { id, message });
-                        step::discover(id, &benchmark, &bundle, &shared.ws, &token, &progress)
-                    }))
-                    .unwrap_or_else(|_| Err(PANICKED.to_string()));
-                    if let Err(e) = &result {
-                        tracing::warn!("discovery {id} of {} failed: {e}", benchmark.name);
-                    }
-                    lock(&shared.running).remove(&id);
-                    shared.send(&Response::Discovered { id, result });
-                });
-            }
+            } => self.start_discovery(id, benchmark, bundle),
             Request::Step(req) => self.start_step(*req),
             Request::Cancel { step } => match lock(&shared.running).get(&step) {
                 Some(token) => {
@@ -319,6 +277,65 @@ impl Session {
             Request::Shutdown => return Flow::Stop,
         }
         Flow::Continue
+    }
+
+    /// Answers the controller's hello: this worker's capabilities, or an error where the
+    /// two speak different protocol versions.
+    fn hello(&self, protocol_version: u32, controller_version: &str) {
+        if protocol_version != PROTOCOL_VERSION {
+            self.shared.error(
+                None,
+                format!(
+                    "protocol version mismatch: the controller ({controller_version}) speaks \
+                     version {protocol_version}, this worker speaks version {PROTOCOL_VERSION}"
+                ),
+            );
+            return;
+        }
+        tracing::info!("hello from controller {controller_version}");
+        self.shared.send(&Response::Hello {
+            protocol_version: PROTOCOL_VERSION,
+            capabilities: Box::new(probe::capabilities(&self.opts.compilers)),
+        });
+    }
+
+    /// Stores one part of a bundle: says when the bundle is whole, else which part is kept.
+    fn store_part(&self, part: &BundlePart) {
+        let shared = &self.shared;
+        match shared.ws.cache.store_part(part) {
+            Ok(Some(dir)) => {
+                tracing::info!("bundle {} stored in {}", part.hash.short(), dir.display());
+                shared.send(&Response::Prepared { hash: part.hash });
+            }
+            Ok(None) => shared.send(&Response::PartStored {
+                hash: part.hash,
+                index: part.index,
+            }),
+            Err(e) => shared.error(
+                None,
+                format!("cannot store bundle {}: {e}", part.hash.short()),
+            ),
+        }
+    }
+
+    /// Discovers a benchmark's decision points on a thread of its own.
+    fn start_discovery(&mut self, id: StepId, benchmark: Box<BenchmarkSpec>, bundle: ContentHash) {
+        let Some(token) = self.register(id) else {
+            return;
+        };
+        let shared = Arc::clone(&self.shared);
+        self.spawn(move || {
+            let result = catch_unwind(AssertUnwindSafe(|| {
+                let progress = |message| shared.send(&Response::Progress { id, message });
+                step::discover(id, &benchmark, &bundle, &shared.ws, &token, &progress)
+            }))
+            .unwrap_or_else(|_| Err(PANICKED.to_string()));
+            if let Err(e) = &result {
+                tracing::warn!("discovery {id} of {} failed: {e}", benchmark.name);
+            }
+            lock(&shared.running).remove(&id);
+            shared.send(&Response::Discovered { id, result });
+        });
     }
 
     /// Registers a cancel token under `id`; `None` (after an error reply) if

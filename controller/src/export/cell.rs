@@ -179,91 +179,112 @@ impl Cell for f64 {
 /// every shortest algorithm finds the same digits; from 16 on, two shortest
 /// candidates can tie and two algorithms may round differently.
 fn plain_decimal(text: &str, out: &mut Vec<u8>) -> bool {
-    let b = text.as_bytes();
-    let negative = b.first() == Some(&b'-');
-    let mut i = usize::from(negative);
-    // Significant digits (leading zeros dropped), and where the point is.
-    let mut digits = [0u8; 24];
-    let (mut n, mut int_len, mut dot) = (0usize, 0i64, false);
-    let (mut zeros_after_dot, mut any_digit) = (0i64, false);
-    while i < b.len() {
-        any_digit |= b[i].is_ascii_digit();
-        match b[i] {
-            b'0' if n == 0 => {
-                if dot {
-                    zeros_after_dot += 1;
-                }
-            }
-            c @ b'0'..=b'9' => {
-                if n == digits.len() {
-                    return false;
-                }
-                digits[n] = c;
-                n += 1;
-                if !dot {
-                    int_len += 1;
-                }
-            }
-            b'.' if !dot => dot = true,
-            b'e' | b'E' => break,
-            _ => return false,
-        }
-        i += 1;
-    }
-    if !any_digit {
+    let Some(decimal) = Decimal::parse(text.as_bytes()) else {
+        return false;
+    };
+    if decimal.n >= 16 {
         return false;
     }
-    let mut exp = 0i64;
-    if i < b.len() {
-        i += 1;
-        let minus = b.get(i) == Some(&b'-');
-        if matches!(b.get(i), Some(b'-' | b'+')) {
+    decimal.write(out);
+    true
+}
+
+/// A decimal number's significant digits: `0.D × 10^point`, signed.
+struct Decimal {
+    negative: bool,
+    /// The significant digits, leading and trailing zeros dropped: `digits[..n]`.
+    digits: [u8; 24],
+    n: usize,
+    point: i64,
+}
+
+impl Decimal {
+    /// The number `b` writes (`-`, digits with at most one `.`, an exponent); `None` where
+    /// it is no plain number or has more than 24 significant digits.
+    fn parse(b: &[u8]) -> Option<Decimal> {
+        let negative = b.first() == Some(&b'-');
+        let mut i = usize::from(negative);
+        let mut digits = [0u8; 24];
+        let (mut n, mut int_len, mut dot) = (0usize, 0i64, false);
+        let (mut zeros_after_dot, mut any_digit) = (0i64, false);
+        while i < b.len() {
+            any_digit |= b[i].is_ascii_digit();
+            match b[i] {
+                b'0' if n == 0 => zeros_after_dot += i64::from(dot),
+                c @ b'0'..=b'9' => {
+                    *digits.get_mut(n)? = c;
+                    n += 1;
+                    int_len += i64::from(!dot);
+                }
+                b'.' if !dot => dot = true,
+                b'e' | b'E' => break,
+                _ => return None,
+            }
             i += 1;
         }
-        if i == b.len() {
-            return false;
+        if !any_digit {
+            return None;
         }
-        for &c in &b[i..] {
-            if !c.is_ascii_digit() || exp > 100_000 {
-                return false;
-            }
-            exp = exp * 10 + i64::from(c - b'0');
+        let exp = match i < b.len() {
+            true => exponent(&b[i + 1..])?,
+            false => 0,
+        };
+        // Trailing zeros change nothing.
+        while n > 0 && digits[n - 1] == b'0' {
+            n -= 1;
         }
-        if minus {
-            exp = -exp;
+        Some(Decimal {
+            negative,
+            digits,
+            n,
+            point: int_len + exp - zeros_after_dot,
+        })
+    }
+
+    /// Writes it as Rust prints an `f64`: plain decimal, no exponent, no trailing zeros.
+    fn write(&self, out: &mut Vec<u8>) {
+        if self.negative {
+            out.push(b'-');
+        }
+        if self.n == 0 {
+            out.push(b'0');
+            return;
+        }
+        let (d, point) = (&self.digits[..self.n], self.point);
+        let len = self.n as i64;
+        if point <= 0 {
+            out.extend_from_slice(b"0.");
+            out.extend((0..-point).map(|_| b'0'));
+            out.extend_from_slice(d);
+        } else if point >= len {
+            out.extend_from_slice(d);
+            out.extend((0..point - len).map(|_| b'0'));
+        } else {
+            out.extend_from_slice(&d[..point as usize]);
+            out.push(b'.');
+            out.extend_from_slice(&d[point as usize..]);
         }
     }
-    // Trailing zeros change nothing.
-    while n > 0 && digits[n - 1] == b'0' {
-        n -= 1;
+}
+
+/// The exponent after an `e`: an optional sign and digits (at most about 100,000).
+fn exponent(b: &[u8]) -> Option<i64> {
+    let minus = b.first() == Some(&b'-');
+    let b = match b.first() {
+        Some(b'-' | b'+') => &b[1..],
+        _ => b,
+    };
+    if b.is_empty() {
+        return None;
     }
-    if n >= 16 {
-        return false;
+    let mut exp = 0i64;
+    for &c in b {
+        if !c.is_ascii_digit() || exp > 100_000 {
+            return None;
+        }
+        exp = exp * 10 + i64::from(c - b'0');
     }
-    if negative {
-        out.push(b'-');
-    }
-    if n == 0 {
-        out.push(b'0');
-        return true;
-    }
-    // The value is 0.D × 10^point.
-    let point = int_len + exp - zeros_after_dot;
-    let d = &digits[..n];
-    let len = n as i64;
-    if point <= 0 {
-        out.extend_from_slice(b"0.");
-        out.extend((0..-point).map(|_| b'0'));
-        out.extend_from_slice(d);
-    } else if point >= len {
-        out.extend_from_slice(d);
-        out.extend((0..point - len).map(|_| b'0'));
-    } else {
-        out.extend_from_slice(&d[..point as usize]);
-        out.push(b'.');
-        out.extend_from_slice(&d[point as usize..]);
-    }
-    true
+    Some(if minus { -exp } else { exp })
 }
 
 #[cfg(test)]
