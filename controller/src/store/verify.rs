@@ -58,21 +58,7 @@ const PROGRESS_EVERY: u64 = 10_000;
 pub fn verify(dir: &Path, progress: &mut dyn FnMut(Checked)) -> Result<Verification> {
     let store = Store::open_existing(dir)?;
     let mut v = Verification::default();
-    let marks = match marks::read(&layout::high_water(dir)) {
-        Ok(Some(read)) => read.counts,
-        Ok(None) => {
-            v.notes.push(format!(
-                "no high-water file {} (a store written before kiln kept one): \
-                 steps are checked against the chain states alone",
-                layout::high_water(dir).display()
-            ));
-            BTreeMap::new()
-        }
-        Err(e) => {
-            v.problems.push(format!("{e:#}"));
-            BTreeMap::new()
-        }
-    };
+    let marks = high_water_marks(dir, &mut v);
     match store.config()? {
         Some(config) => v.campaign = config.name,
         None if marks.is_empty() => {
@@ -103,37 +89,69 @@ pub fn verify(dir: &Path, progress: &mut dyn FnMut(Checked)) -> Result<Verificat
         .chain(marks.keys())
         .collect();
     let mut without_info = BTreeSet::new();
-    for chain @ (experiment, c) in chains {
+    for chain @ (experiment, _) in chains {
         if !infos.contains(experiment) && without_info.insert(experiment) {
             v.problems.push(format!(
                 "experiment {experiment}: its info ({}) is missing",
                 layout::experiment_key(experiment)
             ));
         }
-        let state = states.get(chain).copied();
-        if layout::manual_benchmark(experiment).is_some() {
-            if *c != 0 {
-                v.problems.push(format!(
-                    "{experiment}/chain {c}: a manual experiment has chain 0 only"
-                ));
-            }
-        } else if state.is_none() {
-            v.problems.push(format!(
-                "{experiment}/chain {c}: its chain state ({}) is missing",
-                layout::chain_key(experiment, *c)
-            ));
-        } else {
-            *v.counts.entry("chains").or_default() += 1;
-        }
-        v.problems.extend(chain_problems(
-            &format!("{experiment}/chain {c}"),
-            found.get(chain).unwrap_or(&Found::default()),
-            state,
-            marks.get(chain).copied(),
-        ));
+        let (found, state) = (found.get(chain), states.get(chain).copied());
+        check_chain(&mut v, chain, found, state, marks.get(chain).copied());
     }
     *v.counts.entry("undecided results").or_default() += store.undecided();
     Ok(v)
+}
+
+/// The decided steps per chain the high-water file records; none, with a note or a problem
+/// in `v`, where it is missing or unreadable.
+fn high_water_marks(dir: &Path, v: &mut Verification) -> BTreeMap<Chain, u32> {
+    match marks::read(&layout::high_water(dir)) {
+        Ok(Some(read)) => read.counts,
+        Ok(None) => {
+            v.notes.push(format!(
+                "no high-water file {} (a store written before kiln kept one): \
+                 steps are checked against the chain states alone",
+                layout::high_water(dir).display()
+            ));
+            BTreeMap::new()
+        }
+        Err(e) => {
+            v.problems.push(format!("{e:#}"));
+            BTreeMap::new()
+        }
+    }
+}
+
+/// Checks one chain: its state is there (chain 0 only for a manual experiment), and its steps
+/// `found` agree with the state and the high-water `mark`.
+fn check_chain(
+    v: &mut Verification,
+    (experiment, c): &Chain,
+    found: Option<&Found>,
+    state: Option<u32>,
+    mark: Option<u32>,
+) {
+    if layout::manual_benchmark(experiment).is_some() {
+        if *c != 0 {
+            v.problems.push(format!(
+                "{experiment}/chain {c}: a manual experiment has chain 0 only"
+            ));
+        }
+    } else if state.is_none() {
+        v.problems.push(format!(
+            "{experiment}/chain {c}: its chain state ({}) is missing",
+            layout::chain_key(experiment, *c)
+        ));
+    } else {
+        *v.counts.entry("chains").or_default() += 1;
+    }
+    v.problems.extend(chain_problems(
+        &format!("{experiment}/chain {c}"),
+        found.unwrap_or(&Found::default()),
+        state,
+        mark,
+    ));
 }
 
 /// Reads every decided step and its export row: checks each, counts them,
@@ -195,23 +213,29 @@ fn scan_steps(
         }
         v.problems.extend(record_problems(store, &record));
         rows.check(&record, row, &mut v.problems)?;
-        if layout::manual_benchmark(experiment).is_some() {
-            *v.counts.entry("manual steps").or_default() += 1;
-            continue;
-        }
-        *v.counts.entry("steps").or_default() += 1;
-        if record.decision.as_ref().is_some_and(|d| d.accepted) {
-            *v.counts.entry("accepted").or_default() += 1;
-        }
-        if record.cached_from.is_some() {
-            *v.counts.entry("reused measurements").or_default() += 1;
-        }
-        *v.outcomes
-            .entry(record.result.measurement.outcome.name().to_string())
-            .or_default() += 1;
+        count_step(v, experiment, &record);
     }
     rows.rest(&mut v.problems)?;
     Ok(found)
+}
+
+/// Counts a step of `experiment` (as its key says): manual, or a chain's (accepted, reused,
+/// by outcome).
+fn count_step(v: &mut Verification, experiment: &str, record: &StepRecord) {
+    if layout::manual_benchmark(experiment).is_some() {
+        *v.counts.entry("manual steps").or_default() += 1;
+        return;
+    }
+    *v.counts.entry("steps").or_default() += 1;
+    if record.decision.as_ref().is_some_and(|d| d.accepted) {
+        *v.counts.entry("accepted").or_default() += 1;
+    }
+    if record.cached_from.is_some() {
+        *v.counts.entry("reused measurements").or_default() += 1;
+    }
+    *v.outcomes
+        .entry(record.result.measurement.outcome.name().to_string())
+        .or_default() += 1;
 }
 
 /// What is wrong with the steps `found` of the chain `name`, whose state
