@@ -64,19 +64,7 @@ struct BenchmarkReport {
 async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<BenchmarkReport> {
     let spec = super::benchmark_spec(config, &args.benchmark)?;
     let decisions = args.decisions.as_path();
-    let text = DecisionFile::read_text(decisions).map_err(|e| BadInput(e.to_string()))?;
-    // Its syntax and benchmark before anything is packed, started or built;
-    // its ids once the sites are known (kept, or discovered first).
-    let file = DecisionFile::parse(&text, &decisions.display().to_string())
-        .map_err(|e| BadInput(e.to_string()))?;
-    if let Some(other) = file.benchmark.as_deref().filter(|b| *b != spec.name) {
-        return Err(BadInput(format!(
-            "decision file {} was written for benchmark '{other}', not '{}'",
-            decisions.display(),
-            spec.name
-        ))
-        .into());
-    }
+    let text = read_decision_file(decisions, &spec.name)?;
     let worker = single_slot(&pick_worker(config, args.worker.as_deref())?);
     let runs = run_policy(config.runs, args.runs)?;
 
@@ -118,9 +106,40 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
         let _ = writeln!(out, "recorded as {key} in {}", store.dir().display());
         recorded = Some(key.to_string());
     }
-    let m = &measured;
+    let json = report_json(spec, decisions, &measured, recorded);
+    Ok(BenchmarkReport {
+        text: out,
+        json,
+        ok,
+    })
+}
+
+/// The text of the decision file `path`, its syntax and benchmark (`benchmark`) checked before
+/// anything is packed, started or built; its ids are checked once the sites are known (kept,
+/// or discovered first).
+fn read_decision_file(path: &Path, benchmark: &str) -> Result<String> {
+    let text = DecisionFile::read_text(path).map_err(|e| BadInput(e.to_string()))?;
+    let file = DecisionFile::parse(&text, &path.display().to_string())
+        .map_err(|e| BadInput(e.to_string()))?;
+    if let Some(other) = file.benchmark.as_deref().filter(|b| *b != benchmark) {
+        return Err(BadInput(format!(
+            "decision file {} was written for benchmark '{other}', not '{benchmark}'",
+            path.display(),
+        ))
+        .into());
+    }
+    Ok(text)
+}
+
+/// The result for scripts (`--json`): both measurements in full.
+fn report_json(
+    spec: &BenchmarkSpec,
+    decisions: &Path,
+    m: &Measured,
+    recorded: Option<String>,
+) -> serde_json::Value {
     let metric = m.objective_metric;
-    let json = serde_json::json!({
+    serde_json::json!({
         "benchmark": spec.name,
         "worker": m.worker,
         "decisions": decisions,
@@ -137,11 +156,6 @@ async fn benchmark(config: &CampaignConfig, args: &BenchmarkArgs) -> Result<Benc
         "recorded_as": recorded,
         "baseline": m.baseline.result,
         "candidate": m.candidate.result,
-    });
-    Ok(BenchmarkReport {
-        text: out,
-        json,
-        ok,
     })
 }
 
@@ -245,36 +259,18 @@ async fn measure(
     Ok((measured, store))
 }
 
-fn summary_table(
-    config: &CampaignConfig,
-    spec: &BenchmarkSpec,
+/// Each metric either measured, baseline beside candidate, and those neither could measure.
+fn metrics_table(
+    base: &kiln_protocol::Measurement,
+    cand: &kiln_protocol::Measurement,
     worker: &str,
-    path: &Path,
-    m: &Measured,
 ) -> String {
     let mut out = String::new();
-    let changed = m.decisions.diff_from(&m.discovery.baseline).len();
-    let _ = writeln!(
-        out,
-        "benchmark {} on worker {worker}; objective: {} of {} ({})",
-        spec.name,
-        config.objective.statistic.name(),
-        m.objective_metric,
-        m.objective_metric.unit()
-    );
-    let _ = writeln!(
-        out,
-        "decision file {}: {changed} of {} decisions differ from the baseline\n",
-        path.display(),
-        m.decisions.len()
-    );
     let _ = writeln!(
         out,
         "{:<20} {:>36}  {:>36}  {:>7}",
         "metric", "baseline median [95% CI]", "candidate median [95% CI]", "ratio"
     );
-    let base = &m.baseline.result.measurement;
-    let cand = &m.candidate.result.measurement;
     let mut unsupported = Vec::new();
     for metric in Metric::ALL {
         let (b, c) = (cell(base, *metric), cell(cand, *metric));
@@ -305,6 +301,35 @@ fn summary_table(
             unsupported.join(", ")
         );
     }
+    out
+}
+
+fn summary_table(
+    config: &CampaignConfig,
+    spec: &BenchmarkSpec,
+    worker: &str,
+    path: &Path,
+    m: &Measured,
+) -> String {
+    let mut out = String::new();
+    let changed = m.decisions.diff_from(&m.discovery.baseline).len();
+    let _ = writeln!(
+        out,
+        "benchmark {} on worker {worker}; objective: {} of {} ({})",
+        spec.name,
+        config.objective.statistic.name(),
+        m.objective_metric,
+        m.objective_metric.unit()
+    );
+    let _ = writeln!(
+        out,
+        "decision file {}: {changed} of {} decisions differ from the baseline\n",
+        path.display(),
+        m.decisions.len()
+    );
+    let base = &m.baseline.result.measurement;
+    let cand = &m.candidate.result.measurement;
+    out.push_str(&metrics_table(base, cand, worker));
     out.push_str(&breakdown_table(base, cand));
     let _ = writeln!(out);
     let b = m.baseline_objective;

@@ -15,13 +15,7 @@ use crate::store::Store;
 
 pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
     if args.schema {
-        let schema = schema::schema();
-        if args.json {
-            serde_json::to_writer_pretty(&mut *out, &schema)?;
-            writeln!(out)?;
-        } else {
-            write!(out, "{}", schema.markdown())?;
-        }
+        write_schema(args.json, out)?;
         return Ok(Outcome::Success);
     }
     let store = Store::open_view(args.store.as_deref().context("no store given")?)?;
@@ -37,24 +31,7 @@ pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
             .output
             .as_deref()
             .context("--all needs --output FOLDER")?;
-        // Every table whole, or none replaced.
-        let mut staging = Staging::default();
-        let mut written = Vec::new();
-        for table in Table::ALL {
-            let path = dir.join(format!("{}.{}", table.name(), args.format.extension()));
-            let slot = &mut staging;
-            let rows = export::export_opening(&store, options(*table), || {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot create the folder {}", dir.display()))?;
-                slot.create(&path)
-            })
-            .with_context(|| format!("cannot export to {}", path.display()))?;
-            written.push((rows, path));
-        }
-        staging.commit()?;
-        for (rows, path) in written {
-            note_written(rows, &path);
-        }
+        export_all(&store, dir, args.format.extension(), options)?;
         return Ok(Outcome::Success);
     }
     let table = args.table.context("no table given")?;
@@ -81,6 +58,46 @@ pub(super) fn run(args: &ExportArgs, out: &mut dyn Write) -> Result<Outcome> {
         }
     }
     Ok(Outcome::Success)
+}
+
+/// The tables' columns (`--schema`): as JSON, else as the Markdown of docs/export-schema.md.
+fn write_schema(json: bool, out: &mut dyn Write) -> Result<()> {
+    let schema = schema::schema();
+    if json {
+        serde_json::to_writer_pretty(&mut *out, &schema)?;
+        writeln!(out)?;
+    } else {
+        write!(out, "{}", schema.markdown())?;
+    }
+    Ok(())
+}
+
+/// Every table into `dir` (`--all`), one file each named by the table and `extension`: all
+/// of them whole, or none replaced.
+fn export_all<'a>(
+    store: &Store,
+    dir: &Path,
+    extension: &str,
+    options: impl Fn(Table) -> ExportOptions<'a>,
+) -> Result<()> {
+    let mut staging = Staging::default();
+    let mut written = Vec::new();
+    for table in Table::ALL {
+        let path = dir.join(format!("{}.{extension}", table.name()));
+        let slot = &mut staging;
+        let rows = export::export_opening(store, options(*table), || {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create the folder {}", dir.display()))?;
+            slot.create(&path)
+        })
+        .with_context(|| format!("cannot export to {}", path.display()))?;
+        written.push((rows, path));
+    }
+    staging.commit()?;
+    for (rows, path) in written {
+        note_written(rows, &path);
+    }
+    Ok(())
 }
 
 fn note_written(rows: u64, path: &Path) {

@@ -137,31 +137,18 @@ pub(super) struct Manual<'a> {
     pub candidate_objective: Option<f64>,
 }
 
-/// Records a manual measurement in `store` as the next step of experiment
-/// `manual:BENCHMARK`'s chain 0; the baseline's objective joins that
-/// experiment's baseline samples.
-pub(super) fn record_manual(
+/// The info of the manual experiment `experiment`: the stored one, where the benchmark has not
+/// changed since, else a new one whose baseline is `m`'s (its samples are added after).
+fn manual_info(
     store: &Store,
     spec: &BenchmarkSpec,
     bundle: &Bundle,
     m: &Manual<'_>,
-) -> Result<StepKey> {
-    let experiment = manual_experiment(&spec.name);
+    experiment: &str,
+) -> Result<ExperimentInfo> {
     let base = &m.baseline.result;
-    let mut info = match store.experiment(&experiment)? {
-        Some(info) => {
-            if info.bundle != bundle.hash || info.discovery != *m.discovery {
-                bail!(
-                    "benchmark {} ({}) changed since its manual steps in {} were recorded; \
-                     record into another store",
-                    spec.name,
-                    spec.sources.display(),
-                    store.dir().display()
-                );
-            }
-            info
-        }
-        None => ExperimentInfo {
+    let Some(info) = store.experiment(experiment)? else {
+        return Ok(ExperimentInfo {
             discovery: m.discovery.clone(),
             bundle: bundle.hash,
             baseline: Reference {
@@ -177,8 +164,32 @@ pub(super) fn record_manual(
             references: BTreeMap::new(),
             runs: None,
             measured_before: BTreeSet::new(),
-        },
+        });
     };
+    if info.bundle != bundle.hash || info.discovery != *m.discovery {
+        bail!(
+            "benchmark {} ({}) changed since its manual steps in {} were recorded; \
+             record into another store",
+            spec.name,
+            spec.sources.display(),
+            store.dir().display()
+        );
+    }
+    Ok(info)
+}
+
+/// Records a manual measurement in `store` as the next step of experiment
+/// `manual:BENCHMARK`'s chain 0; the baseline's objective joins that
+/// experiment's baseline samples.
+pub(super) fn record_manual(
+    store: &Store,
+    spec: &BenchmarkSpec,
+    bundle: &Bundle,
+    m: &Manual<'_>,
+) -> Result<StepKey> {
+    let experiment = manual_experiment(&spec.name);
+    let base = &m.baseline.result;
+    let mut info = manual_info(store, spec, bundle, m, &experiment)?;
     info.baseline.samples.push(m.baseline_objective);
     info.baseline.outcome = base.measurement.outcome.clone();
 

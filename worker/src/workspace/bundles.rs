@@ -175,17 +175,8 @@ impl BundleCache {
         // tmpfs): the controller sends what it lacks.
         fs::create_dir_all(&self.root)
             .map_err(|e| format!("cannot create {}: {e}", self.root.display()))?;
-        // One session at a time stores parts of a bundle (an orphaned one may still be at it).
         let count_file = self.parts_count_file(&hash);
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .read(true)
-            .write(true)
-            .open(&count_file)
-            .map_err(|e| format!("cannot open {}: {e}", count_file.display()))?;
-        lock.lock()
-            .map_err(|e| format!("cannot lock {}: {e}", count_file.display()))?;
+        let _lock = lock_file(&count_file)?;
         let stored = self.parts_stored(&hash);
         if part.index > stored {
             return Err(format!(
@@ -203,33 +194,7 @@ impl BundleCache {
         if part.index + 1 < part.count {
             return Ok(None);
         }
-        let found = hash_dir(&parts)?;
-        if found != hash {
-            let _ = fs::remove_dir_all(&parts);
-            let _ = fs::remove_file(&count_file);
-            return Err(format!(
-                "bundle hash mismatch: announced {}, the {} parts hash to {}",
-                hash.short(),
-                part.count,
-                found.short()
-            ));
-        }
-        sync_filesystem(&parts)?;
-        let dest = self.root.join(hash.to_string());
-        match fs::rename(&parts, &dest) {
-            Ok(()) => {}
-            // Stored meanwhile by another session: the same contents.
-            Err(_) if dest.is_dir() => {
-                let _ = fs::remove_dir_all(&parts);
-            }
-            Err(e) => {
-                return Err(format!(
-                    "cannot move {} to {}: {e}",
-                    parts.display(),
-                    dest.display()
-                ))
-            }
-        }
+        let dest = self.put_in_place(part, &parts)?;
         let _ = fs::remove_file(&count_file);
         self.checked
             .lock()
@@ -237,6 +202,53 @@ impl BundleCache {
             .insert(hash);
         Ok(Some(dest))
     }
+
+    /// Checks a bundle whose every part is in `parts` against its hash and moves it into the
+    /// cache; its folder there. A bundle that does not match is removed, parts and count.
+    fn put_in_place(&self, part: &BundlePart, parts: &Path) -> Result<PathBuf, String> {
+        let hash = part.hash;
+        let found = hash_dir(parts)?;
+        if found != hash {
+            let _ = fs::remove_dir_all(parts);
+            let _ = fs::remove_file(self.parts_count_file(&hash));
+            return Err(format!(
+                "bundle hash mismatch: announced {}, the {} parts hash to {}",
+                hash.short(),
+                part.count,
+                found.short()
+            ));
+        }
+        sync_filesystem(parts)?;
+        let dest = self.root.join(hash.to_string());
+        match fs::rename(parts, &dest) {
+            Ok(()) => Ok(dest),
+            // Stored meanwhile by another session: the same contents.
+            Err(_) if dest.is_dir() => {
+                let _ = fs::remove_dir_all(parts);
+                Ok(dest)
+            }
+            Err(e) => Err(format!(
+                "cannot move {} to {}: {e}",
+                parts.display(),
+                dest.display()
+            )),
+        }
+    }
+}
+
+/// `path` opened (made where missing, never truncated) and locked: one session at a time
+/// stores parts of a bundle (an orphaned one may still be at it). Unlocked when dropped.
+fn lock_file(path: &Path) -> Result<fs::File, String> {
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+    file.lock()
+        .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+    Ok(file)
 }
 
 /// Removes the parts of transfers untouched for [`STALE_PARTS`].

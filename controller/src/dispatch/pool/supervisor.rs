@@ -17,7 +17,10 @@ use crate::store::layout;
 
 use super::*;
 
-/// Longest wait between two connection attempts to an unreachable worker.
+/// First wait between two connection attempts to an unreachable worker...
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+
+/// ...doubled after each, up to this.
 pub(super) const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// Quarantine lasts this long per loss in a row...
@@ -32,6 +35,29 @@ pub(super) const STABLE: Duration = Duration::from_secs(60);
 /// Starts in a row that fail in a way waiting does not mend (garbage for a hello, a local
 /// worker that cannot start) before the worker is unfit.
 pub(super) const MAX_BAD_STARTS: u32 = 3;
+
+/// Where a worker's reconnecting stands: what its waits and giving it up depend on.
+struct Retries {
+    /// The wait before the next connection attempt.
+    backoff: Duration,
+    /// Connections in a row that lost work before they held [`STABLE`].
+    losses_in_a_row: u32,
+    /// Slurm allocations in a row that ended or never started without finishing a job.
+    allocations_lost: u32,
+    /// Starts in a row that failed in a way waiting does not mend.
+    bad_starts: u32,
+}
+
+impl Retries {
+    fn new() -> Self {
+        Retries {
+            backoff: FIRST_BACKOFF,
+            losses_in_a_row: 0,
+            allocations_lost: 0,
+            bad_starts: 0,
+        }
+    }
+}
 
 /// A folder's device and inode: what stays the same while it is the same folder.
 pub(super) fn folder_identity(dir: Option<&Path>) -> Option<(u64, u64)> {
@@ -144,86 +170,90 @@ impl<K: Send + Sync + Clone + 'static> Supervisor<K> {
     }
 
     pub(super) async fn run(self) {
-        let name = self.spec.name().to_string();
-        let mut backoff = Duration::from_secs(1);
-        let mut losses_in_a_row = 0u32;
-        // Slurm allocations in a row that ended or never started without finishing a job.
-        let mut allocations_lost = 0u32;
-        // Starts in a row that failed in a way waiting does not mend.
-        let mut bad_starts = 0u32;
+        let mut retries = Retries::new();
         loop {
             let conn = match self.connect().await {
                 Ok(conn) => conn,
-                Err(e) if e.is::<VersionMismatch>() || self.is_bad_start(&e) => {
-                    // Never better by itself: unfit, so that a campaign with no
-                    // other worker stops and says why. Replaced, it is taken.
-                    bad_starts += 1;
-                    if e.is::<VersionMismatch>() || bad_starts >= MAX_BAD_STARTS {
-                        tracing::error!(worker = %name, "takes no steps: {e:#}");
-                        let tries = match bad_starts {
-                            1 => String::new(),
-                            n => format!(" ({n} tries in a row)"),
-                        };
-                        self.set_state(WorkerState::Unfit(format!("{e:#}{tries}")));
-                        tokio::time::sleep(MAX_BACKOFF).await;
-                    } else {
-                        tracing::warn!(worker = %name, "cannot start: {e:#}; retrying in {backoff:?}");
-                        self.set_state(WorkerState::Unreachable(format!("{e:#}")));
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(MAX_BACKOFF);
-                    }
-                    continue;
-                }
                 Err(e) => {
-                    allocations_lost += 1;
-                    self.give_up_if_spent(allocations_lost, &format!("{e:#}"))
-                        .await;
-                    tracing::warn!(worker = %name, "cannot connect: {e:#}; retrying in {backoff:?}");
-                    self.set_state(WorkerState::Unreachable(format!("{e:#}")));
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                    self.after_failed_start(&mut retries, e).await;
                     continue;
                 }
             };
             if let Err(why) = conn.capabilities.limits.check(&self.settings.limits) {
-                tracing::error!(worker = %name, "takes no steps: {why}");
+                tracing::error!(worker = %self.spec.name(), "takes no steps: {why}");
                 self.record(&conn, WorkerState::Unfit(why));
                 drop(conn);
                 // Its cgroups may be set up meanwhile: look again now and then.
                 tokio::time::sleep(MAX_BACKOFF).await;
                 continue;
             }
-            tracing::info!(worker = %name, "connected");
-            backoff = Duration::from_secs(1);
-            bad_starts = 0;
+            tracing::info!(worker = %self.spec.name(), "connected");
+            retries.backoff = FIRST_BACKOFF;
+            retries.bad_starts = 0;
             self.record(&conn, WorkerState::Ok);
-            let connected_at = std::time::Instant::now();
-            let tally = Arc::new(Tally::default());
-            let turns = Arc::new(tokio::sync::RwLock::new(()));
-            let mut slot_tasks = TaskGroup(
-                (0..self.spec.slots())
-                    .map(|slot| tokio::spawn(self.slot_runner(&conn, slot, &tally, &turns).run()))
-                    .collect(),
-            );
-            let reason = conn.lost().await;
-            for t in &mut slot_tasks.0 {
-                let _ = t.await;
-            }
-            drop(conn);
-            losses_in_a_row = tally.losses_in_a_row(losses_in_a_row, connected_at.elapsed());
-            let reason = match &self.slurm {
-                Some(watch) => watch.why_ended(&reason).await,
-                None => reason,
-            };
-            tracing::warn!(worker = %name, "lost: {reason}");
-            allocations_lost = if tally.finished.load(Ordering::Relaxed) > 0 {
-                1
-            } else {
-                allocations_lost + 1
-            };
-            self.give_up_if_spent(allocations_lost, &reason).await;
-            self.rest_after_loss(reason, losses_in_a_row).await;
+            self.serve_until_lost(conn, &mut retries).await;
         }
+    }
+
+    /// After a start that failed: unfit where waiting does not mend it, else unreachable
+    /// for a while (longer after each failure).
+    async fn after_failed_start(&self, r: &mut Retries, e: anyhow::Error) {
+        let name = self.spec.name();
+        if e.is::<VersionMismatch>() || self.is_bad_start(&e) {
+            // Never better by itself: unfit, so that a campaign with no
+            // other worker stops and says why. Replaced, it is taken.
+            r.bad_starts += 1;
+            if e.is::<VersionMismatch>() || r.bad_starts >= MAX_BAD_STARTS {
+                tracing::error!(worker = %name, "takes no steps: {e:#}");
+                let tries = match r.bad_starts {
+                    1 => String::new(),
+                    n => format!(" ({n} tries in a row)"),
+                };
+                self.set_state(WorkerState::Unfit(format!("{e:#}{tries}")));
+                tokio::time::sleep(MAX_BACKOFF).await;
+                return;
+            }
+            tracing::warn!(worker = %name, "cannot start: {e:#}; retrying in {:?}", r.backoff);
+        } else {
+            r.allocations_lost += 1;
+            self.give_up_if_spent(r.allocations_lost, &format!("{e:#}"))
+                .await;
+            tracing::warn!(worker = %name, "cannot connect: {e:#}; retrying in {:?}", r.backoff);
+        }
+        self.set_state(WorkerState::Unreachable(format!("{e:#}")));
+        tokio::time::sleep(r.backoff).await;
+        r.backoff = (r.backoff * 2).min(MAX_BACKOFF);
+    }
+
+    /// Runs the worker's slots on `conn` until the connection is lost, then rests as the
+    /// losses in a row say (or gives a spent Slurm worker up).
+    async fn serve_until_lost(&self, conn: Arc<Connection>, r: &mut Retries) {
+        let connected_at = std::time::Instant::now();
+        let tally = Arc::new(Tally::default());
+        let turns = Arc::new(tokio::sync::RwLock::new(()));
+        let mut slot_tasks = TaskGroup(
+            (0..self.spec.slots())
+                .map(|slot| tokio::spawn(self.slot_runner(&conn, slot, &tally, &turns).run()))
+                .collect(),
+        );
+        let reason = conn.lost().await;
+        for t in &mut slot_tasks.0 {
+            let _ = t.await;
+        }
+        drop(conn);
+        r.losses_in_a_row = tally.losses_in_a_row(r.losses_in_a_row, connected_at.elapsed());
+        let reason = match &self.slurm {
+            Some(watch) => watch.why_ended(&reason).await,
+            None => reason,
+        };
+        tracing::warn!(worker = %self.spec.name(), "lost: {reason}");
+        r.allocations_lost = if tally.finished.load(Ordering::Relaxed) > 0 {
+            1
+        } else {
+            r.allocations_lost + 1
+        };
+        self.give_up_if_spent(r.allocations_lost, &reason).await;
+        self.rest_after_loss(reason, r.losses_in_a_row).await;
     }
 
     /// Whether a failed connection is one that waiting does not mend: the worker answered

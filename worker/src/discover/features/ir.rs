@@ -282,6 +282,49 @@ struct BodyCall {
     constant_arguments: u32,
 }
 
+/// A function body's block labels (the entry's first, unnamed where the body does not name
+/// it) and its instructions, each with its block's index: continuation lines (a switch's
+/// cases, an invoke's destinations, a landing pad's clauses) joined to their instruction.
+fn instructions(body: &[&str]) -> (Vec<String>, Vec<(usize, String)>) {
+    let mut labels: Vec<String> = vec![String::new()];
+    let mut instructions: Vec<(usize, String)> = Vec::new();
+    let mut in_switch = false;
+    for line in body {
+        let trimmed = line.trim();
+        if trimmed.is_empty() || trimmed.starts_with(';') {
+            continue;
+        }
+        if !line.starts_with(' ') {
+            if let Some(c) = re(&LABEL).captures(line) {
+                let label = unquote(&c[1]);
+                if instructions.is_empty() && labels.len() == 1 {
+                    labels[0] = label;
+                } else {
+                    labels.push(label);
+                }
+            }
+            continue;
+        }
+        let continues = in_switch
+            || ["to label", "cleanup", "catch ", "filter "]
+                .iter()
+                .any(|p| trimmed.starts_with(p));
+        match instructions.last_mut() {
+            Some((_, text)) if continues => {
+                text.push(' ');
+                text.push_str(trimmed);
+            }
+            _ => instructions.push((labels.len() - 1, trimmed.to_string())),
+        }
+        if trimmed.starts_with("switch ") || trimmed.contains(" switch ") {
+            in_switch = trimmed.ends_with('[');
+        } else if in_switch && trimmed.starts_with(']') {
+            in_switch = false;
+        }
+    }
+    (labels, instructions)
+}
+
 /// A function body: its blocks' successors, instruction count and calls.
 struct FunctionBody {
     /// Successors of each block, by index; block 0 is the entry.
@@ -292,44 +335,7 @@ struct FunctionBody {
 
 impl FunctionBody {
     fn parse(body: &[&str]) -> FunctionBody {
-        // Instructions with their continuation lines (a switch's cases, an
-        // invoke's destinations, a landing pad's clauses) joined.
-        let mut labels: Vec<String> = vec![String::new()];
-        let mut instructions: Vec<(usize, String)> = Vec::new();
-        let mut in_switch = false;
-        for line in body {
-            let trimmed = line.trim();
-            if trimmed.is_empty() || trimmed.starts_with(';') {
-                continue;
-            }
-            if !line.starts_with(' ') {
-                if let Some(c) = re(&LABEL).captures(line) {
-                    let label = unquote(&c[1]);
-                    if instructions.is_empty() && labels.len() == 1 {
-                        labels[0] = label;
-                    } else {
-                        labels.push(label);
-                    }
-                }
-                continue;
-            }
-            let continues = in_switch
-                || ["to label", "cleanup", "catch ", "filter "]
-                    .iter()
-                    .any(|p| trimmed.starts_with(p));
-            match instructions.last_mut() {
-                Some((_, text)) if continues => {
-                    text.push(' ');
-                    text.push_str(trimmed);
-                }
-                _ => instructions.push((labels.len() - 1, trimmed.to_string())),
-            }
-            if trimmed.starts_with("switch ") || trimmed.contains(" switch ") {
-                in_switch = trimmed.ends_with('[');
-            } else if in_switch && trimmed.starts_with(']') {
-                in_switch = false;
-            }
-        }
+        let (labels, instructions) = instructions(body);
         let index: HashMap<&str, usize> = labels
             .iter()
             .enumerate()
