@@ -158,6 +158,27 @@ pub struct Measurement {
     pub recorded_ms: u64,
 }
 
+/// Decision sets to measure against each other ([`compare`]), each once: the reference first.
+pub struct Sets<'s>(pub Vec<&'s DecisionSet>);
+
+impl<'s> Sets<'s> {
+    /// The reference alone.
+    pub fn new(reference: &'s DecisionSet) -> Self {
+        Sets(vec![reference])
+    }
+
+    /// Where `set` is among them, added where it is not yet.
+    pub fn place(&mut self, set: &'s DecisionSet) -> usize {
+        match self.0.iter().position(|s| *s == set) {
+            Some(i) => i,
+            None => {
+                self.0.push(set);
+                self.0.len() - 1
+            }
+        }
+    }
+}
+
 /// Decision sets measured against each other on one slot: round after round,
 /// each set once per round, so that a drift of the machine falls on all of
 /// them alike (builds are kept by the worker, so a later round only runs).

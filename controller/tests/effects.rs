@@ -496,20 +496,37 @@ fn a_campaign_in_a_new_store_screens_only_the_sites_its_effects_table_lacks() {
     assert!(!before.is_empty() && before.len() < SITES, "{before:?}");
 
     // The same experiment in a new store, told what the table holds; another name screens
-    // its sites again; a table that is not there fails that experiment's preparation alone.
-    let skip = r#" (skip-measured "measured.parquet")"#;
-    let again = config(&format!(
-        "((name shared) (benchmark prog) {})\n    ((name renamed) (benchmark prog) {})\n    \
-         ((name lost) (benchmark prog) {})",
-        screening(6, skip),
-        screening(1, skip),
-        screening(1, r#" (skip-measured "nowhere.parquet")"#),
-    ))
-    .replace(r#"(store "store")"#, r#"(store "again")"#);
-    std::fs::write(dir.path().join("again.sexp"), again).unwrap();
+    // its sites again; a table that cannot be read fails that experiment's preparation
+    // alone, and one that is not there is refused before anything runs.
+    let skip = |file: &str| format!(" (skip-measured {file:?})");
+    let again = |lost: &str| {
+        config(&format!(
+            "((name shared) (benchmark prog) {})\n    ((name renamed) (benchmark prog) {})\n    \
+             ((name lost) (benchmark prog) {})",
+            screening(6, &skip("measured.parquet")),
+            screening(1, &skip("measured.parquet")),
+            screening(1, &skip(lost)),
+        ))
+        .replace(r#"(store "store")"#, r#"(store "again")"#)
+    };
+    std::fs::write(dir.path().join("again.sexp"), again("nowhere.parquet")).unwrap();
+    let checked = run_kiln(dir.path(), &["check", "again.sexp"]);
+    assert_eq!(checked.status.code(), Some(2), "{}", text(&checked));
+    assert!(
+        text(&checked).contains("experiment lost: (skip-measured ...): no file nowhere.parquet")
+            && !text(&checked).contains("experiment shared:"),
+        "{}",
+        text(&checked)
+    );
+    std::fs::write(dir.path().join("broken.parquet"), "not a table").unwrap();
+    std::fs::write(dir.path().join("again.sexp"), again("broken.parquet")).unwrap();
     let out = run_kiln(dir.path(), &["run", "again.sexp"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(text(&out).contains("nowhere.parquet"), "{}", text(&out));
+    assert!(
+        text(&out).contains("(skip-measured \"broken.parquet\")"),
+        "{}",
+        text(&out)
+    );
     let rows = effects_of(dir.path(), "again");
     let after = sites_of(&rows, "shared");
     assert!(

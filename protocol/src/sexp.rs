@@ -338,46 +338,10 @@ impl Reader<'_> {
             }
             let node = match b {
                 b'(' | b'[' => {
-                    if open.len() == MAX_DEPTH {
-                        return Err(
-                            self.error(pos, format!("lists nest deeper than {MAX_DEPTH} levels"))
-                        );
-                    }
-                    self.bump();
-                    let close = if b == b'(' { b')' } else { b']' };
-                    open.push(Open {
-                        pos,
-                        close,
-                        items: Vec::new(),
-                    });
+                    open.push(self.open_list(pos, b, open.len())?);
                     continue;
                 }
-                b')' | b']' => {
-                    self.bump();
-                    let closed = b as char;
-                    match open.pop() {
-                        None => {
-                            return Err(self.error(
-                                pos,
-                                format!("unbalanced parenthesis: this `{closed}` closes no list"),
-                            ))
-                        }
-                        Some(list) if list.close != b => {
-                            return Err(self.error(
-                                pos,
-                                format!(
-                                    "mismatched parenthesis: this `{closed}` closes the list \
-                                     opened at {}, which `{}` closes",
-                                    list.pos, list.close as char
-                                ),
-                            ))
-                        }
-                        Some(list) => Sexp {
-                            pos: list.pos,
-                            kind: SexpKind::List(list.items),
-                        },
-                    }
-                }
+                b')' | b']' => self.close_list(pos, b, open.pop())?,
                 b'"' => Sexp {
                     pos,
                     kind: SexpKind::Str(self.string(pos)?),
@@ -393,11 +357,57 @@ impl Reader<'_> {
             }
         }
         // The innermost list still open is the one a missing `)` leaves open.
-        let Some(list) = open.pop() else {
-            return Ok(out);
-        };
+        match open.pop() {
+            None => Ok(out),
+            Some(list) => Err(self.never_closed(&list, misfit)),
+        }
+    }
+
+    /// A list opened at `pos` by `b` (`(` or `[`) inside `depth` others.
+    fn open_list(&mut self, pos: Pos, b: u8, depth: usize) -> Result<Open, SexpError> {
+        if depth == MAX_DEPTH {
+            return Err(self.error(pos, format!("lists nest deeper than {MAX_DEPTH} levels")));
+        }
+        self.bump();
+        let close = if b == b'(' { b')' } else { b']' };
+        Ok(Open {
+            pos,
+            close,
+            items: Vec::new(),
+        })
+    }
+
+    /// The list `b` (`)` or `]`, at `pos`) closes: the innermost one open, `list`, where the
+    /// two match.
+    fn close_list(&mut self, pos: Pos, b: u8, list: Option<Open>) -> Result<Sexp, SexpError> {
+        self.bump();
+        let closed = b as char;
+        match list {
+            None => Err(self.error(
+                pos,
+                format!("unbalanced parenthesis: this `{closed}` closes no list"),
+            )),
+            Some(list) if list.close != b => Err(self.error(
+                pos,
+                format!(
+                    "mismatched parenthesis: this `{closed}` closes the list \
+                     opened at {}, which `{}` closes",
+                    list.pos, list.close as char
+                ),
+            )),
+            Some(list) => Ok(Sexp {
+                pos: list.pos,
+                kind: SexpKind::List(list.items),
+            }),
+        }
+    }
+
+    /// The error of a text that ends with `list` open: at the line where a `)` is likely
+    /// missing (`misfit`: that line, and the list it is indented as a sibling of), else at
+    /// the list.
+    fn never_closed(&self, list: &Open, misfit: Option<(Pos, Pos)>) -> SexpError {
         let end = end_of(self.text);
-        Err(match misfit {
+        match misfit {
             Some((at, sibling)) => self.error(
                 at,
                 format!(
@@ -413,7 +423,7 @@ impl Reader<'_> {
                     "unbalanced parenthesis: the list opened here is never closed (the file ends at {end})"
                 ),
             ),
-        })
+        }
     }
 
     /// A double-quoted string, with the escapes the printer writes and R6RS's

@@ -75,51 +75,17 @@ pub fn serve(
         threads: Vec::new(),
     };
     loop {
-        match frame::read_payload(&mut input, opts.max_frame) {
-            Ok(payload) => match frame::decode::<Request>(&payload) {
-                Ok(request) => {
-                    if session.handle(request) == Flow::Stop {
-                        session.finish();
-                        sweep_escaped(Sweep::All);
-                        session.shared.send(&Response::Bye);
-                        tracing::info!("shut down on request");
-                        return Ok(());
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!("{e}");
-                    session.shared.error(None, format!("{e}"));
-                }
-            },
-            Err(FrameError::Oversized { len, limit }) => {
-                tracing::warn!(
-                    "oversized frame: {len} bytes announced, limit {limit}; skipping it"
-                );
-                session.shared.error(
-                    None,
-                    format!("oversized frame: {len} bytes announced, this worker accepts at most {limit}; the frame was skipped"),
-                );
-                let skipped =
-                    io::copy(&mut (&mut input).take(len as u64), &mut io::sink()).unwrap_or(0);
-                if skipped < len as u64 {
-                    tracing::warn!(
-                        "session ended inside the oversized frame ({skipped} of {len} bytes)"
-                    );
-                    break;
-                }
+        let read = frame::read_payload(&mut input, opts.max_frame);
+        match session.on_frame(read, &mut input) {
+            Flow::Continue => {}
+            Flow::Stop => {
+                session.finish();
+                sweep_escaped(Sweep::All);
+                session.shared.send(&Response::Bye);
+                tracing::info!("shut down on request");
+                return Ok(());
             }
-            Err(FrameError::Closed) => {
-                tracing::info!("the controller closed the session");
-                break;
-            }
-            Err(e @ FrameError::Truncated { .. }) => {
-                tracing::warn!("session ended by a {e}");
-                break;
-            }
-            Err(e) => {
-                tracing::error!("cannot read from the controller: {e}");
-                break;
-            }
+            Flow::Ended => break,
         }
     }
     session.shared.cancel_all();
@@ -162,10 +128,14 @@ fn exit_on_signals(shared: Arc<Shared>) -> Result<(), String> {
 const PANICKED: &str =
     "the worker panicked while handling this request (a worker bug; see its log)";
 
+/// What the session does after a frame.
 #[derive(PartialEq, Eq)]
 enum Flow {
     Continue,
+    /// Shut down on the controller's request.
     Stop,
+    /// The session's input ended, or cannot be read on.
+    Ended,
 }
 
 struct Shared {
@@ -237,6 +207,53 @@ struct Session {
 }
 
 impl Session {
+    /// Takes one frame read from the controller: a request handled, a bad one answered with
+    /// an error (an oversized one skipped in `input`), or the end of the session.
+    fn on_frame(&mut self, read: Result<Vec<u8>, FrameError>, input: &mut impl Read) -> Flow {
+        let shared = &self.shared;
+        match read {
+            Ok(payload) => match frame::decode::<Request>(&payload) {
+                Ok(request) => return self.handle(request),
+                Err(e) => {
+                    tracing::warn!("{e}");
+                    shared.error(None, format!("{e}"));
+                }
+            },
+            Err(FrameError::Oversized { len, limit }) => {
+                tracing::warn!(
+                    "oversized frame: {len} bytes announced, limit {limit}; skipping it"
+                );
+                shared.error(
+                    None,
+                    format!(
+                        "oversized frame: {len} bytes announced, this worker accepts at most \
+                         {limit}; the frame was skipped"
+                    ),
+                );
+                let skipped = io::copy(&mut input.take(len as u64), &mut io::sink()).unwrap_or(0);
+                if skipped < len as u64 {
+                    tracing::warn!(
+                        "session ended inside the oversized frame ({skipped} of {len} bytes)"
+                    );
+                    return Flow::Ended;
+                }
+            }
+            Err(FrameError::Closed) => {
+                tracing::info!("the controller closed the session");
+                return Flow::Ended;
+            }
+            Err(e @ FrameError::Truncated { .. }) => {
+                tracing::warn!("session ended by a {e}");
+                return Flow::Ended;
+            }
+            Err(e) => {
+                tracing::error!("cannot read from the controller: {e}");
+                return Flow::Ended;
+            }
+        }
+        Flow::Continue
+    }
+
     fn handle(&mut self, request: Request) -> Flow {
         let shared = &self.shared;
         match request {

@@ -7,7 +7,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use kiln_protocol::config::{Start, WorkerSpec, CONFIG_MAX_BYTES};
+use kiln_protocol::config::{
+    BenchmarkSpec, Experiment, Search, Start, WorkerSpec, CONFIG_MAX_BYTES,
+};
 use kiln_protocol::sexp::{self, Pos};
 use kiln_protocol::CampaignConfig;
 
@@ -64,71 +66,102 @@ fn store_field(path: &Path) -> Option<Pos> {
 /// What the config names that is not there, each naming its field: problems,
 /// and doubts (a program this machine lacks, which remote workers may have).
 fn missing(config: &CampaignConfig) -> (Vec<String>, Vec<String>) {
-    let mut problems = Vec::new();
     let only_local = config
         .workers
         .iter()
         .all(|w| matches!(w, WorkerSpec::Local(_)));
-    let mut doubts = Vec::new();
+    let (mut problems, mut doubts) = (Vec::new(), Vec::new());
     for b in &config.benchmarks {
-        let field = |f: &str| format!("benchmark {}: ({f} ...)", b.name);
-        if !b.sources.is_dir() {
-            problems.push(format!(
-                "{}: no folder {}",
-                field("sources"),
-                b.sources.display()
-            ));
-            continue;
+        let (missing, elsewhere) = missing_programs(b);
+        problems.extend(missing);
+        match only_local {
+            true => problems.extend(elsewhere),
+            false => doubts.extend(
+                elsewhere
+                    .into_iter()
+                    .map(|what| format!("{what} here; the workers must have it")),
+            ),
         }
-        // A run's program that the build makes (`./bench`) is not there before it.
-        let programs = [("build", b.build.first()), ("run", b.run.first())];
-        for (name, program) in programs {
-            let Some(program) = program else { continue };
-            let built = name == "run" && !b.build.is_empty() && program.contains('/');
-            if built || findable(program, &b.sources) {
-                continue;
-            }
-            let what = format!(
+    }
+    problems.extend(
+        config
+            .experiments
+            .iter()
+            .flat_map(missing_files_of_experiment),
+    );
+    problems.extend(config.workers.iter().flat_map(missing_files_of_worker));
+    (problems, doubts)
+}
+
+/// A benchmark's sources folder where it is not there; else its build's and run's programs
+/// found neither in it nor on this machine's `PATH` (a worker elsewhere may have them).
+fn missing_programs(b: &BenchmarkSpec) -> (Vec<String>, Vec<String>) {
+    let field = |f: &str| format!("benchmark {}: ({f} ...)", b.name);
+    if !b.sources.is_dir() {
+        let what = format!("{}: no folder {}", field("sources"), b.sources.display());
+        return (vec![what], Vec::new());
+    }
+    let mut elsewhere = Vec::new();
+    // A run's program that the build makes (`./bench`) is not there before it.
+    for (name, program) in [("build", b.build.first()), ("run", b.run.first())] {
+        let Some(program) = program else { continue };
+        let built = name == "run" && !b.build.is_empty() && program.contains('/');
+        if !built && !findable(program, &b.sources) {
+            elsewhere.push(format!(
                 "{}: program '{program}' is neither in {} nor on PATH",
                 field(name),
                 b.sources.display()
-            );
-            if only_local {
-                problems.push(what);
-            } else {
-                doubts.push(format!("{what} here; the workers must have it"));
-            }
-        }
-    }
-    for e in &config.experiments {
-        let Some(Start::File(path)) = &e.baseline else {
-            continue;
-        };
-        if !path.is_file() {
-            problems.push(format!(
-                "experiment {}: (baseline ...): no file {}",
-                e.name,
-                path.display()
             ));
         }
     }
-    for w in &config.workers {
-        let WorkerSpec::Ssh(ssh) = w else { continue };
-        for (field, path) in [
-            ("identity", &ssh.identity),
-            ("known-hosts", &ssh.known_hosts),
-            ("worker-binary", &ssh.worker_binary),
-        ] {
-            if let Some(path) = path.as_ref().filter(|p| !p.is_file()) {
-                problems.push(format!(
-                    "worker {}: ({field} ...): no file {}",
-                    ssh.name,
-                    path.display()
-                ));
-            }
-        }
-    }
-    (problems, doubts)
+    (Vec::new(), elsewhere)
+}
+
+/// The files an experiment names that are not there: its baseline file, its screening's
+/// effects table.
+fn missing_files_of_experiment(e: &Experiment) -> Vec<String> {
+    let baseline = match &e.baseline {
+        Some(Start::File(path)) => Some(("baseline", path)),
+        _ => None,
+    };
+    let skip = match &e.search {
+        Search::Screening(s) => s.skip_measured.as_ref().map(|p| ("skip-measured", p)),
+        _ => None,
+    };
+    baseline
+        .into_iter()
+        .chain(skip)
+        .filter(|(_, path)| !path.is_file())
+        .map(|(field, path)| {
+            format!(
+                "experiment {}: ({field} ...): no file {}",
+                e.name,
+                path.display()
+            )
+        })
+        .collect()
+}
+
+/// The files an SSH worker names that are not there.
+fn missing_files_of_worker(w: &WorkerSpec) -> Vec<String> {
+    let WorkerSpec::Ssh(ssh) = w else {
+        return Vec::new();
+    };
+    [
+        ("identity", &ssh.identity),
+        ("known-hosts", &ssh.known_hosts),
+        ("worker-binary", &ssh.worker_binary),
+    ]
+    .into_iter()
+    .filter_map(|(field, path)| Some((field, path.as_ref().filter(|p| !p.is_file())?)))
+    .map(|(field, path)| {
+        format!(
+            "worker {}: ({field} ...): no file {}",
+            ssh.name,
+            path.display()
+        )
+    })
+    .collect()
 }
 
 /// Whether `program` is a file in `sources` (a path) or on `PATH` and the

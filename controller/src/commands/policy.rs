@@ -17,7 +17,7 @@
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -35,7 +35,7 @@ use crate::dispatch::bundle;
 use crate::error::{self, BadInput, Interrupted, Outcome};
 use crate::export::site_records;
 use crate::logging;
-use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Session, Slot};
+use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Session, Sets, Slot};
 use crate::plan::step::{self, Repeatability};
 use crate::store::{layout, time_ratio, Store};
 use crate::text::{escape_controls, format_ratio, table, TIME_RATIO};
@@ -140,33 +140,9 @@ fn run_policy(
     let writer = std::thread::spawn(move || {
         let _ = stdin.write_all(input.as_bytes());
     });
-    let mut stdout = child.stdout.take().expect("piped");
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let _ = (&mut stdout).take(MAX_OUTPUT).read_to_end(&mut out);
-        out
-    });
-    let mut stderr = child.stderr.take().expect("piped");
-    let errors = std::thread::spawn(move || {
-        let mut err = Vec::new();
-        let _ = (&mut stderr).take(MAX_OUTPUT).read_to_end(&mut err);
-        err
-    });
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait().map_err(|e| e.to_string())? {
-            Some(status) => break status,
-            None if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!(
-                    "the policy took more than {} s (--timeout-s)",
-                    timeout.as_secs_f64()
-                ));
-            }
-            None => std::thread::sleep(Duration::from_millis(20)),
-        }
-    };
+    let reader = read_apart(child.stdout.take().expect("piped"));
+    let errors = read_apart(child.stderr.take().expect("piped"));
+    let status = wait_within(&mut child, timeout)?;
     let _ = writer.join();
     let out = reader.join().unwrap_or_default();
     let err = errors.join().unwrap_or_default();
@@ -180,6 +156,34 @@ fn run_policy(
         logging::note(format_args!("{}: the policy says: {line}", spec.name));
     }
     String::from_utf8(out).map_err(|_| "the policy's output is not UTF-8 text".to_string())
+}
+
+/// Reads up to [`MAX_OUTPUT`] bytes of `pipe` on a thread of its own.
+fn read_apart(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let _ = (&mut pipe).take(MAX_OUTPUT).read_to_end(&mut out);
+        out
+    })
+}
+
+/// Waits for the policy to exit; kills it past `timeout`.
+fn wait_within(child: &mut Child, timeout: Duration) -> Result<ExitStatus, String> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(status) => return Ok(status),
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the policy took more than {} s (--timeout-s)",
+                    timeout.as_secs_f64()
+                ));
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
 }
 
 /// One benchmark's row.
@@ -325,22 +329,15 @@ async fn evaluate(
     };
     let nothing = inline_nothing(&discovery);
     let best = best_step(store, spec, &bundle)?;
-    let mut sets: Vec<&DecisionSet> = vec![&discovery.baseline];
-    let mut place = |set| match sets.iter().position(|s| *s == set) {
-        Some(i) => i,
-        None => {
-            sets.push(set);
-            sets.len() - 1
-        }
-    };
-    let (policy_at, nothing_at) = (place(&decisions), place(&nothing));
-    let best_at = best.as_ref().map(place);
+    let mut sets = Sets::new(&discovery.baseline);
+    let (policy_at, nothing_at) = (sets.place(&decisions), sets.place(&nothing));
+    let best_at = best.as_ref().map(|b| sets.place(b));
     let runs = config.runs;
     let rounds = match step::repeatability(config, None) {
         Repeatability::Exact => 1,
         Repeatability::Noisy => NOISY_ROUNDS,
     };
-    let measured = compare(session, config, spec, &bundle, &sets, runs, rounds).await?;
+    let measured = compare(session, config, spec, &bundle, &sets.0, runs, rounds).await?;
     let objective = |i: usize| pooled_objective(config, &measured[i]);
     let stock = objective(0).map_err(anyhow::Error::msg)?;
     let mut failures = Vec::new();

@@ -10,13 +10,13 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use kiln_protocol::bundle::Bundle;
 use kiln_protocol::config::{BenchmarkSpec, WorkerSpec};
-use kiln_protocol::{CampaignConfig, DecisionSet};
+use kiln_protocol::CampaignConfig;
 
 use crate::cli::RewardsArgs;
 use crate::dispatch::bundle;
 use crate::error::{BadInput, Outcome};
 use crate::logging;
-use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Slot};
+use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Sets, Slot};
 use crate::plan::step::{self, Repeatability};
 use crate::rewards::{
     self, judge, largest_effects, prejudge, Assignment, BestStep, Checked, RewardOptions,
@@ -160,14 +160,15 @@ async fn measure(
         Repeatability::Noisy => NOISY_ROUNDS,
     };
     // Each distinct set once: stock (the reference) first.
-    let (sets, [best_at, proposal_at]) = distinct(&a.stock, [&best.decisions, &a.proposal]);
+    let mut sets = Sets::new(&a.stock);
+    let (best_at, proposal_at) = (sets.place(&best.decisions), sets.place(&a.proposal));
     logging::note(format_args!(
         "{}: measuring the proposal against the stock decisions and {} on worker {} \
          ({} set(s), {rounds} round(s))",
         a.experiment,
         best.key,
         worker.name(),
-        sets.len()
+        sets.0.len()
     ));
     let runs = info.runs.unwrap_or(config.runs);
     let (scratch, settings) = super::scratch_pool(config, None, spec.limits)?;
@@ -177,7 +178,7 @@ async fn measure(
         config,
         spec,
         &bundle,
-        &sets,
+        &sets.0,
         runs,
         rounds,
     )
@@ -239,23 +240,6 @@ fn verifying_worker(
             None => pick_worker(config, None),
         },
     }
-}
-
-/// `first` and each of `more` that differs from the sets before it, and where each of
-/// `more` is among them.
-fn distinct<'s, const N: usize>(
-    first: &'s DecisionSet,
-    more: [&'s DecisionSet; N],
-) -> (Vec<&'s DecisionSet>, [usize; N]) {
-    let mut sets = vec![first];
-    let places = more.map(|set| match sets.iter().position(|s| *s == set) {
-        Some(i) => i,
-        None => {
-            sets.push(set);
-            sets.len() - 1
-        }
-    });
-    (sets, places)
 }
 
 /// Names, the first few of them, and how many more there are.

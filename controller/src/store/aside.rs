@@ -31,41 +31,10 @@ pub fn move_aside(dir: &Path, now_ms: u64) -> Result<Option<PathBuf>> {
     if present.is_empty() {
         return Ok(None);
     }
-    let db_file = layout::db_file(dir);
-    let _lock = match fs::File::open(&db_file) {
-        Ok(file) => {
-            match file.try_lock() {
-                Ok(()) => {}
-                Err(TryLockError::WouldBlock) => {
-                    let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
-                    return Err(OpenError::InUse {
-                        dir: dir.to_path_buf(),
-                        holder: match holder.trim() {
-                            "" => String::new(),
-                            h => format!(": {h}"),
-                        },
-                        cause: "--force-new moves no store a running campaign holds".into(),
-                    }
-                    .into());
-                }
-                Err(TryLockError::Error(e)) => {
-                    return Err(e).with_context(|| format!("cannot lock {}", db_file.display()))
-                }
-            }
-            Some(file)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e).with_context(|| format!("cannot open {}", db_file.display())),
-    };
+    let _lock = lock_unused(dir)?;
     let aside = layout::aside(dir, now_ms);
     let discoveries = layout::kept_folder(dir, layout::Kept::Discovery);
-    let everything_own = fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .map(|entry| entry.map(|e| own.contains(&e.path())))
-        .collect::<std::io::Result<Vec<bool>>>()
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .into_iter()
-        .all(|own| own);
+    let everything_own = holds_only(dir, &own)?;
     if everything_own {
         fs::rename(dir, &aside)
             .with_context(|| format!("cannot move old store {} aside", dir.display()))?;
@@ -84,4 +53,43 @@ pub fn move_aside(dir: &Path, now_ms: u64) -> Result<Option<PathBuf>> {
         }
     }
     Ok(Some(aside))
+}
+
+/// The store's database file opened and locked, so that no controller takes the store while
+/// it moves; `None` where there is none; an error where a running controller holds it.
+fn lock_unused(dir: &Path) -> Result<Option<fs::File>> {
+    let db_file = layout::db_file(dir);
+    let file = match fs::File::open(&db_file) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot open {}", db_file.display())),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(Some(file)),
+        Err(TryLockError::WouldBlock) => {
+            let holder = fs::read_to_string(layout::holder(dir)).unwrap_or_default();
+            Err(OpenError::InUse {
+                dir: dir.to_path_buf(),
+                holder: match holder.trim() {
+                    "" => String::new(),
+                    h => format!(": {h}"),
+                },
+                cause: "--force-new moves no store a running campaign holds".into(),
+            }
+            .into())
+        }
+        Err(TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", db_file.display()))
+        }
+    }
+}
+
+/// Whether every entry of `dir` is one of `own` (the store's own files and folders).
+fn holds_only(dir: &Path, own: &[PathBuf]) -> Result<bool> {
+    let listed = fs::read_dir(dir)
+        .with_context(|| format!("cannot list {}", dir.display()))?
+        .map(|entry| entry.map(|e| own.contains(&e.path())))
+        .collect::<std::io::Result<Vec<bool>>>()
+        .with_context(|| format!("cannot list {}", dir.display()))?;
+    Ok(listed.into_iter().all(|own| own))
 }
