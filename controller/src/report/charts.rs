@@ -599,14 +599,10 @@ where
     Ok(legend)
 }
 
-fn breakdown<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    e: &ExperimentData,
-) -> Result<Vec<Entry>>
-where
-    DB::ErrorType: 'static,
-{
-    // (CPU, GPU, rest of wall) in ms per successful, freshly measured step, in store order.
+/// The time breakdown's bars: (CPU, GPU, rest of wall) in ms per successful, freshly measured
+/// step, in store order, averaged over groups of steps where there are more than
+/// [`MAX_BARS`]; and how many steps a bar groups.
+fn breakdown_bars(e: &ExperimentData) -> (Vec<[f64; 3]>, usize) {
     let steps: Vec<[f64; 3]> = e
         .points()
         .filter(|p| !p.cached)
@@ -618,7 +614,7 @@ where
         })
         .collect();
     let group = steps.len().div_ceil(MAX_BARS).max(1);
-    let bars: Vec<[f64; 3]> = steps
+    let bars = steps
         .chunks(group)
         .map(|chunk| {
             let n = chunk.len() as f64;
@@ -631,6 +627,17 @@ where
             sum
         })
         .collect();
+    (bars, group)
+}
+
+fn breakdown<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    e: &ExperimentData,
+) -> Result<Vec<Entry>>
+where
+    DB::ErrorType: 'static,
+{
+    let (bars, group) = breakdown_bars(e);
     let y_hi = range(bars.iter().map(|b| b.iter().sum::<f64>()).chain([0.0])).1;
     let x_desc = if group > 1 {
         format!("successful steps in store order (groups of {group})")
@@ -674,6 +681,32 @@ where
     Ok(legend)
 }
 
+/// The unit a span of `span_ms` reads best in, and its milliseconds.
+fn time_unit(span_ms: u64) -> (&'static str, f64) {
+    if span_ms < 120_000 {
+        ("s", 1e3)
+    } else if span_ms < 7_200_000 {
+        ("min", 6e4)
+    } else {
+        ("h", 3.6e6)
+    }
+}
+
+/// A worker's throughput from its first to its last result: `times` (when each finished, and
+/// how many steps it counts for), `n` steps in all, sorted.
+fn rate(times: &[(u64, u32)], n: u64) -> String {
+    match (times.first(), times.last()) {
+        (Some(first), Some(last)) if n >= 2 && last.0 > first.0 => {
+            let after_first = n - u64::from(first.1);
+            format!(
+                "{} steps/h",
+                format_value(after_first as f64 / ((last.0 - first.0) as f64 / 3.6e6))
+            )
+        }
+        _ => "rate unknown".to_string(),
+    }
+}
+
 fn throughput<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     all: &[ExperimentData],
@@ -694,13 +727,7 @@ where
         .map(|p| p.recorded_ms.saturating_sub(start))
         .max()
         .unwrap_or(0);
-    let (unit, per_ms) = if span_ms < 120_000 {
-        ("s", 1e3)
-    } else if span_ms < 7_200_000 {
-        ("min", 6e4)
-    } else {
-        ("h", 3.6e6)
-    };
+    let (unit, per_ms) = time_unit(span_ms);
     // A point drawn for several steps (a long chain's) counts them all, for its worker.
     let mut finished: BTreeMap<&str, Vec<(u64, u32)>> = BTreeMap::new();
     for p in measured() {
@@ -729,16 +756,7 @@ where
         times.sort_unstable();
         let c = color(k as u32);
         let n = total(&times);
-        let rate = match (times.first(), times.last()) {
-            (Some(first), Some(last)) if n >= 2 && last.0 > first.0 => {
-                let after_first = n - u64::from(first.1);
-                format!(
-                    "{} steps/h",
-                    format_value(after_first as f64 / ((last.0 - first.0) as f64 / 3.6e6))
-                )
-            }
-            _ => "rate unknown".to_string(),
-        };
+        let rate = rate(&times, n);
         let mut so_far = 0u64;
         let line: Vec<(f64, f64)> = std::iter::once((0.0, 0.0))
             .chain(times.iter().map(|(t, weight)| {

@@ -106,37 +106,7 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
          <th>points varied</th><th>distinct sets</th></tr>",
     );
     for (chain, tally) in &e.tallies {
-        let ChainTally {
-            steps,
-            ok,
-            accepted,
-            proposals,
-            best,
-            ..
-        } = *tally;
-        let accepted = format_acceptance(accepted as u32, proposals as u32);
-        // As every command says it: a best only where a step beat the baseline.
-        let [best, ratio] = best_cells(
-            best.unwrap_or(f64::INFINITY),
-            baseline.unwrap_or(f64::NAN),
-            steps as u32,
-            e.objective.unit,
-        );
-        let (varied, sets) = match e.coverage.get(chain) {
-            Some(c) => (
-                format!("{}/{} ({:.0} %)", c.varied, c.movable, 100.0 * c.share()),
-                c.sets.to_string(),
-            ),
-            None => ("-".into(), "-".into()),
-        };
-        let _ = writeln!(
-            out,
-            "<tr><td>{chain}</td><td>{}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
-             <td>{}</td><td>{ratio}</td><td>{varied}</td><td>{sets}</td></tr>",
-            steps,
-            steps - ok,
-            best,
-        );
+        out.push_str(&chain_row(e, *chain, tally, baseline));
     }
     out.push_str("</table>\n");
     let failures = e.failures();
@@ -157,6 +127,38 @@ pub(super) fn section(e: &ExperimentData, figures: &[Figure]) -> String {
         out.push_str(&figure_html(f));
     }
     out
+}
+
+/// One chain's row of an experiment's table, its best against `baseline`.
+fn chain_row(e: &ExperimentData, chain: u32, tally: &ChainTally, baseline: Option<f64>) -> String {
+    let ChainTally {
+        steps,
+        ok,
+        accepted,
+        proposals,
+        best,
+        ..
+    } = *tally;
+    let accepted = format_acceptance(accepted as u32, proposals as u32);
+    // As every command says it: a best only where a step beat the baseline.
+    let [best, ratio] = best_cells(
+        best.unwrap_or(f64::INFINITY),
+        baseline.unwrap_or(f64::NAN),
+        steps as u32,
+        e.objective.unit,
+    );
+    let (varied, sets) = match e.coverage.get(&chain) {
+        Some(c) => (
+            format!("{}/{} ({:.0} %)", c.varied, c.movable, 100.0 * c.share()),
+            c.sets.to_string(),
+        ),
+        None => ("-".into(), "-".into()),
+    };
+    format!(
+        "<tr><td>{chain}</td><td>{steps}</td><td>{ok}</td><td>{}</td><td>{accepted}</td>\
+         <td>{best}</td><td>{ratio}</td><td>{varied}</td><td>{sets}</td></tr>\n",
+        steps - ok,
+    )
 }
 
 pub(super) fn figure_html(f: &Figure) -> String {
