@@ -433,6 +433,37 @@ fn json(w: &Written) -> serde_json::Value {
     })
 }
 
+/// The experiment's best measured step, for `--json`.
+fn best_step_json(c: &Checked, b: &BestStep) -> serde_json::Value {
+    let a = &c.assignment;
+    serde_json::json!({
+        "step": b.key.to_string(),
+        "chain": b.key.chain,
+        "index": b.key.step,
+        "objective": b.objective,
+        "time_ratio": time_ratio(b.objective, a.baseline_objective),
+        "beat_stock": b.beat_stock(a),
+        "worker": b.worker,
+        "file": c.best_step_file,
+    })
+}
+
+/// The proposal measured against stock and the best step, for `--json`.
+fn verification_json(v: &Verification) -> serde_json::Value {
+    let proposal = v.proposal.as_ref().ok().copied();
+    serde_json::json!({
+        "worker": v.worker,
+        "rounds": v.rounds,
+        "stock": v.stock,
+        "best_step": v.best_step,
+        "proposal": proposal,
+        "proposal_failed": v.proposal.as_ref().err(),
+        "proposal_to_stock": proposal.map(|p| time_ratio(p, v.stock)),
+        "best_step_to_stock": time_ratio(v.best_step, v.stock),
+        "proposal_to_best_step": proposal.map(|p| time_ratio(p, v.best_step)),
+    })
+}
+
 fn experiment_json(c: &Checked) -> serde_json::Value {
     let a = &c.assignment;
     let rewards: Vec<serde_json::Value> = a
@@ -453,32 +484,8 @@ fn experiment_json(c: &Checked) -> serde_json::Value {
         .too_rare()
         .map(|r| serde_json::json!({"site": r.site.to_string(), "value": r.value.to_string(), "count": r.count}))
         .collect();
-    let best_step = a.best_step.as_ref().map(|b| {
-        serde_json::json!({
-            "step": b.key.to_string(),
-            "chain": b.key.chain,
-            "index": b.key.step,
-            "objective": b.objective,
-            "time_ratio": time_ratio(b.objective, a.baseline_objective),
-            "beat_stock": b.beat_stock(a),
-            "worker": b.worker,
-            "file": c.best_step_file,
-        })
-    });
-    let verification = c.verification.as_ref().map(|v| {
-        let proposal = v.proposal.as_ref().ok().copied();
-        serde_json::json!({
-            "worker": v.worker,
-            "rounds": v.rounds,
-            "stock": v.stock,
-            "best_step": v.best_step,
-            "proposal": proposal,
-            "proposal_failed": v.proposal.as_ref().err(),
-            "proposal_to_stock": proposal.map(|p| time_ratio(p, v.stock)),
-            "best_step_to_stock": time_ratio(v.best_step, v.stock),
-            "proposal_to_best_step": proposal.map(|p| time_ratio(p, v.best_step)),
-        })
-    });
+    let best_step = a.best_step.as_ref().map(|b| best_step_json(c, b));
+    let verification = c.verification.as_ref().map(verification_json);
     serde_json::json!({
         "experiment": a.experiment,
         "benchmark": a.benchmark,

@@ -74,40 +74,15 @@ pub fn write(
     let mut experiments = Vec::new();
     let mut stale = Vec::new();
     for (a, verification, verdict) in judged {
-        let proposal_file = layout::rewards_proposal_file(dir, &a.experiment);
-        let label = format!(
-            "the model's proposal for {}: {}",
-            a.experiment,
-            verdict.says()
-        );
-        write_labelled(
+        experiments.push(write_files(
+            store,
+            dir,
             &mut staging,
-            &proposal_file,
-            &label,
-            &a.decision_file(&a.proposal),
-        )?;
-        let best = layout::rewards_best_file(dir, &a.experiment);
-        let (best_file, best_step_file) = if verdict == Verdict::Best {
-            let label = format!(
-                "the best decisions for {}, {}",
-                a.experiment,
-                verdict.says()
-            );
-            write_labelled(&mut staging, &best, &label, &a.decision_file(&a.proposal))?;
-            (Some(best), None)
-        } else {
-            // An earlier run's best file must not outlive this verdict.
-            stale.push(best);
-            (None, best_step_file(store, &mut staging, dir, &a)?)
-        };
-        experiments.push(Checked {
-            assignment: a,
+            &mut stale,
+            a,
             verification,
             verdict,
-            proposal_file,
-            best_file,
-            best_step_file,
-        });
+        )?);
     }
     staging.commit()?;
     for best in stale {
@@ -122,6 +97,53 @@ pub fn write(
         experiments,
         skipped,
         table,
+    })
+}
+
+/// Stages one experiment's files ([`write`]); a best file this verdict must not keep goes
+/// into `stale`.
+fn write_files(
+    store: &Store,
+    dir: &Path,
+    staging: &mut Staging,
+    stale: &mut Vec<PathBuf>,
+    a: Assignment,
+    verification: Option<Verification>,
+    verdict: Verdict,
+) -> Result<Checked> {
+    let proposal_file = layout::rewards_proposal_file(dir, &a.experiment);
+    let label = format!(
+        "the model's proposal for {}: {}",
+        a.experiment,
+        verdict.says()
+    );
+    write_labelled(
+        staging,
+        &proposal_file,
+        &label,
+        &a.decision_file(&a.proposal),
+    )?;
+    let best = layout::rewards_best_file(dir, &a.experiment);
+    let (best_file, best_step_file) = if verdict == Verdict::Best {
+        let label = format!(
+            "the best decisions for {}, {}",
+            a.experiment,
+            verdict.says()
+        );
+        write_labelled(staging, &best, &label, &a.decision_file(&a.proposal))?;
+        (Some(best), None)
+    } else {
+        // An earlier run's best file must not outlive this verdict.
+        stale.push(best);
+        (None, best_step_file(store, staging, dir, &a)?)
+    };
+    Ok(Checked {
+        assignment: a,
+        verification,
+        verdict,
+        proposal_file,
+        best_file,
+        best_step_file,
     })
 }
 
