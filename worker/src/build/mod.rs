@@ -474,6 +474,27 @@ impl Build<'_> {
         }
     }
 
+    /// The compiler whose every compile goes through the wrapper, if any: where kiln has flags
+    /// for an inlining build that runs the compiler through the build system, or that is one
+    /// clang command with a `bounded` compile (it then runs through the wrapper too, so that
+    /// its compile is bounded and falls back as a make build's units do: the wrapper's name is
+    /// the second value).
+    fn wrapper(&self, flags: &[String], bounded: bool) -> (Option<Compiler>, Option<String>) {
+        let bounded_command = bounded
+            .then(|| self.wrapper_name())
+            .flatten()
+            .filter(|_| !self.wrapped());
+        let wrapper = match &self.spec.kind {
+            BenchmarkKind::LlvmInline { compiler, .. }
+                if !flags.is_empty() && (self.wrapped() || bounded_command.is_some()) =>
+            {
+                Some(*compiler)
+            }
+            _ => None,
+        };
+        (wrapper, bounded_command)
+    }
+
     /// The build's launch with kiln's compiler flags: appended to the command
     /// when it runs the compiler itself, else given to every compile through
     /// the compiler wrapper ([`wrap`]), the build's command left as it is.
@@ -488,20 +509,7 @@ impl Build<'_> {
             &self.work.join(DECISIONS_FILE),
         );
         let mut env = build_env(self.spec, self.decisions, self.home);
-        // A bounded build that is one clang command runs through the wrapper too,
-        // so that its compile is bounded and falls back as a make build's units do.
-        let bounded_command = fallback
-            .as_ref()
-            .and_then(|_| self.wrapper_name())
-            .filter(|_| !self.wrapped());
-        let wrapper = match &self.spec.kind {
-            BenchmarkKind::LlvmInline { compiler, .. }
-                if !flags.is_empty() && (self.wrapped() || bounded_command.is_some()) =>
-            {
-                Some(*compiler)
-            }
-            _ => None,
-        };
+        let (wrapper, bounded_command) = self.wrapper(&flags, fallback.is_some());
         let dir = self.work.join(WRAP_DIR);
         wrap::forget_said(&dir);
         let added = match wrapper {

@@ -207,65 +207,80 @@ extern "C" fn child_main(arg: *mut libc::c_void) -> libc::c_int {
     // or exit; every pointer in it is live for as long.
     unsafe {
         let a = &mut *arg.cast::<ChildArgs>();
-        let errno = || *libc::__errno_location();
-        let fail = |a: &mut ChildArgs, what: &'static str, e: i32| -> ! {
-            a.error = if e == 0 { libc::EINVAL } else { e };
-            a.failed = what;
-            libc::_exit(127)
+        let (what, e) = match set_up(a) {
+            Ok(()) => ("exec", exec(a)),
+            Err(failed) => failed,
         };
-        // Our own process group, so that a timeout or cancel kills the whole tree.
-        if libc::setpgid(0, 0) != 0 {
-            fail(a, "setpgid", errno());
-        }
-        if !a.cpus.is_null()
-            && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), a.cpus) != 0
-        {
-            fail(a, "sched_setaffinity", errno());
-        }
-        // Into the run's cgroup (limits) before exec, so the limits hold from the start.
-        for i in 0..a.n_cgroup_procs {
-            if libc::write(*a.cgroup_procs.add(i), b"0".as_ptr().cast(), 1) != 1 {
-                fail(a, "joining the run's cgroup", errno());
-            }
-        }
-        // If the worker thread that launched us dies, so do we.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-        for (target, &fd) in a.stdio.iter().enumerate() {
-            let target = target as RawFd;
-            if fd == target {
-                let flags = libc::fcntl(fd, libc::F_GETFD);
-                libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-            } else if libc::dup2(fd, target) < 0 {
-                fail(a, "dup2", errno());
-            }
-        }
-        if libc::chdir(a.cwd) != 0 {
-            fail(a, "chdir", errno());
-        }
-        // As std's Command: default SIGPIPE (we ignore it), no handler of ours
-        // left where a signal could run it in our memory, nothing blocked.
-        for sig in [libc::SIGPIPE, libc::SIGSEGV, libc::SIGBUS] {
-            libc::signal(sig, libc::SIG_DFL);
-        }
-        let mut none: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut none);
-        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
-        libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut a.exec_at);
-        // As execvp: the first candidate that runs; EACCES from any wins over ENOENT.
-        let mut error = libc::ENOENT;
-        for i in 0..a.n_programs {
-            libc::execve(*a.programs.add(i), a.argv, a.envp);
-            match errno() {
-                libc::ENOENT | libc::ENOTDIR => {}
-                libc::EACCES => error = libc::EACCES,
-                e => {
-                    error = e;
-                    break;
-                }
-            }
-        }
-        fail(a, "exec", error)
+        a.error = if e == 0 { libc::EINVAL } else { e };
+        a.failed = what;
+        libc::_exit(127)
     }
+}
+
+/// The child's process group, CPUs, cgroups, standard streams, folder and signals, as
+/// [`spawn`] prepared them; what failed, and its errno.
+///
+/// # Safety
+/// Only in [`child_main`], on its live `ChildArgs`.
+unsafe fn set_up(a: &mut ChildArgs) -> Result<(), (&'static str, i32)> {
+    let errno = || *libc::__errno_location();
+    // Our own process group, so that a timeout or cancel kills the whole tree.
+    if libc::setpgid(0, 0) != 0 {
+        return Err(("setpgid", errno()));
+    }
+    if !a.cpus.is_null()
+        && libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), a.cpus) != 0
+    {
+        return Err(("sched_setaffinity", errno()));
+    }
+    // Into the run's cgroup (limits) before exec, so the limits hold from the start.
+    for i in 0..a.n_cgroup_procs {
+        if libc::write(*a.cgroup_procs.add(i), b"0".as_ptr().cast(), 1) != 1 {
+            return Err(("joining the run's cgroup", errno()));
+        }
+    }
+    // If the worker thread that launched us dies, so do we.
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    for (target, &fd) in a.stdio.iter().enumerate() {
+        let target = target as RawFd;
+        if fd == target {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+        } else if libc::dup2(fd, target) < 0 {
+            return Err(("dup2", errno()));
+        }
+    }
+    if libc::chdir(a.cwd) != 0 {
+        return Err(("chdir", errno()));
+    }
+    // As std's Command: default SIGPIPE (we ignore it), no handler of ours
+    // left where a signal could run it in our memory, nothing blocked.
+    for sig in [libc::SIGPIPE, libc::SIGSEGV, libc::SIGBUS] {
+        libc::signal(sig, libc::SIG_DFL);
+    }
+    let mut none: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut none);
+    libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    Ok(())
+}
+
+/// Executes the program, as execvp: the first candidate that runs; where none does, the
+/// errno, EACCES from any winning over ENOENT.
+///
+/// # Safety
+/// Only in [`child_main`], on its live `ChildArgs`.
+unsafe fn exec(a: &mut ChildArgs) -> i32 {
+    libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut a.exec_at);
+    let mut error = libc::ENOENT;
+    for i in 0..a.n_programs {
+        libc::execve(*a.programs.add(i), a.argv, a.envp);
+        match *libc::__errno_location() {
+            libc::ENOENT | libc::ENOTDIR => {}
+            libc::EACCES => error = libc::EACCES,
+            e => return e,
+        }
+    }
+    error
 }
 
 pub(super) fn cpu_set(cpus: &[u32]) -> Result<Option<libc::cpu_set_t>, String> {

@@ -308,11 +308,7 @@ pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Verified {
             ));
             continue;
         };
-        let want_inline = if value.is_inline() {
-            true
-        } else if *value == DecisionValue::no_inline() {
-            false
-        } else {
+        let Some(want_inline) = wants_inline(value) else {
             problems.push(format!(
                 "'{id}': value '{value}' is neither inline nor no-inline; left out of the replay file"
             ));
@@ -327,23 +323,15 @@ pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Verified {
                 ));
             }
         }
-        let realised = inlined.contains(id);
-        if want_inline && !realised {
-            match site.absent_because(&inlined) {
+        match (want_inline, inlined.contains(id)) {
+            (true, false) => match site.absent_because(&inlined) {
                 Some(why) => {
                     moot.insert(id.clone(), why);
                 }
-                // Inliner.cpp skips such calls before it asks the replay ("recursive",
-                // "recursive SCC split") and prints no remark: the output cannot tell
-                // that from a replay line that matched nothing.
-                None => problems.push(format!(
-                    "'{id}': requested inline but not inlined, with no remark: the replay line \
-                     matched nothing, or LLVM passed the call by, as it does inside a recursive \
-                     cycle it has inlined through"
-                )),
-            }
-        } else if !want_inline && realised {
-            problems.push(format!("'{id}': requested no-inline but inlined"));
+                None => problems.push(not_inlined(id)),
+            },
+            (false, true) => problems.push(format!("'{id}': requested no-inline but inlined")),
+            _ => {}
         }
     }
     for id in inlined {
@@ -357,6 +345,27 @@ pub fn verify(requested: &DecisionSet, remarks: &[InlineRemark]) -> Verified {
         mismatched: problems,
         moot,
     }
+}
+
+/// Whether `value` asks for the call inlined; `None` for a value that is neither decision.
+fn wants_inline(value: &DecisionValue) -> Option<bool> {
+    if value.is_inline() {
+        Some(true)
+    } else {
+        (*value == DecisionValue::no_inline()).then_some(false)
+    }
+}
+
+/// The problem of a site requested inline that was not, with no remark saying why.
+fn not_inlined(id: &SiteId) -> String {
+    // Inliner.cpp skips such calls before it asks the replay ("recursive", "recursive SCC
+    // split") and prints no remark: the output cannot tell that from a replay line that
+    // matched nothing.
+    format!(
+        "'{id}': requested inline but not inlined, with no remark: the replay line matched \
+         nothing, or LLVM passed the call by, as it does inside a recursive cycle it has \
+         inlined through"
+    )
 }
 
 /// Size in bytes of the .text section of an ELF binary (object crate), None if unreadable.
