@@ -68,24 +68,8 @@ impl Profile {
     /// compressed names (`(id) name`) and relative positions are read too.
     pub fn parse(text: &str) -> Profile {
         let mut profile = Profile::default();
-        let mut names: HashMap<String, String> = HashMap::new();
-        let mut name = |value: &str| -> String {
-            let value = value.trim();
-            let plain = match value.strip_prefix('(').and_then(|v| v.split_once(')')) {
-                Some((id, rest)) if !rest.trim().is_empty() => {
-                    let rest = rest.trim().to_string();
-                    names.insert(id.to_string(), rest.clone());
-                    rest
-                }
-                Some((id, _)) => names.get(id).cloned().unwrap_or_default(),
-                None => value.to_string(),
-            };
-            // A recursion level callgrind tells apart (`fib'2`) is the function.
-            match plain.rsplit_once('\'') {
-                Some((f, level)) if level.chars().all(|c| c.is_ascii_digit()) => f.to_string(),
-                _ => plain,
-            }
-        };
+        let mut names = Names::default();
+        let mut name = |value: &str| names.read(value);
         let mut function = String::new();
         let mut callee = String::new();
         let mut pending_calls: Option<u64> = None;
@@ -127,6 +111,31 @@ impl Profile {
         }
         profile.objects = objects_of(text);
         profile
+    }
+}
+
+/// A profile's function names, compressed ones (`(id) name`, then `(id)`) resolved.
+#[derive(Default)]
+struct Names(HashMap<String, String>);
+
+impl Names {
+    /// The function a `fn=` or `cfn=` value names; a recursion level callgrind tells apart
+    /// (`fib'2`) is the function.
+    fn read(&mut self, value: &str) -> String {
+        let value = value.trim();
+        let plain = match value.strip_prefix('(').and_then(|v| v.split_once(')')) {
+            Some((id, rest)) if !rest.trim().is_empty() => {
+                let rest = rest.trim().to_string();
+                self.0.insert(id.to_string(), rest.clone());
+                rest
+            }
+            Some((id, _)) => self.0.get(id).cloned().unwrap_or_default(),
+            None => value.to_string(),
+        };
+        match plain.rsplit_once('\'') {
+            Some((f, level)) if level.chars().all(|c| c.is_ascii_digit()) => f.to_string(),
+            _ => plain,
+        }
     }
 }
 

@@ -171,48 +171,74 @@ impl<'a> Index<'a> {
             inline_threshold: cost.map(|c| c.threshold),
             ..SiteFeatures::default()
         };
-        if let Some(program) = self.evidence.ir {
-            let caller_ir = program.functions.get(caller);
-            let callee_ir = program.functions.get(callee);
-            f.caller_instructions = caller_ir.map(|c| c.instructions);
-            f.caller_blocks = caller_ir.map(|c| c.blocks);
-            f.callee_instructions = callee_ir.map(|c| c.instructions);
-            f.callee_blocks = callee_ir.map(|c| c.blocks);
-            f.callee_recursive = callee_ir.map(|c| c.recursive);
-            f.callee_external = callee_ir.map(|c| c.external);
-            f.callee_call_sites = program.call_sites.get(callee).copied();
-            // Each element is a call of the next inner function (of the callee
-            // for the innermost), held by the element's function.
-            let callees = std::iter::once(callee).chain(elements.iter().map(|e| e.function));
-            let calls: Option<Vec<&ir::Call>> = elements
-                .iter()
-                .zip(callees)
-                .map(|(e, called)| program.calls.get(&format!("{called} @ {e}")))
-                .collect();
-            f.loop_depth = calls
-                .as_ref()
-                .map(|calls| calls.iter().map(|c| c.loop_depth).sum());
-            f.constant_arguments = program
-                .calls
-                .get(innermost.as_str())
-                .map(|c| c.constant_arguments);
-        }
-        if let Some(profile) = self.evidence.profile {
-            let caller_cost = profile.functions.get(caller);
-            let callee_cost = profile.functions.get(callee);
-            f.caller_self_cost = caller_cost.map(|c| c.self_ir);
-            f.caller_inclusive_cost = caller_cost.map(|c| c.inclusive_ir);
-            f.caller_calls = Some(self.entries.get(caller).copied().unwrap_or(0));
-            f.callee_self_cost = callee_cost.map(|c| c.self_ir);
-            f.callee_inclusive_cost = callee_cost.map(|c| c.inclusive_ir);
-            // The call keeps its line wherever its function was inlined.
-            f.site_calls = match (stock_inline, line) {
-                (false, Some(line)) => Some(self.calls.get(&(callee, line)).copied().unwrap_or(0)),
-                _ => None,
-            };
-        }
+        self.ir_features(&mut f, (caller, callee), &elements, &innermost);
+        self.profile_features(&mut f, (caller, callee), stock_inline, line);
         self.code_features(&mut f, caller, callee);
         Some(f)
+    }
+
+    /// The features of the caller's and callee's IR before inlining, and of the site's calls
+    /// (`elements`, innermost first, `innermost` the innermost call's id).
+    fn ir_features(
+        &self,
+        f: &mut SiteFeatures,
+        (caller, callee): (&str, &str),
+        elements: &[SiteElement<'_>],
+        innermost: &SiteId,
+    ) {
+        let Some(program) = self.evidence.ir else {
+            return;
+        };
+        let caller_ir = program.functions.get(caller);
+        let callee_ir = program.functions.get(callee);
+        f.caller_instructions = caller_ir.map(|c| c.instructions);
+        f.caller_blocks = caller_ir.map(|c| c.blocks);
+        f.callee_instructions = callee_ir.map(|c| c.instructions);
+        f.callee_blocks = callee_ir.map(|c| c.blocks);
+        f.callee_recursive = callee_ir.map(|c| c.recursive);
+        f.callee_external = callee_ir.map(|c| c.external);
+        f.callee_call_sites = program.call_sites.get(callee).copied();
+        // Each element is a call of the next inner function (of the callee
+        // for the innermost), held by the element's function.
+        let callees = std::iter::once(callee).chain(elements.iter().map(|e| e.function));
+        let calls: Option<Vec<&ir::Call>> = elements
+            .iter()
+            .zip(callees)
+            .map(|(e, called)| program.calls.get(&format!("{called} @ {e}")))
+            .collect();
+        f.loop_depth = calls
+            .as_ref()
+            .map(|calls| calls.iter().map(|c| c.loop_depth).sum());
+        f.constant_arguments = program
+            .calls
+            .get(innermost.as_str())
+            .map(|c| c.constant_arguments);
+    }
+
+    /// The features of the stock build's profile: the caller's and callee's costs, how often
+    /// the caller was entered, and (a call the stock build kept, at `line`) how often it ran.
+    fn profile_features(
+        &self,
+        f: &mut SiteFeatures,
+        (caller, callee): (&str, &str),
+        stock_inline: bool,
+        line: Option<u32>,
+    ) {
+        let Some(profile) = self.evidence.profile else {
+            return;
+        };
+        let caller_cost = profile.functions.get(caller);
+        let callee_cost = profile.functions.get(callee);
+        f.caller_self_cost = caller_cost.map(|c| c.self_ir);
+        f.caller_inclusive_cost = caller_cost.map(|c| c.inclusive_ir);
+        f.caller_calls = Some(self.entries.get(caller).copied().unwrap_or(0));
+        f.callee_self_cost = callee_cost.map(|c| c.self_ir);
+        f.callee_inclusive_cost = callee_cost.map(|c| c.inclusive_ir);
+        // The call keeps its line wherever its function was inlined.
+        f.site_calls = match (stock_inline, line) {
+            (false, Some(line)) => Some(self.calls.get(&(callee, line)).copied().unwrap_or(0)),
+            _ => None,
+        };
     }
 
     /// The features of the caller's and callee's optimised code.
