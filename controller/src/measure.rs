@@ -158,6 +158,18 @@ pub struct Measurement {
     pub recorded_ms: u64,
 }
 
+/// Rounds of a comparison ([`compare`]) whose objective is noisy; one suffices for exact counts.
+const NOISY_ROUNDS: u32 = 3;
+
+/// The rounds of a comparison under `config`, whose runs are `runs` where an experiment
+/// measured its own (a baseline that varied).
+pub fn rounds(config: &CampaignConfig, runs: Option<RunPolicy>) -> u32 {
+    match step::repeatability(config, runs) {
+        step::Repeatability::Exact => 1,
+        step::Repeatability::Noisy => NOISY_ROUNDS,
+    }
+}
+
 /// Decision sets to measure against each other ([`compare`]), each once: the reference first.
 pub struct Sets<'s>(pub Vec<&'s DecisionSet>);
 

@@ -97,16 +97,11 @@ impl Preparation {
             }
         };
         let stored = store.experiment(&experiment.name)?;
-        if let Some(info) = &stored {
-            if info.bundle != bundle.hash {
-                return Ok(Progress::failed(format!(
-                    "the sources of benchmark {} ({}) changed since experiment {} started; \
-                     restore them or run with --force-new",
-                    benchmark.name,
-                    benchmark.sources.display(),
-                    experiment.name
-                )));
-            }
+        if let Some(why) = stored
+            .as_ref()
+            .and_then(|info| sources_changed(info, &bundle, &benchmark, experiment))
+        {
+            return Ok(Progress::failed(why));
         }
         let flips = match benchmark.kind {
             // Knob benchmarks move one knob at a time (guided proposals always move one).
@@ -369,6 +364,25 @@ impl Preparation {
             flips: self.flips,
         }
     }
+}
+
+/// Why a stored experiment cannot go on: its benchmark's sources are no longer those it
+/// measured (`bundle`, packed now).
+fn sources_changed(
+    info: &ExperimentInfo,
+    bundle: &Bundle,
+    benchmark: &BenchmarkSpec,
+    experiment: &Experiment,
+) -> Option<String> {
+    (info.bundle != bundle.hash).then(|| {
+        format!(
+            "the sources of benchmark {} ({}) changed since experiment {} started; \
+             restore them or run with --force-new",
+            benchmark.name,
+            benchmark.sources.display(),
+            experiment.name
+        )
+    })
 }
 
 /// The reference measurements of an experiment, each named, with its decisions and how often

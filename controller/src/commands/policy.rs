@@ -35,13 +35,11 @@ use crate::dispatch::bundle;
 use crate::error::{self, BadInput, Interrupted, Outcome};
 use crate::export::site_records;
 use crate::logging;
-use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Session, Sets, Slot};
-use crate::plan::step::{self, Repeatability};
+use crate::measure::{
+    compare, pick_worker, pooled_objective, rounds, single_slot, Session, Sets, Slot,
+};
 use crate::store::{layout, time_ratio, Store};
 use crate::text::{escape_controls, format_ratio, table, TIME_RATIO};
-
-/// Rounds of a noisy objective's comparison (as `kiln rewards` measures).
-const NOISY_ROUNDS: u32 = 3;
 
 /// Most bytes a policy may write for one benchmark.
 const MAX_OUTPUT: u64 = 64 << 20;
@@ -333,10 +331,7 @@ async fn evaluate(
     let (policy_at, nothing_at) = (sets.place(&decisions), sets.place(&nothing));
     let best_at = best.as_ref().map(|b| sets.place(b));
     let runs = config.runs;
-    let rounds = match step::repeatability(config, None) {
-        Repeatability::Exact => 1,
-        Repeatability::Noisy => NOISY_ROUNDS,
-    };
+    let rounds = rounds(config, None);
     let measured = compare(session, config, spec, &bundle, &sets.0, runs, rounds).await?;
     let objective = |i: usize| pooled_objective(config, &measured[i]);
     let stock = objective(0).map_err(anyhow::Error::msg)?;
@@ -358,17 +353,18 @@ async fn evaluate(
         failure: None,
         bad_input: false,
     };
-    for (set, at, value) in [
-        (&decisions, policy_at, row.policy),
-        (&nothing, nothing_at, row.nothing),
-    ] {
+    let recorded = [
+        (&decisions, &measured[policy_at][0], row.policy),
+        (&nothing, &measured[nothing_at][0], row.nothing),
+    ];
+    for (set, candidate, value) in recorded {
         let manual = super::Manual {
             discovery: &discovery,
             decisions: set,
             worker: session.worker,
             baseline: &measured[0][0],
             baseline_objective: stock,
-            candidate: &measured[at][0],
+            candidate,
             candidate_objective: value,
         };
         super::record_manual(store, spec, &bundle, &manual)?;

@@ -16,8 +16,7 @@ use crate::cli::RewardsArgs;
 use crate::dispatch::bundle;
 use crate::error::{BadInput, Outcome};
 use crate::logging;
-use crate::measure::{compare, pick_worker, pooled_objective, single_slot, Sets, Slot};
-use crate::plan::step::{self, Repeatability};
+use crate::measure::{compare, pick_worker, pooled_objective, rounds, single_slot, Sets, Slot};
 use crate::rewards::{
     self, judge, largest_effects, prejudge, Assignment, BestStep, Checked, RewardOptions,
     Verification, Written,
@@ -31,9 +30,6 @@ const LARGEST: usize = 5;
 
 /// Sites or values listed by name before "and N more".
 const LISTED: usize = 8;
-
-/// Rounds of a verification whose objective is noisy (one suffices for exact counts).
-const NOISY_ROUNDS: u32 = 3;
 
 pub(super) fn run(args: &RewardsArgs, out: &mut dyn Write) -> Result<Outcome> {
     // `--config` and `--worker` are checked first, whether or not a proposal turns out to
@@ -155,10 +151,7 @@ async fn measure(
         .context("no best step to verify against")?;
     let bundle = Arc::new(unchanged_sources(spec, &info, &a.experiment)?);
     let worker = single_slot(&verifying_worker(config, args, best)?);
-    let rounds = match step::repeatability(config, info.runs) {
-        Repeatability::Exact => 1,
-        Repeatability::Noisy => NOISY_ROUNDS,
-    };
+    let rounds = rounds(config, info.runs);
     // Each distinct set once: stock (the reference) first.
     let mut sets = Sets::new(&a.stock);
     let (best_at, proposal_at) = (sets.place(&best.decisions), sets.place(&a.proposal));

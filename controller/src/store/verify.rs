@@ -168,7 +168,7 @@ fn scan_steps(
             progress(read as u64);
         }
         let (key, value) = item?;
-        let row = rows.take(&key[layout::STEPS.len()..], &mut v.problems)?;
+        let mut row = rows.take(&key[layout::STEPS.len()..], &mut v.problems)?;
         let key = String::from_utf8_lossy(&key);
         let Some((experiment, chain, step)) = layout::step_of_key(&key) else {
             v.problems
@@ -181,30 +181,8 @@ fn scan_steps(
             at.holes.push((at.end, step - 1));
         }
         at.end = step + 1;
-        match checksum::matches(&value) {
-            Some(true) => {}
-            Some(false) => {
-                v.problems.push(format!(
-                    "store key {key}: the step fails its checksum (damaged)"
-                ));
-                // Where it still reads, its row is compared: the damage may be in a field
-                // the export shows.
-                if let Ok(record) = store.read_step(&key, &value) {
-                    rows.check(&record, row, &mut v.problems)?;
-                }
-                continue;
-            }
-            None => *v.counts.entry("steps without checksum").or_default() += 1,
-        }
-        let record = match store.read_step(&key, &value) {
-            Ok(record) => record,
-            Err(e) => {
-                v.problems.push(format!(
-                    "store key {key}: the step is unreadable ({})",
-                    e.root_cause()
-                ));
-                continue;
-            }
+        let Some(record) = sound_step(store, v, &rows, (&key, &value), &mut row)? else {
+            continue;
         };
         let k = &record.key;
         if (k.experiment.as_str(), k.chain, k.step) != (experiment, chain, step) {
@@ -217,6 +195,42 @@ fn scan_steps(
     }
     rows.rest(&mut v.problems)?;
     Ok(found)
+}
+
+/// The step stored under `key` as `value`, where it passes its checksum and reads; else
+/// `None`, the problem noted (a damaged step that still reads has its export `row` compared).
+fn sound_step(
+    store: &Store,
+    v: &mut Verification,
+    rows: &Rows<'_>,
+    (key, value): (&str, &[u8]),
+    row: &mut Option<sled::IVec>,
+) -> Result<Option<StepRecord>> {
+    match checksum::matches(value) {
+        Some(true) => {}
+        Some(false) => {
+            v.problems.push(format!(
+                "store key {key}: the step fails its checksum (damaged)"
+            ));
+            // Where it still reads, its row is compared: the damage may be in a field the
+            // export shows.
+            if let Ok(record) = store.read_step(key, value) {
+                rows.check(&record, row.take(), &mut v.problems)?;
+            }
+            return Ok(None);
+        }
+        None => *v.counts.entry("steps without checksum").or_default() += 1,
+    }
+    match store.read_step(key, value) {
+        Ok(record) => Ok(Some(record)),
+        Err(e) => {
+            v.problems.push(format!(
+                "store key {key}: the step is unreadable ({})",
+                e.root_cause()
+            ));
+            Ok(None)
+        }
+    }
 }
 
 /// Counts a step of `experiment` (as its key says): manual, or a chain's (accepted, reused,

@@ -318,17 +318,7 @@ pub fn run(
         let before = c.before_launch();
         (c, before)
     });
-    let id = LaunchId::next();
-    let mut registry = sweep::registry();
-    let Started { pid, pidfd, start } = spawn(launch, id, streams.stdio).map_err(|e| {
-        format!(
-            "cannot start {}: {e}{}",
-            what(),
-            searched(&launch.argv[0], &launch.env)
-        )
-    })?;
-    registry.add(id, pid);
-    drop(registry);
+    let (id, Started { pid, pidfd, start }) = start_registered(launch, streams.stdio, &what)?;
 
     let mut out = Sink::new(&launch.output, streams.stdout);
     let mut err = Sink::tail(streams.stderr, launch.stderr_watch);
@@ -405,6 +395,26 @@ impl Streams {
             writers,
         })
     }
+}
+
+/// Spawns the run's leader, registered (for the sweep of what escapes its group) before any
+/// other launch can look.
+fn start_registered(
+    launch: &Launch,
+    stdio: [RawFd; 3],
+    what: &dyn Fn() -> String,
+) -> Result<(LaunchId, Started), String> {
+    let id = LaunchId::next();
+    let mut registry = sweep::registry();
+    let started = spawn(launch, id, stdio).map_err(|e| {
+        format!(
+            "cannot start {}: {e}{}",
+            what(),
+            searched(&launch.argv[0], &launch.env)
+        )
+    })?;
+    registry.add(id, started.pid);
+    Ok((id, started))
 }
 
 /// Ends a run whose leader `pid` exited: reaps it, kills and reaps what is left of its

@@ -15,6 +15,8 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 use tokio::time::timeout;
 
+use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
+
 use super::*;
 
 /// Identity of a file's content for the hash cache: device, inode, length, modification time.
@@ -155,6 +157,19 @@ impl Deploy<'_> {
         Ok(hash)
     }
 
+    /// The GPU injection library found beside the local worker binary `binary`, deployed
+    /// beside the worker: GPU time needs it there; without it GPU metrics are unsupported
+    /// there, as on a machine without CUDA.
+    pub(super) async fn injection_library(&self, binary: &Path) -> Result<()> {
+        let library = binary.with_file_name(INJECTION_LIBRARY);
+        if library.is_file() {
+            let mut library_hash = self.hash(&library).await?;
+            self.file(&library, INJECTION_LIBRARY, &mut library_hash)
+                .await?;
+        }
+        Ok(())
+    }
+
     pub(super) fn cant_read(&self, path: &Path, e: anyhow::Error) -> anyhow::Error {
         self.who
             .err(format!("cannot read {} to deploy: {e:#}", path.display()))
@@ -241,45 +256,7 @@ pub(super) async fn upload_to(
     limit: Duration,
 ) -> Result<()> {
     let upload_limit = limit + Duration::from_secs(bytes.len() as u64 / UPLOAD_MIN_RATE);
-    let of = format!("of={tmp}");
-    let transfer = async {
-        let mut child = session
-            .command("dd")
-            .arg(&of)
-            .arg("bs=1M")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .await
-            .map_err(|e| {
-                who.err(format!(
-                    "cannot start the upload (`dd {of}`): {}",
-                    error_chain(&e)
-                ))
-            })?;
-        let mut stdin = child.stdin().take().expect("stdin is piped");
-        let wrote = async {
-            stdin.write_all(bytes).await?;
-            stdin.flush().await?;
-            stdin.shutdown().await
-        }
-        .await;
-        drop(stdin);
-        let out = child
-            .wait_with_output()
-            .await
-            .map_err(|e| who.err(format!("upload to {tmp} broke off: {}", error_chain(&e))))?;
-        if !out.status.success() {
-            return Err(who.err(format!(
-                "upload to {tmp} failed ({}): {}",
-                out.status,
-                String::from_utf8_lossy(&out.stderr).trim()
-            )));
-        }
-        wrote.map_err(|e| who.err(format!("upload to {tmp} broke off: {e}")))?;
-        Ok(())
-    };
+    let transfer = write_remote(session, who, tmp, bytes);
     match timeout(upload_limit, transfer).await {
         Err(_) => {
             return Err(who.err(format!(
@@ -301,6 +278,47 @@ pub(super) async fn upload_to(
     }
     remote_run(session, who, "chmod", &["755", "--", tmp], limit).await?;
     remote_run(session, who, "mv", &["-f", "--", tmp, final_path], limit).await?;
+    Ok(())
+}
+
+/// Writes `bytes` into the worker's file `tmp` through `dd` on its standard input.
+async fn write_remote(session: &Session, who: &Who, tmp: &str, bytes: &[u8]) -> Result<()> {
+    let of = format!("of={tmp}");
+    let mut child = session
+        .command("dd")
+        .arg(&of)
+        .arg("bs=1M")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .await
+        .map_err(|e| {
+            who.err(format!(
+                "cannot start the upload (`dd {of}`): {}",
+                error_chain(&e)
+            ))
+        })?;
+    let mut stdin = child.stdin().take().expect("stdin is piped");
+    let wrote = async {
+        stdin.write_all(bytes).await?;
+        stdin.flush().await?;
+        stdin.shutdown().await
+    }
+    .await;
+    drop(stdin);
+    let out = child
+        .wait_with_output()
+        .await
+        .map_err(|e| who.err(format!("upload to {tmp} broke off: {}", error_chain(&e))))?;
+    if !out.status.success() {
+        return Err(who.err(format!(
+            "upload to {tmp} failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    wrote.map_err(|e| who.err(format!("upload to {tmp} broke off: {e}")))?;
     Ok(())
 }
 

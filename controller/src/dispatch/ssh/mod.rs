@@ -41,7 +41,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::transport::{Channel, ChannelGuard, ChannelReader};
 use anyhow::{anyhow, bail, Context, Result};
 use kiln_protocol::config::{HostKeyCheck, SshWorker};
-use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
 use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
 use tokio::time::timeout;
 
@@ -217,15 +216,7 @@ pub async fn open_ssh_launching(
         limit: connect_timeout,
     };
     let uploaded = target.file(&binary, WORKER_FILE, &mut local_hash).await?;
-    // GPU time needs the injection library beside the worker; without it GPU metrics are
-    // unsupported there, as on a machine without CUDA.
-    let library = binary.with_file_name(INJECTION_LIBRARY);
-    if library.is_file() {
-        let mut library_hash = target.hash(&library).await?;
-        target
-            .file(&library, INJECTION_LIBRARY, &mut library_hash)
-            .await?;
-    }
+    target.injection_library(&binary).await?;
 
     let channel = start_serve(session, &who, launch, &remote_path).await?;
     tracing::debug!(
@@ -258,9 +249,39 @@ async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Resu
     let dir = private_dir().map_err(|e| who.err(format!("{e:#}")))?;
     let config = client_config(&dir, own_known_hosts).map_err(|e| who.err(format!("{e:#}")))?;
 
+    let b = session_builder(spec, &config, &dir, connect_timeout);
+    let login_bound = connect_timeout * 2 + Duration::from_secs(2);
+    let session = match timeout(login_bound, b.connect_mux(&spec.host)).await {
+        Err(_) => {
+            return Err(who.err(format!(
+                "unreachable: no SSH login within {:.0} s",
+                login_bound.as_secs_f64()
+            )))
+        }
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(login_error(spec, who, &e)),
+    };
+    match timeout(connect_timeout, session.check()).await {
+        Ok(Ok(())) => Ok(session),
+        Ok(Err(e)) => Err(who.err(format!(
+            "the SSH connection died right after login: {}",
+            error_chain(&e)
+        ))),
+        Err(_) => Err(who.err("the SSH connection does not answer right after login")),
+    }
+}
+
+/// The SSH options of a connection to `spec`: kiln's client config in `dir`, its control
+/// socket there, the timeouts, user, key and host-key checking.
+fn session_builder(
+    spec: &SshWorker,
+    config: &Path,
+    dir: &Path,
+    connect_timeout: Duration,
+) -> SessionBuilder {
     let mut b = SessionBuilder::default();
-    b.config_file(&config)
-        .control_directory(&dir)
+    b.config_file(config)
+        .control_directory(dir)
         .control_persist(ControlPersist::IdleFor(
             CONTROL_PERSIST_S.try_into().expect("nonzero"),
         ))
@@ -287,26 +308,7 @@ async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Resu
         }
         (None, _) => {}
     }
-
-    let login_bound = connect_timeout * 2 + Duration::from_secs(2);
-    let session = match timeout(login_bound, b.connect_mux(&spec.host)).await {
-        Err(_) => {
-            return Err(who.err(format!(
-                "unreachable: no SSH login within {:.0} s",
-                login_bound.as_secs_f64()
-            )))
-        }
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(login_error(spec, who, &e)),
-    };
-    match timeout(connect_timeout, session.check()).await {
-        Ok(Ok(())) => Ok(session),
-        Ok(Err(e)) => Err(who.err(format!(
-            "the SSH connection died right after login: {}",
-            error_chain(&e)
-        ))),
-        Err(_) => Err(who.err("the SSH connection does not answer right after login")),
-    }
+    b
 }
 
 /// `$TMPDIR/kiln-ssh-<uid>` (or `/tmp/...` when TMPDIR is too long for socket paths), mode 0700,
