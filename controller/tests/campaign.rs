@@ -1797,3 +1797,65 @@ fn a_decision_set_measured_before_a_resume_is_not_measured_again_after_it() {
     assert_eq!(sets.len(), measured.len(), "a set was measured again");
     assert!(measured.len() < got.len(), "no step reused a measurement");
 }
+
+/// A campaign of several programs steps the first one while it discovers the others: on one
+/// slot, the first program's first step is measured before the last program's discovery is
+/// kept (every discovery first, it would come after all of them).
+#[test]
+fn a_campaign_of_several_programs_steps_the_first_before_it_discovers_the_last() {
+    if !have("clang") || !have_valgrind() {
+        skip("clang or valgrind is not installed (inlining sites, callgrind's counts)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (mut benchmarks, mut experiments) = (String::new(), String::new());
+    for k in 0..3 {
+        let sources = dir.path().join(format!("p{k}"));
+        std::fs::create_dir_all(&sources).unwrap();
+        let program = format!(
+            "static int f(int x) {{ return x * {} + (x >> 2); }}\n\
+             int main(int argc, char **argv) {{\n  int s = 0;\n  \
+             for (int i = 0; i < 100000; i++) s += f(i + argc);\n  return s == 7;\n}}\n",
+            k + 3
+        );
+        std::fs::write(sources.join("main.c"), program).unwrap();
+        benchmarks += &format!(
+            "((name p{k}) (kind llvm-inline) (compiler clang) (sources \"p{k}\")
+              (build (\"clang\" \"-O2\" \"-g\" \"main.c\" \"-o\" \"bench\")) (run (\"./bench\")))\n"
+        );
+        experiments += &format!("((benchmark p{k}) (search (random-walk (steps 2))) (seed 1))\n");
+    }
+    let config = format!(
+        "(campaign (name several) (store \"store\")
+           (objective (metric instructions) (statistic median))
+           (runs (warmup 0) (min 1) (max 1))
+           (experiments {experiments})
+           (benchmarks {benchmarks})
+           (workers (local (slots 1))))"
+    );
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let first_step = crate::common::campaign::stored_steps(dir.path())
+        .iter()
+        .filter(|s| s.key.experiment == "p0")
+        .map(|s| s.recorded_ms)
+        .min()
+        .expect("p0 measured steps");
+    let kept: Vec<u64> = std::fs::read_dir(dir.path().join("store/discoveries"))
+        .unwrap()
+        .map(|e| {
+            let modified = e.unwrap().metadata().unwrap().modified().unwrap();
+            modified
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        })
+        .collect();
+    assert_eq!(kept.len(), 3, "{kept:?}");
+    let last = *kept.iter().max().unwrap();
+    assert!(
+        first_step < last,
+        "p0's first step at {first_step}, the last discovery kept at {last}"
+    );
+}

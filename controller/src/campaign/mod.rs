@@ -11,7 +11,7 @@
 //! It drives plan, dispatch and store; it formats nothing for a command's
 //! output beyond progress lines, and reads no export or report.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 
 use kiln_protocol::bundle::Bundle;
-use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy, Search};
+use kiln_protocol::config::{BenchmarkSpec, Experiment, RunPolicy, Search, WorkerSpec};
 use kiln_protocol::message::StepResult;
 use kiln_protocol::{CampaignConfig, ContentHash, DecisionFile, DecisionSet, StepOutcome};
 
@@ -376,6 +376,10 @@ struct Running<'a> {
     progress: Progress,
     /// Jobs to submit once what led to them is flushed.
     outbox: Vec<Job<Tag>>,
+    /// Discoveries not submitted yet ([`Running::discoveries_at_once`]), in the order asked.
+    held: VecDeque<Job<Tag>>,
+    /// Discoveries submitted and not answered.
+    discoveries_out: usize,
     /// Whether the store holds writes not flushed yet.
     staged: bool,
     /// Per worker: the capabilities last fingerprinted and their stored hash.
@@ -416,6 +420,8 @@ impl<'a> Running<'a> {
             dispatched_ms: HashMap::new(),
             progress: Progress::new(config),
             outbox: Vec::new(),
+            held: VecDeque::new(),
+            discoveries_out: 0,
             staged: false,
             fingerprints: HashMap::new(),
         }
@@ -674,9 +680,31 @@ impl Running<'_> {
             self.staged = false;
         }
         for job in self.outbox.drain(..) {
+            match job.work {
+                Work::Discover(_) => self.held.push_back(job),
+                _ => pool.submit(job),
+            }
+        }
+        while self.discoveries_out < self.discoveries_at_once() {
+            let Some(job) = self.held.pop_front() else {
+                break;
+            };
             pool.submit(job);
+            self.discoveries_out += 1;
         }
         Ok(())
+    }
+
+    /// How many discoveries may run at once: every slot's worth until an experiment is
+    /// ready, then half of them (one at least), so that a campaign of many programs measures
+    /// the baselines and steps of those discovered while it discovers the rest: its first
+    /// steps come after one program's preparation, not after every program's discovery.
+    fn discoveries_at_once(&self) -> usize {
+        let slots: u32 = self.config.workers.iter().map(WorkerSpec::slots).sum();
+        match self.experiments.is_empty() {
+            true => slots.max(1) as usize,
+            false => (slots / 2).max(1) as usize,
+        }
     }
 
     /// Sends a pending proposal to be measured (at the next commit), or, with
@@ -822,6 +850,9 @@ impl Running<'_> {
             bail!("an answer for experiment {experiment}, which is not preparing");
         };
         let discovered = matches!(tag, Tag::Discover(_)).then(|| preparation.discovering());
+        if discovered.is_some() {
+            self.discoveries_out = self.discoveries_out.saturating_sub(1);
+        }
         let progress =
             preparation.on_answer(self.config, self.store, tag, answer, &mut self.outbox)?;
         let failed = match &progress {
