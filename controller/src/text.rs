@@ -164,6 +164,19 @@ pub fn format_summary(s: &Summary, unit: &str) -> String {
     )
 }
 
+/// The first `most` of `items`, and how many more there are: `a, b, c, and 5 more`.
+pub fn listed<T: std::fmt::Display>(
+    items: impl ExactSizeIterator<Item = T>,
+    most: usize,
+) -> String {
+    let n = items.len();
+    let mut text: Vec<String> = items.take(most).map(|i| i.to_string()).collect();
+    if n > most {
+        text.push(format!("and {} more", n - most));
+    }
+    text.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

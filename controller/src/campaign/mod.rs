@@ -39,7 +39,7 @@ mod progress;
 pub mod status;
 use status::Phase;
 
-use prepare::Preparation;
+use prepare::{Doing, Preparation};
 use progress::Progress;
 
 /// Options of `kiln run` beyond the config.
@@ -548,10 +548,17 @@ impl Running<'_> {
 
     /// What the campaign is doing now.
     fn phase(&self) -> Phase {
-        Phase {
-            preparing: self.preparing.values().map(Preparation::doing).collect(),
+        let mut phase = Phase {
             searching: !self.chains.is_empty(),
+            ..Phase::default()
+        };
+        for preparation in self.preparing.values() {
+            match preparation.doing() {
+                Doing::Discovering(benchmark) => phase.discovering.insert(benchmark.to_string()),
+                Doing::Measuring(experiment) => phase.measuring.insert(experiment.to_string()),
+            };
         }
+        phase
     }
 
     /// Starts the chains of an experiment that is ready, or waits for it.

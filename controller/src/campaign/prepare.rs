@@ -47,6 +47,12 @@ struct Measuring {
     outstanding: usize,
 }
 
+/// What a preparation does: discover its benchmark, or measure its experiment's baselines.
+pub(super) enum Doing<'a> {
+    Discovering(&'a str),
+    Measuring(&'a str),
+}
+
 /// Where a preparation stands after a move.
 pub(super) enum Progress {
     /// Prepared: its chains may start.
@@ -348,10 +354,10 @@ impl Preparation {
         }
     }
 
-    pub(super) fn doing(&self) -> String {
+    pub(super) fn doing(&self) -> Doing<'_> {
         match self.measuring {
-            None => format!("discovering {}", self.benchmark.name),
-            Some(_) => format!("measuring the baselines of {}", self.experiment.name),
+            None => Doing::Discovering(&self.benchmark.name),
+            Some(_) => Doing::Measuring(&self.experiment.name),
         }
     }
 

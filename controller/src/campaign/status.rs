@@ -5,7 +5,7 @@
 //! report as `status.json` beside the store; `kiln status` reads the store
 //! when it can and that snapshot when the campaign is running.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -20,6 +20,7 @@ use crate::dispatch::slurm::SlurmJob;
 use crate::store::{
     layout, now_ms, ChainState, Coverage, ExperimentInfo, ProgressPoint, Raced, Store,
 };
+use crate::text::listed;
 
 /// A campaign's status.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -376,12 +377,17 @@ pub fn best_of(state: &ChainState, baseline: f64) -> f64 {
 /// chains search.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Phase {
-    /// Per experiment being prepared: what it does (`discovering B`, `measuring the
-    /// baselines of E`).
-    pub preparing: Vec<String>,
+    /// Benchmarks being discovered, or waiting for a slot to be.
+    pub discovering: BTreeSet<String>,
+    /// Experiments measuring their baselines (their references).
+    pub measuring: BTreeSet<String>,
     /// Whether some chain has started.
     pub searching: bool,
 }
+
+/// Names a phase lists before "and N more": a campaign of a hundred programs prepares them
+/// all at once.
+const PHASE_NAMES: usize = 4;
 
 impl std::fmt::Display for Phase {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -389,8 +395,23 @@ impl std::fmt::Display for Phase {
         if self.searching {
             parts.push("searching".to_string());
         }
-        if !self.preparing.is_empty() {
-            parts.push(format!("preparing: {}", self.preparing.join(", ")));
+        let doing = |what: &str, names: &BTreeSet<String>, noun: &str| match names.len() {
+            0 => None,
+            1 => Some(format!("{what} {}", listed(names.iter(), 1))),
+            n => Some(format!(
+                "{what} {n} {noun} ({})",
+                listed(names.iter(), PHASE_NAMES)
+            )),
+        };
+        let preparing: Vec<String> = [
+            doing("measuring the baselines of", &self.measuring, "experiments"),
+            doing("discovering", &self.discovering, "programs"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        if !preparing.is_empty() {
+            parts.push(format!("preparing: {}", preparing.join(", ")));
         }
         if parts.is_empty() {
             parts.push("starting".into());
@@ -653,6 +674,29 @@ pub fn load(store_dir: &Path) -> Result<(Report, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_phase_counts_what_it_prepares_and_names_a_few() {
+        let names = |n: usize, stem: &str| -> BTreeSet<String> {
+            (0..n).map(|k| format!("{stem}{k}")).collect()
+        };
+        let phase = Phase {
+            discovering: names(2, "p"),
+            measuring: names(68, "e"),
+            searching: true,
+        };
+        assert_eq!(
+            phase.to_string(),
+            "searching; preparing: measuring the baselines of 68 experiments (e0, e1, e10, \
+             e11, and 64 more), discovering 2 programs (p0, p1)"
+        );
+        let one = Phase {
+            discovering: names(1, "zstd"),
+            ..Phase::default()
+        };
+        assert_eq!(one.to_string(), "preparing: discovering zstd0");
+        assert_eq!(Phase::default().to_string(), "starting");
+    }
 
     /// A chain of 300 steps at 100 decided, its course a point every 10 steps.
     fn row(series: Vec<ProgressPoint>, updated_ms: u64) -> ChainRow {

@@ -23,7 +23,7 @@ use crate::rewards::{
 };
 use crate::store::time_ratio;
 use crate::store::{layout, ExperimentInfo, Store};
-use crate::text::{format_ratio, plural, TIME_RATIO};
+use crate::text::{format_ratio, listed, plural, TIME_RATIO};
 
 /// Rewards listed per experiment, largest first.
 const LARGEST: usize = 5;
@@ -235,16 +235,6 @@ fn verifying_worker(
     }
 }
 
-/// Names, the first few of them, and how many more there are.
-fn listed<T: std::fmt::Display>(items: impl ExactSizeIterator<Item = T>) -> String {
-    let n = items.len();
-    let mut text: Vec<String> = items.take(LISTED).map(|i| i.to_string()).collect();
-    if n > LISTED {
-        text.push(format!("and {} more", n - LISTED));
-    }
-    text.join(", ")
-}
-
 /// Per experiment: the model and how far to trust it, the measured ratios,
 /// the verdict and where its files are.
 fn summary(w: &Written) -> String {
@@ -321,7 +311,7 @@ fn unrewarded_summary(out: &mut String, a: &Assignment) {
             out,
             "  no reward, never varied ({}): {}",
             never.len(),
-            listed(never.iter())
+            listed(never.iter(), LISTED)
         );
     }
     let rare: Vec<String> = a
@@ -341,7 +331,7 @@ fn unrewarded_summary(out: &mut String, a: &Assignment) {
             "  no reward, seen in fewer than {} steps, or its stock value was ({}): {}",
             a.options.min_count,
             rare.len(),
-            listed(rare.iter())
+            listed(rare.iter(), LISTED)
         );
     }
 }
