@@ -222,7 +222,7 @@ impl Preparation {
         let (experiment, benchmark, bundle) = (&self.experiment, &self.benchmark, &self.bundle);
         let baseline_set = start_set(experiment, &discovery)?;
         announce(config, experiment, &discovery);
-        let references = references(benchmark, &discovery, baseline_set);
+        let references = references(experiment, benchmark, &discovery, baseline_set);
         // Measurements kept from an earlier start count; only the rest is measured.
         // The start of screening in shared builds is counted per function, as its steps are.
         let requests: Vec<StepRequest> = references
@@ -392,14 +392,18 @@ fn sources_changed(
 }
 
 /// The reference measurements of an experiment, each named, with its decisions and how often
-/// it is measured: its start (the baseline); for inlining, every call left out too.
+/// it is measured: its start (the baseline); for an inlining search, every call left out too
+/// (what its best is also compared with). Screening searches for no best: its experiments
+/// measure no such build, which costs a build and a run as slow as the program gets.
 fn references(
+    experiment: &Experiment,
     benchmark: &BenchmarkSpec,
     discovery: &Discovery,
     baseline: DecisionSet,
 ) -> Vec<(String, DecisionSet, u32)> {
     let mut references = vec![("baseline".to_string(), baseline, BASELINE_REPEATS)];
-    if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) {
+    let screening = matches!(experiment.search, Search::Screening(_));
+    if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) && !screening {
         let none = discovery
             .points
             .iter()
