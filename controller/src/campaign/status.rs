@@ -40,6 +40,10 @@ pub struct Report {
     pub unit: String,
     /// One row per chain.
     pub chains: Vec<ChainRow>,
+    /// Experiments still being prepared when it was written: their chains have no row yet,
+    /// and no ETA counts them.
+    #[serde(default)]
+    pub preparing: usize,
     /// Experiments whose preparation failed (discovery, the baseline), with
     /// why: the campaign goes on without them.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -502,6 +506,9 @@ pub fn write_snapshot(
         })
         .collect();
     let finished = all_done(config, &rows, &failed);
+    let preparing = (config.experiments.iter())
+        .filter(|e| !infos.contains_key(&e.name) && !failed.contains_key(&e.name))
+        .count();
     let report = Report {
         campaign: config.name.clone(),
         at_ms: now,
@@ -513,6 +520,7 @@ pub fn write_snapshot(
             phase.to_string()
         },
         chains: rows,
+        preparing,
         failed,
         workers,
     };
@@ -565,6 +573,7 @@ pub fn from_store(store: &Store) -> Result<Report> {
         unit: config.objective.metric.unit().into(),
         phase,
         chains: rows,
+        preparing: 0,
         failed,
         workers: per_worker
             .into_iter()

@@ -73,13 +73,19 @@ fn experiment_totals(report: &Report) -> String {
 pub(super) fn render(report: &Report, live: bool) -> String {
     let mut out = String::new();
     let state = if live {
-        match report.eta() {
-            Some(left) => format!(
+        match (report.eta(), report.preparing) {
+            (Some(left), 0) => format!(
                 "running: {}; about {} left",
                 report.phase,
                 format_secs(left)
             ),
-            None => format!("running: {}", report.phase),
+            // Experiments still preparing have no chain the estimate could count.
+            (Some(left), _) => format!(
+                "running: {}; about {} left for the chains started",
+                report.phase,
+                format_secs(left)
+            ),
+            (None, _) => format!("running: {}", report.phase),
         }
     } else {
         report.phase.clone()
