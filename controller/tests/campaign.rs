@@ -1798,11 +1798,12 @@ fn a_decision_set_measured_before_a_resume_is_not_measured_again_after_it() {
     assert!(measured.len() < got.len(), "no step reused a measurement");
 }
 
-/// A campaign of several programs steps the first one while it discovers the others: on one
+/// A campaign of several programs steps the first one while it prepares the others: on one
 /// slot, the first program's first step is measured before the last program's discovery is
-/// kept (every discovery first, it would come after all of them).
+/// kept, and, the discoveries known, before the last program's references are (every
+/// preparation job first, it would come after all of them).
 #[test]
-fn a_campaign_of_several_programs_steps_the_first_before_it_discovers_the_last() {
+fn a_campaign_of_several_programs_steps_the_first_before_it_prepares_the_last() {
     if !have("clang") || !have_valgrind() {
         skip("clang or valgrind is not installed (inlining sites, callgrind's counts)");
         return;
@@ -1836,13 +1837,25 @@ fn a_campaign_of_several_programs_steps_the_first_before_it_discovers_the_last()
     std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
-    let first_step = crate::common::campaign::stored_steps(dir.path())
+    assert_first_step_before_last_kept(dir.path(), "discoveries", 3);
+    // Again in a new store, the discoveries kept: every program's references are asked for at
+    // once (a file each for the baseline and inlining nothing), and the first program's steps
+    // still come before the last program's references.
+    let out = run_kiln(dir.path(), &["run", "--force-new", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_first_step_before_last_kept(dir.path(), "references", 3 * 2);
+}
+
+/// Experiment p0's first step was recorded before the last of the `n` files the store keeps in
+/// its folder `kept` (discoveries, references) was written.
+fn assert_first_step_before_last_kept(dir: &Path, kept: &str, n: usize) {
+    let first_step = crate::common::campaign::stored_steps(dir)
         .iter()
         .filter(|s| s.key.experiment == "p0")
         .map(|s| s.recorded_ms)
         .min()
         .expect("p0 measured steps");
-    let kept: Vec<u64> = std::fs::read_dir(dir.path().join("store/discoveries"))
+    let written: Vec<u64> = std::fs::read_dir(dir.join("store").join(kept))
         .unwrap()
         .map(|e| {
             let modified = e.unwrap().metadata().unwrap().modified().unwrap();
@@ -1852,10 +1865,10 @@ fn a_campaign_of_several_programs_steps_the_first_before_it_discovers_the_last()
                 .as_millis() as u64
         })
         .collect();
-    assert_eq!(kept.len(), 3, "{kept:?}");
-    let last = *kept.iter().max().unwrap();
+    assert_eq!(written.len(), n, "{kept}: {written:?}");
+    let last = *written.iter().max().unwrap();
     assert!(
         first_step < last,
-        "p0's first step at {first_step}, the last discovery kept at {last}"
+        "p0's first step at {first_step}, the last of {kept} kept at {last}"
     );
 }

@@ -376,10 +376,11 @@ struct Running<'a> {
     progress: Progress,
     /// Jobs to submit once what led to them is flushed.
     outbox: Vec<Job<Tag>>,
-    /// Discoveries not submitted yet ([`Running::discoveries_at_once`]), in the order asked.
+    /// Jobs of experiments' preparations (discoveries, references) not submitted yet
+    /// ([`Running::preparation_at_once`]), in the order asked.
     held: VecDeque<Job<Tag>>,
-    /// Discoveries submitted and not answered.
-    discoveries_out: usize,
+    /// Preparation jobs submitted and not answered.
+    preparation_out: usize,
     /// Whether the store holds writes not flushed yet.
     staged: bool,
     /// Per worker: the capabilities last fingerprinted and their stored hash.
@@ -421,7 +422,7 @@ impl<'a> Running<'a> {
             progress: Progress::new(config),
             outbox: Vec::new(),
             held: VecDeque::new(),
-            discoveries_out: 0,
+            preparation_out: 0,
             staged: false,
             fingerprints: HashMap::new(),
         }
@@ -687,26 +688,31 @@ impl Running<'_> {
             self.staged = false;
         }
         for job in self.outbox.drain(..) {
-            match job.work {
-                Work::Discover(_) => self.held.push_back(job),
-                _ => pool.submit(job),
+            match job.tag {
+                Tag::Step(_) => pool.submit(job),
+                _ => self.held.push_back(job),
             }
         }
-        while self.discoveries_out < self.discoveries_at_once() {
-            let Some(job) = self.held.pop_front() else {
+        while self.preparation_out < self.preparation_at_once() {
+            // What an experiment already began (its references) before a new discovery.
+            let begun = self
+                .held
+                .iter()
+                .position(|j| matches!(j.tag, Tag::Reference(..)));
+            let Some(job) = self.held.remove(begun.unwrap_or(0)) else {
                 break;
             };
             pool.submit(job);
-            self.discoveries_out += 1;
+            self.preparation_out += 1;
         }
         Ok(())
     }
 
-    /// How many discoveries may run at once: every slot's worth until an experiment is
-    /// ready, then half of them (one at least), so that a campaign of many programs measures
-    /// the baselines and steps of those discovered while it discovers the rest: its first
-    /// steps come after one program's preparation, not after every program's discovery.
-    fn discoveries_at_once(&self) -> usize {
+    /// How many preparation jobs (discoveries, reference measurements) may run at once:
+    /// every slot's worth until an experiment is ready, then half of them (one at least), so
+    /// that a campaign of many programs steps those prepared while it prepares the rest: its
+    /// first steps come after one program's preparation, not after every program's.
+    fn preparation_at_once(&self) -> usize {
         let slots: u32 = self.config.workers.iter().map(WorkerSpec::slots).sum();
         match self.experiments.is_empty() {
             true => slots.max(1) as usize,
@@ -849,6 +855,7 @@ impl Running<'_> {
 
     /// An answer to a job of an experiment's preparation (its discovery or a reference).
     fn on_preparation_answer(&mut self, tag: Tag, answer: Answer) -> Result<()> {
+        self.preparation_out = self.preparation_out.saturating_sub(1);
         let (Tag::Discover(experiment) | Tag::Reference(experiment, _)) = &tag else {
             bail!("unexpected answer during the campaign");
         };
@@ -857,9 +864,6 @@ impl Running<'_> {
             bail!("an answer for experiment {experiment}, which is not preparing");
         };
         let discovered = matches!(tag, Tag::Discover(_)).then(|| preparation.discovering());
-        if discovered.is_some() {
-            self.discoveries_out = self.discoveries_out.saturating_sub(1);
-        }
         let progress =
             preparation.on_answer(self.config, self.store, tag, answer, &mut self.outbox)?;
         let failed = match &progress {
