@@ -693,7 +693,8 @@ impl Running<'_> {
                 _ => self.held.push_back(job),
             }
         }
-        while self.preparation_out < self.preparation_at_once() {
+        let at_once = self.preparation_at_once();
+        while self.preparation_out < at_once {
             // What an experiment already began (its references) before a new discovery.
             let begun = self
                 .held

@@ -25,7 +25,7 @@ use crate::dispatch::pool::{Answer, Job, Work};
 use crate::error::BadInput;
 use crate::logging;
 use crate::plan::{random_start, step};
-use crate::store::{kept, ExperimentInfo, NotPrepared, Reference, Store};
+use crate::store::{context_name, kept, ExperimentInfo, NotPrepared, Reference, Store};
 
 /// An experiment being prepared.
 pub(super) struct Preparation {
@@ -40,6 +40,8 @@ pub(super) struct Preparation {
 /// The reference measurements of a discovered experiment.
 struct Measuring {
     discovery: Discovery,
+    /// The sites screening leaves out ([`measured_before`]).
+    measured_before: BTreeSet<SiteId>,
     /// Per reference: name, decisions and measurements wanted.
     references: Vec<(String, DecisionSet, u32)>,
     requests: Vec<StepRequest>,
@@ -221,6 +223,11 @@ impl Preparation {
     ) -> Result<Progress> {
         let (experiment, benchmark, bundle) = (&self.experiment, &self.benchmark, &self.bundle);
         let baseline_set = start_set(experiment, &discovery)?;
+        // Read before anything is measured: a table that cannot be read stops the experiment.
+        let measured_before = match measured_before(experiment, &baseline_set, &discovery) {
+            Ok(sites) => sites,
+            Err(e) => return Ok(Progress::failed(format!("{e:#}"))),
+        };
         announce(config, experiment, &discovery);
         let references = references(experiment, benchmark, &discovery, baseline_set);
         // Measurements kept from an earlier start count; only the rest is measured.
@@ -257,6 +264,7 @@ impl Preparation {
         }
         self.measuring = Some(Measuring {
             discovery,
+            measured_before,
             references,
             requests,
             results,
@@ -304,17 +312,13 @@ impl Preparation {
                 Some(repeated(config.runs))
             }
         };
-        let mut info = ExperimentInfo {
+        let info = ExperimentInfo {
             discovery: m.discovery,
             bundle: self.bundle.hash,
             baseline,
             references: measured,
             runs,
-            measured_before: BTreeSet::new(),
-        };
-        info.measured_before = match measured_before(&self.experiment, &info) {
-            Ok(sites) => sites,
-            Err(e) => return Ok(Progress::failed(format!("{e:#}"))),
+            measured_before: m.measured_before,
         };
         store.put_experiment(name, &info)?;
         Ok(Progress::Ready(Box::new(self.into_prepared(info))))
@@ -415,7 +419,11 @@ fn references(
 }
 
 /// The sites screening leaves out: those its `(skip-measured FILE)` holds for it.
-fn measured_before(experiment: &Experiment, info: &ExperimentInfo) -> Result<BTreeSet<SiteId>> {
+fn measured_before(
+    experiment: &Experiment,
+    start: &DecisionSet,
+    discovery: &Discovery,
+) -> Result<BTreeSet<SiteId>> {
     let Search::Screening(Screening {
         skip_measured: Some(path),
         ..
@@ -423,7 +431,7 @@ fn measured_before(experiment: &Experiment, info: &ExperimentInfo) -> Result<BTr
     else {
         return Ok(BTreeSet::new());
     };
-    let context = info.context(Some(experiment));
+    let context = context_name(start, &discovery.baseline, Some(experiment));
     let rows = measured_before::Rows {
         experiment: &experiment.name,
         benchmark: &experiment.benchmark,

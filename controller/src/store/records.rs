@@ -395,6 +395,27 @@ impl Reference {
     }
 }
 
+/// The name of the decisions an experiment's flips are made from, `start`: `stock` where they
+/// are `stock`'s, else its baseline file's name, `random` or `random K flips` (`start` where
+/// its config is not at hand).
+pub fn context_name(
+    start: &DecisionSet,
+    stock: &DecisionSet,
+    experiment: Option<&Experiment>,
+) -> String {
+    if start == stock {
+        return "stock".into();
+    }
+    let named = experiment.and_then(|e| {
+        Some(match e.baseline.as_ref()? {
+            Start::File(path) => path.file_name()?.to_string_lossy().into_owned(),
+            Start::Random { flips: None } => "random".into(),
+            Start::Random { flips: Some(k) } => format!("random {k} flips"),
+        })
+    });
+    named.unwrap_or_else(|| "start".into())
+}
+
 /// A step's time ratio, the one speed convention of every command, file and
 /// plot: its objective over the baseline's, below 1 faster (or fewer
 /// instructions); NaN where either is missing.
@@ -403,21 +424,14 @@ pub fn time_ratio(objective: f64, baseline: f64) -> f64 {
 }
 
 impl ExperimentInfo {
-    /// The decisions its flips are made from, as the effects table names them: `stock`, its
-    /// baseline file's name, `random` or `random K flips` (`start` where its config is not at
-    /// hand).
+    /// The decisions its flips are made from, as the effects table names them
+    /// ([`context_name`]).
     pub fn context(&self, experiment: Option<&Experiment>) -> String {
-        if self.baseline.decisions == self.discovery.baseline {
-            return "stock".into();
-        }
-        let start = experiment.and_then(|e| {
-            Some(match e.baseline.as_ref()? {
-                Start::File(path) => path.file_name()?.to_string_lossy().into_owned(),
-                Start::Random { flips: None } => "random".into(),
-                Start::Random { flips: Some(k) } => format!("random {k} flips"),
-            })
-        });
-        start.unwrap_or_else(|| "start".into())
+        context_name(
+            &self.baseline.decisions,
+            &self.discovery.baseline,
+            experiment,
+        )
     }
 
     /// The time ratio of `objective` against this experiment's baseline;
