@@ -533,7 +533,7 @@ fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_firs
     drop(db);
     // Both kinds among the steps: summaries of runs, and summaries a worker made otherwise.
     assert!((1..c.steps.len()).contains(&summaries_left_out));
-    let store = Store::open_existing(dir.path()).unwrap();
+    let store = reopen(|| Store::open_existing(dir.path()));
     for (record, _) in &c.steps {
         assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
     }
@@ -750,7 +750,7 @@ fn campaign_with_sets(steps: u32) -> Campaign {
 
 /// The raw value of `key` in the store in `dir`, and how many keys start with `prefix`.
 fn raw(dir: &Path, key: &str, prefix: &str) -> (Vec<u8>, usize) {
-    let db = open_database(&dir.join("db")).unwrap();
+    let db = reopen(|| open_database(&dir.join("db")).map_err(anyhow::Error::from));
     let value = db.get(key).unwrap().unwrap().to_vec();
     (value, db.scan_prefix(prefix).count())
 }
@@ -771,7 +771,7 @@ fn a_chains_sets_are_stored_apart_so_its_state_written_each_step_does_not_grow()
     assert!(state.len() < 4096, "a state of {} bytes", state.len());
     assert!(!String::from_utf8_lossy(&state).contains("\"sets\""));
     assert_eq!(stored_sets, expected.len());
-    let view = Store::open_existing(dir.path()).unwrap();
+    let view = reopen(|| Store::open_existing(dir.path()));
     assert_eq!(view.chain("walk", 1).unwrap().unwrap().sets, expected);
     // `kiln status` and the report count them without reading them.
     let counted = view.chain_view("walk", 1).unwrap().unwrap();
@@ -785,7 +785,7 @@ fn a_chain_state_an_older_kiln_wrote_with_its_sets_inside_keeps_them() {
     let dir = tempfile::tempdir().unwrap();
     write_layout_1(dir.path(), &c);
     // As an older kiln wrote them: the sets inside each chain's state.
-    let db = sled::open(dir.path().join("db")).unwrap();
+    let db = reopen(|| sled::open(dir.path().join("db")).map_err(anyhow::Error::from));
     for chain in 0..2 {
         let state = c.steps.iter().rev().find_map(|(r, s)| {
             s.as_ref()
@@ -807,19 +807,19 @@ fn a_chain_state_an_older_kiln_wrote_with_its_sets_inside_keeps_them() {
     };
     let expected = last(0).unwrap();
     // A view reads them inside the state, and writes nothing.
-    let view = Store::open_existing(dir.path()).unwrap();
+    let view = reopen(|| Store::open_existing(dir.path()));
     assert_eq!(view.chain("walk", 0).unwrap().unwrap().sets, expected);
     let counted = view.chain_view("walk", 0).unwrap().unwrap();
     assert_eq!(counted.coverage(&[]).sets as usize, expected.len());
     drop(view);
     // A controller moves them out as it reads the state.
-    let store = Store::open(dir.path()).unwrap();
+    let store = reopen(|| Store::open(dir.path()));
     assert_eq!(store.chain("walk", 0).unwrap().unwrap().sets, expected);
     drop(store);
     let (state, stored_sets) = raw(dir.path(), "chain/walk/000000", "chainset/walk/000000/");
     assert!(!String::from_utf8_lossy(&state).contains("\"sets\""));
     assert_eq!(stored_sets, expected.len());
-    let view = Store::open_existing(dir.path()).unwrap();
+    let view = reopen(|| Store::open_existing(dir.path()));
     assert_eq!(view.chain("walk", 0).unwrap().unwrap().sets, expected);
     assert_eq!(
         view.chain("walk", 1).unwrap().unwrap().sets,
