@@ -23,6 +23,17 @@ pub fn format_ratio(ratio: f64) -> String {
     }
 }
 
+/// A screening chain's measured effects (each a relative change of the
+/// objective) as every command says them: `12 effects (3 faster)`.
+pub fn format_effects(changes: impl Iterator<Item = f64>) -> String {
+    let (mut measured, mut faster) = (0, 0);
+    for change in changes {
+        measured += 1;
+        faster += usize::from(change < 0.0);
+    }
+    format!("{measured} effects ({faster} faster)")
+}
+
 /// Text that came from a program (a benchmark's stderr, a worker's error) as
 /// kiln shows it: every control character but newline and tab written as its
 /// escape, `\x1b` for ASCII ones (DEL too) and `\u{9b}` for C1 ones, so

@@ -168,6 +168,10 @@ fn screened_both_ways(baseline: Option<&str>) -> tempfile::TempDir {
     }
     let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
     assert!(out.status.success(), "{}", text(&out));
+    // Screening chains end by saying what they measured, never a best they could not move to.
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(said.matches("effects of chain 0").count(), 2, "{said}");
+    assert!(!said.contains("best of chain"), "{said}");
     dir
 }
 

@@ -11,7 +11,7 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::pool::{StatusBoard, WorkerState};
 use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
-use crate::text::{best_cells, format_acceptance, format_secs};
+use crate::text::{best_cells, format_acceptance, format_effects, format_secs};
 
 use super::status::{best_of, etas};
 
@@ -171,10 +171,9 @@ fn summary(
     screening: bool,
 ) -> String {
     if screening {
-        let effects = state.effects.values().filter_map(|e| e.change);
-        let faster = effects.clone().filter(|&c| c < 0.0).count();
+        let effects = format_effects(state.effects.values().filter_map(|e| e.change));
         let eta = eta.map_or_else(|| "-".to_string(), format_secs);
-        return format!("{} effects ({faster} faster), eta {eta}", effects.count());
+        return format!("{effects}, eta {eta}");
     }
     let baseline = baseline.copied().unwrap_or(f64::NAN);
     let best = match best_cells(best_of(state, baseline), baseline, state.next_decide, unit) {

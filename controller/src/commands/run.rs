@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use kiln_protocol::config::{Experiment, Start};
+use kiln_protocol::config::{Experiment, Search, Start};
 use kiln_protocol::CampaignConfig;
 
 use crate::atomic::Staged;
@@ -20,7 +20,7 @@ use crate::export::{self, ExportOptions, Table};
 use crate::logging;
 use crate::store::time_ratio;
 use crate::store::{layout, ChainState, ExperimentInfo, Store};
-use crate::text::{escape_controls, format_measure, format_ratio, TIME_RATIO};
+use crate::text::{escape_controls, format_effects, format_measure, format_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::check::checked(&args.config)?;
@@ -166,12 +166,18 @@ fn write_chains(
     unit: &str,
 ) -> Result<bool> {
     let baseline = info.baseline.objective().unwrap_or(f64::NAN);
+    // A screening chain never moves: what it leaves is its effects, not a best.
+    let screening = matches!(e.search, Search::Screening(_));
     let mut any_stopped = false;
     for c in 0..e.chains {
         let Some(state) = store.chain_view(&e.name, c)? else {
             continue;
         };
-        let _ = writeln!(out, "{}", best_line(&state, c, info, baseline, unit));
+        let line = match screening {
+            true => effects_line(&state, c, store.dir()),
+            false => best_line(&state, c, info, baseline, unit),
+        };
+        let _ = writeln!(out, "{line}");
         if let Some(why) = &state.stopped {
             any_stopped = true;
             let _ = writeln!(
@@ -180,14 +186,22 @@ fn write_chains(
                 "", state.next_decide
             );
         }
-        let _ = writeln!(
-            out,
-            "  {:<28} {}",
-            "",
-            layout::best_file(store.dir(), &e.name, c).display()
-        );
+        if !screening {
+            let best = layout::best_file(store.dir(), &e.name, c);
+            let _ = writeln!(out, "  {:<28} {}", "", best.display());
+        }
     }
     Ok(any_stopped)
+}
+
+/// Screening chain `c`'s effects, and the command that lists them.
+fn effects_line(state: &ChainState, c: u32, store_dir: &Path) -> String {
+    format!(
+        "  {:<28} {}; `kiln export {} --table effects` lists them",
+        format!("effects of chain {c}"),
+        format_effects(state.effects.values().filter_map(|e| e.change)),
+        store_dir.display()
+    )
 }
 
 /// Chain `c`'s best against the baseline, and against inlining nothing where that
