@@ -3,6 +3,9 @@
 # needs $real (scripts/fetch-real-programs), $corpus (scripts/fetch-corpus)
 # and $kiln.
 
+# shellcheck source=scripts/lib/template.sh
+source scripts/lib/template.sh
+
 # PROGRAM's sources, build and run (config texts), compiler and the run's
 # environment (config text, or none), a line each. CMake and configure run
 # once a tree: a build from the slot's last build's tree (kiln's warm tree)
@@ -50,17 +53,7 @@ prepare_program() {
     local program=$1 dir=$2 steps=$3 slots=${4:-1} src build run compiler env
     { read -r src; read -r build; read -r run; read -r compiler; read -r env || true; } < <(program_spec "$program")
     mkdir -p "$dir" && cp -r "$src" "$dir/src"
-    cat > "$dir/c.sexp" <<CONFIG
-(campaign
-  (name fe)
-  (store "store")
-  (objective (metric wall-time) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((benchmark $program) (search (random-walk (steps $steps) (flips 1))) (seed 7) (parallel $slots)))
-  (benchmarks
-    ((name $program) (kind llvm-inline) (compiler $compiler) (sources "src")
-     (build $build) (run $run) ${env:+(env $env)} (check-output none) (timeout-s 600) (build-timeout-s 1800)))
-  (workers (local (slots $slots))))
-CONFIG
+    render scripts/lib/templates/bench-programs.sexp PROGRAM="$program" STEPS="$steps" SLOTS="$slots" \
+        COMPILER="$compiler" BUILD="$build" RUN="$run" ENV="${env:+(env $env)}" > "$dir/c.sexp"
     (cd "$dir" && "$kiln" sites c.sexp "$program" > sites.log 2>&1)
 }

@@ -38,17 +38,7 @@ fault_bundle_50k() {
         dir=$(new_case big "$rep")
         write_bench "$dir"
         python3 "$LIB/faults_many_files.py" "$dir/bench"
-        cat >"$dir/campaign.sexp" <<EOF
-(campaign
-  (name faults-big)
-  (store "store")
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((name big) (benchmark big) (search (random-walk (steps 3))) (seed 1)))
-  (benchmarks
-    ((name big) (kind knobs) (sources "bench") (knobs (k 0 1 2))
-     (run ("sh" "run.sh" "0.1" "$(basename "$dir")")) (check-output none) (timeout-s 10)))
-  $LOCAL)
-EOF
+        render "$LIB/templates/faults/big.sexp" TOKEN="$(basename "$dir")" WORKERS="$LOCAL" >"$dir/campaign.sexp"
         t0=$(date +%s%3N)
         start "$dir"
         finish "$KPID" 600; rc=$RC
@@ -80,19 +70,7 @@ fault_exec_busy() {
         dir=$(new_case busy "$rep")
         mkdir -p "$dir/bench"
         cp /usr/bin/perl "$dir/bench/perl-copy"
-        cat >"$dir/campaign.sexp" <<EOF
-(campaign
-  (name faults-busy)
-  (store "store")
-  (runs (warmup 0) (min 1) (max 1))
-  (experiments ((name busy) (benchmark busy) (search (random-walk (steps 200) (flips 1)))
-    (seed 4) (parallel 4)))
-  (benchmarks
-    ((name busy) (kind knobs) (sources "bench") (knobs (k 0 1 2 3))
-     (build ("sh" "-c" "cp perl-copy bench && echo {k} > k")) (run ("./bench" "-e" "1"))
-     (check-output none) (timeout-s 10)))
-  (workers (local (slots 4))))
-EOF
+        render "$LIB/templates/faults/busy.sexp" >"$dir/campaign.sexp"
         start "$dir"
         finish "$KPID" 600; rc=$RC
         note=""

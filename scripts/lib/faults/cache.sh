@@ -15,21 +15,8 @@ build_config() {
     token=$(basename "$dir")
     mkdir -p "$dir/bench"
     printf '%s\n' "printf '#!/bin/sh\\nsleep 0.%s\\n' \"\$1\" >bench" 'chmod +x bench' >"$dir/bench/build.sh"
-    cat >"$dir/campaign.sexp" <<EOF
-(campaign
-  (name faults-cache)
-  (store "store")
-  (objective (metric wall-time) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 3))
-  (experiments
-    ((name built) (benchmark built) (search (random-walk (steps $BUILT_STEPS) (flips 1)))
-     (seed 9) (parallel 2)))
-  (benchmarks
-    ((name built) (kind knobs) (sources "bench") (knobs (c 34 10 18 26 42 50))
-     (build ("sh" "build.sh" "{c}" "$token")) (run ("./bench")) (check-output none) (timeout-s 5)))
-  $LOCAL)
-EOF
+    render "$LIB/templates/faults/cache.sexp" STEPS="$BUILT_STEPS" TOKEN="$token" WORKERS="$LOCAL" \
+        >"$dir/campaign.sexp"
 }
 
 # wrong_built DIR: steps of build_config's campaign not measured from the real program: failed,

@@ -4,6 +4,9 @@
 # Sourced by scripts/faults (the entry point, which sets ROOT, LIB, KILN, WORK, STEPS, REPS and
 # the accounting arrays); defines functions and the campaigns' constants.
 
+# shellcheck source=scripts/lib/template.sh
+source "$LIB/template.sh"
+
 # ---------------------------------------------------------------------------------------------
 # Campaigns
 
@@ -14,17 +17,7 @@
 # (colour, an OSC 52 clipboard write, bells, a C1 CSI) to stderr.
 write_bench() {
     mkdir -p "$1/bench"
-    cat >"$1/bench/run.sh" <<'EOF'
-touch running
-case ${3:-} in
-    hang) sh -c 'sleep 120; :' "$2-hang" ;;
-    daemon) (setsid sh -c 'sleep 120; :' "$2-daemon" </dev/null >/dev/null 2>&1 &) ;;
-    kill) kill -KILL "$PPID"; sleep 5 ;;
-    loud) printf 'red \033[31mRED\033]52;c;aGVsbG8=\007 bell\007 csi \302\2332J\n' >&2; exit 3 ;;
-esac
-sleep "$1"
-rm -f running
-EOF
+    render "$LIB/templates/faults/run.sh" >"$1/bench/run.sh"
 }
 
 # config DIR WORKERS [MODES]: the campaign. Experiment `walk` is a random walk (every measured
@@ -38,27 +31,8 @@ config() {
     local knob_mode="" mode_arg=""
     if [[ -n $modes ]]; then knob_mode="(m $modes)"; mode_arg="\"{m}\""; fi
     write_bench "$dir"
-    cat >"$dir/campaign.sexp" <<EOF
-(campaign
-  (name faults)
-  (store "store")
-  (objective (metric wall-time) (statistic median))
-  (runs (warmup 0) (min 1) (max 1))
-  (timeouts (connect-s 5) (heartbeat-s 1) (lost-after-s 3))
-  (experiments
-    ((name walk) (benchmark grid) (search (random-walk (steps $STEPS) (flips 1)))
-     (chains 2) (seed 7) (parallel 2))
-    ((name anneal) (benchmark ladder)
-     (search (simulated-annealing (steps $STEPS) (t-max 0.00001) (t-min 0.000001))) (seed 3)))
-  (benchmarks
-    ((name grid) (kind knobs) (sources "bench")
-     (knobs (a 0 1 2 3 4 5 6 7 8 9) (b 0 1 2 3 4 5 6 7 8 9) $knob_mode)
-     (run ("sh" "run.sh" "0.2" "$token" $mode_arg)) (check-output none) (timeout-s 2))
-    ((name ladder) (kind knobs) (sources "bench")
-     (knobs (c 34 10 18 26 42 50))
-     (run ("sh" "run.sh" "0.{c}" "$token")) (check-output none) (timeout-s 2)))
-  $workers)
-EOF
+    render "$LIB/templates/faults/campaign.sexp" STEPS="$STEPS" KNOB_MODE="$knob_mode" TOKEN="$token" \
+        MODE_ARG="$mode_arg" WORKERS="$workers" >"$dir/campaign.sexp"
 }
 LOCAL="(workers (local (slots 2)))"
 EXPECTED=$((3 * STEPS)) # decided steps of a whole campaign (2 walk chains + 1 anneal chain)

@@ -1,14 +1,17 @@
-//! kiln-modcheck: fails when modules of a crate import each other, or when a
+//! kiln-modcheck: fails when modules of a crate import each other, when a
 //! function outside tests runs past its crate's limit (70 lines in kiln's stages,
-//! `length::MAX_LINES` elsewhere).
+//! `length::MAX_LINES` elsewhere), or when a file is out of place (a script under
+//! results/, a heredoc in a shell script: [`layout`]).
 //!
 //! Usage: `kiln-modcheck [CRATE_SRC_DIR...]`. Without arguments it checks the
 //! workspace's crates (found from `CARGO_MANIFEST_DIR`, else the current
-//! folder). Prints each cycle with the file and line of every edge on it, and
-//! each long function with its file and line, and exits 1; exits 0 with a one-line summary when there is none; 2 on bad usage
-//! or an unreadable folder.
+//! folder) and its layout. Prints each cycle with the file and line of every
+//! edge on it, each long function and each misplaced file with its file and
+//! line, and exits 1; exits 0 with a one-line summary when there is none; 2 on
+//! bad usage or an unreadable folder.
 
 mod check;
+mod layout;
 mod length;
 mod lex;
 
@@ -46,8 +49,10 @@ fn run(args: Vec<String>) -> Result<bool, String> {
     if args.iter().any(|a| a.starts_with('-')) {
         return Err("usage: kiln-modcheck [CRATE_SRC_DIR...]".into());
     }
+    let mut misplaced = 0;
     let dirs: Vec<(String, PathBuf, usize)> = if args.is_empty() {
         let root = workspace_root()?;
+        misplaced = report_layout(&root)?;
         DEFAULT_DIRS
             .iter()
             .map(|(d, most)| (d.to_string(), root.join(d), *most))
@@ -73,11 +78,21 @@ fn run(args: Vec<String>) -> Result<bool, String> {
     }
     let summary = format!(
         "modcheck: {} crates, {modules} modules, {cycles} import cycle(s), \
-         {long} function(s) outside tests over their crate's limit",
+         {long} function(s) outside tests over their crate's limit, {misplaced} file(s) out of place",
         dirs.len(),
     );
     println!("{summary}");
-    Ok(cycles == 0 && long == 0)
+    Ok(cycles == 0 && long == 0 && misplaced == 0)
+}
+
+/// Prints each breach of the repository's layout (see [`layout`]); returns how many.
+fn report_layout(root: &Path) -> Result<usize, String> {
+    let found =
+        layout::problems(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?;
+    for problem in &found {
+        println!("{problem}");
+    }
+    Ok(found.len())
 }
 
 /// Prints each function of `files` longer than `most` lines; returns how many.

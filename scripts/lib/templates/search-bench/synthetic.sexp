@@ -1,0 +1,6 @@
+    ((name synthetic) (kind knobs)
+     (knobs (x0 0 1) (x1 0 1) (x2 0 1) (x3 0 1) (x4 0 1) (x5 0 1) (x6 0 1) (x7 0 1) (x8 0 1) (x9 0 1))
+     (sources "@ROOT@/bench-programs/synthetic")
+     (build ("cc" "-O1" "main.c" "-o" "bench"))
+     (run ("./bench" "{x0}" "{x1}" "{x2}" "{x3}" "{x4}" "{x5}" "{x6}" "{x7}" "{x8}" "{x9}" "300"))
+     (check-output none) (timeout-s 60))
