@@ -12,13 +12,8 @@ import sys
 import joblib
 import pandas as pd
 
+from decisions import FLIP, decision_file
 from features import feature_matrix, normalise
-
-FLIP = {"inline": "no-inline", "no-inline": "inline"}
-
-
-def quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def main() -> int:
@@ -50,18 +45,15 @@ def main() -> int:
         probability = model["classifier"].predict_proba(feature_matrix(table))[:, 1]
         flip = list(probability > args.threshold)
 
-    lines = [";; kiln decision file, written by policy/apply.py", "(decisions",
-             f"  (benchmark {args.benchmark})", "  (values"]
-    flipped = 0
+    values = []
     for site, flip_it in zip(table["site"], flip):
         value = stock[site]
         if flip_it and value in FLIP:
             value = FLIP[value]
-            flipped += 1
-        lines.append(f"    ({quoted(site)} {value})")
-    lines[-1] += "))"
+        values.append((site, value))
+    flipped = sum(value != stock[site] for site, value in values)
     with open(args.output, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write(decision_file("policy/apply.py", args.benchmark, values))
     print(f"{args.output}: {flipped} of {len(table)} sites flipped away from stock")
     return 0
 

@@ -34,9 +34,8 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import HistGradientBoostingRegressor
 
+from decisions import FLIP, decision_file
 from features import FEATURES, exit_skipping_teardown, normalise
-
-FLIP = {"inline": "no-inline", "no-inline": "inline"}
 
 # Profile features, read as fractions of the program's instructions so that
 # one program's hot site means the same as another's.
@@ -279,10 +278,6 @@ def fit_one(args) -> int:
     return 0
 
 
-def quoted(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def decide(args) -> int:
     benchmark = os.environ["KILN_BENCHMARK"]
     if args.model is not None:
@@ -302,12 +297,8 @@ def decide(args) -> int:
     chosen = set(rule_flips(model, sites))
     print(f"lopo.py: {benchmark}: flipping {len(chosen)} site(s): "
           + ", ".join(f"{s} ({predicted[s]:+.4%})" for s in sorted(chosen)), file=sys.stderr)
-    lines = [";; kiln decision file, written by policy/lopo.py", "(decisions",
-             f"  (benchmark {benchmark})", "  (values"]
-    for site in sorted(chosen):
-        lines.append(f"    ({quoted(site)} {FLIP[sites.loc[site, 'stock']]})")
-    lines[-1] += "))"
-    print("\n".join(lines))
+    values = [(site, FLIP[sites.loc[site, "stock"]]) for site in sorted(chosen)]
+    sys.stdout.write(decision_file("policy/lopo.py", benchmark, values))
     return 0
 
 

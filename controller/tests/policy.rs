@@ -327,4 +327,45 @@ fn the_dataset_script_resumes_and_adds_no_duplicate_effect() {
     assert!(dir.path().join("dataset/effects.parquet").exists());
     assert!(dir.path().join("dataset/sites.parquet").exists());
     assert!(dir.path().join("dataset/model.joblib").exists());
+    assert_measured_policy_flips_what_helped(dir.path());
+}
+
+/// `policy/measured.py` over the dataset in `dir`: `kiln policy` measures, for sample-dsp,
+/// every flip whose effect around stock saved instructions, built together.
+fn assert_measured_policy_flips_what_helped(dir: &std::path::Path) {
+    let stored = common::run_kiln(
+        dir,
+        &["export", "store", "--table", "effects", "--format", "jsonl"],
+    );
+    let helped: std::collections::BTreeSet<String> = String::from_utf8_lossy(&stored.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["benchmark"] == "sample-dsp" && r["context"] == "stock")
+        .filter(|r| r["value"] != r["stock"] && r["effect"].as_f64().is_some_and(|e| e < 0.0))
+        .map(|r| r["site"].as_str().unwrap().to_string())
+        .collect();
+    assert!(!helped.is_empty(), "no flip of sample-dsp helped");
+    let out = common::kiln_cmd(dir)
+        .args([
+            "policy",
+            "campaign.sexp",
+            "--benchmark",
+            "sample-dsp",
+            "--json",
+            "--",
+        ])
+        .arg(python())
+        .arg(repo().join("policy/measured.py"))
+        .args(["--effects", "dataset/effects.parquet", "--margin", "0"])
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains(&format!("sample-dsp: flipping {} site(s)", helped.len())),
+        "{said}"
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows[0]["changed"], helped.len(), "{said}");
+    assert!(rows[0]["failure"].is_null(), "{said}");
 }

@@ -117,6 +117,12 @@ def in_two_contexts(effects):
     return lines + [""]
 
 
+def distinct_effects(effects) -> int:
+    """How many (program, site, context) effects the rows measure soundly."""
+    sound = effects[(effects["estimate"] == "alone") | effects["separable"]]
+    return len(sound[["benchmark", "site", "context"]].drop_duplicates())
+
+
 def datasheet(effects, sites):
     """DATASHEET.md: what the dataset holds, program by program, and how it was measured."""
     lines = [
@@ -129,6 +135,10 @@ def datasheet(effects, sites):
         f"{(effects['estimate'] == 'shared-build').sum():,} read from shared builds, "
         f"{(~effects['separable']).sum():,} of those not separable; "
         f"{with_flipped_code(effects):,} with their caller's code before and after the flip);",
+        f"- distinct site effects: {distinct_effects(effects):,} (a program's site around one "
+        "context, measured alone or read separably from a shared build; the rows repeat some: "
+        "measured by several experiments, or alone again after a build they could not be "
+        "separated in);",
         f"- sites: {len(sites):,} rows, each a call site's features at discovery "
         f"({with_code(sites):,} with features of the optimised code);",
         f"- campaigns: {', '.join(sorted(effects['campaign'].unique()))}; exported by kiln "
