@@ -8,6 +8,7 @@ and how far from the sum of their one-flip effects that lands. A `kiln
 policy` command:
 
     kiln policy CONFIG -- python policy/measured.py [--effects FILE] [--margin M]
+    python policy/measured.py --benchmark NAME [--effects FILE] [--margin M] >FILE
 
 The benchmark's sites on stdin (JSON lines, the `sites` table's columns), its
 name in KILN_BENCHMARK; the decision file on stdout. A site measured in
@@ -42,12 +43,16 @@ def main() -> int:
     parser.add_argument("--effects", default=os.path.join(HERE, "..", "dataset", "effects.parquet"))
     parser.add_argument("--margin", type=float, default=0.001,
                         help="the least saving a flip must have measured (0.001: 0.1 %%)")
+    parser.add_argument("--benchmark", help="decide this benchmark without its sites on stdin "
+                        "(a context file for a campaign, which checks each site itself)")
     args = parser.parse_args()
-    benchmark = os.environ["KILN_BENCHMARK"]
-    rows = [json.loads(line) for line in sys.stdin if line.strip()]
-    sites = {row["site"]: row["stock"] for row in rows}
+    benchmark = args.benchmark or os.environ["KILN_BENCHMARK"]
     chosen = helpful(pd.read_parquet(args.effects), benchmark, args.margin)
-    kept = chosen[[sites.get(s) == stock for s, stock in zip(chosen["site"], chosen["stock"])]]
+    kept = chosen
+    if args.benchmark is None:
+        rows = [json.loads(line) for line in sys.stdin if line.strip()]
+        sites = {row["site"]: row["stock"] for row in rows}
+        kept = chosen[[sites.get(s) == v for s, v in zip(chosen["site"], chosen["stock"])]]
     for site in sorted(set(chosen["site"]) - set(kept["site"])):
         print(f"measured.py: {benchmark}: {site} left out (not a site of stock value as measured)",
               file=sys.stderr)
