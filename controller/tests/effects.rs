@@ -24,10 +24,16 @@ enum Extra {
     /// `main` also reads its own binary and works in proportion to its zero bytes: code no
     /// site names that every build changes, as a flip's effect on its neighbours' code would.
     Spin,
-    /// A hot call (`hleaf` in `hmid`) whose caller is always inlined into `hosted`: no site says
-    /// so, so a flip of it changes a function its footprint misses, as brotli's
-    /// `BROTLI_INLINE` functions do.
+    /// A hot call (`hleaf` in `hmid`) whose caller an `always_inline` attribute inlines into
+    /// `hosted`, as brotli's `BROTLI_INLINE` functions are: no decision moves that call, but
+    /// discovery reads it, so the flip's footprint holds `hosted`.
     Hosted,
+    /// A call (`fleaf` in `fmid`) whose inlining changes what another function does:
+    /// `fleaf` sets a flag where `__builtin_constant_p` sees its argument constant, which it
+    /// does once inlined into `fmid`, and `flagreader` works forty times longer while the flag
+    /// is set (its output the same): a change no footprint can name, as an interaction of
+    /// flips would be.
+    Flagged,
 }
 
 /// A C program of [`PAIRS`] independent calls, and an overlapping pair (`inner` called by
@@ -67,6 +73,16 @@ fn program(extra: Extra) -> String {
               __attribute__((noinline)) static long hosted(int n) { return hmid(n) + 1; }\n";
         works.push("hosted".to_string());
     }
+    if extra == Extra::Flagged {
+        c += "static volatile int flagged;\n\
+              static int fleaf(int x) { if (__builtin_constant_p(x)) flagged = 1; return x * 7 + 1; }\n\
+              __attribute__((noinline)) static long fmid(int n) {\n  \
+              long s = 0;\n  for (int i = 0; i < n; i++) s += fleaf(5);\n  return s;\n}\n\
+              __attribute__((noinline)) static long flagreader(int n) {\n  \
+              volatile long s = 0;\n  for (int i = 0; i < n * (flagged ? 40 : 1); i++) s += i ^ 3;\n  \
+              return 1;\n}\n";
+        works.extend(["fmid".to_string(), "flagreader".to_string()]);
+    }
     c += &format!(
         "static long (*volatile works[])(int) = {{ {} }};\n",
         works.join(", ")
@@ -79,6 +95,11 @@ fn program(extra: Extra) -> String {
     );
     if spin {
         c += "  s += spin(argv[0]) > 0;\n";
+    }
+    if extra == Extra::Flagged {
+        // A call whose argument is never constant: fleaf's one constant argument would
+        // otherwise reach its own body, inlined or not.
+        c += "  s += fleaf(argc);\n";
     }
     c += "  printf(\"%ld\\n\", s);\n  return 0;\n}\n";
     c
@@ -379,8 +400,47 @@ fn flips_whose_build_changed_more_than_their_own_code_are_measured_alone() {
     }
 }
 
-/// One flip that changes a function its footprint misses (`hleaf @ hmid`, whose caller is always
-/// inlined into `hosted`) spoils its first build; the build is made again in two halves, and only
+/// A flip inside a function an attribute always inlines (`hleaf @ hmid`, `hmid` always inlined
+/// into `hosted`) changes `hosted`'s code: its footprint holds `hosted`, so its shared build's
+/// effect is read there and equals the flip measured alone, and nothing is measured again.
+#[test]
+fn a_flip_in_an_always_inlined_function_is_read_from_the_function_it_runs_in() {
+    if !can_run() {
+        return;
+    }
+    let dir = setup(
+        Extra::Hosted,
+        &config(
+            "((name alone) (benchmark prog) (search (screening (steps 13))) (seed 1))\n    \
+             ((name shared) (benchmark prog) (search (screening (steps 2) (flips-per-step 16))) \
+             (seed 1))",
+        ),
+    );
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let rows = effects(dir.path());
+    let alone = rows_of(&rows, "alone", "alone");
+    let shared = rows_of(&rows, "shared", "shared-build");
+    let hosted = |rows: &BTreeMap<String, &serde_json::Value>| {
+        let found = rows.iter().find(|(s, _)| s.starts_with("hleaf @ hmid"));
+        found.map(|(_, r)| r["effect"].as_f64().unwrap())
+    };
+    let (got, want) = (hosted(&shared), hosted(&alone));
+    assert!(want.is_some_and(|e| e.abs() > 1e-3), "{alone:?}");
+    assert!(
+        got.zip(want).is_some_and(|(g, w)| (g - w).abs() < 1e-12),
+        "shared build {got:?}, alone {want:?}"
+    );
+    assert!(
+        shared.values().all(|r| r["separable"] == true),
+        "{shared:?}"
+    );
+    let again = rows_of(&rows, "shared", "alone");
+    assert!(!again.keys().any(|s| s.starts_with("hleaf")), "{again:?}");
+}
+
+/// One flip that changes a function its footprint misses (`fleaf @ fmid`, which sets the flag
+/// `flagreader` reads) spoils its first build; the build is made again in two halves, and only
 /// the half that holds it has its flips measured alone: the other half's are read from its build.
 #[test]
 fn a_build_spoilt_by_one_flip_is_built_again_in_halves() {
@@ -388,7 +448,7 @@ fn a_build_spoilt_by_one_flip_is_built_again_in_halves() {
         return;
     }
     let dir = setup(
-        Extra::Hosted,
+        Extra::Flagged,
         &config(
             "((name shared) (benchmark prog) (search (screening (steps 10) (flips-per-step 16))) (seed 1))",
         ),
@@ -404,7 +464,7 @@ fn a_build_spoilt_by_one_flip_is_built_again_in_halves() {
             .map(|s| s.as_str().to_string())
             .collect()
     };
-    let spoiler = |flips: &[String]| flips.iter().any(|s| s.starts_with("hleaf @ hmid"));
+    let spoiler = |flips: &[String]| flips.iter().any(|s| s.starts_with("fleaf @ fmid"));
     // Every leaf, one of the overlapping pair and the spoiler.
     let first = flips(0);
     assert!(first.len() == PAIRS + 2 && spoiler(&first), "{first:?}");

@@ -4,7 +4,7 @@
 //! Steps run concurrently on a worker's slots, so replies may come out of
 //! order; each step carries its [`StepId`] and its result echoes it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -207,6 +207,11 @@ pub struct Discovery {
     /// the other), with why: a search there would only lose steps.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub fixed: BTreeMap<SiteId, String>,
+    /// Calls of the stock build that an attribute forced inline (`always_inline`): no
+    /// decision moves them, but their callee's code runs in their caller, which is where a
+    /// flip inside that callee changes the code (discoveries before kiln read them: none).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub forced: BTreeSet<SiteId>,
 }
 
 impl Discovery {

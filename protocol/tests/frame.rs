@@ -236,6 +236,7 @@ fn responses() -> Vec<Response> {
                         .into(),
                 )]
                 .into(),
+                forced: [SiteId::from("f @ g:2:9")].into(),
             }),
         },
         Response::Discovered {

@@ -4,7 +4,7 @@
 //!
 //! Tests that need a compiler are reported skipped where it is missing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,7 +12,7 @@ use kiln_protocol::config::benchmark::{Compiler, ReplayFallback};
 use kiln_protocol::decision::{DecisionSet, DecisionValue, SiteId};
 use kiln_protocol::message::Discovery;
 use kiln_worker::build::llvm_inline::{
-    discovery_build_args, discovery_from_remarks, parse_remarks, replay_build_args,
+    discovery_build_args, discovery_from_remarks, parse_forced, parse_remarks, replay_build_args,
     replay_file_text, stock_build_args, strip_remarks, text_size, verify, InlineRemark, Verified,
 };
 use kiln_worker::build::llvm_inline::{parse_missed_remarks, InlineCost, MissedRemark};
@@ -88,6 +88,11 @@ fn parses_clang_remarks() {
             "blend @ other:0:49.2"
         ]
     );
+    // ... but it says where sq's code runs.
+    assert_eq!(
+        parse_forced(CLANG_OUTPUT),
+        BTreeSet::from([SiteId::from("sq @ blend:0:41")])
+    );
     assert_eq!(
         remarks[1],
         InlineRemark {
@@ -131,6 +136,12 @@ fn parses_clang_remarks() {
 fn parses_rustc_remarks() {
     let remarks = parse_remarks(RUSTC_OUTPUT);
     assert_eq!(remarks.len(), 2, "{remarks:#?}");
+    assert_eq!(
+        parse_forced(RUSTC_OUTPUT),
+        BTreeSet::from([SiteId::from(
+            "_RNvMs7_NtCsgEmfK2I1SDS_4core3numy12wrapping_add @ _ZN1r9transform17hbbf67557c6281f36E:2:27"
+        )])
+    );
     assert_eq!(
         remarks[0].site.as_str(),
         "_ZN1r5blend17h0123456789abcdefE @ _ZN1r9transform17hbbf67557c6281f36E:2:27"

@@ -393,6 +393,7 @@ fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
     ChainContext {
         experiment: &p.experiment,
         points: &p.info.discovery.points,
+        forced: &p.info.discovery.forced,
         features: &p.info.discovery.features,
         baseline_objective: p.info.baseline.objective().expect("baseline checked"),
         start_functions: &p.info.baseline.function_instructions,

@@ -107,6 +107,7 @@ pub(super) fn counts(code: Option<FunctionCode>) -> [Option<u64>; 4] {
 mod tests {
     use super::*;
     use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue};
+    use std::collections::BTreeSet;
 
     fn code(instructions: u64) -> FunctionCode {
         FunctionCode {
@@ -129,7 +130,7 @@ mod tests {
         let flip = SiteId("leaf @ mid:3:1".into());
         let points = [DecisionPoint::inline_site(flip.clone())];
         let start = DecisionSet([(flip.clone(), DecisionValue::no_inline())].into());
-        let footprints = Footprints::new(&points, &start);
+        let footprints = Footprints::new(&points, &start, &BTreeSet::new());
         let mut known = StartCode::new(&BTreeMap::new());
         // mid holds the flip: its code is the flipped one, not the start's.
         let step = StepCode::new(&map(&[("mid", 50), ("other", 7), ("leaf", 9)]));

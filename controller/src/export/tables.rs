@@ -414,8 +414,11 @@ fn effects<W: Writer>(
         let Some(start) = info.baseline.objective() else {
             continue;
         };
-        let footprints =
-            attribution::Footprints::new(&info.discovery.points, &info.baseline.decisions);
+        let footprints = attribution::Footprints::new(
+            &info.discovery.points,
+            &info.baseline.decisions,
+            &info.discovery.forced,
+        );
         let measured = Measured {
             info,
             footprints: &footprints,

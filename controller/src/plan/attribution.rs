@@ -81,19 +81,29 @@ fn without_brackets(text: &str) -> String {
 }
 
 /// Where each function's code runs under a set of decisions: in itself, and in
-/// every function it is inlined into, through any depth of inlining; by
-/// [`source_name`].
+/// every function it is inlined into, by a decision or by an attribute that
+/// forces it, through any depth of inlining; by [`source_name`].
 pub struct Footprints {
     hosts: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Footprints {
-    /// The hosts of every function of `points` under the decisions `start`.
-    pub fn new(points: &[DecisionPoint], start: &DecisionSet) -> Footprints {
-        let inlined: Vec<(String, String)> = points
+    /// The hosts of every function of `points` under the decisions `start`, and of the
+    /// calls an attribute `forced` inline (discovery's [`Discovery::forced`]).
+    ///
+    /// [`Discovery::forced`]: kiln_protocol::message::Discovery::forced
+    pub fn new(
+        points: &[DecisionPoint],
+        start: &DecisionSet,
+        forced: &BTreeSet<SiteId>,
+    ) -> Footprints {
+        let decided = points
             .iter()
             .filter(|p| start.get(&p.id).is_some_and(DecisionValue::is_inline))
-            .filter_map(|p| call_of(&p.id))
+            .map(|p| &p.id);
+        let inlined: Vec<(String, String)> = decided
+            .chain(forced)
+            .filter_map(call_of)
             .map(|(callee, function)| (source_name(callee), source_name(function)))
             .collect();
         let mut hosts: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -269,7 +279,7 @@ mod tests {
     fn a_flip_touches_its_callee_and_every_function_its_code_is_inlined_into() {
         // b is inlined into a, a into main: a call in b runs in b, a and main.
         let (points, start) = program(&["+b @ a:1:1", "+a @ main:1:1", "g @ b:2:1", "h @ x:1:1"]);
-        let footprints = Footprints::new(&points, &start);
+        let footprints = Footprints::new(&points, &start, &BTreeSet::new());
         let of = |id: &str| -> Vec<String> {
             let s = site(id);
             footprints
@@ -282,6 +292,17 @@ mod tests {
         assert_eq!(of("g @ b:2:1"), ["a", "b", "g", "main"]);
         assert_eq!(of("h @ x:1:1"), ["h", "x"]);
         assert!(footprints.of(&site("knob")).is_none());
+        // x always inlined into y (no decision moves it), y into main by a decision: h's
+        // code runs in y and main too.
+        let (points, start) = program(&["h @ x:1:1", "+y @ main:3:1"]);
+        let forced = BTreeSet::from([site("x @ y:2:1")]);
+        let footprints = Footprints::new(&points, &start, &forced);
+        let of: Vec<String> = footprints
+            .of(&site("h @ x:1:1"))
+            .unwrap()
+            .into_iter()
+            .collect();
+        assert_eq!(of, ["h", "main", "x", "y"]);
     }
 
     #[test]
@@ -309,7 +330,7 @@ mod tests {
     #[test]
     fn each_flip_takes_the_change_of_its_own_functions_and_the_rest_is_residual() {
         let (points, start_set) = program(&["f @ main:3:4", "g @ c:1:2"]);
-        let footprints = Footprints::new(&points, &start_set);
+        let footprints = Footprints::new(&points, &start_set, &BTreeSet::new());
         let start = counts(&[("main", 1000), ("f", 100), ("c", 50), ("g", 10), ("ld", 7)]);
         let step = counts(&[("main", 990), ("f", 130), ("c", 40), ("ld", 9)]);
         let flips = [site("f @ main:3:4"), site("g @ c:1:2")];
@@ -333,7 +354,7 @@ mod tests {
             "f @ b:1:1", // shares f with the first
             "x @ y:1:1",
         ]);
-        let footprints = Footprints::new(&points, &start);
+        let footprints = Footprints::new(&points, &start, &BTreeSet::new());
         let order: Vec<&DecisionPoint> = points.iter().collect();
         let ids = |gs: Vec<Vec<&DecisionPoint>>| -> Vec<Vec<String>> {
             gs.iter()

@@ -29,6 +29,8 @@ pub struct ChainContext<'a> {
     pub experiment: &'a Experiment,
     /// The benchmark's decision points.
     pub points: &'a [DecisionPoint],
+    /// The calls an attribute forced inline (where a flip's code also runs).
+    pub forced: &'a BTreeSet<SiteId>,
     /// What discovery recorded of each point (its profile ranks screening).
     pub features: &'a BTreeMap<SiteId, SiteFeatures>,
     /// The baseline objective (for relative energy).
@@ -137,7 +139,7 @@ impl ChainContext<'_> {
             Some(order) => order.iter().map(|&i| movable[i]).collect(),
             None => movable,
         };
-        let footprints = attribution::Footprints::new(self.points, start);
+        let footprints = attribution::Footprints::new(self.points, start, self.forced);
         let next = state.shared as usize;
         let mut groups = attribution::groups(&order, &footprints, *per_step as usize, next + 1);
         // Every group proposed: again from the first.
@@ -454,7 +456,7 @@ fn note_shared(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepReco
         .and_then(|_| {
             attribution::attribute(
                 record.diff.0.keys(),
-                &attribution::Footprints::new(ctx.points, &state.current.decisions),
+                &attribution::Footprints::new(ctx.points, &state.current.decisions, ctx.forced),
                 ctx.start_functions,
                 &record.result.measurement.function_instructions,
             )

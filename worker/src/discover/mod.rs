@@ -101,6 +101,7 @@ fn discover_in(
     let fallbacks = wrap::fallbacks(&all_log);
     let mut discovery = llvm_inline::discovery_from_remarks(&all_remarks, &stock_remarks);
     discovery.fallbacks = fallbacks;
+    discovery.forced = llvm_inline::parse_forced_in(&stock_log, &work);
     let program = features::ir::Program::read_dir(&ir_dir)?;
     let missed = llvm_inline::parse_missed_remarks(&llvm_inline::from_work(&stock_log, &work));
     let evidence = features::Evidence {

@@ -87,6 +87,11 @@ pub fn parse_remarks_in(log: &str, work: &Path) -> Vec<InlineRemark> {
     parse_remarks(&from_work(log, work))
 }
 
+/// The calls of a build in `work` an attribute forced inline ([`parse_forced`]).
+pub fn parse_forced_in(log: &str, work: &Path) -> std::collections::BTreeSet<SiteId> {
+    parse_forced(&from_work(log, work))
+}
+
 /// The decision set as an LLVM replay file (one line per site: inlined / will not be inlined).
 ///
 /// Ids that are not call sites (knobs) and values other than inline /

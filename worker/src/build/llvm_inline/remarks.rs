@@ -133,6 +133,18 @@ pub fn parse_remarks(compiler_output: &str) -> Vec<InlineRemark> {
     compiler_output
         .lines()
         .filter_map(|line| parse_remark_line(&strip_ansi(line)))
+        .filter_map(|(remark, forced)| (!forced).then_some(remark))
+        .collect()
+}
+
+/// The calls an always-inline attribute forced inline, as site ids: what
+/// [`parse_remarks`] leaves out, which no decision moves but which says where a
+/// callee's code runs.
+pub fn parse_forced(compiler_output: &str) -> BTreeSet<SiteId> {
+    compiler_output
+        .lines()
+        .filter_map(|line| parse_remark_line(&strip_ansi(line)))
+        .filter_map(|(remark, forced)| forced.then_some(remark.site))
         .collect()
 }
 
@@ -263,7 +275,8 @@ fn strip_ansi(line: &str) -> std::borrow::Cow<'_, str> {
 /// One remark or replay line, parsed the way LLVM's replay reader parses it
 /// (callee after the last `: '` before the marker, chain up to the first `;`
 /// after ` at callsite `), so that what we read is what replay will match.
-fn parse_remark_line(line: &str) -> Option<InlineRemark> {
+/// The remark and whether an attribute forced it.
+fn parse_remark_line(line: &str) -> Option<(InlineRemark, bool)> {
     let (marker_at, marker, inlined) = match line.find(NEGATIVE) {
         Some(at) => (at, NEGATIVE, false),
         None => (line.find(POSITIVE)?, POSITIVE, true),
@@ -272,9 +285,7 @@ fn parse_remark_line(line: &str) -> Option<InlineRemark> {
     let rest = &line[marker_at + marker.len()..];
     let (caller_part, site_part) = rest.split_once(AT_CALLSITE)?;
     let (caller, reason) = caller_part.rsplit_once('\'')?;
-    if reason.contains(ALWAYS_INLINE_ATTRIBUTE) {
-        return None;
-    }
+    let forced = reason.contains(ALWAYS_INLINE_ATTRIBUTE);
     let (callsite, _) = site_part.split_once(';')?;
     let cost = InlineCost::find(reason);
     let site = ParsedSite {
@@ -284,7 +295,7 @@ fn parse_remark_line(line: &str) -> Option<InlineRemark> {
     if caller.is_empty() || !site.is_valid() {
         return None;
     }
-    Some(InlineRemark {
+    let remark = InlineRemark {
         site: site.id(),
         callee: site.callee,
         caller: caller.to_string(),
@@ -292,7 +303,8 @@ fn parse_remark_line(line: &str) -> Option<InlineRemark> {
         inlined,
         cost,
         line: remark_position(line).map(|(l, _)| l),
-    })
+    };
+    Some((remark, forced))
 }
 
 /// A call-site id split into callee and chain.
