@@ -45,6 +45,20 @@ fn example(dir: &std::path::Path, script: &str, args: &[&str]) -> String {
     log
 }
 
+/// `kiln policy campaign.sexp` in `dir` on sample-dsp, rows as JSON, the policy command to add.
+fn policy_of_sample_dsp(dir: &std::path::Path) -> Command {
+    let mut cmd = common::kiln_cmd(dir);
+    cmd.args([
+        "policy",
+        "campaign.sexp",
+        "--benchmark",
+        "sample-dsp",
+        "--json",
+        "--",
+    ]);
+    cmd
+}
+
 /// The scripts/python-env interpreter, with policy/requirements.txt.
 fn python() -> String {
     let python = Command::new(repo().join("scripts/python-env"))
@@ -221,15 +235,7 @@ fn corpus_policies_decide_each_program_with_a_model_that_never_saw_it() {
 #[test]
 fn the_shipped_policy_decides_a_program_outside_the_corpus() {
     let dir = setup(|config| config);
-    let out = common::kiln_cmd(dir.path())
-        .args([
-            "policy",
-            "campaign.sexp",
-            "--benchmark",
-            "sample-dsp",
-            "--json",
-            "--",
-        ])
+    let out = policy_of_sample_dsp(dir.path())
         .arg(repo().join("policy/decide"))
         .env("PYTHON", python())
         .output()
@@ -345,15 +351,7 @@ fn assert_measured_policy_flips_what_helped(dir: &std::path::Path) {
         .map(|r| r["site"].as_str().unwrap().to_string())
         .collect();
     assert!(!helped.is_empty(), "no flip of sample-dsp helped");
-    let out = common::kiln_cmd(dir)
-        .args([
-            "policy",
-            "campaign.sexp",
-            "--benchmark",
-            "sample-dsp",
-            "--json",
-            "--",
-        ])
+    let out = policy_of_sample_dsp(dir)
         .arg(python())
         .arg(repo().join("policy/measured.py"))
         .args(["--effects", "dataset/effects.parquet", "--margin", "0"])
