@@ -10,6 +10,8 @@ use comfy_table::{presets, CellAlignment, Table};
 
 use kiln_protocol::Summary;
 
+use crate::store::EffectCount;
+
 /// The speed convention of every command, file and plot: a step's objective
 /// over the baseline's, so below 1 is faster (or smaller).
 pub const TIME_RATIO: &str = "time ratio";
@@ -23,15 +25,10 @@ pub fn format_ratio(ratio: f64) -> String {
     }
 }
 
-/// A screening chain's measured effects (each a relative change of the
-/// objective) as every command says them: `12 effects (3 faster)`.
-pub fn format_effects(changes: impl Iterator<Item = f64>) -> String {
-    let (mut measured, mut faster) = (0, 0);
-    for change in changes {
-        measured += 1;
-        faster += usize::from(change < 0.0);
-    }
-    format!("{measured} effects ({faster} faster)")
+/// A screening chain's measured effects as every command says them:
+/// `12 effects (3 faster)`.
+pub fn format_effects(count: EffectCount) -> String {
+    format!("{} effects ({} faster)", count.measured, count.faster)
 }
 
 /// Text that came from a program (a benchmark's stderr, a worker's error) as

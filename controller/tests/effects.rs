@@ -193,6 +193,15 @@ fn screened_both_ways(baseline: Option<&str>) -> tempfile::TempDir {
     let said = String::from_utf8_lossy(&out.stdout);
     assert_eq!(said.matches("effects of chain 0").count(), 2, "{said}");
     assert!(!said.contains("best of chain"), "{said}");
+    // `kiln status` says the same where an annealing chain's acceptance stands.
+    let status = run_kiln(dir.path(), &["status", "store", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let chains = report["chains"].as_array().unwrap();
+    let alone = chains.iter().find(|c| c["experiment"] == "alone").unwrap();
+    let rows = rows_of(&effects(dir.path()), "alone", "alone").len();
+    assert_eq!(alone["effects"]["measured"], rows, "{report}");
+    let table = text(&run_kiln(dir.path(), &["status", "store"]));
+    assert!(table.contains(&format!("{rows} effects (")), "{table}");
     dir
 }
 

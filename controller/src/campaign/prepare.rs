@@ -406,7 +406,7 @@ fn references(
     baseline: DecisionSet,
 ) -> Vec<(String, DecisionSet, u32)> {
     let mut references = vec![("baseline".to_string(), baseline, BASELINE_REPEATS)];
-    let screening = matches!(experiment.search, Search::Screening(_));
+    let screening = experiment.search.screens();
     if matches!(benchmark.kind, BenchmarkKind::LlvmInline { .. }) && !screening {
         let none = discovery
             .points

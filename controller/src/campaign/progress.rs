@@ -5,7 +5,6 @@ use std::io::IsTerminal;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use kiln_protocol::config::Search;
 use kiln_protocol::CampaignConfig;
 
 use crate::dispatch::pool::{StatusBoard, WorkerState};
@@ -158,7 +157,7 @@ fn total(config: &CampaignConfig, experiment: &str) -> u32 {
 fn screens(config: &CampaignConfig, experiment: &str) -> bool {
     config
         .experiment(experiment)
-        .is_some_and(|e| matches!(e.search, Search::Screening(_)))
+        .is_some_and(|e| e.search.screens())
 }
 
 /// A chain's acceptance, best (against `baseline`) and ETA, each as every command says it;
@@ -171,7 +170,7 @@ fn summary(
     screening: bool,
 ) -> String {
     if screening {
-        let effects = format_effects(state.effects.values().filter_map(|e| e.change));
+        let effects = format_effects(state.effect_count());
         let eta = eta.map_or_else(|| "-".to_string(), format_secs);
         return format!("{effects}, eta {eta}");
     }

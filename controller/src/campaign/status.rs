@@ -18,7 +18,7 @@ use crate::dispatch::calibration::SlotCalibration;
 use crate::dispatch::pool::{StatusBoard, WorkerStatus};
 use crate::dispatch::slurm::SlurmJob;
 use crate::store::{
-    layout, now_ms, ChainState, Coverage, ExperimentInfo, ProgressPoint, Raced, Store,
+    layout, now_ms, ChainState, Coverage, EffectCount, ExperimentInfo, ProgressPoint, Raced, Store,
 };
 use crate::text::listed;
 
@@ -97,6 +97,10 @@ pub struct ChainRow {
     /// The chain's course, downsampled (the live page's curves).
     #[serde(default)]
     pub series: Vec<ProgressPoint>,
+    /// A screening chain's effects (`None` for other searches, and in a snapshot of a
+    /// controller that did not count them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effects: Option<EffectCount>,
     /// Seconds from its last decided step to its end, from [`shared_etas`]
     /// (`None`: not running, or a snapshot of a controller that did not
     /// write it).
@@ -208,6 +212,9 @@ fn chain_rows(
                 .get(experiment)
                 .and_then(|i| i.baseline.objective())
                 .unwrap_or(f64::NAN);
+            let screens = config
+                .experiment(experiment)
+                .is_some_and(|e| e.search.screens());
             ChainRow {
                 experiment: experiment.clone(),
                 chain: *chain,
@@ -235,6 +242,7 @@ fn chain_rows(
                     .as_ref()
                     .map(|p| p.series.clone())
                     .unwrap_or_default(),
+                effects: screens.then(|| s.effect_count()),
                 eta_s: None,
             }
         })
@@ -727,6 +735,7 @@ mod tests {
             coverage: Coverage::default(),
             raced: Raced::default(),
             series,
+            effects: None,
             eta_s: None,
         }
     }

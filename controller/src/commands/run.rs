@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use kiln_protocol::config::{Experiment, Search, Start};
+use kiln_protocol::config::{Experiment, Start};
 use kiln_protocol::CampaignConfig;
 
 use crate::atomic::Staged;
@@ -167,7 +167,7 @@ fn write_chains(
 ) -> Result<bool> {
     let baseline = info.baseline.objective().unwrap_or(f64::NAN);
     // A screening chain never moves: what it leaves is its effects, not a best.
-    let screening = matches!(e.search, Search::Screening(_));
+    let screening = e.search.screens();
     let mut any_stopped = false;
     for c in 0..e.chains {
         let Some(state) = store.chain_view(&e.name, c)? else {
@@ -199,7 +199,7 @@ fn effects_line(state: &ChainState, c: u32, store_dir: &Path) -> String {
     format!(
         "  {:<28} {}; `kiln export {} --table effects` lists them",
         format!("effects of chain {c}"),
-        format_effects(state.effects.values().filter_map(|e| e.change)),
+        format_effects(state.effect_count()),
         store_dir.display()
     )
 }

@@ -11,7 +11,8 @@ use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
 use crate::text::{
-    best_cells, escape_controls, format_acceptance, format_secs, format_value, table, TIME_RATIO,
+    best_cells, escape_controls, format_acceptance, format_effects, format_secs, format_value,
+    table, TIME_RATIO,
 };
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -126,13 +127,18 @@ fn chain_table(report: &Report, live: bool) -> String {
             r.experiment.clone(),
             r.chain.to_string(),
             format!("{}/{}", r.done, r.total),
-            r.proposals.map_or_else(
-                || r.accepted.to_string(),
-                |p| format_acceptance(r.accepted, p),
-            ),
+            // A screening chain accepts nothing and has no temperature: what it measured.
+            match (r.effects, r.proposals) {
+                (Some(effects), _) => format_effects(effects),
+                (None, Some(p)) => format_acceptance(r.accepted, p),
+                (None, None) => r.accepted.to_string(),
+            },
             best,
             ratio,
-            format!("{:.3e}", r.temperature),
+            match r.effects {
+                Some(_) => "-".to_string(),
+                None => format!("{:.3e}", r.temperature),
+            },
             format!(
                 "{}/{} {:.0}%",
                 r.coverage.varied,

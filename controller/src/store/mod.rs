@@ -52,8 +52,8 @@ pub use layout::{manual_benchmark, manual_experiment};
 pub use open::OpenError;
 pub use progress::{ChainProgress, ProgressPoint};
 pub use records::{
-    context_name, time_ratio, ChainState, Coverage, Decision, Effect, ExperimentInfo, Flip,
-    Incumbent, Proposal, Raced, Reference, StepKey, StepKind, StepRecord,
+    context_name, time_ratio, ChainState, Coverage, Decision, Effect, EffectCount, ExperimentInfo,
+    Flip, Incumbent, Proposal, Raced, Reference, StepKey, StepKind, StepRecord,
 };
 pub use summary::StepSummary;
 pub use verify::{verify, Checked, Verification};

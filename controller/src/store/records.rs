@@ -148,6 +148,15 @@ pub struct Proposal {
     pub race: Option<Race>,
 }
 
+/// How many effects a chain measured, and how many of them were faster.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EffectCount {
+    /// Effects with a measured change.
+    pub measured: u32,
+    /// Of them, those that lowered the objective.
+    pub faster: u32,
+}
+
 /// A chain's whole search state: enough to resume exactly.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainState {
@@ -294,6 +303,15 @@ impl Coverage {
 }
 
 impl ChainState {
+    /// The effects it measured: [`ChainState::effects`] with a change.
+    pub fn effect_count(&self) -> EffectCount {
+        let changes = self.effects.values().filter_map(|e| e.change);
+        changes.fold(EffectCount::default(), |n, change| EffectCount {
+            measured: n.measured + 1,
+            faster: n.faster + u32::from(change < 0.0),
+        })
+    }
+
     /// A chain at its start: at `decisions`, measured `samples` times, with
     /// nothing proposed or decided yet, its RNG `rng`, at `temperature`,
     /// started at `now_ms`.

@@ -284,6 +284,12 @@ impl Search {
         }
     }
 
+    /// Whether it screens: it measures effects and never moves, so what it leaves is its
+    /// effects rather than a best.
+    pub fn screens(&self) -> bool {
+        matches!(self, Search::Screening(_))
+    }
+
     /// Whether proposals move points drawn by `(proposals ...)` (annealing and
     /// the random walk), rather than by a rule of the search's own.
     pub fn draws_flips(&self) -> bool {
