@@ -58,21 +58,10 @@ fn opens_heredoc(line: &str) -> bool {
     })
 }
 
-/// Every file under `root/dir` that reads as text, as (path relative to `root`, text).
+/// Every file under `root/dir`, as (path relative to `root`, text).
 fn files(root: &Path, dir: &str) -> std::io::Result<Vec<(String, String)>> {
     let mut out = Vec::new();
-    let mut stack = vec![root.join(dir)];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let path = entry?.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if let Ok(text) = std::fs::read_to_string(&path) {
-                let rel = path.strip_prefix(root).unwrap_or(&path);
-                out.push((rel.to_string_lossy().into_owned(), text));
-            }
-        }
-    }
+    crate::read_tree(root, &root.join(dir), &|_| true, &mut out)?;
     Ok(out)
 }
 

@@ -66,7 +66,8 @@ fn run(args: Vec<String>) -> Result<bool, String> {
     let (mut modules, mut cycles, mut long) = (0, 0, 0);
     for (label, dir, most) in &dirs {
         let mut files = Vec::new();
-        read_tree(dir, dir, &mut files)
+        let rust = |p: &Path| p.extension().is_some_and(|e| e == "rs");
+        read_tree(dir, dir, &rust, &mut files)
             .map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
         let report = check::check_crate(&files);
         modules += report.modules;
@@ -129,16 +130,23 @@ fn workspace_root() -> Result<PathBuf, String> {
         .ok_or_else(|| format!("no workspace Cargo.toml at or above {}", start.display()))
 }
 
-/// Every `.rs` file under `dir`, as (path relative to `root` with `/`, text).
-fn read_tree(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> std::io::Result<()> {
+/// Every file under `dir` that `keep` takes, as (path relative to `root` with `/`, text; a
+/// file not UTF-8, an image say, read lossily).
+fn read_tree(
+    root: &Path,
+    dir: &Path,
+    keep: &dyn Fn(&Path) -> bool,
+    out: &mut Vec<(String, String)>,
+) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         if path.is_dir() {
-            read_tree(root, &path, out)?;
-        } else if path.extension().is_some_and(|e| e == "rs") {
+            read_tree(root, &path, keep, out)?;
+        } else if keep(&path) {
             let rel = path.strip_prefix(root).unwrap_or(&path);
             let rel: Vec<_> = rel.iter().map(|c| c.to_string_lossy()).collect();
-            out.push((rel.join("/"), std::fs::read_to_string(&path)?));
+            let text = String::from_utf8_lossy(&std::fs::read(&path)?).into_owned();
+            out.push((rel.join("/"), text));
         }
     }
     Ok(())
