@@ -12,7 +12,7 @@ use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
 use crate::text::{best_cells, format_acceptance, format_effects, format_secs};
 
-use super::status::{best_of, etas};
+use super::status::{best_of, etas, screens};
 
 /// One bar per chain.
 type Bars = BTreeMap<(String, u32), ProgressBar>;
@@ -150,14 +150,6 @@ fn total(config: &CampaignConfig, experiment: &str) -> u32 {
     config
         .experiment(experiment)
         .map_or(0, |e| e.search.steps())
-}
-
-/// Whether an experiment screens: it measures effects and never moves, so its chains say
-/// what they measured rather than what they accepted.
-fn screens(config: &CampaignConfig, experiment: &str) -> bool {
-    config
-        .experiment(experiment)
-        .is_some_and(|e| e.search.screens())
 }
 
 /// A chain's acceptance, best (against `baseline`) and ETA, each as every command says it;

@@ -200,6 +200,14 @@ pub struct WorkerRow {
     pub slurm_job: Option<SlurmJob>,
 }
 
+/// Whether an experiment screens: it measures effects and never moves, so its chains say
+/// what they measured rather than what they accepted.
+pub fn screens(config: &CampaignConfig, experiment: &str) -> bool {
+    config
+        .experiment(experiment)
+        .is_some_and(|e| e.search.screens())
+}
+
 fn chain_rows(
     config: &CampaignConfig,
     infos: &BTreeMap<String, ExperimentInfo>,
@@ -212,9 +220,7 @@ fn chain_rows(
                 .get(experiment)
                 .and_then(|i| i.baseline.objective())
                 .unwrap_or(f64::NAN);
-            let screens = config
-                .experiment(experiment)
-                .is_some_and(|e| e.search.screens());
+            let screens = screens(config, experiment);
             ChainRow {
                 experiment: experiment.clone(),
                 chain: *chain,
