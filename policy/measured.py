@@ -46,13 +46,20 @@ def main() -> int:
     parser.add_argument("--benchmark", help="decide this benchmark without its sites on stdin "
                         "(a context file for a campaign, which checks each site itself)")
     args = parser.parse_args()
-    benchmark = args.benchmark or os.environ["KILN_BENCHMARK"]
-    chosen = helpful(pd.read_parquet(args.effects), benchmark, args.margin)
+    benchmark = args.benchmark or os.environ.get("KILN_BENCHMARK")
+    if benchmark is None:
+        sys.exit("measured.py: no benchmark: give --benchmark NAME, or run it under kiln policy")
+    try:
+        chosen = helpful(pd.read_parquet(args.effects), benchmark, args.margin)
+    except (OSError, KeyError) as e:
+        sys.exit(f"measured.py: {args.effects} is no effects table: {e}")
     kept = chosen
     if args.benchmark is None:
         rows = [json.loads(line) for line in sys.stdin if line.strip()]
         sites = {row["site"]: row["stock"] for row in rows}
-        kept = chosen[[sites.get(s) == v for s, v in zip(chosen["site"], chosen["stock"])]]
+        known = [sites.get(s) == v for s, v in zip(chosen["site"], chosen["stock"])]
+        # A Series, not a list: an empty list would select no columns rather than no rows.
+        kept = chosen[pd.Series(known, index=chosen.index, dtype=bool)]
     for site in sorted(set(chosen["site"]) - set(kept["site"])):
         print(f"measured.py: {benchmark}: {site} left out (not a site of stock value as measured)",
               file=sys.stderr)
