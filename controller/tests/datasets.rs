@@ -827,6 +827,13 @@ fn report_of_long_chains_draws_one_step_in_a_few_and_counts_every_one() {
         "{index}"
     );
     assert!(index.contains("run-failed: 2286"), "{index}");
+    // A point's runs are read from its whole record: of the 2286 measured points, one in 3.
+    assert!(index.contains("the runs of one in every 3 are"), "{index}");
+    let runtimes = std::fs::read_to_string(dir.path().join("report/linear-runtimes.svg")).unwrap();
+    let dots = runtimes.matches("<circle").count();
+    // At most 1000 points a chain, three measured runs each (`ok_result`), two chains, and
+    // the legend's two: every measured point's runs would be three times as many.
+    assert!(dots > 0 && dots <= 2 * 1_000 * 3 + 2, "{dots} dots");
 }
 
 #[test]

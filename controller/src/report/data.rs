@@ -17,6 +17,11 @@ use crate::store::{
 /// few thousand. The tables count every step ([`ChainTally`]).
 const MAX_POINTS: u32 = 4_000;
 
+/// Points of a chain whose runs the run-time panel draws, at most: a point's runs are in its
+/// whole record, the slowest read of a report (a million-step store's 16,000 points took
+/// most of its time), and a thousand steps' runs a chain fill the panel.
+const MAX_RUN_POINTS: usize = 1_000;
+
 /// What the plots need of one step.
 pub(super) struct Point {
     pub(super) step: u32,
@@ -150,6 +155,8 @@ pub(super) struct ExperimentData {
     pub(super) tallies: BTreeMap<u32, ChainTally>,
     /// The largest stride of a chain's points (1: every step is drawn).
     pub(super) stride: u32,
+    /// Of the points drawn, one in how many has its runs drawn (the largest of a chain's).
+    pub(super) run_stride: usize,
     /// Per chain, how much of the decision space it explored.
     pub(super) coverage: BTreeMap<u32, Coverage>,
     /// Whether any step drawn measured gpu-time.
@@ -187,6 +194,7 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
             chains: BTreeMap::new(),
             tallies: BTreeMap::new(),
             stride: 1,
+            run_stride: 1,
             coverage: BTreeMap::new(),
             gpu_measured: false,
             name,
@@ -205,11 +213,9 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
         }
         if states.is_empty() {
             every_step(store, &mut data)?;
+        } else {
+            chains_read(store, &mut data, &states)?;
         }
-        for (chain, state) in &states {
-            chain_steps(store, &mut data, *chain, state)?;
-        }
-        runs(store, &mut data)?;
         let gpu_measured = data.points().any(|p| p.gpu.is_some());
         data.gpu_measured = gpu_measured;
         experiments.push(data);
@@ -217,17 +223,52 @@ pub(super) fn load(store: &Store) -> Result<(Option<CampaignConfig>, Vec<Experim
     Ok((config, experiments))
 }
 
-/// A chain's tally from its state, and the steps it draws: one in every few
-/// past [`MAX_POINTS`], and every one that lowered its best.
-fn chain_steps(
+/// What the plots draw of one chain.
+struct ChainRead {
+    tally: ChainTally,
+    stride: u32,
+    points: Vec<Point>,
+    run_stride: usize,
+}
+
+/// Every chain of `states`, each read on a thread of its own: a point is a random read of
+/// the store (a page found and decompressed), which a second core halves.
+fn chains_read(
     store: &Store,
     data: &mut ExperimentData,
-    chain: u32,
-    state: &ChainState,
+    states: &BTreeMap<u32, ChainState>,
 ) -> Result<()> {
+    let name = data.name.as_str();
+    let read: Vec<(u32, Result<ChainRead>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = states
+            .iter()
+            .map(|(&chain, state)| {
+                (
+                    chain,
+                    scope.spawn(move || chain_read(store, name, chain, state)),
+                )
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|(chain, h)| (chain, h.join().expect("a report's reader panicked")))
+            .collect()
+    });
+    for (chain, read) in read {
+        let read = read?;
+        data.stride = data.stride.max(read.stride);
+        data.run_stride = data.run_stride.max(read.run_stride);
+        data.tallies.insert(chain, read.tally);
+        data.chains.insert(chain, read.points);
+    }
+    Ok(())
+}
+
+/// A chain's tally from its state, and the steps it draws: one in every few
+/// past [`MAX_POINTS`], and every one that lowered its best.
+fn chain_read(store: &Store, name: &str, chain: u32, state: &ChainState) -> Result<ChainRead> {
     let decided = state.next_decide;
     let stride = decided.div_ceil(MAX_POINTS).max(1);
-    data.stride = data.stride.max(stride);
     let progress = state.progress.as_ref();
     let failures: BTreeMap<String, usize> = state
         .failures
@@ -235,17 +276,14 @@ fn chain_steps(
         .map(|(outcome, n)| (outcome.clone(), *n as usize))
         .collect();
     let failed: usize = failures.values().sum();
-    data.tallies.insert(
-        chain,
-        ChainTally {
-            steps: decided as usize,
-            ok: (decided as usize).saturating_sub(failed),
-            accepted: state.accepted as usize,
-            proposals: state.proposals.unwrap_or(0) as usize,
-            best: progress.and_then(|p| p.lowest).map(|l| l.objective),
-            failures,
-        },
-    );
+    let tally = ChainTally {
+        steps: decided as usize,
+        ok: (decided as usize).saturating_sub(failed),
+        accepted: state.accepted as usize,
+        proposals: state.proposals.unwrap_or(0) as usize,
+        best: progress.and_then(|p| p.lowest).map(|l| l.objective),
+        failures,
+    };
     let mut drawn: BTreeSet<u32> = (0..decided).step_by(stride as usize).collect();
     drawn.extend(
         progress
@@ -257,7 +295,7 @@ fn chain_steps(
     let mut next = 0;
     for step in drawn {
         let key = StepKey {
-            experiment: data.name.clone(),
+            experiment: name.to_string(),
             chain,
             step,
         };
@@ -269,8 +307,13 @@ fn chain_steps(
         next = step + 1;
         points.push(point);
     }
-    data.chains.insert(chain, points);
-    Ok(())
+    let run_stride = runs(store, name, chain, &mut points)?;
+    Ok(ChainRead {
+        tally,
+        stride,
+        points,
+        run_stride,
+    })
 }
 
 /// Every step of an experiment without chain states, from its rows.
@@ -284,35 +327,40 @@ fn every_step(store: &Store, data: &mut ExperimentData) -> Result<()> {
             .or_default()
             .push(Point::of(&row));
     }
+    for (&chain, points) in &mut data.chains {
+        let run_stride = runs(store, &data.name, chain, points)?;
+        data.run_stride = data.run_stride.max(run_stride);
+    }
     Ok(())
 }
 
-/// The runs of the steps drawn, from their records.
-fn runs(store: &Store, data: &mut ExperimentData) -> Result<()> {
-    for (&chain, points) in &mut data.chains {
-        for p in points.iter_mut().filter(|p| !p.cached) {
-            let key = StepKey {
-                experiment: data.name.clone(),
-                chain,
-                step: p.step,
-            };
-            if let Some(record) = store.step(&key)? {
-                p.walls = record
-                    .result
-                    .measurement
-                    .runs
-                    .iter()
-                    .filter(|run| !run.warmup)
-                    .filter_map(|run| {
-                        run.metrics
-                            .get(&Metric::WallTime)
-                            .and_then(|v| v.measured())
-                    })
-                    .collect();
-            }
+/// The runs of the measured points, from their records: of at most [`MAX_RUN_POINTS`],
+/// one in every few. Returns how many points each one read stands for.
+fn runs(store: &Store, experiment: &str, chain: u32, points: &mut [Point]) -> Result<usize> {
+    let measured = points.iter().filter(|p| !p.cached).count();
+    let stride = measured.div_ceil(MAX_RUN_POINTS).max(1);
+    for p in points.iter_mut().filter(|p| !p.cached).step_by(stride) {
+        let key = StepKey {
+            experiment: experiment.to_string(),
+            chain,
+            step: p.step,
+        };
+        if let Some(record) = store.step(&key)? {
+            p.walls = record
+                .result
+                .measurement
+                .runs
+                .iter()
+                .filter(|run| !run.warmup)
+                .filter_map(|run| {
+                    run.metrics
+                        .get(&Metric::WallTime)
+                        .and_then(|v| v.measured())
+                })
+                .collect();
         }
     }
-    Ok(())
+    Ok(stride)
 }
 
 #[cfg(test)]

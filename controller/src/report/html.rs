@@ -64,6 +64,20 @@ pub(super) fn objective_caption(e: &ExperimentData) -> String {
     caption
 }
 
+pub(super) fn runtimes_caption(e: &ExperimentData) -> String {
+    let mut caption = "Wall time of every measured run (warm-ups left out) of each step; \
+                       reused measurements are not repeated."
+        .to_string();
+    if e.run_stride > 1 {
+        let _ = write!(
+            caption,
+            " Of the measured steps drawn, the runs of one in every {} are.",
+            e.run_stride
+        );
+    }
+    caption
+}
+
 pub(super) fn breakdown_caption(e: &ExperimentData) -> String {
     let mut caption = "Median time of a run per successful step, stacked: user + system CPU \
                        time, GPU busy time, and the remainder of the wall time (floored at 0, \

@@ -61,9 +61,7 @@ fn figures(e: &ExperimentData) -> Vec<(String, String, Chart<'_>)> {
     if e.points().any(|p| !p.walls.is_empty()) {
         figures.push((
             format!("{stem}-runtimes"),
-            "Wall time of every measured run (warm-ups left out) of each step; \
-             reused measurements are not repeated."
-                .to_string(),
+            html::runtimes_caption(e),
             Chart::Runtimes(e),
         ));
     }
