@@ -81,6 +81,10 @@ pub struct Options {
     /// Port of the loopback sshd rig.
     #[arg(long, default_value_t = 2391)]
     rig_port: u16,
+    /// The looks at the big stores to time (status, status-json, status-unsealed, report,
+    /// verify, show, rewards, resume; default: every one).
+    #[arg(long, value_delimiter = ',')]
+    views: Vec<String>,
     /// The largest synthetic store exported (default 1 000 000, 100 000 with --quick).
     #[arg(long)]
     max_store: Option<u64>,

@@ -19,6 +19,11 @@ use crate::synth;
 
 impl Suite {
     pub(super) fn store(&mut self) -> Result<()> {
+        for name in &self.opts.views {
+            if !View::ALL.iter().any(|v| v.name() == name) {
+                bail!("--views: no view is called {name}");
+            }
+        }
         self.persist_latency()?;
         // Exports of big stores, built once and kept in the scratch folder.
         for &n in &self.sizes.stores.clone() {
@@ -170,8 +175,9 @@ impl Suite {
         for view in View::ALL {
             // `kiln rewards` reads every step's JSON three times: past a million steps, an
             // hour (the report says so).
-            let left_out =
-                view == View::Resume && !of_its_layout || view == View::Rewards && n > REWARDS_MAX;
+            let left_out = view == View::Resume && !of_its_layout
+                || view == View::Rewards && n > REWARDS_MAX
+                || !self.opts.views.is_empty() && !self.opts.views.iter().any(|w| w == view.name());
             if !left_out {
                 self.view(n, v, store, view)?;
             }
