@@ -282,6 +282,51 @@ fn shared_builds_measure_each_flip_as_alone_and_never_build_overlapping_flips_to
     }
 }
 
+#[test]
+fn screening_ends_where_its_next_build_would_hold_fewer_than_min_flips() {
+    if !can_run() {
+        return;
+    }
+    // The builds hold 8 flips, then the 3 left but `middle`'s, then `middle`'s alone: with
+    // (min-flips 2) the third is never built and the chain ends, complete, after two.
+    let dir = setup(
+        Extra::None,
+        &config(
+            "((name shared) (benchmark prog) \
+             (search (screening (steps 4) (flips-per-step 8) (min-flips 2))) (seed 1))",
+        ),
+    );
+    let out = run_kiln(dir.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        said.contains(
+            "ended at step 2: its next build would hold 1 flip, fewer than (min-flips 2)"
+        ),
+        "{said}"
+    );
+    assert_eq!(stored_steps(dir.path()).len(), 2);
+    let rows = effects(dir.path());
+    assert_eq!(rows_of(&rows, "shared", "shared-build").len(), SITES - 1);
+    let status = run_kiln(dir.path(), &["status", "store", "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(report["phase"], "finished", "{report}");
+    assert_eq!(report["chains"][0]["total"], 2, "{report}");
+    // A build cannot hold more than flips-per-step: a min-flips above it is refused.
+    let bad = config(
+        "((name shared) (benchmark prog) \
+         (search (screening (steps 4) (flips-per-step 8) (min-flips 9))) (seed 1))",
+    );
+    std::fs::write(dir.path().join("bad.sexp"), bad).unwrap();
+    let out = run_kiln(dir.path(), &["run", "bad.sexp"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("(min-flips 9) is more than (flips-per-step 8)"),
+        "{}",
+        text(&out)
+    );
+}
+
 /// Each `leafK` flip of the shared builds takes the inline out of `workK`: the caller's code
 /// with the flip keeps a call it did not have and is another size; around stock, its code
 /// before the flip is the stock build's that discovery read. One-flip screening reads no code.

@@ -225,9 +225,13 @@ fn chain_rows(
                 experiment: experiment.clone(),
                 chain: *chain,
                 done: s.next_decide,
-                total: config
-                    .experiment(experiment)
-                    .map_or(0, |e| e.search.steps()),
+                // A screening that ended as its config told it to is complete where it ended.
+                total: match s.ended {
+                    Some(_) => s.next_decide,
+                    None => config
+                        .experiment(experiment)
+                        .map_or(0, |e| e.search.steps()),
+                },
                 accepted: s.accepted,
                 proposals: Some(s.proposals.unwrap_or(0)),
                 best: best_of(s, baseline),

@@ -178,6 +178,13 @@ fn write_chains(
             false => best_line(&state, c, info, baseline, unit),
         };
         let _ = writeln!(out, "{line}");
+        if let Some(why) = &state.ended {
+            let _ = writeln!(
+                out,
+                "  {:<28} ended at step {}: {why}",
+                "", state.next_decide
+            );
+        }
         if let Some(why) = &state.stopped {
             any_stopped = true;
             let _ = writeln!(

@@ -111,13 +111,14 @@ impl ChainContext<'_> {
     /// The next step of screening in shared builds: the next flip waiting to
     /// be measured alone, else the next group of points that share no
     /// function, hottest first (again from the first once every group is
-    /// proposed).
-    fn shared_screen(&self, state: &mut ChainState) -> DecisionSet {
+    /// proposed); `Err` with why the screening ends where its `(min-flips K)`
+    /// says so.
+    fn shared_screen(&self, state: &mut ChainState) -> Result<DecisionSet, String> {
         let start = &state.current.decisions;
         while !state.alone.is_empty() {
             let site = state.alone.remove(0);
             if let Some(point) = self.points.iter().find(|p| p.id == site) {
-                return search::flip_one(start, point, &mut state.rng);
+                return Ok(search::flip_one(start, point, &mut state.rng));
             }
         }
         while !state.regroup.is_empty() {
@@ -128,10 +129,28 @@ impl ChainContext<'_> {
                 set = search::flip_one(&set, point, &mut state.rng);
             }
             if set != *start {
-                return set;
+                return Ok(set);
             }
         }
-        let Search::Screening(Screening { per_step, .. }) = self.search() else {
+        let group = self.next_group(state)?;
+        state.shared += 1;
+        let mut set = start.clone();
+        for point in group {
+            set = search::flip_one(&set, point, &mut state.rng);
+        }
+        Ok(set)
+    }
+
+    /// The chain's next group of points that share no function, hottest first; `Err` where
+    /// `(min-flips K)` ends the screening: the group would hold fewer, or every group has
+    /// been proposed (with K = 1 they are proposed again from the first).
+    fn next_group(&self, state: &ChainState) -> Result<Vec<&DecisionPoint>, String> {
+        let Search::Screening(Screening {
+            per_step,
+            min_flips,
+            ..
+        }) = self.search()
+        else {
             unreachable!("only screening shares builds")
         };
         let movable = self.screenable();
@@ -139,17 +158,20 @@ impl ChainContext<'_> {
             Some(order) => order.iter().map(|&i| movable[i]).collect(),
             None => movable,
         };
-        let footprints = attribution::Footprints::new(self.points, start, self.forced);
+        let footprints =
+            attribution::Footprints::new(self.points, &state.current.decisions, self.forced);
         let next = state.shared as usize;
         let mut groups = attribution::groups(&order, &footprints, *per_step as usize, next + 1);
-        // Every group proposed: again from the first.
-        let group = groups.swap_remove(next % groups.len());
-        state.shared += 1;
-        let mut set = start.clone();
-        for point in group {
-            set = search::flip_one(&set, point, &mut state.rng);
+        if *min_flips > 1 {
+            let held = groups.get(next).map_or(0, Vec::len);
+            if held < *min_flips as usize {
+                return Err(format!(
+                    "its next build would hold {}, fewer than (min-flips {min_flips})",
+                    kiln_protocol::quantity::plural(held, "flip")
+                ));
+            }
         }
-        set
+        Ok(groups.swap_remove(next % groups.len()))
     }
 }
 
@@ -190,9 +212,9 @@ pub fn resume(ctx: &ChainContext<'_>, mut state: ChainState) -> ChainState {
 /// would only repeat the failure.
 pub const STOP_AFTER_ALIKE_FAILURES: u32 = 5;
 
-/// Whether every step of the chain is decided, or it stopped.
+/// Whether every step of the chain is decided, or it stopped or ended early.
 pub fn finished(ctx: &ChainContext<'_>, state: &ChainState) -> bool {
-    state.stopped.is_some() || state.next_decide >= ctx.steps()
+    state.stopped.is_some() || state.ended.is_some() || state.next_decide >= ctx.steps()
 }
 
 /// Stops a chain (nothing more is proposed; results still in flight are dropped).
@@ -261,7 +283,16 @@ fn next_move(
         .then(|| search::improving_flips(&state.current.decisions, &state.effects))
         .filter(|set| *set != state.current.decisions);
     if step < screen && step::shares_builds(ctx.experiment) {
-        Some((StepKind::Screen, ctx.shared_screen(state)))
+        match ctx.shared_screen(state) {
+            Ok(set) => Some((StepKind::Screen, set)),
+            Err(why) => {
+                // A result in flight may still send flips to be measured again.
+                if state.pending.is_empty() {
+                    state.ended = Some(why);
+                }
+                None
+            }
+        }
     } else if step < screen {
         let point = ctx.screened_point(step);
         let decisions = search::flip_one(&state.current.decisions, point, &mut state.rng);

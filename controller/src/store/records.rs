@@ -190,6 +190,10 @@ pub struct ChainState {
     /// Why the chain stopped before its budget, if it did.
     #[serde(default)]
     pub stopped: Option<String>,
+    /// Why a screening chain ended before its budget as its config told it to (`(min-flips
+    /// K)`: its next build would have held fewer flips): not a failure, unlike `stopped`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
     /// Temperature at the last decided step.
     pub temperature: f64,
     /// When the chain started (Unix ms).
@@ -340,6 +344,7 @@ impl ChainState {
             last_failure: None,
             failing_alike: 0,
             stopped: None,
+            ended: None,
             temperature,
             started_ms: now_ms,
             updated_ms: now_ms,

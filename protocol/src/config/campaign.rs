@@ -105,7 +105,8 @@ const STATISTIC: Kind<Statistic> = Kind {
 
 /// Screening that flips several points a step reads each flip's effect from
 /// the instructions of the functions it touches: only inlining sites name
-/// those functions, and only callgrind counts instructions per function.
+/// those functions, and only callgrind counts instructions per function. Its
+/// `(min-flips K)` is at most its `(flips-per-step K)`.
 fn attribution_fits(
     src: Src<'_>,
     entry: &Sexp,
@@ -113,9 +114,24 @@ fn attribution_fits(
     objective: &Objective,
     benchmark: Option<&BenchmarkSpec>,
 ) -> Result<(), SexpError> {
-    let Search::Screening(Screening { per_step, .. }) = experiment.search else {
+    let Search::Screening(Screening {
+        per_step,
+        min_flips,
+        ..
+    }) = experiment.search
+    else {
         return Ok(());
     };
+    if min_flips > per_step {
+        return Err(src.error(
+            entry.pos,
+            format!(
+                "experiment '{}': (min-flips {min_flips}) is more than (flips-per-step \
+                 {per_step}): no build could hold that many",
+                experiment.name
+            ),
+        ));
+    }
     let inline = benchmark.is_some_and(|b| matches!(b.kind, BenchmarkKind::LlvmInline { .. }));
     if per_step == 1 || (inline && objective.metric == Metric::Instructions) {
         return Ok(());

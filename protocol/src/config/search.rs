@@ -23,6 +23,7 @@ mod word {
     pub const HILL_CLIMBING: &str = "hill-climbing";
     pub const KICK: &str = "kick";
     pub const LINEAR: &str = "linear";
+    pub const MIN_FLIPS: &str = "min-flips";
     pub const NAME: &str = "name";
     pub const OFF: &str = "off";
     pub const PARALLEL: &str = "parallel";
@@ -245,6 +246,12 @@ record! {
         steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
         per_step: u32 = word::FLIPS_PER_STEP, kind::POSITIVE, default(1),
             "Most points one step flips, whose functions do not overlap (1: each alone).";
+        min_flips: u32 = word::MIN_FLIPS, kind::POSITIVE, default(1),
+            "With flips-per-step above 1: the screening ends, its budget unspent, when its \
+             next build would hold fewer flips than this (its sites' functions are shared \
+             by the flips measured so far: a build of a few costs nearly what one of many \
+             does), or when every build has been proposed once; 1: it goes on to the budget, \
+             again from the first build.";
         skip_measured: Option<PathBuf> = word::SKIP_MEASURED, kind::PATH, optional,
             "An effects table (Parquet, as `kiln export --table effects` writes it, or a \
              dataset's): the sites it holds for this experiment (its name, benchmark and \
