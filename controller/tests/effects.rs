@@ -312,6 +312,11 @@ fn screening_ends_where_its_next_build_would_hold_fewer_than_min_flips() {
     let report: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(report["phase"], "finished", "{report}");
     assert_eq!(report["chains"][0]["total"], 2, "{report}");
+    let table = text(&run_kiln(dir.path(), &["status", "store"]));
+    assert!(
+        table.contains("shared/chain 0 ended at step 2: its next build would hold 1 flip"),
+        "{table}"
+    );
     // A build cannot hold more than flips-per-step: a min-flips above it is refused.
     let bad = config(
         "((name shared) (benchmark prog) \

@@ -84,6 +84,10 @@ pub struct ChainRow {
     /// Why the chain stopped before its budget, if it did.
     #[serde(default)]
     pub stopped: Option<String>,
+    /// Why a screening chain ended before its budget as its config told it to (`total` is then
+    /// the steps it took): see [`ChainState::ended`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended: Option<String>,
     /// When the chain started (Unix ms).
     pub started_ms: u64,
     /// When it last decided a step (Unix ms).
@@ -240,6 +244,7 @@ fn chain_rows(
                 failures: s.failures.clone(),
                 last_failure: s.last_failure.clone(),
                 stopped: s.stopped.clone(),
+                ended: s.ended.clone(),
                 started_ms: s.started_ms,
                 updated_ms: s.updated_ms,
                 coverage: infos
@@ -740,6 +745,7 @@ mod tests {
             failures: BTreeMap::new(),
             last_failure: None,
             stopped: None,
+            ended: None,
             started_ms: 0,
             updated_ms,
             coverage: Coverage::default(),

@@ -196,6 +196,16 @@ fn notes(report: &Report) -> String {
             r.stopped.as_deref().unwrap_or_default()
         );
     }
+    for r in report.chains.iter().filter(|r| r.ended.is_some()) {
+        let _ = writeln!(
+            out,
+            "{}/chain {} ended at step {}: {}",
+            r.experiment,
+            r.chain,
+            r.done,
+            r.ended.as_deref().unwrap_or_default()
+        );
+    }
     for r in report.chains.iter().filter(|r| r.raced.cut_short > 0) {
         let _ = writeln!(
             out,
