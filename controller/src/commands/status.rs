@@ -186,25 +186,17 @@ fn notes(report: &Report) -> String {
             r.last_failure.as_deref().unwrap_or_default()
         );
     }
-    for r in report.chains.iter().filter(|r| r.stopped.is_some()) {
-        let _ = writeln!(
-            out,
-            "{}/chain {} stopped at step {}: {}",
-            r.experiment,
-            r.chain,
-            r.done,
-            r.stopped.as_deref().unwrap_or_default()
-        );
-    }
-    for r in report.chains.iter().filter(|r| r.ended.is_some()) {
-        let _ = writeln!(
-            out,
-            "{}/chain {} ended at step {}: {}",
-            r.experiment,
-            r.chain,
-            r.done,
-            r.ended.as_deref().unwrap_or_default()
-        );
+    // Chains that ended before their budget: stopped (on failures) or ended (as told).
+    for r in &report.chains {
+        for (verb, why) in [("stopped", &r.stopped), ("ended", &r.ended)] {
+            if let Some(why) = why {
+                let _ = writeln!(
+                    out,
+                    "{}/chain {} {verb} at step {}: {why}",
+                    r.experiment, r.chain, r.done
+                );
+            }
+        }
     }
     for r in report.chains.iter().filter(|r| r.raced.cut_short > 0) {
         let _ = writeln!(
