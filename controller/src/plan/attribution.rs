@@ -207,44 +207,91 @@ pub fn attribute<'a>(
     Some(Attribution { changes, residual })
 }
 
-/// The first `most` groups of the points of `order`, each of at most
-/// `per_step` points whose footprints do not overlap: each group takes, in
-/// order, every point left that overlaps none of its own, until it is full.
-/// Points that name no functions go alone. Fewer groups where the points run out.
+/// The first `most` groups of the points of `order`, each of at least `least` and at most
+/// `per_step` points whose footprints do not overlap: each group takes, in order, every point
+/// left that overlaps none of its own, until it is full. A group that would hold fewer than
+/// `least` leaves its first point out (its footprint overlaps nearly every other's: a function
+/// inlined everywhere), and the rest are grouped again, so one such point does not end a
+/// screening whose other points still fill builds. Points that name no functions go alone.
+/// Fewer groups where the points run out.
 pub fn groups<'a>(
     order: &[&'a DecisionPoint],
     footprints: &Footprints,
     per_step: usize,
+    least: usize,
     most: usize,
 ) -> Vec<Vec<&'a DecisionPoint>> {
-    // Each point's footprint once: a group's scan looks at every point left.
-    let touched: Vec<Option<BTreeSet<String>>> =
-        order.iter().map(|p| footprints.of(&p.id)).collect();
+    let touched = numbered_footprints(order, footprints);
+    let mut used = vec![
+        false;
+        touched
+            .iter()
+            .flatten()
+            .flatten()
+            .max()
+            .map_or(0, |&f| f + 1)
+    ];
     let mut left: Vec<usize> = (0..order.len()).collect();
     let mut groups = Vec::new();
     while !left.is_empty() && groups.len() < most {
-        let mut group = Vec::new();
-        let mut used: BTreeSet<&String> = BTreeSet::new();
-        let mut full = false;
-        left.retain(|&i| {
-            let fits = !full
-                && match &touched[i] {
-                    Some(fs) => fs.iter().all(|f| !used.contains(f)),
-                    None => group.is_empty(),
-                };
-            if fits {
-                group.push(order[i]);
-                match &touched[i] {
-                    Some(fs) => used.extend(fs),
-                    None => full = true,
-                }
-                full |= group.len() >= per_step;
-            }
-            !fits
-        });
-        groups.push(group);
+        let group = greedy_group(&touched, &left, per_step, &mut used);
+        if group.len() >= least {
+            left.retain(|i| group.binary_search(i).is_err());
+            groups.push(group.iter().map(|&i| order[i]).collect());
+        } else {
+            left.retain(|&i| i != group[0]);
+        }
     }
     groups
+}
+
+/// Each point's footprint once, its functions numbered: a group's scan looks at every point
+/// left, and a screening of thousands of points forms thousands of groups.
+fn numbered_footprints(
+    order: &[&DecisionPoint],
+    footprints: &Footprints,
+) -> Vec<Option<Vec<usize>>> {
+    let mut numbers: BTreeMap<String, usize> = BTreeMap::new();
+    let mut number = |f: String| {
+        let next = numbers.len();
+        *numbers.entry(f).or_insert(next)
+    };
+    order
+        .iter()
+        .map(|p| Some(footprints.of(&p.id)?.into_iter().map(&mut number).collect()))
+        .collect()
+}
+
+/// The positions (ascending) of the group that the points `left` of `touched` form, in
+/// order: every point that overlaps none of the group's, up to `per_step`. `used` (a flag a
+/// function, all clear) is left clear.
+fn greedy_group(
+    touched: &[Option<Vec<usize>>],
+    left: &[usize],
+    per_step: usize,
+    used: &mut [bool],
+) -> Vec<usize> {
+    let mut group = Vec::new();
+    for &i in left {
+        let fits = match &touched[i] {
+            Some(fs) => fs.iter().all(|&f| !used[f]),
+            None => group.is_empty(),
+        };
+        if fits {
+            group.push(i);
+            match &touched[i] {
+                Some(fs) => fs.iter().for_each(|&f| used[f] = true),
+                None => break,
+            }
+            if group.len() >= per_step {
+                break;
+            }
+        }
+    }
+    for &i in &group {
+        touched[i].iter().flatten().for_each(|&f| used[f] = false);
+    }
+    group
 }
 
 #[cfg(test)]
@@ -345,6 +392,35 @@ mod tests {
         assert_eq!(attribute(&overlapping, &footprints, &start, &step), None);
     }
 
+    fn ids(groups: Vec<Vec<&DecisionPoint>>) -> Vec<Vec<String>> {
+        groups
+            .iter()
+            .map(|g| g.iter().map(|p| p.id.as_str().to_string()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_point_whose_group_would_hold_too_few_is_left_out_and_the_rest_still_fill_builds() {
+        // k is inlined into main, so m's call in k runs in k, m and main: it overlaps each of
+        // the three after it, which overlap none of each other.
+        let (points, start) = program(&[
+            "m @ k:1:1",
+            "m @ p:1:1",
+            "s @ main:2:1",
+            "k @ q:1:1",
+            "+k @ main:9:1",
+        ]);
+        let footprints = Footprints::new(&points, &start, &BTreeSet::new());
+        let order: Vec<&DecisionPoint> = points[..4].iter().collect();
+        let rest = ["m @ p:1:1", "s @ main:2:1", "k @ q:1:1"];
+        assert_eq!(
+            ids(groups(&order, &footprints, 8, 1, usize::MAX)),
+            [vec!["m @ k:1:1"], rest.to_vec()]
+        );
+        assert_eq!(ids(groups(&order, &footprints, 8, 2, usize::MAX)), [rest]);
+        assert!(groups(&order, &footprints, 8, 4, usize::MAX).is_empty());
+    }
+
     #[test]
     fn groups_never_share_a_function_and_keep_the_order() {
         let (points, start) = program(&[
@@ -356,20 +432,15 @@ mod tests {
         ]);
         let footprints = Footprints::new(&points, &start, &BTreeSet::new());
         let order: Vec<&DecisionPoint> = points.iter().collect();
-        let ids = |gs: Vec<Vec<&DecisionPoint>>| -> Vec<Vec<String>> {
-            gs.iter()
-                .map(|g| g.iter().map(|p| p.id.as_str().to_string()).collect())
-                .collect()
-        };
         assert_eq!(
-            ids(groups(&order, &footprints, 8, usize::MAX)),
+            ids(groups(&order, &footprints, 8, 1, usize::MAX)),
             vec![
                 vec!["f @ main:1:1", "h @ a:1:1", "x @ y:1:1"],
                 vec!["g @ main:2:1", "f @ b:1:1"],
             ]
         );
         assert_eq!(
-            ids(groups(&order, &footprints, 2, 1))[0],
+            ids(groups(&order, &footprints, 2, 1, 1))[0],
             vec!["f @ main:1:1", "h @ a:1:1"]
         );
     }

@@ -142,8 +142,9 @@ impl ChainContext<'_> {
     }
 
     /// The chain's next group of points that share no function, hottest first; `Err` where
-    /// `(min-flips K)` ends the screening: the group would hold fewer, or every group has
-    /// been proposed (with K = 1 they are proposed again from the first).
+    /// `(min-flips K)` ends the screening: the points left fill no group of K (those whose
+    /// group would hold fewer are left out, [`attribution::groups`]), or every group has been
+    /// proposed (with K = 1 they are proposed again from the first).
     fn next_group(&self, state: &ChainState) -> Result<Vec<&DecisionPoint>, String> {
         let Search::Screening(Screening {
             per_step,
@@ -161,15 +162,17 @@ impl ChainContext<'_> {
         let footprints =
             attribution::Footprints::new(self.points, &state.current.decisions, self.forced);
         let next = state.shared as usize;
-        let mut groups = attribution::groups(&order, &footprints, *per_step as usize, next + 1);
-        if *min_flips > 1 {
-            let held = groups.get(next).map_or(0, Vec::len);
-            if held < *min_flips as usize {
-                return Err(format!(
-                    "its next build would hold {}, fewer than (min-flips {min_flips})",
-                    kiln_protocol::quantity::plural(held, "flip")
-                ));
-            }
+        let (least, most) = (*min_flips as usize, next + 1);
+        let mut groups = attribution::groups(&order, &footprints, *per_step as usize, least, most);
+        if least > 1 && groups.len() <= next {
+            let grouped: usize = groups.iter().map(Vec::len).sum();
+            return Err(match order.len() - grouped {
+                0 => "every site it screens has been built".to_string(),
+                left => format!(
+                    "no build of (min-flips {min_flips}) is left (sites not built: {left}, \
+                     each sharing functions with too many others)"
+                ),
+            });
         }
         Ok(groups.swap_remove(next % groups.len()))
     }

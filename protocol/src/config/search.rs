@@ -247,11 +247,11 @@ record! {
         per_step: u32 = word::FLIPS_PER_STEP, kind::POSITIVE, default(1),
             "Most points one step flips, whose functions do not overlap (1: each alone).";
         min_flips: u32 = word::MIN_FLIPS, kind::POSITIVE, default(1),
-            "With flips-per-step above 1: the screening ends, its budget unspent, when its \
-             next build would hold fewer flips than this (its sites' functions are shared \
-             by the flips measured so far: a build of a few costs nearly what one of many \
-             does), or when every build has been proposed once; 1: it goes on to the budget, \
-             again from the first build.";
+            "With flips-per-step above 1: no build holds fewer flips than this (a build of a \
+             few costs nearly what one of many does): a site whose build would, as its \
+             functions are shared by too many others, is left out, and the screening ends, \
+             its budget unspent, when the sites left fill no such build, or when every build \
+             has been proposed once; 1: it goes on to the budget, again from the first build.";
         skip_measured: Option<PathBuf> = word::SKIP_MEASURED, kind::PATH, optional,
             "An effects table (Parquet, as `kiln export --table effects` writes it, or a \
              dataset's): the sites it holds for this experiment (its name, benchmark and \
