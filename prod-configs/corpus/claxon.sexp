@@ -2,7 +2,7 @@
 ; `cargo build --release --example decode`: decodes ten seconds of 44.1 kHz
 ; stereo FLAC made by sox at fetch time (input.flac) into input.wav, whose
 ; digest is checked.
-; corpus: language Rust; domain audio codec; build cargo
+; corpus: language Rust; domain audio codec; build cargo; package crates.io claxon 0.4.3; licence Apache-2.0
 ((name claxon) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/claxon")
  (build ("cargo" "build" "--release" "--example" "decode"))
  (run ("./target/release/examples/decode" "input.flac"))

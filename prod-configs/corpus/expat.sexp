@@ -3,7 +3,7 @@
 ; CMake: xmlwf parses the 3 MB XML file the package ships for testing
 ; (testdata/largefiles/nes96.xml, copied into data/ at fetch time) and writes
 ; its canonical form, whose digest is checked (~320 M instructions).
-; corpus: language C; domain parsing (XML); build CMake
+; corpus: language C; domain parsing (XML); build CMake; package Debian expat 2.5.0 (upstream tarball); licence MIT
 ((name expat) (kind llvm-inline) (compiler clang) (sources "../../target/corpus/src/expat/expat")
  (build ("sh" "-c" "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_COMPILER=clang -DEXPAT_BUILD_TESTS=OFF -DEXPAT_BUILD_EXAMPLES=OFF -DEXPAT_BUILD_DOCS=OFF -DEXPAT_SHARED_LIBS=OFF && cmake --build build -j2"))
  (run ("./build/xmlwf/xmlwf" "-d" "." "data/nes96.xml"))

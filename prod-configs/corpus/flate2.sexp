@@ -4,7 +4,7 @@
 ; Debian's `lz4`, copied at fetch time) into out.gz, whose digest is checked
 ; (~110 M instructions).
 ; miniz_oxide, where the compressor lives, is opted in.
-; corpus: language Rust; domain compression; build cargo
+; corpus: language Rust; domain compression; build cargo; package crates.io flate2 1.1.11; licence MIT OR Apache-2.0
 ((name flate2) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/flate2")
  (build ("cargo" "build" "--release" "--example" "compress_file"))
  (run ("./target/release/examples/compress_file" "input.txt" "out.gz"))

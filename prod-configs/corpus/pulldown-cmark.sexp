@@ -3,7 +3,7 @@
 ; CommonMark spec (spec.txt, from Debian's `cmark` source package, copied at
 ; fetch time) to HTML; given three files the binary renders the first, the
 ; first two, then all three (six copies in all).
-; corpus: language Rust; domain parsing (Markdown); build cargo
+; corpus: language Rust; domain parsing (Markdown); build cargo; package crates.io pulldown-cmark 0.13.6; licence MIT
 ((name pulldown-cmark) (kind llvm-inline) (compiler rustc) (sources "../../target/corpus/src/pulldown-cmark")
  (build ("cargo" "build" "--release"))
  (run ("./target/release/pulldown-cmark" "spec.txt" "spec.txt" "spec.txt"))

@@ -123,6 +123,36 @@ def distinct_effects(effects) -> int:
     return len(sound[["benchmark", "site", "context"]].drop_duplicates())
 
 
+CORPUS = os.path.join(os.path.dirname(__file__), "..", "..", "prod-configs", "corpus")
+
+
+def corpus_header(program):
+    """The fields of a corpus entry's `; corpus:` line (language, domain, build, package,
+    licence), empty for a program the corpus does not hold."""
+    path = os.path.join(CORPUS, f"{program}.sexp")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        line = next((l for l in f if l.startswith("; corpus: ")), "")
+    fields = (part.strip().split(" ", 1) for part in line[len("; corpus: "):].split(";"))
+    return {field[0]: field[1] for field in fields if len(field) == 2}
+
+
+def programs_table(programs):
+    """Each program's package, version and licence, as its corpus entry names them."""
+    lines = ["## Programs", "",
+             "Each program's source package and version, and its licence (the package's: "
+             "Debian's copyright file, the crate's `license`), from its entry in "
+             "prod-configs/corpus/.", "",
+             "| program | package and version | licence | language | domain |",
+             "|---|---|---|---|---|"]
+    for program in sorted(programs):
+        h = corpus_header(program)
+        cells = [h.get(k, "-") for k in ("package", "licence", "language", "domain")]
+        lines.append(f"| {program} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def datasheet(effects, sites):
     """DATASHEET.md: what the dataset holds, program by program, and how it was measured."""
     lines = [
@@ -158,6 +188,7 @@ def datasheet(effects, sites):
             f"{(rows['estimate'] == 'shared-build').sum():,} | "
             f"{', '.join(sorted(rows['context'].unique()))} | {moved:,} |"
         )
+    lines += [""] + programs_table(effects["benchmark"].unique())
     lines += [""] + in_two_contexts(effects)
     lines += [open(os.path.join(os.path.dirname(__file__), "datasheet-notes.md")).read()]
     return "\n".join(lines)
