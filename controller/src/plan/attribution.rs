@@ -221,16 +221,8 @@ pub fn groups<'a>(
     least: usize,
     most: usize,
 ) -> Vec<Vec<&'a DecisionPoint>> {
-    let touched = numbered_footprints(order, footprints);
-    let mut used = vec![
-        false;
-        touched
-            .iter()
-            .flatten()
-            .flatten()
-            .max()
-            .map_or(0, |&f| f + 1)
-    ];
+    let (touched, functions) = numbered_footprints(order, footprints);
+    let mut used = vec![false; functions];
     let mut left: Vec<usize> = (0..order.len()).collect();
     let mut groups = Vec::new();
     while !left.is_empty() && groups.len() < most {
@@ -245,21 +237,23 @@ pub fn groups<'a>(
     groups
 }
 
-/// Each point's footprint once, its functions numbered: a group's scan looks at every point
-/// left, and a screening of thousands of points forms thousands of groups.
+/// Each point's footprint once, its functions numbered, and how many functions there are: a
+/// group's scan looks at every point left, and a screening of thousands of points forms
+/// thousands of groups.
 fn numbered_footprints(
     order: &[&DecisionPoint],
     footprints: &Footprints,
-) -> Vec<Option<Vec<usize>>> {
+) -> (Vec<Option<Vec<usize>>>, usize) {
     let mut numbers: BTreeMap<String, usize> = BTreeMap::new();
     let mut number = |f: String| {
         let next = numbers.len();
         *numbers.entry(f).or_insert(next)
     };
-    order
+    let touched = order
         .iter()
         .map(|p| Some(footprints.of(&p.id)?.into_iter().map(&mut number).collect()))
-        .collect()
+        .collect();
+    (touched, numbers.len())
 }
 
 /// The positions (ascending) of the group that the points `left` of `touched` form, in
