@@ -349,7 +349,8 @@ pub enum StepOutcome {
     },
     /// The build did not realise the requested decisions.
     DecisionMismatch {
-        /// Sites requested one way but built the other, or missing.
+        /// Sites requested one way but built the other, or missing: a line each, naming its
+        /// site first, quoted ([`StepOutcome::mismatched_sites`]).
         mismatched: Vec<String>,
     },
     /// The step's worker was lost every time it ran the step, as many times
@@ -398,6 +399,17 @@ impl StepOutcome {
     /// its folders changed under it ([`folder_changed`]): it is to be prepared again.
     pub fn lacks_bundle(&self) -> bool {
         matches!(self, StepOutcome::Rejected { reason } if reason.ends_with(PREPARE_AGAIN))
+    }
+
+    /// The sites a decision mismatch names, each with its problem; none for another outcome.
+    pub fn mismatched_sites(&self) -> Vec<(SiteId, &str)> {
+        match self {
+            StepOutcome::DecisionMismatch { mismatched } => mismatched
+                .iter()
+                .filter_map(|line| mismatch_site(line))
+                .collect(),
+            _ => Vec::new(),
+        }
     }
 
     /// Short name for tables and CSV.
@@ -500,6 +512,13 @@ impl fmt::Display for StepOutcome {
             StepOutcome::Rejected { reason } => write!(f, "rejected: {reason}"),
         }
     }
+}
+
+/// The site a decision-mismatch line is about, and its problem: `'CALLEE @ function:line:column':
+/// problem`. `None` for a line about two sites (a key collision) or none.
+pub fn mismatch_site(line: &str) -> Option<(SiteId, &str)> {
+    let (id, problem) = line.strip_prefix('\'')?.split_once("': ")?;
+    Some((SiteId::from(id), problem))
 }
 
 /// One run of the benchmark.
@@ -787,6 +806,30 @@ pub struct GpuInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_decision_mismatch_names_the_sites_its_lines_are_about() {
+        let outcome = StepOutcome::DecisionMismatch {
+            mismatched: vec![
+                "'f @ main:1:2': requested no-inline but inlined".into(),
+                "'g @ h:3:4' (inline) and 'g @ h:3:4x' (no-inline): key collision".into(),
+                "'k @ main:9:1': inlined but not in the decision set".into(),
+            ],
+        };
+        let named: Vec<(String, &str)> = outcome
+            .mismatched_sites()
+            .into_iter()
+            .map(|(site, problem)| (site.0, problem))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("f @ main:1:2".into(), "requested no-inline but inlined"),
+                ("k @ main:9:1".into(), "inlined but not in the decision set"),
+            ]
+        );
+        assert!(StepOutcome::Ok.mismatched_sites().is_empty());
+    }
 
     #[test]
     fn floats_cross_the_wire_exactly() {

@@ -468,16 +468,42 @@ fn note_effect(
 const SPLIT_FROM: usize = 8;
 
 /// Queues the flips of a shared build that could not be read (it failed, or its flips'
-/// changes did not add up): in two halves to build again where there are enough of them and
-/// the objective counts exactly, else one a step. A program whose counts vary from run to run
-/// spoils every build, halves too.
-fn measure_again(ctx: &ChainContext<'_>, state: &mut ChainState, flips: Vec<SiteId>) {
-    if flips.len() >= SPLIT_FROM && ctx.repeatability == Repeatability::Exact {
-        let (first, second) = flips.split_at(flips.len() / 2);
-        state.regroup.extend([first.to_vec(), second.to_vec()]);
-    } else {
-        state.alone.extend(flips);
+/// changes did not add up) to be measured again ([`again`]).
+fn measure_again(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepRecord) {
+    let flips = record.diff.0.keys().cloned().collect();
+    let outcome = &record.result.measurement.outcome;
+    let named = outcome
+        .mismatched_sites()
+        .into_iter()
+        .map(|(site, _)| site)
+        .collect();
+    let exact = ctx.repeatability == Repeatability::Exact;
+    let (alone, regroup) = again(flips, &named, exact);
+    state.alone.extend(alone);
+    state.regroup.extend(regroup);
+}
+
+/// How the flips of a shared build that could not be read are measured again: those to
+/// measure alone, and the groups to build again. A build whose decision mismatch `named`
+/// some of its flips has those measured alone and the rest built again at once (halving
+/// would build a culprit again beside half the others); else, where there are enough flips
+/// and the objective counts exactly, two halves; else each alone. A program whose counts vary
+/// from run to run spoils every build, halves too.
+fn again(
+    flips: Vec<SiteId>,
+    named: &BTreeSet<SiteId>,
+    exact: bool,
+) -> (Vec<SiteId>, Vec<Vec<SiteId>>) {
+    let (blamed, rest): (Vec<SiteId>, Vec<SiteId>) =
+        flips.iter().cloned().partition(|f| named.contains(f));
+    if !blamed.is_empty() && !rest.is_empty() {
+        return (blamed, vec![rest]);
     }
+    if exact && flips.len() >= SPLIT_FROM {
+        let (first, second) = flips.split_at(flips.len() / 2);
+        return (Vec::new(), vec![first.to_vec(), second.to_vec()]);
+    }
+    (flips, Vec::new())
 }
 
 /// Keeps the effect of each flip of a shared build where its flips' changes
@@ -497,7 +523,7 @@ fn note_shared(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepReco
         })
         .filter(|a| a.separable(start));
     let Some(a) = attributed else {
-        measure_again(ctx, state, record.diff.0.keys().cloned().collect());
+        measure_again(ctx, state, record);
         return;
     };
     let uncertainty = a.residual.unsigned_abs() as f64 / start;
@@ -717,5 +743,35 @@ fn note_decided(
             ctx.baseline_objective,
             point,
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sites(ids: &[&str]) -> Vec<SiteId> {
+        ids.iter().map(|&id| SiteId::from(id)).collect()
+    }
+
+    #[test]
+    fn a_build_whose_mismatch_names_flips_measures_them_alone_and_builds_the_rest_again_at_once() {
+        let flips = sites(&["a @ f:1:1", "b @ g:1:1", "c @ h:1:1", "d @ i:1:1"]);
+        let named = BTreeSet::from([SiteId::from("c @ h:1:1"), SiteId::from("x @ y:1:1")]);
+        let (alone, regroup) = again(flips.clone(), &named, true);
+        assert_eq!(alone, sites(&["c @ h:1:1"]));
+        assert_eq!(regroup, [sites(&["a @ f:1:1", "b @ g:1:1", "d @ i:1:1"])]);
+        // A mismatch that names none of the flips (a site of the start) tells nothing: the few
+        // flips go alone, and 8 or more in halves where the count is exact.
+        let (alone, regroup) = again(flips.clone(), &BTreeSet::new(), true);
+        assert_eq!((alone, regroup.len()), (flips, 0));
+        let eight: Vec<SiteId> = (0..8).map(|i| SiteId(format!("f{i} @ m{i}:1:1"))).collect();
+        let (alone, regroup) = again(eight.clone(), &BTreeSet::new(), true);
+        assert_eq!(
+            (alone.len(), regroup),
+            (0, vec![eight[..4].to_vec(), eight[4..].to_vec()])
+        );
+        let (alone, regroup) = again(eight.clone(), &BTreeSet::new(), false);
+        assert_eq!((alone, regroup.len()), (eight, 0));
     }
 }

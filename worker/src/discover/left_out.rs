@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use kiln_protocol::config::benchmark::ReplayFallback;
 use kiln_protocol::decision::{DecisionSet, SiteId};
-use kiln_protocol::message::Discovery;
+use kiln_protocol::message::{mismatch_site, Discovery};
 
 use crate::build::{fresh_subdir, fresh_work, llvm_inline, INCREMENTAL_DIR, REPLAY_FILE};
 use crate::discover::Builder;
@@ -81,10 +81,9 @@ impl Builder<'_> {
         Ok(llvm_inline::verify(decisions, &remarks)
             .mismatched
             .iter()
-            // Each problem names its site first, quoted; sites the fallback
-            // decided are no decision of this set.
-            .filter_map(|p| p.strip_prefix('\'')?.split_once("': "))
-            .map(|(id, problem)| (SiteId::from(id), problem.to_string()))
+            .filter_map(|line| mismatch_site(line))
+            .map(|(id, problem)| (id, problem.to_string()))
+            // Sites the fallback decided are no decision of this set.
             .filter(|(id, _)| decisions.0.contains_key(id))
             .collect())
     }
