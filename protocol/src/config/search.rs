@@ -240,7 +240,9 @@ record! {
     /// the objective), a step flips up to K points whose code does not overlap (no two share
     /// a caller or callee), and each flip's effect is read from the instructions of the
     /// functions it touches; a step whose flips do not add up to its whole change has its
-    /// flips built again in two halves (8 flips or more) or measured again, each alone.
+    /// flips built again in two halves (8 flips or more) or measured again, each alone; one
+    /// that failed with a decision mismatch naming some of its flips has those measured alone
+    /// and the rest built again together.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     pub struct Screening {
         steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
