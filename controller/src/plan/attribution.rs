@@ -145,6 +145,30 @@ impl Footprints {
     }
 }
 
+/// The flips of a build a decision mismatch points at: those whose footprint meets the
+/// functions of a site it `named` (the site's callee, every function its call passes through,
+/// and where those run). A named flip is one; so is a flip that changed how a function is
+/// optimised where a named site of the start, nested in it, was then not taken (bzip2's
+/// `default_bzfree @ BZ2_bzCompressInit:34:28 @ BZ2_bzWriteOpen:35:10`, in a random context).
+pub fn suspects<'a>(
+    named: impl IntoIterator<Item = &'a SiteId>,
+    flips: &[SiteId],
+    footprints: &Footprints,
+) -> BTreeSet<SiteId> {
+    let mut functions: BTreeSet<String> = BTreeSet::new();
+    for site in named {
+        functions.extend(footprints.of(site).into_iter().flatten());
+        let links = site.as_str().split(" @ ").skip(1);
+        functions.extend(links.filter_map(|l| Some(source_name(l.rsplitn(3, ':').nth(2)?))));
+    }
+    let meets = |flip: &SiteId| {
+        footprints
+            .of(flip)
+            .is_some_and(|f| !f.is_disjoint(&functions))
+    };
+    flips.iter().filter(|f| meets(f)).cloned().collect()
+}
+
 /// Counts per function summed by [`source_name`].
 fn by_source_name(counts: &BTreeMap<String, u64>) -> BTreeMap<String, i64> {
     let mut out: BTreeMap<String, i64> = BTreeMap::new();
@@ -413,6 +437,33 @@ mod tests {
         );
         assert_eq!(ids(groups(&order, &footprints, 8, 2, usize::MAX)), [rest]);
         assert!(groups(&order, &footprints, 8, 4, usize::MAX).is_empty());
+    }
+
+    #[test]
+    fn a_mismatch_points_at_the_flips_that_meet_the_functions_of_the_sites_it_names() {
+        // `free @ init:3:1 @ open:5:2` (init inlined into open) is a site of the start; the
+        // flip in open and the one of free's own calls meet it, the one in x does not.
+        let (points, start) = program(&[
+            "+init @ open:5:2",
+            "free @ init:3:1 @ open:5:2",
+            "g @ open:9:1",
+            "h @ x:1:1",
+            "k @ free:2:1",
+        ]);
+        let footprints = Footprints::new(&points, &start, &BTreeSet::new());
+        let flips = [
+            site("g @ open:9:1"),
+            site("h @ x:1:1"),
+            site("k @ free:2:1"),
+        ];
+        let named = [site("free @ init:3:1 @ open:5:2")];
+        let ids: Vec<SiteId> = suspects(&named, &flips, &footprints).into_iter().collect();
+        assert_eq!(ids, [site("g @ open:9:1"), site("k @ free:2:1")]);
+        // A named flip points at itself.
+        let named = [site("h @ x:1:1")];
+        let ids: Vec<SiteId> = suspects(&named, &flips, &footprints).into_iter().collect();
+        assert_eq!(ids, [site("h @ x:1:1")]);
+        assert!(suspects(&[], &flips, &footprints).is_empty());
     }
 
     #[test]

@@ -469,33 +469,34 @@ const SPLIT_FROM: usize = 8;
 
 /// Queues the flips of a shared build that could not be read (it failed, or its flips'
 /// changes did not add up) to be measured again ([`again`]).
-fn measure_again(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepRecord) {
-    let flips = record.diff.0.keys().cloned().collect();
-    let outcome = &record.result.measurement.outcome;
-    let named = outcome
-        .mismatched_sites()
-        .into_iter()
-        .map(|(site, _)| site)
-        .collect();
+fn measure_again(
+    ctx: &ChainContext<'_>,
+    state: &mut ChainState,
+    record: &StepRecord,
+    footprints: &attribution::Footprints,
+) {
+    let flips: Vec<SiteId> = record.diff.0.keys().cloned().collect();
+    let named = record.result.measurement.outcome.mismatched_sites();
+    let suspects = attribution::suspects(named.iter().map(|(site, _)| site), &flips, footprints);
     let exact = ctx.repeatability == Repeatability::Exact;
-    let (alone, regroup) = again(flips, &named, exact);
+    let (alone, regroup) = again(flips, &suspects, exact);
     state.alone.extend(alone);
     state.regroup.extend(regroup);
 }
 
 /// How the flips of a shared build that could not be read are measured again: those to
-/// measure alone, and the groups to build again. A build whose decision mismatch `named`
-/// some of its flips has those measured alone and the rest built again at once (halving
-/// would build a culprit again beside half the others); else, where there are enough flips
-/// and the objective counts exactly, two halves; else each alone. A program whose counts vary
-/// from run to run spoils every build, halves too.
+/// measure alone, and the groups to build again. A build that failed with a decision mismatch
+/// pointing at some of its flips (`suspects`, [`attribution::suspects`]) has those measured
+/// alone and the rest built again at once (halving would build a culprit again beside half the
+/// others); else, where there are enough flips and the objective counts exactly, two halves;
+/// else each alone. A program whose counts vary from run to run spoils every build, halves too.
 fn again(
     flips: Vec<SiteId>,
-    named: &BTreeSet<SiteId>,
+    suspects: &BTreeSet<SiteId>,
     exact: bool,
 ) -> (Vec<SiteId>, Vec<Vec<SiteId>>) {
     let (blamed, rest): (Vec<SiteId>, Vec<SiteId>) =
-        flips.iter().cloned().partition(|f| named.contains(f));
+        flips.iter().cloned().partition(|f| suspects.contains(f));
     if !blamed.is_empty() && !rest.is_empty() {
         return (blamed, vec![rest]);
     }
@@ -511,19 +512,20 @@ fn again(
 /// ([`measure_again`]) where they do not, or the build failed.
 fn note_shared(ctx: &ChainContext<'_>, state: &mut ChainState, record: &StepRecord) {
     let start = ctx.baseline_objective;
+    let footprints = attribution::Footprints::new(ctx.points, &state.current.decisions, ctx.forced);
     let attributed = record
         .objective
         .and_then(|_| {
             attribution::attribute(
                 record.diff.0.keys(),
-                &attribution::Footprints::new(ctx.points, &state.current.decisions, ctx.forced),
+                &footprints,
                 ctx.start_functions,
                 &record.result.measurement.function_instructions,
             )
         })
         .filter(|a| a.separable(start));
     let Some(a) = attributed else {
-        measure_again(ctx, state, record);
+        measure_again(ctx, state, record, &footprints);
         return;
     };
     let uncertainty = a.residual.unsigned_abs() as f64 / start;
@@ -755,14 +757,15 @@ mod tests {
     }
 
     #[test]
-    fn a_build_whose_mismatch_names_flips_measures_them_alone_and_builds_the_rest_again_at_once() {
+    fn a_build_whose_mismatch_points_at_flips_measures_them_alone_and_builds_the_rest_again_at_once(
+    ) {
         let flips = sites(&["a @ f:1:1", "b @ g:1:1", "c @ h:1:1", "d @ i:1:1"]);
-        let named = BTreeSet::from([SiteId::from("c @ h:1:1"), SiteId::from("x @ y:1:1")]);
-        let (alone, regroup) = again(flips.clone(), &named, true);
+        let suspects = BTreeSet::from([SiteId::from("c @ h:1:1")]);
+        let (alone, regroup) = again(flips.clone(), &suspects, true);
         assert_eq!(alone, sites(&["c @ h:1:1"]));
         assert_eq!(regroup, [sites(&["a @ f:1:1", "b @ g:1:1", "d @ i:1:1"])]);
-        // A mismatch that names none of the flips (a site of the start) tells nothing: the few
-        // flips go alone, and 8 or more in halves where the count is exact.
+        // A failure that points at no flip, or at every one, tells nothing: the few flips go
+        // alone, and 8 or more in halves where the count is exact.
         let (alone, regroup) = again(flips.clone(), &BTreeSet::new(), true);
         assert_eq!((alone, regroup.len()), (flips, 0));
         let eight: Vec<SiteId> = (0..8).map(|i| SiteId(format!("f{i} @ m{i}:1:1"))).collect();

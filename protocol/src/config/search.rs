@@ -241,8 +241,8 @@ record! {
     /// a caller or callee), and each flip's effect is read from the instructions of the
     /// functions it touches; a step whose flips do not add up to its whole change has its
     /// flips built again in two halves (8 flips or more) or measured again, each alone; one
-    /// that failed with a decision mismatch naming some of its flips has those measured alone
-    /// and the rest built again together.
+    /// that failed with a decision mismatch has the flips it points at (named, or meeting a
+    /// named site's functions) measured alone and the rest built again together.
     #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
     pub struct Screening {
         steps: u32 = word::STEPS, kind::POSITIVE, required, "Steps of the chain.";
