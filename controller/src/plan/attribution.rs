@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use kiln_protocol::{DecisionPoint, DecisionSet, DecisionValue, SiteId};
 
-use super::search::call_of;
+use super::search::{call_of, chain_of};
 
 /// The residual, relative to the start's count, above which a shared build's
 /// estimates are not trusted (0.01 %: the few instructions of the loader's
@@ -158,8 +158,7 @@ pub fn suspects<'a>(
     let mut functions: BTreeSet<String> = BTreeSet::new();
     for site in named {
         functions.extend(footprints.of(site).into_iter().flatten());
-        let links = site.as_str().split(" @ ").skip(1);
-        functions.extend(links.filter_map(|l| Some(source_name(l.rsplitn(3, ':').nth(2)?))));
+        functions.extend(chain_of(site).flatten().map(source_name));
     }
     let meets = |flip: &SiteId| {
         footprints

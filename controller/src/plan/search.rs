@@ -414,10 +414,15 @@ fn heat(features: &SiteFeatures) -> Option<u64> {
 /// function its code runs in (the chain's outermost element); `None` for ids
 /// of another shape (knobs).
 pub(super) fn call_of(id: &SiteId) -> Option<(&str, &str)> {
-    let (callee, chain) = id.as_str().split_once(" @ ")?;
-    let outer = chain.rsplit(" @ ").next()?;
-    let function = outer.rsplitn(3, ':').nth(2)?;
-    Some((callee, function))
+    let (callee, _) = id.as_str().split_once(" @ ")?;
+    Some((callee, chain_of(id).last()??))
+}
+
+/// The functions of an inlining site's chain (each `F:LINE:COL` after the callee), innermost
+/// first; `None` for an element of another shape.
+pub(super) fn chain_of(id: &SiteId) -> impl Iterator<Item = Option<&str>> {
+    let links = id.as_str().split(" @ ").skip(1);
+    links.map(|link| link.rsplitn(3, ':').nth(2))
 }
 
 /// Each site's heat ([`heat`]), or, where its profile has none, the heat of
