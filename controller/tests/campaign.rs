@@ -736,6 +736,33 @@ fn an_incompatible_config_change_is_refused_until_force_new() {
     assert_eq!(moved.len(), 1, "the old store is kept aside");
 }
 
+/// A search whose steps are only its budget (hill climbing here) may be given more of them
+/// under a stored campaign: the chain goes on as an uninterrupted one of the new length.
+#[test]
+fn a_budget_extended_under_a_stored_campaign_goes_on_as_one_of_that_length() {
+    if !have_valgrind() {
+        return skip("valgrind is not installed (callgrind is the deterministic objective)");
+    }
+    let climbing = |steps: u32| {
+        let search = format!("(hill-climbing (steps {steps}))");
+        synthetic_config_searching(steps, 11, 2, &search)
+    };
+    let straight = setup(&climbing(12));
+    let out = run_kiln(straight.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let extended = setup(&climbing(6));
+    let out = run_kiln(extended.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(steps(extended.path()).len(), 6);
+    std::fs::write(extended.path().join("campaign.sexp"), climbing(12)).unwrap();
+    let out = run_kiln(extended.path(), &["run", "campaign.sexp"]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert_eq!(
+        trajectory(&steps(extended.path())),
+        trajectory(&steps(straight.path()))
+    );
+}
+
 /// Whether this machine's worker can apply a memory limit (a cgroup memory controller).
 fn worker_limits_memory() -> bool {
     let out = std::process::Command::new(worker())

@@ -206,11 +206,15 @@ fn incompatible_changes(
 }
 
 /// An experiment as its preparation keeps it: the sites of its `(skip-measured FILE)` are
-/// stored, so the file may move or change after.
+/// stored, so the file may move or change after; and its steps where they are only a
+/// budget (`plan::chain::steps_only_budget`), which a week-long campaign may extend.
 fn as_prepared(experiment: &Experiment) -> Experiment {
     let mut experiment = experiment.clone();
     if let Search::Screening(screening) = &mut experiment.search {
         screening.skip_measured = None;
+    }
+    if chain::steps_only_budget(&experiment) {
+        *experiment.search.steps_mut() = 0;
     }
     experiment
 }

@@ -215,6 +215,21 @@ pub fn resume(ctx: &ChainContext<'_>, mut state: ChainState) -> ChainState {
 /// would only repeat the failure.
 pub const STOP_AFTER_ALIKE_FAILURES: u32 = 5;
 
+/// Whether the experiment's `(steps N)` is only its chains' budget: what each step
+/// proposes does not depend on it, so the budget may grow or shrink under a stored
+/// campaign and the chain goes on as one of the new length would. Not so for annealing
+/// (its temperature falls over the steps), guided proposals (their screening phase is a
+/// quarter of them) and one-flip screening (which sites it screens).
+pub fn steps_only_budget(experiment: &Experiment) -> bool {
+    match &experiment.search {
+        Search::SimulatedAnnealing(_) => false,
+        Search::Screening(screening) => screening.per_step > 1,
+        Search::RandomWalk(_) | Search::RandomSearch(_) | Search::HillClimbing(_) => {
+            experiment.proposals == Proposals::Uniform
+        }
+    }
+}
+
 /// Whether every step of the chain is decided, or it stopped or ended early.
 pub fn finished(ctx: &ChainContext<'_>, state: &ChainState) -> bool {
     state.stopped.is_some() || state.ended.is_some() || state.next_decide >= ctx.steps()

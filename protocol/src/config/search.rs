@@ -293,6 +293,17 @@ impl Search {
         }
     }
 
+    /// The steps of the chain, to change (a budget extended under a stored campaign).
+    pub fn steps_mut(&mut self) -> &mut u32 {
+        match self {
+            Search::SimulatedAnnealing(Annealing { steps, .. })
+            | Search::RandomWalk(RandomWalk { steps, .. })
+            | Search::RandomSearch(RandomSearch { steps, .. })
+            | Search::HillClimbing(HillClimbing { steps, .. })
+            | Search::Screening(Screening { steps, .. }) => steps,
+        }
+    }
+
     /// Whether it screens: it measures effects and never moves, so what it leaves is its
     /// effects rather than a best.
     pub fn screens(&self) -> bool {
