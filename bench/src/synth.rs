@@ -16,8 +16,8 @@ use rand_chacha::ChaCha8Rng;
 use splitmix::Gen;
 
 use kiln_controller::store::{
-    ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint, Reference, StepKey, StepKind,
-    StepRecord, StepSummary, Store,
+    layout, ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint, Reference, StepKey,
+    StepKind, StepRecord, StepSummary, Store,
 };
 use kiln_protocol::message::{Discovery, Measurement, RunRecord, StepResult};
 use kiln_protocol::{
@@ -334,7 +334,7 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
 
 /// Copies the store in `from` (closed) into `to` as kiln wrote stores
 /// before it kept export rows, the only layout older kilns read: every key
-/// but the rows (`row/…`) and base sets (`set/…`), steps with their
+/// but the rows and base sets (`set/…`), steps one a key (`step/…`) with their
 /// decisions in full, pages uncompressed, `meta/schema` 1. Returns the keys copied.
 pub fn copy_as_layout_1(from: &Path, to: &Path) -> Result<u64> {
     anyhow::ensure!(!to.exists(), "{} exists already", to.display());
@@ -346,18 +346,21 @@ pub fn copy_as_layout_1(from: &Path, to: &Path) -> Result<u64> {
         .open()?;
     let mut batch = sled::Batch::default();
     let mut copied = 0u64;
-    for item in from.database().iter() {
+    let steps = from
+        .steps(None)
+        .map(|record| -> Result<(sled::IVec, sled::IVec)> {
+            let record = record?;
+            let key = layout::step_key(&record.key);
+            Ok((key.as_bytes().into(), serde_json::to_vec(&record)?.into()))
+        });
+    let others = from.database().iter().map(|item| Ok(item?));
+    for item in steps.chain(others) {
         let (key, value) = item?;
-        if key.starts_with(b"row/") || key.starts_with(b"set/") {
+        let prefixes = [layout::STEP_BLOCKS, layout::ROW_BLOCKS, "set/"];
+        if prefixes.iter().any(|p| key.starts_with(p.as_bytes())) {
             continue;
         }
-        match key.starts_with(b"step/") {
-            true => {
-                let record = from.read_step(&String::from_utf8_lossy(&key), &value)?;
-                batch.insert(key, serde_json::to_vec(&record)?);
-            }
-            false => batch.insert(key, value),
-        }
+        batch.insert(key, value);
         copied += 1;
         if copied.is_multiple_of(1000) {
             to.apply_batch(std::mem::take(&mut batch))?;

@@ -16,8 +16,8 @@ use kiln_controller::export::{
 use kiln_controller::rewards::{self, Distrust, RewardOptions, Target, Verdict};
 use kiln_controller::store::layout::{rewards_best_file, rewards_proposal_file};
 use kiln_controller::store::{
-    manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint, Reference,
-    StepKey, StepKind, StepRecord, Store,
+    blocks, manual_experiment, ChainState, Decision, ExperimentInfo, Incumbent, ProgressPoint,
+    Reference, StepKey, StepKind, StepRecord, Store,
 };
 use kiln_protocol::message::{Discovery, Measurement, RunRecord, StepResult};
 use kiln_protocol::{
@@ -942,8 +942,9 @@ fn bad_input_exits_2_and_a_failure_1() {
         let db = reopen(|| {
             kiln_controller::store::open_database(&path.join("db")).map_err(anyhow::Error::from)
         });
-        let row = db.scan_prefix("row/").next().unwrap().unwrap().0;
-        db.remove(row).unwrap();
+        let block = db.scan_prefix("rows/").next().unwrap().unwrap();
+        let (row, _) = blocks::expand(blocks::Kind::Row, block).remove(0).unwrap();
+        assert!(blocks::set_entry(&db, &String::from_utf8_lossy(&row), None).unwrap());
         db.flush().unwrap();
     }
     let out = run_kiln_when_free(dir.path(), &["store", "verify", path.to_str().unwrap()]);

@@ -16,7 +16,7 @@ use crate::common::splitmix::Gen;
 use crate::common::*;
 use kiln_controller::export::{self, ExportOptions, Table};
 use kiln_controller::store::{
-    manual_experiment, open_database, pages_compressed, verify as verify_store, ChainState,
+    blocks, manual_experiment, open_database, pages_compressed, verify as verify_store, ChainState,
     Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord, Store,
     SCHEMA_VERSION,
 };
@@ -467,6 +467,63 @@ fn a_store_without_export_rows_is_migrated_when_opened_to_write() {
     assert!(steps_table(&store) == steps_table(&current));
 }
 
+/// Rewrites the store in `dir` (closed) as layouts 2 to 4 kept its steps: one a key (`step/…`,
+/// `row/…`), `meta/schema` 4.
+fn as_layout_4(dir: &Path) {
+    let db = reopen(|| open_database(&dir.join("db")).map_err(anyhow::Error::from));
+    for kind in [blocks::Kind::Step, blocks::Kind::Row] {
+        let stored: Vec<_> = db
+            .scan_prefix(kind.block_prefix())
+            .map(Result::unwrap)
+            .collect();
+        for (key, block) in stored {
+            for entry in blocks::expand(kind, (key.clone(), block)) {
+                let (step, value) = entry.unwrap();
+                db.insert(step, value).unwrap();
+            }
+            db.remove(key).unwrap();
+        }
+    }
+    put(&db, "meta/schema", &4u32);
+    db.flush().unwrap();
+}
+
+#[test]
+fn a_store_of_a_key_a_step_reads_as_it_is_and_is_migrated_when_opened_to_write() {
+    let c = campaign(601);
+    let (old, now) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    drop(write_current(old.path(), &c));
+    let current = write_current(now.path(), &c);
+    let written: Vec<StepRecord> = current.steps(None).map(Result::unwrap).collect();
+    as_layout_4(old.path());
+    let store = reopen(|| Store::open_existing(old.path()));
+    assert_eq!(store.schema(), 4);
+    assert!(steps_table(&store) == steps_table(&current));
+    drop(store);
+    let verified = reopen(|| verify_store(old.path(), &mut |_| {}));
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+    assert_eq!(
+        verified.counts["steps"] + verified.counts["manual steps"],
+        written.len()
+    );
+
+    // Opened to write, it is migrated: its steps kept in blocks, the same steps and rows.
+    let store = reopen(|| Store::open(old.path()));
+    assert_eq!(store.schema(), SCHEMA_VERSION);
+    assert!(steps_table(&store) == steps_table(&current));
+    let stored: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
+    assert!(stored == written, "the stored steps changed");
+    drop(store);
+    let verified = reopen(|| verify_store(old.path(), &mut |_| {}));
+    assert!(verified.problems.is_empty(), "{:?}", verified.problems);
+    let db = reopen(|| open_database(&old.path().join("db")).map_err(anyhow::Error::from));
+    assert_eq!(
+        db.scan_prefix("step/").count() + db.scan_prefix("row/").count(),
+        0
+    );
+    assert!(db.scan_prefix("steps/").count() * 8 < written.len());
+}
+
 #[test]
 fn verify_finds_export_rows_missing_astray_or_wrong() {
     let dir = tempfile::tempdir().unwrap();
@@ -474,10 +531,10 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
     {
         let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
         let row = |chain: u32, step: u32| format!("row/walk/{chain:06}/{step:09}");
-        let other = db.get(row(1, 8)).unwrap().unwrap();
-        assert!(db.remove(row(0, 5)).unwrap().is_some());
-        db.insert(row(1, 7), other.clone()).unwrap();
-        db.insert(row(1, 99), other).unwrap();
+        let other = blocks::entry(&db, &row(1, 8)).unwrap().unwrap();
+        assert!(blocks::set_entry(&db, &row(0, 5), None).unwrap());
+        blocks::set_entry(&db, &row(1, 7), Some(&other)).unwrap();
+        blocks::set_entry(&db, &row(1, 99), Some(&other)).unwrap();
         db.flush().unwrap();
     }
     let verified = reopen(|| verify_store(dir.path(), &mut |_| {}));
@@ -505,7 +562,7 @@ fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_firs
     for (record, _) in &c.steps {
         let k = &record.key;
         let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
-        let stored = db.get(&key).unwrap().unwrap();
+        let stored = blocks::entry(&db, &key).unwrap().unwrap();
         let mut written = record.clone();
         written
             .decisions
@@ -574,9 +631,12 @@ fn a_campaign_stored_without_export_rows_resumes_and_exports() {
                 step,
             );
         }
-        let rows: Vec<_> = db.scan_prefix("row/").keys().map(Result::unwrap).collect();
-        assert_eq!(rows.len(), 24);
-        rows.iter().for_each(|k| drop(db.remove(k).unwrap()));
+        assert_eq!(steps.len(), 24);
+        let blocks: Vec<_> = ["steps/", "rows/"]
+            .into_iter()
+            .flat_map(|prefix| db.scan_prefix(prefix).keys().map(Result::unwrap))
+            .collect();
+        blocks.iter().for_each(|k| drop(db.remove(k).unwrap()));
         put(&db, "meta/schema", &1u32);
         db.flush().unwrap();
     }
@@ -827,24 +887,23 @@ fn a_chain_state_an_older_kiln_wrote_with_its_sets_inside_keeps_them() {
     );
 }
 
-/// A layout-3 store is one of layout 4 as it is: a writer records the new
-/// version in place, without copying the database.
+/// A layout-3 store (one of layout 4 as it is: a key a step) is migrated like layout 4's.
 #[test]
-fn a_layout_3_store_becomes_layout_4_in_place_when_opened_to_write() {
-    use std::os::unix::fs::MetadataExt;
+fn a_layout_3_store_is_migrated_when_opened_to_write() {
     let dir = tempfile::tempdir().unwrap();
     let c = campaign(12);
     drop(write_current(dir.path(), &c));
+    as_layout_4(dir.path());
     {
         let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
         put(&db, "meta/schema", &3u32);
         db.flush().unwrap();
     }
-    let inode = || std::fs::metadata(dir.path().join("db/db")).unwrap().ino();
-    let before = inode();
     let store = reopen(|| Store::open(dir.path()));
-    assert_eq!((store.schema(), store.migrated_from()), (4, Some(3)));
-    assert_eq!(inode(), before);
+    assert_eq!(
+        (store.schema(), store.migrated_from()),
+        (SCHEMA_VERSION, Some(3))
+    );
     for (record, _) in &c.steps {
         assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
     }

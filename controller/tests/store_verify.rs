@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::common::*;
-use kiln_controller::store::Store;
+use kiln_controller::store::{blocks, Store};
 
 /// The steps each chain of [`noop_config`]`(false)` decides.
 const STEPS: usize = 12;
@@ -72,17 +72,17 @@ fn a_hole_and_a_damaged_step_are_reported() {
             kiln_controller::store::open_database(&store.join("db")).map_err(anyhow::Error::from)
         });
         for key in ["step/a/000000/000000005", "row/a/000000/000000005"] {
-            assert!(db.remove(key).unwrap().is_some(), "{key}");
+            assert!(blocks::set_entry(&db, key, None).unwrap(), "{key}");
         }
         let key = "step/a/000001/000000003";
-        let value = db.get(key).unwrap().unwrap();
+        let value = blocks::entry(&db, key).unwrap().unwrap();
         let damaged = String::from_utf8(value.to_vec()).unwrap().replacen(
             "\"worker\":\"local",
             "\"worker\":\"lokal",
             1,
         );
         assert_ne!(damaged.as_bytes(), &*value);
-        db.insert(key, damaged.as_bytes()).unwrap();
+        blocks::set_entry(&db, key, Some(damaged.as_bytes())).unwrap();
         db.flush().unwrap();
     }
     let out = run_kiln_when_free(dir.path(), &["store", "verify", "store"]);

@@ -10,9 +10,11 @@
 //! | `exp/<experiment>` | `ExperimentInfo`: decision points, baseline, references |
 //! | `chain/<experiment>/<chain>` | `ChainState`, its measured sets counted (an older kiln's held them) |
 //! | `chainset/<experiment>/<chain>/<hash>` | a set the chain measured, with its objectives (`ChainState::sets`), written in the batch of the step that measures it |
-//! | `step/<experiment>/<chain>/<step>` | `StepRecord`, decided |
-//! | `step/manual:<benchmark>/000000/<n>` | `StepRecord` measured by `kiln benchmark --store` (no chain state) |
-//! | `row/<experiment>/<chain>/<step>` | `StepSummary` of the decided step `step/…` (binary), in its batch; layout 2 on |
+//! | `steps/<experiment>/<chain>/<block>` | the decided steps `16 × block` on, each a `StepRecord` (`blocks.rs`); layout 5 on |
+//! | `steps/manual:<benchmark>/000000/<block>` | steps measured by `kiln benchmark --store` (no chain state) |
+//! | `rows/<experiment>/<chain>/<block>` | the `StepSummary` of each of those steps (binary), in its batch |
+//! | `step/<experiment>/<chain>/<step>` | layouts 1–4: a `StepRecord`, decided (the name readers still give it) |
+//! | `row/<experiment>/<chain>/<step>` | layouts 2–4: its `StepSummary` |
 //! | `result/<experiment>/<chain>/<step>` | `StepRecord` measured, not yet decided |
 //! | `set/<hash>` | a `DecisionSet` that decided steps' decisions are written against (`compact.rs`); layout 3 on |
 //! | `fingerprint/<hash>` | `Capabilities` of a worker, by content hash |
@@ -30,7 +32,9 @@
 //! (`migrate.rs`), building the new database beside the old one. From
 //! layout 4 on, a step whose summaries its runs give is stored without them
 //! (`"summary_of_runs":true` after its base); a layout-3 store is one of
-//! layout 4 as it is, and a writer only records the new version.
+//! layout 4 as it is. From layout 5 on, steps and their rows are kept 16 to a
+//! key (`blocks.rs`): sled keeps a table of every page in memory, so a key a
+//! step made opening a store cost memory in proportion to its steps.
 //!
 //! Beside the database, the high-water file (`high-water`, `marks.rs`) keeps
 //! how many steps each chain had decided, so that steps lost from the
@@ -53,10 +57,14 @@ pub const CREATED_MS: &str = "meta/created-ms";
 
 /// Prefix of the experiments' infos.
 pub const EXPERIMENTS: &str = "exp/";
-/// Prefix of the decided steps.
+/// Prefix of the decided steps, one a key (layouts 1–4; the name of one within a block).
 pub const STEPS: &str = "step/";
-/// Prefix of the export rows.
+/// Prefix of the export rows, one a key (layouts 2–4; the name of one within a block).
 pub const ROWS: &str = "row/";
+/// Prefix of the blocks of decided steps (layout 5 on).
+pub const STEP_BLOCKS: &str = "steps/";
+/// Prefix of the blocks of export rows (layout 5 on).
+pub const ROW_BLOCKS: &str = "rows/";
 /// Prefix of the measured, undecided steps.
 pub const RESULTS: &str = "result/";
 

@@ -1,7 +1,8 @@
 //! Bringing an older store to the current layout, in place, when a command
 //! that writes opens it: the database is copied into a new one beside it
 //! (`db.migrating`, compressed pages, each decided step written against its
-//! experiment's start, layout 1's steps given their export rows), which then
+//! experiment's start, layout 1's steps given their export rows, steps and rows
+//! in blocks), which then
 //! takes the old one's place. A crash at any moment leaves the old database
 //! whole, or the new one complete (`db.migrated`) and the next open finishes
 //! the swap. Nothing is lost: a step that fails its checksum or does not
@@ -15,6 +16,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
+use super::blocks;
 use super::compact::{self, Base};
 use super::open::{open_sled_as, pages_compressed, sync_dir};
 use super::{checksum, layout, ExperimentInfo, OpenError, StepRecord, StepSummary};
@@ -109,35 +111,33 @@ pub(super) fn finish_interrupted(dir: &Path) -> Result<()> {
 /// keeps it; returns how many keys it read.
 fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
     let starts = starts(old, new)?;
-    let mut batch = sled::Batch::default();
+    let (mut batch, mut steps) = (sled::Batch::default(), blocks::Pending::default());
     let mut copied = 0u64;
     for item in old.iter() {
         let (key, value) = item?;
         copied += 1;
-        match std::str::from_utf8(&key).ok().and_then(layout::step_of_key) {
+        let name = std::str::from_utf8(&key).unwrap_or_default();
+        match layout::step_of_key(name) {
             Some((experiment, _, _)) => {
                 let base = starts.get(experiment).and_then(Option::as_ref);
-                batch.insert(&key, step(&value, base));
+                steps.set(new, name, Some(&step(&value, base)))?;
                 if from < ROWS_SINCE {
-                    let row = StepSummary::from_json(&value).with_context(|| {
-                        format!(
-                            "store key {} holds unreadable data",
-                            String::from_utf8_lossy(&key)
-                        )
-                    })?;
-                    batch.insert(
-                        [layout::ROWS.as_bytes(), &key[layout::STEPS.len()..]].concat(),
-                        row.encode()?,
-                    );
+                    let row = StepSummary::from_json(&value)
+                        .with_context(|| format!("store key {name} holds unreadable data"))?;
+                    let row_key = format!("{}{}", layout::ROWS, &name[layout::STEPS.len()..]);
+                    steps.set(new, &row_key, Some(&row.encode()?))?;
                 }
             }
+            None if name.starts_with(layout::ROWS) => drop(steps.set(new, name, Some(&value))?),
             None if &*key == layout::SCHEMA.as_bytes() => {}
             None => batch.insert(key, value),
         }
         if copied.is_multiple_of(BATCH_KEYS as u64) {
+            std::mem::take(&mut steps).into_batch(&mut batch)?;
             new.apply_batch(std::mem::take(&mut batch))?;
         }
     }
+    steps.into_batch(&mut batch)?;
     batch.insert(layout::SCHEMA, serde_json::to_vec(&SCHEMA_VERSION)?);
     new.apply_batch(batch)?;
     Ok(copied)

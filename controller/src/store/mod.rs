@@ -13,7 +13,8 @@
 //! high-water file beside the database ([`marks`]), which `kiln store verify`
 //! checks the stored steps against.
 //!
-//! Layout 1 had no export rows, layout 2 no compression. kiln reads an older
+//! Layout 1 had no export rows, layout 2 no compression, layouts up to 4 a key
+//! a step ([`blocks`] keeps them many to a key). kiln reads an older
 //! store as it is (the export of a layout-1 store reads the steps' JSON),
 //! and a command that writes into one migrates it first ([`migrate`]).
 //!
@@ -33,6 +34,7 @@ use kiln_protocol::message::{Capabilities, StepResult};
 use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
 mod aside;
+pub mod blocks;
 mod checksum;
 mod compact;
 pub mod kept;
@@ -48,6 +50,7 @@ mod step_metrics;
 pub(crate) mod summary;
 mod verify;
 
+use blocks::Kind;
 pub use layout::{manual_benchmark, manual_experiment};
 pub use open::OpenError;
 pub use progress::{ChainProgress, ProgressPoint};
@@ -61,12 +64,16 @@ pub use verify::{verify, Checked, Verification};
 /// Version of the store's layout, bumped on incompatible changes; this kiln
 /// reads every version up to it. 2: an export row beside every decided step.
 /// 3: compressed pages, steps' decisions against a base set. 4: a step's summaries
-/// left out where its runs give them (a layout-3 store is one as it is).
-pub const SCHEMA_VERSION: u32 = 4;
+/// left out where its runs give them (a layout-3 store is one as it is). 5: decided
+/// steps and their rows kept many to a key ([`blocks`]).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The oldest layout whose stores are of the current one as they are: a writer
 /// only records the new version.
-const SAME_AS_CURRENT_FROM: u32 = 3;
+const SAME_AS_CURRENT_FROM: u32 = 5;
+
+/// The first layout that keeps decided steps and their rows in blocks.
+const BLOCKS_SINCE: u32 = 5;
 
 /// The first layout with an export row beside every decided step.
 const ROWS_SINCE: u32 = 2;
@@ -89,8 +96,12 @@ const COMPRESSED_CACHE_BYTES: u64 = CACHE_BYTES / 6;
 /// campaign's store 13 % larger.
 const COMPRESSION_LEVEL: i32 = 3;
 
-/// See [`Store::scan_bounded`].
-const TOUCH_EVERY_STEP: usize = 2;
+/// Reads of each key a scan adds, so that sled's cache evicts the pages it passed
+/// ([`Store::scan_bounded`]): a leaf holds up to 16 keys, and at 64 accesses a shard
+/// evicts, so four reads of each block fill a shard's batch within the page.
+const TOUCHES_A_BLOCK: usize = 4;
+/// As [`TOUCHES_A_BLOCK`] for a store of a key a step (layouts up to 4).
+const TOUCHES_A_STEP: usize = 1;
 
 /// Why an experiment could not be prepared; the campaign went on without it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,6 +130,8 @@ pub struct Store {
     bases: Mutex<compact::Bases>,
     /// The layout this process migrated the store from, if it did.
     migrated_from: Option<u32>,
+    /// Held from reading the blocks a write changes until it is applied.
+    writing: Mutex<()>,
 }
 
 /// Unix time in milliseconds.
@@ -300,19 +313,15 @@ impl Store {
         })
     }
 
-    /// Number of keys under a prefix.
-    fn count(&self, prefix: &str) -> usize {
-        self.db.scan_prefix(prefix).count()
-    }
-
     /// Number of decided steps of one chain (of a manual experiment: its steps).
     pub fn chain_steps(&self, experiment: &str, chain: u32) -> usize {
-        self.count(&layout::chain_steps_prefix(experiment, chain))
+        let suffix = layout::chain_suffix(experiment, chain);
+        self.entries(Kind::Step, &suffix).count()
     }
 
     /// Number of measured steps not decided yet.
     pub fn undecided(&self) -> usize {
-        self.count(layout::RESULTS)
+        self.db.scan_prefix(layout::RESULTS).count()
     }
 
     /// The stored experiment info.
@@ -390,9 +399,22 @@ impl Store {
     /// A decided step's export row, if stored (a layout-1 store: its JSON).
     pub fn step_row(&self, key: &StepKey) -> Result<Option<StoredSummary>> {
         Ok(match self.schema() >= ROWS_SINCE {
-            true => self.db.get(layout::row_key(key))?.map(StoredSummary::Row),
-            false => self.db.get(layout::step_key(key))?.map(StoredSummary::Json),
+            true => self
+                .value(Kind::Row, &layout::row_key(key))?
+                .map(StoredSummary::Row),
+            false => self
+                .value(Kind::Step, &layout::step_key(key))?
+                .map(StoredSummary::Json),
         })
+    }
+
+    /// A decided step's value of `kind`, named by its key of one a step (`step/…`, `row/…`),
+    /// where the layout keeps it: in its block, or (layouts up to 4) under that key.
+    fn value(&self, kind: Kind, key: &str) -> Result<Option<sled::IVec>> {
+        match self.schema() >= BLOCKS_SINCE {
+            true => blocks::get(&self.db, kind, key),
+            false => Ok(self.db.get(key)?),
+        }
     }
 
     /// The decided step with the lowest objective a chain measured, if it
@@ -449,7 +471,7 @@ impl Store {
     /// A decided step, if stored.
     pub fn step(&self, key: &StepKey) -> Result<Option<StepRecord>> {
         let key = layout::step_key(key);
-        match self.db.get(&key)? {
+        match self.value(Kind::Step, &key)? {
             None => Ok(None),
             Some(value) => self.read_step(&key, &value).map(Some),
         }
@@ -465,28 +487,41 @@ impl Store {
     /// durable once a later [`flush`](Self::flush) returns (group commit, bulk imports).
     pub fn decide_unflushed(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
         let mut batch = sled::Batch::default();
-        self.insert_step(record, &mut batch)?;
         batch.remove(layout::result_key(&record.key).as_bytes());
         let (experiment, chain_no) = (&record.key.experiment, record.key.chain);
         let measured = std::iter::once(&record.decision_hash);
         insert_chain(&mut batch, experiment, chain_no, chain, measured)?;
-        self.db.apply_batch(batch)?;
+        self.apply_with_steps(std::slice::from_ref(record), batch)?;
         self.mark(&record.key.experiment, record.key.chain, chain.next_decide);
         Ok(())
     }
 
-    /// Adds a decided step to `batch`: its record, its export row, and the
-    /// experiment's metrics if it brings a new one.
-    fn insert_step(&self, record: &StepRecord, batch: &mut sled::Batch) -> Result<()> {
+    /// Applies `batch` with the decided steps `records` added to it, atomically: their
+    /// blocks are read and written whole with no other write between.
+    fn apply_with_steps(&self, records: &[StepRecord], mut batch: sled::Batch) -> Result<()> {
+        let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
+        let mut blocks = blocks::Pending::default();
+        for record in records {
+            self.insert_step(record, &mut batch, &mut blocks)?;
+        }
+        blocks.into_batch(&mut batch)?;
+        self.db.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Adds a decided step to `blocks` (its record and its export row) and to `batch`
+    /// the experiment's metrics if it brings a new one.
+    fn insert_step(
+        &self,
+        record: &StepRecord,
+        batch: &mut sled::Batch,
+        blocks: &mut blocks::Pending,
+    ) -> Result<()> {
         let base = self.base_for(&record.key.experiment, batch)?;
-        batch.insert(
-            layout::step_key(&record.key).as_bytes(),
-            compact::seal(record, base.as_ref())?,
-        );
-        batch.insert(
-            layout::row_key(&record.key).as_bytes(),
-            StepSummary::of(record).encode()?,
-        );
+        let sealed = compact::seal(record, base.as_ref())?;
+        blocks.set(&self.db, &layout::step_key(&record.key), Some(&sealed))?;
+        let row = StepSummary::of(record).encode()?;
+        blocks.set(&self.db, &layout::row_key(&record.key), Some(&row))?;
         self.index_metrics(record, batch)
     }
 
@@ -494,12 +529,7 @@ impl Store {
     /// states: for bulk imports (synthetic stores for benchmarks), where
     /// rewriting a chain state per step would only make garbage for sled.
     pub fn import_steps(&self, records: &[StepRecord]) -> Result<()> {
-        let mut batch = sled::Batch::default();
-        for record in records {
-            self.insert_step(record, &mut batch)?;
-        }
-        self.db.apply_batch(batch)?;
-        Ok(())
+        self.apply_with_steps(records, sled::Batch::default())
     }
 
     /// Makes every write so far durable (as far as sled's flush goes), then
@@ -517,24 +547,22 @@ impl Store {
     /// together with its experiment's updated info, then flushes.
     pub fn record_manual(&self, experiment: &ExperimentInfo, record: &StepRecord) -> Result<()> {
         let mut batch = sled::Batch::default();
-        self.insert_step(record, &mut batch)?;
         batch.insert(
             layout::experiment_key(&record.key.experiment).as_bytes(),
             serde_json::to_vec(experiment)?,
         );
-        self.db.apply_batch(batch)?;
+        self.apply_with_steps(std::slice::from_ref(record), batch)?;
         self.mark(&record.key.experiment, 0, record.key.step + 1);
         self.flush()
     }
 
     /// Decided steps of an experiment (all experiments with `None`), in key order.
     pub fn steps(&self, experiment: Option<&str>) -> impl Iterator<Item = Result<StepRecord>> + '_ {
-        self.db
-            .scan_prefix(layout::steps_prefix(experiment))
-            .map(|item| {
-                let (key, value) = item?;
-                self.read_step(&String::from_utf8_lossy(&key), &value)
-            })
+        let suffix = experiment.map(|e| format!("{e}/")).unwrap_or_default();
+        self.entries(Kind::Step, &suffix).map(|item| {
+            let (key, value) = item?;
+            self.read_step(&String::from_utf8_lossy(&key), &value)
+        })
     }
 
     /// The metrics found in the decided steps of `experiment` (the union of
@@ -552,7 +580,7 @@ impl Store {
             return Ok(kept);
         }
         let mut found = step_metrics::MetricSet::default();
-        for item in self.scan_bounded(layout::steps_prefix(Some(experiment))) {
+        for item in self.entries(Kind::Step, &format!("{experiment}/")) {
             let json = item?.1;
             found.extend_from_json(&json).with_context(|| {
                 format!("a stored step of experiment {experiment} is unreadable")
@@ -604,12 +632,8 @@ impl Store {
     /// (or `step/`) starts with `suffix`, in key order, in bounded memory.
     fn summaries(&self, suffix: &str) -> impl Iterator<Item = Result<StoredSummary>> + '_ {
         let rows = self.schema() >= ROWS_SINCE;
-        let prefix = if rows {
-            format!("{}{suffix}", layout::ROWS)
-        } else {
-            format!("{}{suffix}", layout::STEPS)
-        };
-        self.scan_bounded(prefix).map(move |item| {
+        let kind = if rows { Kind::Row } else { Kind::Step };
+        self.entries(kind, suffix).map(move |item| {
             let value = item?.1;
             Ok(if rows {
                 StoredSummary::Row(value)
@@ -619,29 +643,45 @@ impl Store {
         })
     }
 
+    /// The decided steps' values of `kind` whose keys of one a step have `suffix` after
+    /// their prefix (`step/`, `row/`), each under that key, in key order, in bounded memory:
+    /// from their blocks, or (layouts up to 4) as stored.
+    fn entries(
+        &self,
+        kind: Kind,
+        suffix: &str,
+    ) -> Box<dyn Iterator<Item = Result<Entry>> + Send + '_> {
+        if self.schema() < BLOCKS_SINCE {
+            let prefix = format!("{}{suffix}", kind.entry_prefix());
+            return Box::new(self.scan_bounded(prefix, TOUCHES_A_STEP));
+        }
+        let prefix = format!("{}{suffix}", kind.block_prefix());
+        let scan = self.scan_bounded(prefix, TOUCHES_A_BLOCK);
+        Box::new(scan.flat_map(move |item| match item {
+            Ok(block) => blocks::expand(kind, block),
+            Err(e) => vec![Err(e)],
+        }))
+    }
+
     /// Every key and value under a prefix, in key order, in bounded memory.
     ///
     /// sled 0.34 admits page accesses to its cache in batches of 64 per
     /// shard (of 256) and only then evicts, whatever the cache capacity: a
     /// scan that reads each page once keeps up to 16 k pages (hundreds of MB
-    /// of steps) in memory. Reading every `TOUCH_EVERY`th key a second time
-    /// fills those batches sooner, so pages leave the cache soon after the
-    /// scan passes them.
+    /// of steps) in memory. Reading each key `touches` times more fills those
+    /// batches sooner, so pages leave the cache soon after the scan passes them.
     fn scan_bounded(
         &self,
         prefix: String,
-    ) -> impl Iterator<Item = Result<(sled::IVec, sled::IVec)>> + '_ {
-        const TOUCH_EVERY: usize = TOUCH_EVERY_STEP;
-        self.db
-            .scan_prefix(prefix)
-            .enumerate()
-            .map(move |(i, item)| {
-                let (key, value) = item?;
-                if i % TOUCH_EVERY == 0 {
-                    self.db.get(&key)?;
-                }
-                Ok((key, value))
-            })
+        touches: usize,
+    ) -> impl Iterator<Item = Result<Entry>> + '_ {
+        self.db.scan_prefix(prefix).map(move |item| {
+            let (key, value) = item?;
+            for _ in 0..touches {
+                self.db.get(&key)?;
+            }
+            Ok((key, value))
+        })
     }
 
     /// Stores an artifact (build log, replay file) by content; returns its hash.
@@ -739,6 +779,9 @@ fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
         .copied()
         .chain(m.runs.iter().flat_map(|r| r.metrics.keys().copied()))
 }
+
+/// A key and its value.
+type Entry = (sled::IVec, sled::IVec);
 
 /// A decided step's export row as the store holds it; [`StoredSummary::row`] reads it.
 pub enum StoredSummary {

@@ -168,6 +168,7 @@ impl Store {
             layout: Mutex::new(SCHEMA_VERSION),
             bases: compact::no_bases(),
             migrated_from: None,
+            writing: Mutex::new(()),
         };
         match store.get::<u32>(layout::SCHEMA)? {
             None if writable => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,

@@ -12,8 +12,9 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use super::blocks::Kind;
 use super::marks::{self, Chain};
-use super::{checksum, layout, StepRecord, StepSummary, Store, ROWS_SINCE};
+use super::{checksum, layout, Entry, StepRecord, StepSummary, Store, ROWS_SINCE};
 
 /// What `kiln store verify` found.
 #[derive(Debug, Clone, Default)]
@@ -163,11 +164,13 @@ fn scan_steps(
 ) -> Result<BTreeMap<Chain, Found>> {
     let mut found: BTreeMap<Chain, Found> = BTreeMap::new();
     let mut rows = Rows::of(store);
-    for (read, item) in store.scan_bounded(layout::STEPS.to_string()).enumerate() {
+    for (read, item) in store.entries(Kind::Step, "").enumerate() {
         if (read as u64).is_multiple_of(PROGRESS_EVERY) && read > 0 {
             progress(read as u64);
         }
-        let (key, value) = item?;
+        let Some((key, value)) = readable(item, &mut v.problems) else {
+            continue;
+        };
         let mut row = rows.take(&key[layout::STEPS.len()..], &mut v.problems)?;
         let key = String::from_utf8_lossy(&key);
         let Some((experiment, chain, step)) = layout::step_of_key(&key) else {
@@ -327,14 +330,17 @@ struct Rows<'a> {
 }
 
 /// A scan of keys and values.
-type Scan<'a> = Box<dyn Iterator<Item = Result<(sled::IVec, sled::IVec)>> + 'a>;
+type Scan<'a> = Box<dyn Iterator<Item = Result<Entry>> + Send + 'a>;
+
+/// The entry a scan read, or `None` with the problem noted (a damaged block: what it held
+/// past the damage is not read).
+fn readable(item: Result<Entry>, problems: &mut Vec<String>) -> Option<Entry> {
+    item.map_err(|e| problems.push(format!("{e:#}"))).ok()
+}
 
 impl<'a> Rows<'a> {
     fn of(store: &'a Store) -> Rows<'a> {
-        let rows = (store.schema() >= ROWS_SINCE).then(|| {
-            let scan: Scan<'a> = Box::new(store.scan_bounded(layout::ROWS.to_string()));
-            scan.peekable()
-        });
+        let rows = (store.schema() >= ROWS_SINCE).then(|| store.entries(Kind::Row, "").peekable());
         Rows { rows }
     }
 
@@ -369,7 +375,9 @@ impl<'a> Rows<'a> {
             r.as_ref()
                 .map_or(true, |(k, _)| &k[layout::ROWS.len()..] <= step)
         }) {
-            let (k, row) = item?;
+            let Some((k, row)) = readable(item, problems) else {
+                continue;
+            };
             if &k[layout::ROWS.len()..] == step {
                 stored = Some(row);
             } else {
@@ -382,7 +390,9 @@ impl<'a> Rows<'a> {
     /// Notes the rows after the last step, each one without its step.
     fn rest(self, problems: &mut Vec<String>) -> Result<()> {
         for item in self.rows.into_iter().flatten() {
-            problems.push(without_step(&item?.0));
+            if let Some((key, _)) = readable(item, problems) {
+                problems.push(without_step(&key));
+            }
         }
         Ok(())
     }
