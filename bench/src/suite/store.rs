@@ -82,8 +82,9 @@ impl Suite {
         // v3: layout 2, an export row beside every step; v4: chain states keep their course;
         // v5: layout 3, compressed, steps against their start; v9: a campaign that resumes,
         // built by a kiln without the measured-set index; v10: pages at zstd level 3, the
-        // status report sealed as a controller that ends seals it.
-        let want = format!("v10 {n}");
+        // status report sealed as a controller that ends seals it; v11: layout 5, steps and
+        // rows 16 to a key.
+        let want = format!("v11 {n}");
         let marker = self.work.join(format!("store-{n}.built"));
         once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
         // Kilns older than the store's layout (the baseline) refuse it:
@@ -326,8 +327,8 @@ impl Suite {
              result that arrived together). Stores for export: {} chains of random-walk steps like the \
              no-op campaign's (one run, every timed metric, hardware counters unsupported; about 2.8 KB \
              of JSON each, and beside each its export row, about 270 bytes, which the steps table reads \
-             instead of the JSON; store layout 3 keeps them in zstd-compressed pages, each step's \
-             decisions as they differ from its experiment's start), written through the Store API (`Store::import_steps`, atomic batches \
+             instead of the JSON; store layout 5 keeps them 16 steps to a key, each block compressed \
+             (zstd), each step's decisions as they differ from its experiment's start), written through the Store API (`Store::import_steps`, atomic batches \
              of 1000, each chain's state once). A kiln that predates the store's layout \
              refuses such a store: it exports a copy in layout 1, as it wrote stores (the same keys, no \
              rows). Export: `kiln export STORE --table steps -o FILE` on a warm page cache (the store \
