@@ -467,19 +467,26 @@ fn a_store_without_export_rows_is_migrated_when_opened_to_write() {
     assert!(steps_table(&store) == steps_table(&current));
 }
 
-/// Rewrites the store in `dir` (closed) as layouts 2 to 4 kept its steps: one a key (`step/…`,
-/// `row/…`), `meta/schema` 4.
+/// Rewrites the store in `dir` (closed) as layouts 2 to 4 kept its steps and chains' sets:
+/// one a key (`step/…`, `row/…`, `chainset/<experiment>/<chain>/<hash>`), `meta/schema` 4.
 fn as_layout_4(dir: &Path) {
     let db = reopen(|| open_database(&dir.join("db")).map_err(anyhow::Error::from));
-    for kind in [blocks::Kind::Step, blocks::Kind::Row] {
+    for kind in [blocks::Kind::Step, blocks::Kind::Row, blocks::Kind::Set] {
         let stored: Vec<_> = db
             .scan_prefix(kind.block_prefix())
             .map(Result::unwrap)
             .collect();
         for (key, block) in stored {
             for entry in blocks::expand(kind, (key.clone(), block)) {
-                let (step, value) = entry.unwrap();
-                db.insert(step, value).unwrap();
+                let (mut name, value) = entry.unwrap();
+                if kind == blocks::Kind::Set {
+                    let (hash, _): (ContentHash, Vec<f64>) =
+                        serde_json::from_slice(&value).unwrap();
+                    let chain = String::from_utf8(name.to_vec()).unwrap();
+                    let chain = &chain[..chain.rfind('/').unwrap() + 1];
+                    name = format!("{chain}{hash}").as_bytes().into();
+                }
+                db.insert(name, value).unwrap();
             }
             db.remove(key).unwrap();
         }
@@ -490,7 +497,7 @@ fn as_layout_4(dir: &Path) {
 
 #[test]
 fn a_store_of_a_key_a_step_reads_as_it_is_and_is_migrated_when_opened_to_write() {
-    let c = campaign(601);
+    let c = campaign_with_sets(601);
     let (old, now) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     drop(write_current(old.path(), &c));
     let current = write_current(now.path(), &c);
@@ -513,6 +520,11 @@ fn a_store_of_a_key_a_step_reads_as_it_is_and_is_migrated_when_opened_to_write()
     assert!(steps_table(&store) == steps_table(&current));
     let stored: Vec<StepRecord> = store.steps(None).map(Result::unwrap).collect();
     assert!(stored == written, "the stored steps changed");
+    for chain in 0..2 {
+        let sets = |s: &Store| s.chain("walk", chain).unwrap().unwrap().sets;
+        assert!(sets(&current).len() > 1);
+        assert_eq!(sets(&store), sets(&current));
+    }
     drop(store);
     let verified = reopen(|| verify_store(old.path(), &mut |_| {}));
     assert!(verified.problems.is_empty(), "{:?}", verified.problems);
@@ -808,11 +820,19 @@ fn campaign_with_sets(steps: u32) -> Campaign {
     c
 }
 
-/// The raw value of `key` in the store in `dir`, and how many keys start with `prefix`.
+/// The raw value of `key` in the store in `dir`, and the distinct sets of the blocks under
+/// `prefix` (`chainsets/<experiment>/<chain>/`).
 fn raw(dir: &Path, key: &str, prefix: &str) -> (Vec<u8>, usize) {
     let db = reopen(|| open_database(&dir.join("db")).map_err(anyhow::Error::from));
     let value = db.get(key).unwrap().unwrap().to_vec();
-    (value, db.scan_prefix(prefix).count())
+    let entries = db
+        .scan_prefix(prefix)
+        .flat_map(|block| blocks::expand(blocks::Kind::Set, block.unwrap()));
+    let sets: BTreeSet<ContentHash> = entries
+        .map(|entry| serde_json::from_slice::<(ContentHash, Vec<f64>)>(&entry.unwrap().1))
+        .map(|set| set.unwrap().0)
+        .collect();
+    (value, sets.len())
 }
 
 #[test]
@@ -827,7 +847,7 @@ fn a_chains_sets_are_stored_apart_so_its_state_written_each_step_does_not_grow()
     assert!(expected.len() >= 3, "{} sets", expected.len());
     let dir = tempfile::tempdir().unwrap();
     drop(write_current(dir.path(), &c));
-    let (state, stored_sets) = raw(dir.path(), "chain/walk/000001", "chainset/walk/000001/");
+    let (state, stored_sets) = raw(dir.path(), "chain/walk/000001", "chainsets/walk/000001/");
     assert!(state.len() < 4096, "a state of {} bytes", state.len());
     assert!(!String::from_utf8_lossy(&state).contains("\"sets\""));
     assert_eq!(stored_sets, expected.len());
@@ -876,7 +896,7 @@ fn a_chain_state_an_older_kiln_wrote_with_its_sets_inside_keeps_them() {
     let store = reopen(|| Store::open(dir.path()));
     assert_eq!(store.chain("walk", 0).unwrap().unwrap().sets, expected);
     drop(store);
-    let (state, stored_sets) = raw(dir.path(), "chain/walk/000000", "chainset/walk/000000/");
+    let (state, stored_sets) = raw(dir.path(), "chain/walk/000000", "chainsets/walk/000000/");
     assert!(!String::from_utf8_lossy(&state).contains("\"sets\""));
     assert_eq!(stored_sets, expected.len());
     let view = reopen(|| Store::open_existing(dir.path()));

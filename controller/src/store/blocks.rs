@@ -1,14 +1,19 @@
-//! Decided steps and their export rows kept many to a key (layout 5 on).
+//! Decided steps, their export rows and the sets each chain measured kept many to
+//! a key (layout 5 on).
 //!
 //! sled keeps a table of every page of a database in memory from the moment it
 //! opens it, and splits a leaf page at 16 keys: with a key a step, opening a
 //! store of 10 M steps took 756 MiB before any step was read. A block holds
 //! [`STEPS_A_BLOCK`] consecutive steps of one chain (`steps/<experiment>/<chain>/<block>`,
-//! their rows likewise under `rows/`), so the table is that many times smaller.
+//! their rows likewise under `rows/`), so the table is that many times smaller. The
+//! sets a chain measured go the same way (`chainsets/…`), each numbered in the order
+//! written: a set measured again is written again, its later entry read over the
+//! earlier.
 //!
-//! Everything above this file names a step's values by their keys of one a step
-//! (`step/<experiment>/<chain>/<step>`, `row/…`, as layouts 1–4 stored them):
-//! a block's entries are read back under those keys, in the same order.
+//! Everything above this file names an entry by its key of one a step (or set)
+//! (`step/<experiment>/<chain>/<step>`, `row/…`, `chainset/<experiment>/<chain>/<n>`,
+//! as layouts 1–4 stored steps and rows): a block's entries are read back under those
+//! keys, in the same order.
 //!
 //! A block is its entries in step order, each `[step][length][value]`, the two
 //! numbers 4 bytes little-endian, compressed (zstd). sled compresses its pages on
@@ -33,12 +38,14 @@ pub enum Kind {
     Step,
     /// Its export row.
     Row,
+    /// A set a chain measured, with its objectives (numbered in the order written).
+    Set,
 }
 
 impl Kind {
     /// The kind of value a key of one a step names.
     fn of_key(key: &str) -> Option<Kind> {
-        [Kind::Step, Kind::Row]
+        [Kind::Step, Kind::Row, Kind::Set]
             .into_iter()
             .find(|kind| key.starts_with(kind.entry_prefix()))
     }
@@ -48,6 +55,7 @@ impl Kind {
         match self {
             Kind::Step => layout::STEPS,
             Kind::Row => layout::ROWS,
+            Kind::Set => layout::CHAIN_SETS,
         }
     }
 
@@ -56,6 +64,7 @@ impl Kind {
         match self {
             Kind::Step => layout::STEP_BLOCKS,
             Kind::Row => layout::ROW_BLOCKS,
+            Kind::Set => layout::CHAIN_SET_BLOCKS,
         }
     }
 }
@@ -155,6 +164,15 @@ pub fn get(db: &sled::Db, kind: Kind, key: &str) -> Result<Option<sled::IVec>> {
         }
     }
     Ok(None)
+}
+
+/// The step (or set number) an entry's key names.
+pub fn number_of(key: &[u8]) -> Result<u32> {
+    let number = key.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    std::str::from_utf8(number)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .with_context(|| format!("{} names no step", String::from_utf8_lossy(key)))
 }
 
 /// The entries of one block, each under its key of one a step.

@@ -9,7 +9,8 @@
 //! | `meta/created-ms` | creation time |
 //! | `exp/<experiment>` | `ExperimentInfo`: decision points, baseline, references |
 //! | `chain/<experiment>/<chain>` | `ChainState`, its measured sets counted (an older kiln's held them) |
-//! | `chainset/<experiment>/<chain>/<hash>` | a set the chain measured, with its objectives (`ChainState::sets`), written in the batch of the step that measures it |
+//! | `chainsets/<experiment>/<chain>/<block>` | the sets the chain measured, with their objectives (`ChainState::sets`), 16 to a block, each written in the batch of the step that measures it (again when measured again); layout 5 on |
+//! | `chainset/<experiment>/<chain>/<hash>` | layouts up to 4: one such set |
 //! | `steps/<experiment>/<chain>/<block>` | the decided steps `16 × block` on, each a `StepRecord` (`blocks.rs`); layout 5 on |
 //! | `steps/manual:<benchmark>/000000/<block>` | steps measured by `kiln benchmark --store` (no chain state) |
 //! | `rows/<experiment>/<chain>/<block>` | the `StepSummary` of each of those steps (binary), in its batch |
@@ -100,17 +101,15 @@ pub fn chain_key(experiment: &str, chain: u32) -> String {
     format!("{CHAINS}{experiment}/{chain:06}")
 }
 
-/// Prefix of the decision sets each chain measured, one key a set.
+/// Prefix of the decision sets each chain measured, one key a set (layouts up to 4;
+/// the name of one within a block, by its number).
 pub const CHAIN_SETS: &str = "chainset/";
+/// Prefix of the blocks of the sets each chain measured (layout 5 on).
+pub const CHAIN_SET_BLOCKS: &str = "chainsets/";
 
-/// `chainset/<experiment>/<chain>/`: the sets chain `chain` measured.
-pub fn chain_sets(experiment: &str, chain: u32) -> String {
-    format!("{CHAIN_SETS}{experiment}/{chain:06}/")
-}
-
-/// `chainset/<experiment>/<chain>/<hash>`.
-pub fn chain_set_key(experiment: &str, chain: u32, hash: &ContentHash) -> String {
-    format!("{}{hash}", chain_sets(experiment, chain))
+/// `chainset/<experiment>/<chain>/<n>`: the `n`th set chain `chain` wrote.
+pub fn chain_set_entry(experiment: &str, chain: u32, n: u32) -> String {
+    format!("{CHAIN_SETS}{}{n:09}", chain_suffix(experiment, chain))
 }
 
 /// The experiment and chain of a `chain/…` key.

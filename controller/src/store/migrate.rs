@@ -1,8 +1,8 @@
 //! Bringing an older store to the current layout, in place, when a command
 //! that writes opens it: the database is copied into a new one beside it
 //! (`db.migrating`, compressed pages, each decided step written against its
-//! experiment's start, layout 1's steps given their export rows, steps and rows
-//! in blocks), which then
+//! experiment's start, layout 1's steps given their export rows, steps, rows and
+//! chains' sets in blocks), which then
 //! takes the old one's place. A crash at any moment leaves the old database
 //! whole, or the new one complete (`db.migrated`) and the next open finishes
 //! the swap. Nothing is lost: a step that fails its checksum or does not
@@ -111,7 +111,8 @@ pub(super) fn finish_interrupted(dir: &Path) -> Result<()> {
 /// keeps it; returns how many keys it read.
 fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
     let starts = starts(old, new)?;
-    let (mut batch, mut steps) = (sled::Batch::default(), blocks::Pending::default());
+    let (mut batch, mut blocks) = (sled::Batch::default(), blocks::Pending::default());
+    let mut set_numbers: HashMap<String, u32> = HashMap::new();
     let mut copied = 0u64;
     for item in old.iter() {
         let (key, value) = item?;
@@ -120,24 +121,31 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
         match layout::step_of_key(name) {
             Some((experiment, _, _)) => {
                 let base = starts.get(experiment).and_then(Option::as_ref);
-                steps.set(new, name, Some(&step(&value, base)))?;
+                blocks.set(new, name, Some(&step(&value, base)))?;
                 if from < ROWS_SINCE {
                     let row = StepSummary::from_json(&value)
                         .with_context(|| format!("store key {name} holds unreadable data"))?;
                     let row_key = format!("{}{}", layout::ROWS, &name[layout::STEPS.len()..]);
-                    steps.set(new, &row_key, Some(&row.encode()?))?;
+                    blocks.set(new, &row_key, Some(&row.encode()?))?;
                 }
             }
-            None if name.starts_with(layout::ROWS) => drop(steps.set(new, name, Some(&value))?),
+            None if name.starts_with(layout::ROWS) => drop(blocks.set(new, name, Some(&value))?),
+            None if name.starts_with(layout::CHAIN_SETS) => {
+                // `chainset/<experiment>/<chain>/<hash>`: numbered in the chain's order.
+                let chain = &name[..name.rfind('/').map_or(0, |at| at + 1)];
+                let n = set_numbers.entry(chain.to_string()).or_default();
+                blocks.set(new, &format!("{chain}{n:09}"), Some(&value))?;
+                *n += 1;
+            }
             None if &*key == layout::SCHEMA.as_bytes() => {}
             None => batch.insert(key, value),
         }
         if copied.is_multiple_of(BATCH_KEYS as u64) {
-            std::mem::take(&mut steps).into_batch(&mut batch)?;
+            std::mem::take(&mut blocks).into_batch(&mut batch)?;
             new.apply_batch(std::mem::take(&mut batch))?;
         }
     }
-    steps.into_batch(&mut batch)?;
+    blocks.into_batch(&mut batch)?;
     batch.insert(layout::SCHEMA, serde_json::to_vec(&SCHEMA_VERSION)?);
     new.apply_batch(batch)?;
     Ok(copied)

@@ -132,6 +132,8 @@ pub struct Store {
     migrated_from: Option<u32>,
     /// Held from reading the blocks a write changes until it is applied.
     writing: Mutex<()>,
+    /// The number the next set each chain writes takes ([`blocks`]), once read.
+    set_numbers: Mutex<HashMap<(String, u32), u32>>,
 }
 
 /// Unix time in milliseconds.
@@ -388,12 +390,37 @@ impl Store {
         Ok(Some(state))
     }
 
-    /// The sets chain `chain` measured, with their objectives, as stored apart from its state.
+    /// The sets chain `chain` measured, with their objectives, as stored apart from its state
+    /// (a set written again, its later entry).
     fn chain_sets(&self, experiment: &str, chain: u32) -> Result<BTreeMap<ContentHash, Vec<f64>>> {
-        self.db
-            .scan_prefix(layout::chain_sets(experiment, chain))
+        self.entries(Kind::Set, &layout::chain_suffix(experiment, chain))
             .map(|item| Ok(serde_json::from_slice(&item?.1)?))
             .collect()
+    }
+
+    /// The number of the next set chain `chain` writes: one past the last it wrote.
+    fn next_set_number(&self, experiment: &str, chain: u32) -> Result<u32> {
+        let mut numbers = self.set_numbers.lock().unwrap_or_else(|p| p.into_inner());
+        let id = (experiment.to_string(), chain);
+        let next = match numbers.get(&id) {
+            Some(next) => *next,
+            None => {
+                let prefix = format!(
+                    "{}{}",
+                    Kind::Set.block_prefix(),
+                    layout::chain_suffix(experiment, chain)
+                );
+                match self.db.scan_prefix(prefix).next_back() {
+                    Some(last) => match blocks::expand(Kind::Set, last?).pop() {
+                        Some(entry) => blocks::number_of(&entry?.0)? + 1,
+                        None => 0,
+                    },
+                    None => 0,
+                }
+            }
+        };
+        numbers.insert(id, next + 1);
+        Ok(next)
     }
 
     /// A decided step's export row, if stored (a layout-1 store: its JSON).
@@ -443,9 +470,9 @@ impl Store {
     /// Stores a chain's state with every set it measured (its initial state, or one an older
     /// kiln stored with its sets inside, as a campaign resumes it), flushed.
     pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
-        let mut batch = sled::Batch::default();
-        insert_chain(&mut batch, experiment, chain, state, state.sets.keys())?;
-        self.db.apply_batch(batch)?;
+        self.apply_with_blocks(sled::Batch::default(), |batch, blocks| {
+            self.insert_chain(batch, blocks, (experiment, chain), state, state.sets.keys())
+        })?;
         self.mark(experiment, chain, state.next_decide);
         self.flush()
     }
@@ -488,24 +515,56 @@ impl Store {
     pub fn decide_unflushed(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
         let mut batch = sled::Batch::default();
         batch.remove(layout::result_key(&record.key).as_bytes());
-        let (experiment, chain_no) = (&record.key.experiment, record.key.chain);
-        let measured = std::iter::once(&record.decision_hash);
-        insert_chain(&mut batch, experiment, chain_no, chain, measured)?;
-        self.apply_with_steps(std::slice::from_ref(record), batch)?;
+        let id = (record.key.experiment.as_str(), record.key.chain);
+        self.apply_with_blocks(batch, |batch, blocks| {
+            self.insert_step(record, batch, blocks)?;
+            let measured = std::iter::once(&record.decision_hash);
+            self.insert_chain(batch, blocks, id, chain, measured)
+        })?;
         self.mark(&record.key.experiment, record.key.chain, chain.next_decide);
         Ok(())
     }
 
-    /// Applies `batch` with the decided steps `records` added to it, atomically: their
-    /// blocks are read and written whole with no other write between.
-    fn apply_with_steps(&self, records: &[StepRecord], mut batch: sled::Batch) -> Result<()> {
+    /// Applies `batch` with what `fill` adds to it and to the blocks it changes, atomically:
+    /// the blocks are read and written whole with no other write between.
+    fn apply_with_blocks(
+        &self,
+        mut batch: sled::Batch,
+        fill: impl FnOnce(&mut sled::Batch, &mut blocks::Pending) -> Result<()>,
+    ) -> Result<()> {
         let _writing = self.writing.lock().unwrap_or_else(|p| p.into_inner());
         let mut blocks = blocks::Pending::default();
-        for record in records {
-            self.insert_step(record, &mut batch, &mut blocks)?;
-        }
+        fill(&mut batch, &mut blocks)?;
         blocks.into_batch(&mut batch)?;
         self.db.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Adds to `batch` chain `chain`'s state and to `blocks` the sets of `sets` it measured,
+    /// each under the chain's next number.
+    fn insert_chain<'a>(
+        &self,
+        batch: &mut sled::Batch,
+        blocks: &mut blocks::Pending,
+        (experiment, chain): (&str, u32),
+        state: &ChainState,
+        sets: impl Iterator<Item = &'a ContentHash>,
+    ) -> Result<()> {
+        batch.insert(
+            layout::chain_key(experiment, chain).as_bytes(),
+            serde_json::to_vec(state)?,
+        );
+        for hash in sets {
+            if let Some(samples) = state.sets.get(hash) {
+                let n = self.next_set_number(experiment, chain)?;
+                let entry = serde_json::to_vec(&(hash, samples))?;
+                blocks.set(
+                    &self.db,
+                    &layout::chain_set_entry(experiment, chain, n),
+                    Some(&entry),
+                )?;
+            }
+        }
         Ok(())
     }
 
@@ -529,7 +588,11 @@ impl Store {
     /// states: for bulk imports (synthetic stores for benchmarks), where
     /// rewriting a chain state per step would only make garbage for sled.
     pub fn import_steps(&self, records: &[StepRecord]) -> Result<()> {
-        self.apply_with_steps(records, sled::Batch::default())
+        self.apply_with_blocks(sled::Batch::default(), |batch, blocks| {
+            records
+                .iter()
+                .try_for_each(|record| self.insert_step(record, batch, blocks))
+        })
     }
 
     /// Makes every write so far durable (as far as sled's flush goes), then
@@ -551,7 +614,9 @@ impl Store {
             layout::experiment_key(&record.key.experiment).as_bytes(),
             serde_json::to_vec(experiment)?,
         );
-        self.apply_with_steps(std::slice::from_ref(record), batch)?;
+        self.apply_with_blocks(batch, |batch, blocks| {
+            self.insert_step(record, batch, blocks)
+        })?;
         self.mark(&record.key.experiment, 0, record.key.step + 1);
         self.flush()
     }
@@ -751,27 +816,6 @@ impl Store {
 }
 
 /// The metrics of a result: its summaries' and its runs'.
-/// Adds to `batch` chain `chain`'s state and, stored apart, the sets of `sets` it measured.
-fn insert_chain<'a>(
-    batch: &mut sled::Batch,
-    experiment: &str,
-    chain: u32,
-    state: &ChainState,
-    sets: impl Iterator<Item = &'a ContentHash>,
-) -> Result<()> {
-    batch.insert(
-        layout::chain_key(experiment, chain).as_bytes(),
-        serde_json::to_vec(state)?,
-    );
-    for hash in sets {
-        if let Some(samples) = state.sets.get(hash) {
-            let key = layout::chain_set_key(experiment, chain, hash);
-            batch.insert(key.as_bytes(), serde_json::to_vec(&(hash, samples))?);
-        }
-    }
-    Ok(())
-}
-
 fn metrics_of(result: &StepResult) -> impl Iterator<Item = Metric> + '_ {
     let m = &result.measurement;
     m.summary

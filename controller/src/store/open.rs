@@ -169,6 +169,7 @@ impl Store {
             bases: compact::no_bases(),
             migrated_from: None,
             writing: Mutex::new(()),
+            set_numbers: Default::default(),
         };
         match store.get::<u32>(layout::SCHEMA)? {
             None if writable => store.put(layout::SCHEMA, &SCHEMA_VERSION)?,

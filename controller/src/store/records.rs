@@ -205,8 +205,8 @@ pub struct ChainState {
     pub varied: BTreeSet<SiteId>,
     /// Every distinct decision set the chain has measured (its start
     /// included), with the objectives measured for it: a noisy objective
-    /// pools a repeated set's measurements. Stored apart, one key a set
-    /// ([`crate::store::layout::chain_set_key`]): written inside the state,
+    /// pools a repeated set's measurements. Stored apart, 16 to a key
+    /// ([`crate::store::layout::chain_set_entry`]): written inside the state,
     /// which is written whole at every step, it made each step cost more
     /// than the last (180 KB a step after 2,000). A state an older kiln
     /// wrote holds them here.
