@@ -253,6 +253,33 @@ fn the_shipped_policy_decides_a_program_outside_the_corpus() {
     assert!(ratio > 0.5 && ratio < 2.0, "{said}");
 }
 
+/// `policy/hottest_call.py` inlines at most the one hottest call stock left as a call, and
+/// `kiln policy` measures it: the site it names is the one changed.
+#[test]
+fn the_hottest_call_policy_inlines_one_call_and_is_measured() {
+    let dir = setup(|config| config);
+    let out = policy_of_sample_dsp(dir.path())
+        .arg(python())
+        .arg(repo().join("policy/hottest_call.py"))
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    let inlines = said.contains("hottest_call.py: sample-dsp: inlining ");
+    assert!(
+        inlines || said.contains("hottest_call.py: sample-dsp: no call as hot as"),
+        "{said}"
+    );
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 1, "{said}");
+    assert!(rows[0]["failure"].is_null(), "{said}");
+    assert_eq!(
+        rows[0]["changed"].as_u64(),
+        Some(u64::from(inlines)),
+        "{said}"
+    );
+}
+
 /// `scripts/dataset` over two bundled benchmarks in shared builds: stopped during its campaign
 /// (SIGINT to its process group, as Ctrl-C sends) it adds nothing; started again it resumes and
 /// the dataset holds each of the store's effects once; a third run adds none.
