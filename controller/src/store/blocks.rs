@@ -10,12 +10,18 @@
 //! written: a set measured again is written again, its later entry read over the
 //! earlier.
 //!
+//! A block is written once, complete: until its 16th entry is decided, its entries
+//! are kept one a key under their own names, as layouts 1–4 kept steps (a block
+//! rewritten as each step came made a real campaign's store 2.4 times larger with
+//! the garbage sled had not yet cleaned). So a chain holds at most 15 such keys of
+//! each kind, and every step is written twice.
+//!
 //! Everything above this file names an entry by its key of one a step (or set)
 //! (`step/<experiment>/<chain>/<step>`, `row/…`, `chainset/<experiment>/<chain>/<n>`,
 //! as layouts 1–4 stored steps and rows): a block's entries are read back under those
 //! keys, in the same order.
 //!
-//! A block is its entries in step order, each `[step][length][value]`, the two
+//! A block's value is its entries in step order, each `[step][length][value]`, the two
 //! numbers 4 bytes little-endian, compressed (zstd). sled compresses its pages on
 //! disk only; a scan keeps up to a page a shard of its cache (256) in memory
 //! whatever the cache's capacity, so pages of 16 blocks of 16 steps held as
@@ -25,7 +31,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 
-use super::{layout, COMPRESSION_LEVEL};
+use super::{layout, Entry, COMPRESSION_LEVEL};
 
 /// Steps a block holds: a block is rewritten whole as each of its steps is decided, so
 /// more steps a block would cost each step more writing, fewer more pages.
@@ -133,15 +139,10 @@ fn pack(block: &[u8]) -> Result<Vec<u8>> {
     Ok(zstd::encode_all(block, COMPRESSION_LEVEL)?)
 }
 
-/// `block` with `value` as `step`'s entry (`None`: without it), in step order.
-fn with(block: &[u8], step: u32, value: Option<&[u8]>) -> Result<Vec<u8>> {
-    let mut all: BTreeMap<u32, &[u8]> = entries(block).collect::<Result<_>>()?;
-    match value {
-        Some(value) => all.insert(step, value),
-        None => all.remove(&step),
-    };
-    let mut out = Vec::with_capacity(block.len() + value.map_or(0, |v| v.len() + 8));
-    for (step, value) in all {
+/// The framing of `entries`, in step order.
+fn frame(entries: &BTreeMap<u32, Vec<u8>>) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(entries.values().map(|v| v.len() + 8).sum());
+    for (step, value) in entries {
         let len = u32::try_from(value.len()).context("a step's value passes 4 GiB")?;
         out.extend_from_slice(&step.to_le_bytes());
         out.extend_from_slice(&len.to_le_bytes());
@@ -150,8 +151,11 @@ fn with(block: &[u8], step: u32, value: Option<&[u8]>) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The value named `key` (`step/…` or `row/…`), where its block holds it.
+/// The value named `key` (`step/…`, `row/…`, `chainset/…`): under that key, or in its block.
 pub fn get(db: &sled::Db, kind: Kind, key: &str) -> Result<Option<sled::IVec>> {
+    if let Some(value) = db.get(key)? {
+        return Ok(Some(value));
+    }
     let (block_key, step) = block_of(kind, key).with_context(|| format!("{key} names no step"))?;
     let Some(stored) = db.get(&block_key)? else {
         return Ok(None);
@@ -198,11 +202,81 @@ pub fn expand(
         .collect()
 }
 
-/// The blocks a batch changes, each read once from the database and written whole (their
-/// entries, unpacked).
+/// Two scans of entries, each in key order, as one in key order (an error as it comes).
+pub fn merged<'a>(
+    a: impl Iterator<Item = Result<Entry>> + Send + 'a,
+    b: impl Iterator<Item = Result<Entry>> + Send + 'a,
+) -> impl Iterator<Item = Result<Entry>> + Send + 'a {
+    let (mut a, mut b) = (a.peekable(), b.peekable());
+    std::iter::from_fn(move || {
+        let from_a = match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some(Ok((x, _))), Some(Ok((y, _)))) => x <= y,
+            (Some(_), None) | (Some(Err(_)), _) => true,
+            (None, Some(_)) | (_, Some(Err(_))) => false,
+        };
+        match from_a {
+            true => a.next(),
+            false => b.next(),
+        }
+    })
+}
+
+/// A block as a batch changes it: its entries, and the keys the database held them under
+/// (its block, or theirs), which the batch removes before it writes them again.
+struct Open {
+    kind: Kind,
+    entries: BTreeMap<u32, Vec<u8>>,
+    stored: Vec<sled::IVec>,
+}
+
+impl Open {
+    /// The entries of the block `block_key` as the database holds them.
+    fn read(db: &sled::Db, kind: Kind, block_key: &str) -> Result<Open> {
+        let damaged = || format!("store key {block_key} is damaged");
+        let mut open = Open {
+            kind,
+            entries: BTreeMap::new(),
+            stored: Vec::new(),
+        };
+        if let Some(stored) = db.get(block_key)? {
+            for entry in entries(&unpack(&stored).with_context(damaged)?) {
+                let (step, value) = entry.with_context(damaged)?;
+                open.entries.insert(step, value.to_vec());
+            }
+            open.stored.push(block_key.as_bytes().into());
+        }
+        let first = number_of(block_key.as_bytes())? * STEPS_A_BLOCK;
+        let last = first + STEPS_A_BLOCK - 1;
+        let key = |step| entry_key(kind, block_key.as_bytes(), step);
+        for item in db.range(key(first)..=key(last)) {
+            let (key, value) = item?;
+            open.entries.insert(number_of(&key)?, value.to_vec());
+            open.stored.push(key);
+        }
+        Ok(open)
+    }
+
+    /// Adds it to `batch`: packed where complete, else each entry under its own key.
+    fn write(self, block_key: &str, batch: &mut sled::Batch) -> Result<()> {
+        for key in self.stored {
+            batch.remove(key);
+        }
+        if self.entries.len() == STEPS_A_BLOCK as usize {
+            batch.insert(block_key.as_bytes(), pack(&frame(&self.entries)?)?);
+            return Ok(());
+        }
+        for (step, value) in self.entries {
+            batch.insert(entry_key(self.kind, block_key.as_bytes(), step), value);
+        }
+        Ok(())
+    }
+}
+
+/// The blocks a batch changes, each read once from the database and written whole.
 #[derive(Default)]
 pub struct Pending {
-    blocks: BTreeMap<String, Vec<u8>>,
+    blocks: BTreeMap<String, Open>,
 }
 
 impl Pending {
@@ -211,27 +285,23 @@ impl Pending {
         let kind = Kind::of_key(key).with_context(|| format!("{key} names no step"))?;
         let (block_key, step) =
             block_of(kind, key).with_context(|| format!("{key} names no step"))?;
-        let damaged = || format!("store key {block_key} is damaged");
-        let block = match self.blocks.remove(&block_key) {
-            Some(block) => block,
-            None => match db.get(&block_key)? {
-                Some(stored) => unpack(&stored).with_context(damaged)?,
-                None => Vec::new(),
-            },
+        let open = match self.blocks.entry(block_key) {
+            std::collections::btree_map::Entry::Occupied(open) => open.into_mut(),
+            std::collections::btree_map::Entry::Vacant(slot) => {
+                let open = Open::read(db, kind, slot.key())?;
+                slot.insert(open)
+            }
         };
-        let held = entries(&block).any(|e| e.is_ok_and(|(at, _)| at == step));
-        let changed = with(&block, step, value).with_context(damaged)?;
-        self.blocks.insert(block_key, changed);
-        Ok(held)
+        Ok(match value {
+            Some(value) => open.entries.insert(step, value.to_vec()).is_some(),
+            None => open.entries.remove(&step).is_some(),
+        })
     }
 
-    /// Adds the changed blocks to `batch`; a block left empty is removed.
+    /// Adds the changed blocks to `batch`.
     pub fn into_batch(self, batch: &mut sled::Batch) -> Result<()> {
-        for (key, block) in self.blocks {
-            match block.is_empty() {
-                true => batch.remove(key.as_bytes()),
-                false => batch.insert(key.as_bytes(), pack(&block)?),
-            }
+        for (block_key, open) in self.blocks {
+            open.write(&block_key, batch)?;
         }
         Ok(())
     }
@@ -258,26 +328,53 @@ pub fn entry(db: &sled::Db, key: &str) -> Result<Option<sled::IVec>> {
 mod tests {
     use super::*;
 
+    fn framed(entries: &[(u32, &[u8])]) -> Vec<u8> {
+        frame(&entries.iter().map(|(s, v)| (*s, v.to_vec())).collect()).unwrap()
+    }
+
     #[test]
-    fn entries_are_kept_in_step_order_replaced_and_removed() {
-        let block = with(&[], 5, Some(b"five")).unwrap();
-        let block = with(&block, 1, Some(b"one")).unwrap();
-        let block = with(&block, 5, Some(b"FIVE")).unwrap();
+    fn entries_read_back_in_step_order() {
+        let block = framed(&[(5, b"five"), (1, b"one")]);
         let read: Vec<(u32, &[u8])> = entries(&block).map(Result::unwrap).collect();
-        assert_eq!(read, [(1, &b"one"[..]), (5, &b"FIVE"[..])]);
-        let block = with(&block, 1, None).unwrap();
-        assert_eq!(entries(&block).count(), 1);
-        assert!(with(&block, 5, None).unwrap().is_empty());
+        assert_eq!(read, [(1, &b"one"[..]), (5, &b"five"[..])]);
+        assert_eq!(entries(&unpack(&pack(&block).unwrap()).unwrap()).count(), 2);
     }
 
     #[test]
     fn a_damaged_block_says_so_once() {
-        let block = with(&with(&[], 1, Some(b"one")).unwrap(), 2, Some(b"two")).unwrap();
+        let block = framed(&[(1, b"one"), (2, b"two")]);
         let cut = &block[..block.len() - 1];
         let read: Vec<_> = entries(cut).collect();
         assert_eq!(read.len(), 2);
         assert!(read[0].is_ok());
         assert!(format!("{:#}", read[1].as_ref().unwrap_err()).contains("step 2 is cut short"));
+    }
+
+    #[test]
+    fn a_block_is_packed_once_complete_and_read_alike_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = sled::open(dir.path()).unwrap();
+        let key = |step: u32| format!("step/e/000000/{step:09}");
+        for step in 0..STEPS_A_BLOCK + 1 {
+            set_entry(&db, &key(step), Some(step.to_string().as_bytes())).unwrap();
+            let loose = db.scan_prefix("step/").count() as u32;
+            let packed = db.scan_prefix("steps/").count() as u32;
+            assert_eq!(
+                (packed, loose),
+                ((step + 1) / STEPS_A_BLOCK, (step + 1) % STEPS_A_BLOCK)
+            );
+        }
+        for step in [0, 15, 16] {
+            assert_eq!(
+                entry(&db, &key(step)).unwrap().unwrap(),
+                step.to_string().as_bytes()
+            );
+        }
+        // Taking an entry out of a complete block leaves its others one a key.
+        assert!(set_entry(&db, &key(3), None).unwrap());
+        assert_eq!(db.scan_prefix("steps/").count(), 0);
+        assert_eq!(db.scan_prefix("step/").count(), 16);
+        assert_eq!(entry(&db, &key(3)).unwrap(), None);
     }
 
     #[test]

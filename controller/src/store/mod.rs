@@ -72,9 +72,6 @@ pub const SCHEMA_VERSION: u32 = 5;
 /// only records the new version.
 const SAME_AS_CURRENT_FROM: u32 = 5;
 
-/// The first layout that keeps decided steps and their rows in blocks.
-const BLOCKS_SINCE: u32 = 5;
-
 /// The first layout with an export row beside every decided step.
 const ROWS_SINCE: u32 = 2;
 
@@ -398,26 +395,32 @@ impl Store {
             .collect()
     }
 
+    /// How many sets chain `chain` wrote: one past the number of its last, in its last block
+    /// or after it, one a key.
+    fn sets_written(&self, experiment: &str, chain: u32) -> Result<u32> {
+        let suffix = layout::chain_suffix(experiment, chain);
+        let after = |number: Result<u32>| number.map(|n| n + 1);
+        let loose = format!("{}{suffix}", Kind::Set.entry_prefix());
+        if let Some(last) = self.db.scan_prefix(loose).next_back() {
+            return after(blocks::number_of(&last?.0));
+        }
+        let packed = format!("{}{suffix}", Kind::Set.block_prefix());
+        match self.db.scan_prefix(packed).next_back() {
+            Some(last) => match blocks::expand(Kind::Set, last?).pop() {
+                Some(entry) => after(blocks::number_of(&entry?.0)),
+                None => Ok(0),
+            },
+            None => Ok(0),
+        }
+    }
+
     /// The number of the next set chain `chain` writes: one past the last it wrote.
     fn next_set_number(&self, experiment: &str, chain: u32) -> Result<u32> {
         let mut numbers = self.set_numbers.lock().unwrap_or_else(|p| p.into_inner());
         let id = (experiment.to_string(), chain);
         let next = match numbers.get(&id) {
             Some(next) => *next,
-            None => {
-                let prefix = format!(
-                    "{}{}",
-                    Kind::Set.block_prefix(),
-                    layout::chain_suffix(experiment, chain)
-                );
-                match self.db.scan_prefix(prefix).next_back() {
-                    Some(last) => match blocks::expand(Kind::Set, last?).pop() {
-                        Some(entry) => blocks::number_of(&entry?.0)? + 1,
-                        None => 0,
-                    },
-                    None => 0,
-                }
-            }
+            None => self.sets_written(experiment, chain)?,
         };
         numbers.insert(id, next + 1);
         Ok(next)
@@ -435,13 +438,10 @@ impl Store {
         })
     }
 
-    /// A decided step's value of `kind`, named by its key of one a step (`step/…`, `row/…`),
-    /// where the layout keeps it: in its block, or (layouts up to 4) under that key.
+    /// A decided step's value of `kind`, named by its key of one a step (`step/…`, `row/…`):
+    /// under that key (layouts up to 4, a block not yet complete), or in its block.
     fn value(&self, kind: Kind, key: &str) -> Result<Option<sled::IVec>> {
-        match self.schema() >= BLOCKS_SINCE {
-            true => blocks::get(&self.db, kind, key),
-            false => Ok(self.db.get(key)?),
-        }
+        blocks::get(&self.db, kind, key)
     }
 
     /// The decided step with the lowest objective a chain measured, if it
@@ -710,22 +710,22 @@ impl Store {
 
     /// The decided steps' values of `kind` whose keys of one a step have `suffix` after
     /// their prefix (`step/`, `row/`), each under that key, in key order, in bounded memory:
-    /// from their blocks, or (layouts up to 4) as stored.
+    /// from their blocks and from the keys of one a step (a block not yet complete, layouts
+    /// up to 4).
     fn entries(
         &self,
         kind: Kind,
         suffix: &str,
     ) -> Box<dyn Iterator<Item = Result<Entry>> + Send + '_> {
-        if self.schema() < BLOCKS_SINCE {
-            let prefix = format!("{}{suffix}", kind.entry_prefix());
-            return Box::new(self.scan_bounded(prefix, TOUCHES_A_STEP));
-        }
+        let loose = self.scan_bounded(format!("{}{suffix}", kind.entry_prefix()), TOUCHES_A_STEP);
         let prefix = format!("{}{suffix}", kind.block_prefix());
-        let scan = self.scan_bounded(prefix, TOUCHES_A_BLOCK);
-        Box::new(scan.flat_map(move |item| match item {
-            Ok(block) => blocks::expand(kind, block),
-            Err(e) => vec![Err(e)],
-        }))
+        let packed = self
+            .scan_bounded(prefix, TOUCHES_A_BLOCK)
+            .flat_map(move |item| match item {
+                Ok(block) => blocks::expand(kind, block),
+                Err(e) => vec![Err(e)],
+            });
+        Box::new(blocks::merged(packed, loose))
     }
 
     /// Every key and value under a prefix, in key order, in bounded memory.
