@@ -12,9 +12,9 @@
 //!
 //! A block is written once, complete: until its 16th entry is decided, its entries
 //! are kept one a key under their own names, as layouts 1–4 kept steps (a block
-//! rewritten as each step came made a real campaign's store 2.4 times larger with
-//! the garbage sled had not yet cleaned). So a chain holds at most 15 such keys of
-//! each kind, and every step is written twice.
+//! rewritten as each step came made a real campaign's store a third larger with the
+//! garbage sled had not yet cleaned). So a chain holds at most 15 such keys of each
+//! kind, and every step is written twice.
 //!
 //! Everything above this file names an entry by its key of one a step (or set)
 //! (`step/<experiment>/<chain>/<step>`, `row/…`, `chainset/<experiment>/<chain>/<n>`,
@@ -33,11 +33,11 @@ use anyhow::{bail, Context, Result};
 
 use super::{layout, Entry, COMPRESSION_LEVEL};
 
-/// Steps a block holds: a block is rewritten whole as each of its steps is decided, so
-/// more steps a block would cost each step more writing, fewer more pages.
+/// Steps a block holds: more make fewer pages, but larger ones for a scan to hold and
+/// more of a chain's last steps kept one a key.
 pub const STEPS_A_BLOCK: u32 = 16;
 
-/// Which of a decided step's two values.
+/// What a block holds: a decided step's record or its row, or a chain's measured set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     /// The step's record.
