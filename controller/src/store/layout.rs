@@ -145,19 +145,6 @@ pub fn result_key(key: &StepKey) -> String {
     format!("{RESULTS}{}", step_suffix(key))
 }
 
-/// The prefix of an experiment's decided steps (every experiment with `None`).
-pub fn steps_prefix(experiment: Option<&str>) -> String {
-    match experiment {
-        Some(e) => format!("{STEPS}{e}/"),
-        None => STEPS.to_string(),
-    }
-}
-
-/// The prefix of one chain's decided steps.
-pub fn chain_steps_prefix(experiment: &str, chain: u32) -> String {
-    format!("{STEPS}{}", chain_suffix(experiment, chain))
-}
-
 /// What follows `step/` or `row/` in the keys of one chain's steps.
 pub fn chain_suffix(experiment: &str, chain: u32) -> String {
     format!("{experiment}/{chain:06}/")
