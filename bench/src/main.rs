@@ -70,7 +70,7 @@ enum Cmd {
         /// Only the experiments whose name holds this.
         #[arg(long, default_value = "")]
         only: String,
-        /// Times each step is written (under other chains), for a store of many steps.
+        /// Times each step is written (each time after the last in its chain), for long chains.
         #[arg(long, default_value_t = 20)]
         copies: u32,
         /// Where the fresh stores go (must not hold them yet).
@@ -118,8 +118,8 @@ fn main() -> ExitCode {
             work,
         } => size::measure(&store, &only, copies, &work).map(|s| {
             println!(
-                "{} steps written: {:.0} bytes a step in the store",
-                s.steps, s.bytes_per_step
+                "{} steps written: {:.0} bytes a step in the store ({:.0} written a thousand a batch)",
+                s.steps, s.bytes_per_step, s.packed_bytes_per_step
             );
         }),
         Cmd::StoreLatency { dir, steps } => synth::latency(&dir, steps).map(|l| {

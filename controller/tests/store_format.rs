@@ -21,7 +21,8 @@ use kiln_controller::store::{
     SCHEMA_VERSION,
 };
 use kiln_protocol::message::{
-    summarise, BuildRecord, CutShort, Discovery, Measurement, Race, RunRecord, StepResult,
+    summarise, BuildRecord, CutShort, Discovery, FunctionCode, Measurement, Race, RunRecord,
+    StepResult,
 };
 use kiln_protocol::{
     ContentHash, DecisionPoint, DecisionSet, DecisionValue, Metric, MetricValue, SiteId, StepId,
@@ -580,7 +581,7 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
 }
 
 #[test]
-fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_first() {
+fn a_decided_step_is_stored_as_its_json_against_its_start_by_number_with_its_checksum_first() {
     let dir = tempfile::tempdir().unwrap();
     let c = campaign(8);
     drop(write_current(dir.path(), &c));
@@ -600,6 +601,14 @@ fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_firs
             .0
             .retain(|point, value| start.0.get(point) != Some(value));
         assert!(written.decisions.0.len() <= record.decisions.0.len());
+        // Points named by their number in the start (its one point, `k`, is 0).
+        let numbered = |set: &mut DecisionSet| {
+            let named = std::mem::take(&mut set.0);
+            let number = |point: SiteId| SiteId(if point.0 == "k" { "0" } else { "?" }.into());
+            set.0 = named.into_iter().map(|(p, v)| (number(p), v)).collect();
+        };
+        numbered(&mut written.decisions);
+        numbered(&mut written.diff);
         // Summaries that are the runs' own are left out, to be computed again.
         let m = &record.result.measurement;
         let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
@@ -610,7 +619,10 @@ fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_firs
         summaries_left_out += usize::from(of_runs);
         written.result.measurement.summary.retain(|_, _| !of_runs);
         let json = String::from_utf8(serde_json::to_vec(&written).unwrap()).unwrap();
-        let body = format!("{{\"base\":\"{base}\",{marker}{}", &json[1..]);
+        let body = format!(
+            "{{\"base\":\"{base}\",\"by_number\":true,{marker}{}",
+            &json[1..]
+        );
         let sum = ContentHash::of(body.as_bytes()).short();
         assert_eq!(
             std::str::from_utf8(&stored).unwrap(),
@@ -625,6 +637,94 @@ fn a_decided_step_is_stored_as_its_json_against_its_start_with_its_checksum_firs
     for (record, _) in &c.steps {
         assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
     }
+}
+
+/// `names`, each with instructions and code of `base` plus its name's length.
+fn functions(names: &[&str], base: u64) -> (BTreeMap<String, u64>, BTreeMap<String, FunctionCode>) {
+    let at = |f: &str| base + f.len() as u64;
+    let instructions = names.iter().map(|f| (f.to_string(), at(f)));
+    let codes = names
+        .iter()
+        .map(|f| (f.to_string(), FunctionCode::from([at(f), 0, 1, 0])));
+    (instructions.collect(), codes.collect())
+}
+
+#[test]
+fn a_steps_functions_are_stored_against_its_experiments_reference_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = campaign(8);
+    let reference = &mut c.experiments[0].1.baseline;
+    let names = ["hot_loop", "main", "parse_args", "unchanged_helper"];
+    (reference.function_instructions, reference.function_code) = functions(&names, 100);
+    for (record, _) in c.steps.iter_mut().filter(|(r, _)| {
+        r.result.measurement.outcome == StepOutcome::Ok && r.key.experiment == "walk"
+    }) {
+        // Every step of `walk` ran `unchanged_helper` as the reference did; some lost `parse_args`
+        // (inlined everywhere), and each changed `hot_loop` and ran a function of its own.
+        let m = &mut record.result.measurement;
+        let lost = record.key.step % 2 == 0;
+        let own = format!("outlined_{}", record.key.step);
+        let ran = [
+            &names[..2],
+            &names[2 + usize::from(lost)..],
+            &[own.as_str()],
+        ]
+        .concat();
+        (m.function_instructions, m.function_code) = functions(&ran, 100);
+        *m.function_instructions.get_mut("hot_loop").unwrap() += 7;
+    }
+    drop(write_current(dir.path(), &c));
+    let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
+    let profile = db
+        .scan_prefix("profile/")
+        .map(Result::unwrap)
+        .collect::<Vec<_>>();
+    assert_eq!(profile.len(), 1, "one reference profile stored");
+    let mut profiled = 0;
+    for (record, _) in &c.steps {
+        let k = &record.key;
+        let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
+        let stored =
+            String::from_utf8(blocks::entry(&db, &key).unwrap().unwrap().to_vec()).unwrap();
+        if record.result.measurement.function_instructions.is_empty() {
+            assert!(!stored.contains("\"profile\""), "{stored}");
+            continue;
+        }
+        profiled += 1;
+        assert!(!stored.contains("unchanged_helper"), "{stored}");
+        assert!(
+            stored.contains("hot_loop") && stored.contains("outlined_"),
+            "{stored}"
+        );
+        assert_eq!(
+            stored.contains("\"gone\":[\"parse_args\"]"),
+            k.step % 2 == 0
+        );
+    }
+    assert!(profiled > 0);
+    drop(db);
+    let store = reopen(|| Store::open_existing(dir.path()));
+    for (record, _) in &c.steps {
+        assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
+    }
+    drop(store);
+    let verified = reopen(|| verify_store(dir.path(), &mut |_| {}));
+    assert_eq!(verified.problems, Vec::<String>::new());
+    // A reference lost is a step that does not read, said so.
+    let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
+    db.remove(&profile[0].0).unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let verified = reopen(|| verify_store(dir.path(), &mut |_| {}));
+    assert!(
+        verified
+            .problems
+            .iter()
+            .all(|p| p.contains("reference profile profile/")),
+        "{:?}",
+        verified.problems
+    );
+    assert_eq!(verified.problems.len(), profiled);
 }
 
 #[test]

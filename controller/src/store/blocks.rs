@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
 
-use super::{layout, Entry, COMPRESSION_LEVEL};
+use super::{layout, Entry};
 
 /// Steps a block holds: more make fewer pages, but larger ones for a scan to hold and
 /// more of a chain's last steps kept one a key.
@@ -134,9 +134,14 @@ fn unpack(stored: &[u8]) -> Result<Vec<u8>> {
     zstd::decode_all(stored).context("a block does not decompress")
 }
 
+/// zstd's level for blocks. Higher than sled's for its pages
+/// ([`super::COMPRESSION_LEVEL`]), which it compresses each time it writes one: a
+/// block is compressed once, when its sixteenth step comes.
+const BLOCK_LEVEL: i32 = 9;
+
 /// A block's entries, to store.
 fn pack(block: &[u8]) -> Result<Vec<u8>> {
-    Ok(zstd::encode_all(block, COMPRESSION_LEVEL)?)
+    Ok(zstd::encode_all(block, BLOCK_LEVEL)?)
 }
 
 /// The framing of `entries`, in step order.

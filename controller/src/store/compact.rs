@@ -12,6 +12,12 @@
 //! them, as for every step measured in full) is stored without them, marked
 //! `"summary_of_runs":true` (after its base): a one-run step's summaries
 //! repeat each metric's value eleven times, and they were half its record.
+//!
+//! Since layout 6 a step's points are named by their number in its base where
+//! it holds them all, marked `"by_number":true,` after the base ([`super::base_set`]),
+//! and its instructions and code per function are written
+//! against its experiment's reference profile the same way ([`super::profile`]),
+//! named after its base: `"profile":{"of":"<hash>","gone":[…]},`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,40 +27,98 @@ use anyhow::{Context, Result};
 use kiln_protocol::message::summarise;
 use kiln_protocol::{ContentHash, DecisionSet};
 
-use super::{checksum, layout, StepRecord, Store};
+use super::base_set::BaseSet;
+use super::profile::{self, Profile, ProfileBase, ProfileDelta};
+use super::{checksum, layout, ExperimentInfo, StepRecord, Store};
 
 const BASE_OPEN: &[u8] = b"\"base\":\"";
 const BASE_CLOSE: &[u8] = b"\",";
 const HASH_DIGITS: usize = 64;
+const BY_NUMBER: &[u8] = b"\"by_number\":true,";
+const PROFILE_OPEN: &[u8] = b"\"profile\":";
 const SUMMARY_OF_RUNS: &[u8] = b"\"summary_of_runs\":true,";
 
 /// A base: its hash and its set.
-pub(super) type Base = (ContentHash, Arc<DecisionSet>);
+pub(super) type Base = (ContentHash, Arc<BaseSet>);
 
-/// The bases a store has read or written, and which base each experiment's
-/// steps are written against now.
+/// A key to store and its value.
+pub(super) type KeyValue = (String, Vec<u8>);
+
+/// What an experiment's steps are written against: its start set and its
+/// reference profile, where the store holds its info and the baseline has one.
+#[derive(Clone, Default)]
+pub(super) struct Starts {
+    pub decisions: Option<Base>,
+    pub profile: Option<ProfileBase>,
+}
+
+impl Starts {
+    /// `info`'s starts, with the keys and values they are stored under.
+    pub fn of(info: &ExperimentInfo) -> Result<(Starts, Vec<KeyValue>)> {
+        let set = &info.baseline.decisions;
+        let hash = set.hash();
+        let mut keys = vec![(layout::set_key(&hash), serde_json::to_vec(set)?)];
+        let profile = Profile::of(info)?.map(|(base, bytes)| {
+            keys.push((layout::profile_key(&base.0), bytes));
+            base
+        });
+        let starts = Starts {
+            decisions: Some((hash, Arc::new(BaseSet::new(set.clone())))),
+            profile,
+        };
+        Ok((starts, keys))
+    }
+}
+
+/// The starts a store has read or written, and which each experiment's steps
+/// are written against now.
 #[derive(Default)]
 pub(super) struct Bases {
-    /// Each experiment's start, `None` where the store holds no info of it.
-    of_experiment: HashMap<String, Option<Base>>,
+    /// Each experiment's starts, none where the store holds no info of it.
+    of_experiment: HashMap<String, Starts>,
     /// Sets by hash, as read from `set/<hash>`.
-    by_hash: HashMap<ContentHash, Arc<DecisionSet>>,
+    by_hash: HashMap<ContentHash, Arc<BaseSet>>,
+    /// Reference profiles by hash, as read from `profile/<hash>`.
+    profiles: HashMap<ContentHash, Arc<Profile>>,
+}
+
+/// What a stored step's value says before its record's fields.
+#[derive(Default)]
+struct Header {
+    base: Option<ContentHash>,
+    by_number: bool,
+    profile: Option<ProfileDelta>,
+    summary_of_runs: bool,
 }
 
 /// The stored value of a decided step: its JSON, its decisions as they
-/// differ from `base` where one is given and holds no point the step lacks,
-/// its summaries left out where its runs give them, sealed with its checksum.
-pub(super) fn seal(record: &StepRecord, base: Option<&Base>) -> Result<Vec<u8>> {
-    let base = base.filter(|(_, set)| covers(&record.decisions, set));
+/// differ from its start where one is given and holds no point the step lacks
+/// (by number where the start holds all of theirs and its diff's), its functions as they differ from its reference profile, its summaries
+/// left out where its runs give them, sealed with its checksum.
+pub(super) fn seal(record: &StepRecord, starts: &Starts) -> Result<Vec<u8>> {
+    let base = (starts.decisions.as_ref()).filter(|(_, base)| base.covered_by(&record.decisions));
     let m = &record.result.measurement;
     let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
     let mut written = record.clone();
     let mut body = b"{".to_vec();
-    if let Some((hash, set)) = base {
-        written.decisions = difference(&record.decisions, set);
+    if let Some((hash, base)) = base {
+        written.decisions = base.difference(&record.decisions);
         body.extend_from_slice(BASE_OPEN);
         body.extend_from_slice(hash.to_string().as_bytes());
         body.extend_from_slice(BASE_CLOSE);
+        if let (Some(decisions), Some(diff)) = (
+            base.numbered(&written.decisions),
+            base.numbered(&record.diff),
+        ) {
+            (written.decisions, written.diff) = (decisions, diff);
+            body.extend_from_slice(BY_NUMBER);
+        }
+    }
+    if let Some(delta) = (starts.profile.as_ref()).and_then(|p| profile::subtract(&mut written, p))
+    {
+        body.extend_from_slice(PROFILE_OPEN);
+        body.extend_from_slice(&serde_json::to_vec(&delta)?);
+        body.push(b',');
     }
     if of_runs {
         written.result.measurement.summary.clear();
@@ -66,45 +130,43 @@ pub(super) fn seal(record: &StepRecord, base: Option<&Base>) -> Result<Vec<u8>> 
 
 /// The base a stored step's decisions are written against, if any.
 pub(super) fn base_of(value: &[u8]) -> Result<Option<ContentHash>> {
-    Ok(header(value)?.0)
+    Ok(header(value)?.base)
 }
 
-/// A stored step's base, if any, and its fields after it.
-fn header(value: &[u8]) -> Result<(Option<ContentHash>, &[u8])> {
-    let fields = checksum::fields(value);
-    let Some(rest) = fields.strip_prefix(BASE_OPEN) else {
-        return Ok((None, fields));
-    };
+/// A stored step's header, read from the fields before its record's.
+fn header(value: &[u8]) -> Result<Header> {
+    let mut fields = checksum::fields(value);
+    let mut header = Header::default();
+    if let Some(rest) = fields.strip_prefix(BASE_OPEN) {
+        let (hash, after) = base_hash(rest)?;
+        (header.base, fields) = (Some(hash), after);
+        if let Some(after) = fields.strip_prefix(BY_NUMBER) {
+            (header.by_number, fields) = (true, after);
+        }
+    }
+    if let Some(rest) = fields.strip_prefix(PROFILE_OPEN) {
+        let mut read = serde_json::Deserializer::from_slice(rest).into_iter::<ProfileDelta>();
+        let delta = read
+            .next()
+            .context("a stored step names no reference profile")?;
+        header.profile = Some(delta.context("a stored step names its reference profile badly")?);
+        fields = rest[read.byte_offset()..]
+            .strip_prefix(b",")
+            .context("a stored step's reference profile is not followed by its fields")?;
+    }
+    header.summary_of_runs = fields.starts_with(SUMMARY_OF_RUNS);
+    Ok(header)
+}
+
+/// The hash of a step's base set, at the start of `rest`, and what follows it.
+fn base_hash(rest: &[u8]) -> Result<(ContentHash, &[u8])> {
     let (digits, after) = rest
         .split_at_checked(HASH_DIGITS)
         .and_then(|(digits, after)| Some((digits, after.strip_prefix(BASE_CLOSE)?)))
         .context("a stored step names its base set badly")?;
     let hash = ContentHash::try_from(String::from_utf8_lossy(digits).into_owned())
         .map_err(|e| anyhow::anyhow!("a stored step names its base set badly: {e}"))?;
-    Ok((Some(hash), after))
-}
-
-/// Whether `set` holds every point of `base`.
-fn covers(set: &DecisionSet, base: &DecisionSet) -> bool {
-    base.0.keys().all(|point| set.0.contains_key(point))
-}
-
-/// The points of `set` whose value differs from `base`'s (or that `base` lacks).
-fn difference(set: &DecisionSet, base: &DecisionSet) -> DecisionSet {
-    DecisionSet(
-        set.0
-            .iter()
-            .filter(|(point, value)| base.0.get(*point) != Some(value))
-            .map(|(point, value)| (point.clone(), value.clone()))
-            .collect(),
-    )
-}
-
-/// `base` with the points of `delta` set as it says.
-fn apply(base: &DecisionSet, delta: DecisionSet) -> DecisionSet {
-    let mut set = base.clone();
-    set.0.extend(delta.0);
-    set
+    Ok((hash, after))
 }
 
 impl Store {
@@ -112,44 +174,51 @@ impl Store {
         self.bases.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The base `experiment`'s steps are written against now: its start
-    /// set, added to `batch` where the store does not hold it yet.
-    pub(super) fn base_for(
-        &self,
-        experiment: &str,
-        batch: &mut sled::Batch,
-    ) -> Result<Option<Base>> {
+    /// What `experiment`'s steps are written against now: its start set and
+    /// reference profile, added to `batch` where the store does not hold them yet.
+    pub(super) fn starts_for(&self, experiment: &str, batch: &mut sled::Batch) -> Result<Starts> {
         if let Some(known) = self.bases().of_experiment.get(experiment) {
             return Ok(known.clone());
         }
-        let base = match self.experiment(experiment)? {
+        let starts = match self.experiment(experiment)? {
             Some(info) => {
-                let set = info.baseline.decisions;
-                let hash = set.hash();
-                let key = layout::set_key(&hash);
-                if !self.db.contains_key(&key)? {
-                    batch.insert(key.as_bytes(), serde_json::to_vec(&set)?);
+                let (starts, keys) = Starts::of(&info)?;
+                for (key, value) in keys {
+                    if !self.db.contains_key(&key)? {
+                        batch.insert(key.as_bytes(), value);
+                    }
                 }
-                Some((hash, Arc::new(set)))
+                starts
             }
-            None => None,
+            None => Starts::default(),
         };
         self.bases()
             .of_experiment
-            .insert(experiment.to_string(), base.clone());
-        Ok(base)
+            .insert(experiment.to_string(), starts.clone());
+        Ok(starts)
     }
 
     /// A decided step read from its stored value (under `key`).
     pub fn read_step(&self, key: &str, value: &[u8]) -> Result<StepRecord> {
         let unreadable = || format!("store key {key} holds unreadable data");
         let mut record: StepRecord = serde_json::from_slice(value).with_context(unreadable)?;
-        let (base, fields) = header(value).with_context(unreadable)?;
-        if let Some(hash) = base {
+        let header = header(value).with_context(unreadable)?;
+        if let Some(hash) = header.base {
             let base = self.base(&hash).with_context(unreadable)?;
-            record.decisions = apply(&base, std::mem::take(&mut record.decisions));
+            let mut delta = std::mem::take(&mut record.decisions);
+            if header.by_number {
+                delta = base.named(delta).with_context(unreadable)?;
+                record.diff = base
+                    .named(std::mem::take(&mut record.diff))
+                    .with_context(unreadable)?;
+            }
+            record.decisions = base.apply(delta);
         }
-        if fields.starts_with(SUMMARY_OF_RUNS) {
+        if let Some(delta) = header.profile {
+            let base = self.profile(&delta.of).with_context(unreadable)?;
+            profile::add(&mut record, &base, delta);
+        }
+        if header.summary_of_runs {
             let m = &mut record.result.measurement;
             m.summary = summarise(&m.runs);
         }
@@ -157,47 +226,34 @@ impl Store {
     }
 
     /// The base set stored under `hash`.
-    fn base(&self, hash: &ContentHash) -> Result<Arc<DecisionSet>> {
+    fn base(&self, hash: &ContentHash) -> Result<Arc<BaseSet>> {
         if let Some(set) = self.bases().by_hash.get(hash) {
             return Ok(set.clone());
         }
         let set: DecisionSet = self
             .get(&layout::set_key(hash))?
             .with_context(|| format!("its base set {} is missing", layout::set_key(hash)))?;
-        let set = Arc::new(set);
+        let set = Arc::new(BaseSet::new(set));
         self.bases().by_hash.insert(*hash, set.clone());
         Ok(set)
+    }
+
+    /// The reference profile stored under `hash`.
+    fn profile(&self, hash: &ContentHash) -> Result<Arc<Profile>> {
+        if let Some(profile) = self.bases().profiles.get(hash) {
+            return Ok(profile.clone());
+        }
+        let key = layout::profile_key(hash);
+        let profile: Profile = self
+            .get(&key)?
+            .with_context(|| format!("its reference profile {key} is missing"))?;
+        let profile = Arc::new(profile);
+        self.bases().profiles.insert(*hash, profile.clone());
+        Ok(profile)
     }
 }
 
 /// A store's base cache, empty.
 pub(super) fn no_bases() -> Mutex<Bases> {
     Mutex::new(Bases::default())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kiln_protocol::{DecisionValue, SiteId};
-
-    fn set(points: &[(&str, i64)]) -> DecisionSet {
-        DecisionSet(
-            points
-                .iter()
-                .map(|(p, v)| (SiteId(p.to_string()), DecisionValue::Int(*v)))
-                .collect(),
-        )
-    }
-
-    #[test]
-    fn a_set_is_its_base_with_its_difference_applied() {
-        let base = set(&[("a", 1), ("b", 0), ("c", 1)]);
-        let step = set(&[("a", 1), ("b", 1), ("c", 1), ("d", 0)]);
-        assert!(covers(&step, &base));
-        let delta = difference(&step, &base);
-        assert_eq!(delta, set(&[("b", 1), ("d", 0)]));
-        assert_eq!(apply(&base, delta), step);
-        // A set without a point of the base cannot be written against it.
-        assert!(!covers(&set(&[("a", 1)]), &base));
-    }
 }

@@ -164,6 +164,12 @@ pub fn set_key(hash: &ContentHash) -> String {
     format!("set/{hash}")
 }
 
+/// `profile/<hash>`: an experiment's reference profile, which its steps'
+/// functions are written against.
+pub fn profile_key(hash: &ContentHash) -> String {
+    format!("profile/{hash}")
+}
+
 /// `failed/<experiment>`.
 pub fn failed_key(experiment: &str) -> String {
     format!("{FAILED}{experiment}")

@@ -11,14 +11,13 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 
 use super::blocks;
-use super::compact::{self, Base};
-use super::open::{open_sled_as, pages_compressed, sync_dir};
+use super::compact::{self, Starts};
+use super::open::{open_sled_again, open_sled_as, pages_compressed, sync_dir};
 use super::{checksum, layout, ExperimentInfo, OpenError, StepRecord, StepSummary};
 use super::{ROWS_SINCE, SAME_AS_CURRENT_FROM, SCHEMA_VERSION};
 
@@ -79,7 +78,7 @@ fn to_current(dir: &Path, old: sled::Db, from: u32) -> Result<sled::Db> {
         dir.display(),
         started.elapsed().as_secs_f64()
     );
-    open_sled_as(&layout::db(dir), true)
+    open_sled_again(&layout::db(dir), true)
         .with_context(|| format!("cannot open store {}", dir.display()))
 }
 
@@ -120,8 +119,8 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
         let name = std::str::from_utf8(&key).unwrap_or_default();
         match layout::step_of_key(name) {
             Some((experiment, _, _)) => {
-                let base = starts.get(experiment).and_then(Option::as_ref);
-                blocks.set(new, name, Some(&step(&value, base)))?;
+                let base = starts.get(experiment).cloned().unwrap_or_default();
+                blocks.set(new, name, Some(&step(&value, &base)))?;
                 if from < ROWS_SINCE {
                     let row = StepSummary::from_json(&value)
                         .with_context(|| format!("store key {name} holds unreadable data"))?;
@@ -151,21 +150,22 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
     Ok(copied)
 }
 
-/// Each experiment's start, its set written into `new`.
-fn starts(old: &sled::Db, new: &sled::Db) -> Result<HashMap<String, Option<Base>>> {
+/// Each experiment's starts, their set and profile written into `new`.
+fn starts(old: &sled::Db, new: &sled::Db) -> Result<HashMap<String, Starts>> {
     let mut starts = HashMap::new();
     for item in old.scan_prefix(layout::EXPERIMENTS) {
         let (key, value) = item?;
         let key = String::from_utf8_lossy(&key).into_owned();
         let base = match serde_json::from_slice::<ExperimentInfo>(&value) {
             Ok(info) => {
-                let set = info.baseline.decisions;
-                let hash = set.hash();
-                new.insert(layout::set_key(&hash), serde_json::to_vec(&set)?)?;
-                Some((hash, Arc::new(set)))
+                let (base, keys) = Starts::of(&info)?;
+                for (key, value) in keys {
+                    new.insert(key, value)?;
+                }
+                base
             }
-            // Left as it is; its steps keep their decisions in full.
-            Err(_) => None,
+            // Left as it is; its steps are written in full.
+            Err(_) => Starts::default(),
         };
         starts.insert(layout::experiment_of_key(&key).to_string(), base);
     }
@@ -173,9 +173,9 @@ fn starts(old: &sled::Db, new: &sled::Db) -> Result<HashMap<String, Option<Base>
 }
 
 /// A decided step's value in the current layout: sealed again against
-/// `base`, or as it was where it fails its checksum, does not read or is
+/// its starts, or as it was where it fails its checksum, does not read or is
 /// written against a base already.
-fn step(value: &[u8], base: Option<&Base>) -> Vec<u8> {
+fn step(value: &[u8], base: &Starts) -> Vec<u8> {
     if checksum::matches(value) == Some(false) || !matches!(compact::base_of(value), Ok(None)) {
         return value.to_vec();
     }

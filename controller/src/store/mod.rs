@@ -34,6 +34,7 @@ use kiln_protocol::message::{Capabilities, StepResult};
 use kiln_protocol::{CampaignConfig, ContentHash, Metric};
 
 mod aside;
+mod base_set;
 pub mod blocks;
 mod checksum;
 mod compact;
@@ -44,6 +45,7 @@ pub use aside::move_aside;
 pub use open::{open_sled as open_database, pages_compressed};
 mod marks;
 mod migrate;
+mod profile;
 mod progress;
 mod records;
 mod step_metrics;
@@ -65,8 +67,10 @@ pub use verify::{verify, Checked, Verification};
 /// reads every version up to it. 2: an export row beside every decided step.
 /// 3: compressed pages, steps' decisions against a base set. 4: a step's summaries
 /// left out where its runs give them (a layout-3 store is one as it is). 5: decided
-/// steps and their rows kept many to a key ([`blocks`]).
-pub const SCHEMA_VERSION: u32 = 5;
+/// steps and their rows kept many to a key ([`blocks`]). 6: a step's functions
+/// against its experiment's reference profile ([`profile`]; a layout-5 store is
+/// one as it is).
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// The oldest layout whose stores are of the current one as they are: a writer
 /// only records the new version.
@@ -576,8 +580,8 @@ impl Store {
         batch: &mut sled::Batch,
         blocks: &mut blocks::Pending,
     ) -> Result<()> {
-        let base = self.base_for(&record.key.experiment, batch)?;
-        let sealed = compact::seal(record, base.as_ref())?;
+        let starts = self.starts_for(&record.key.experiment, batch)?;
+        let sealed = compact::seal(record, &starts)?;
         blocks.set(&self.db, &layout::step_key(&record.key), Some(&sealed))?;
         let row = StepSummary::of(record).encode()?;
         blocks.set(&self.db, &layout::row_key(&record.key), Some(&row))?;

@@ -235,6 +235,20 @@ pub(super) fn open_sled_as(path: &Path, compressed: bool) -> sled::Result<sled::
         .open()
 }
 
+/// Opens the database in `path` that this process has just closed: sled's
+/// threads let go of its lock a moment after its last handle is dropped.
+pub(super) fn open_sled_again(path: &Path, compressed: bool) -> sled::Result<sled::Db> {
+    let asked = Instant::now();
+    loop {
+        match open_sled_as(path, compressed) {
+            Err(sled::Error::Io(e)) if is_held(&e) && asked.elapsed() < READER_HOLDS => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            opened => return opened,
+        }
+    }
+}
+
 /// Whether sled keeps the database in `path` with compressed pages (layout 3
 /// on), as its `conf` file says; a database not created yet will be.
 pub fn pages_compressed(path: &Path) -> bool {

@@ -1,0 +1,124 @@
+//! A base set: the decisions a step's are written against (layout 3 on). A
+//! step keeps the points whose value differs from its base's; since layout 6
+//! it names them by their number in the base (its sorted order) instead of
+//! by name, where the base holds every one: a site's name is some thirty
+//! bytes that do not compress (`DEREF @ setup_frame:47:4`), its number two or
+//! three, and a screening step flips dozens.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+
+use kiln_protocol::{DecisionSet, SiteId};
+
+/// A base set with its points numbered.
+#[derive(Debug)]
+pub(super) struct BaseSet {
+    /// The set.
+    pub set: DecisionSet,
+    /// Its points in order: a number's point.
+    points: Vec<SiteId>,
+    /// Each point's number.
+    numbers: HashMap<SiteId, usize>,
+}
+
+impl BaseSet {
+    /// `set`, its points numbered.
+    pub fn new(set: DecisionSet) -> BaseSet {
+        let points: Vec<SiteId> = set.0.keys().cloned().collect();
+        let numbers = points.iter().cloned().zip(0..).collect();
+        BaseSet {
+            set,
+            points,
+            numbers,
+        }
+    }
+
+    /// Whether `set` holds every point of the base.
+    pub fn covered_by(&self, set: &DecisionSet) -> bool {
+        self.set.0.keys().all(|point| set.0.contains_key(point))
+    }
+
+    /// The points of `set` whose value differs from the base's (or that it lacks).
+    pub fn difference(&self, set: &DecisionSet) -> DecisionSet {
+        DecisionSet(
+            set.0
+                .iter()
+                .filter(|(point, value)| self.set.0.get(*point) != Some(value))
+                .map(|(point, value)| (point.clone(), value.clone()))
+                .collect(),
+        )
+    }
+
+    /// The base with the points of `delta` set as it says.
+    pub fn apply(&self, delta: DecisionSet) -> DecisionSet {
+        let mut set = self.set.clone();
+        set.0.extend(delta.0);
+        set
+    }
+
+    /// `set` with its points named by their numbers; `None` where the base
+    /// lacks one of them.
+    pub fn numbered(&self, set: &DecisionSet) -> Option<DecisionSet> {
+        let number = |point: &SiteId| Some(SiteId(self.numbers.get(point)?.to_string()));
+        let points = set.0.iter().map(|(p, v)| Some((number(p)?, v.clone())));
+        points.collect::<Option<_>>().map(DecisionSet)
+    }
+
+    /// `set`, its points named by their numbers, named again.
+    pub fn named(&self, set: DecisionSet) -> Result<DecisionSet> {
+        let point = |number: &SiteId| {
+            let n: usize = number.0.parse().ok()?;
+            self.points.get(n).cloned()
+        };
+        let points = set.0.into_iter().map(|(number, value)| {
+            let named = point(&number)
+                .with_context(|| format!("its base set has no point numbered {:?}", number.0))?;
+            Ok((named, value))
+        });
+        points.collect::<Result<_>>().map(DecisionSet)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_protocol::DecisionValue;
+
+    fn set(points: &[(&str, i64)]) -> DecisionSet {
+        DecisionSet(
+            points
+                .iter()
+                .map(|(p, v)| (SiteId(p.to_string()), DecisionValue::Int(*v)))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_set_is_its_base_with_its_difference_applied() {
+        let base = BaseSet::new(set(&[("a", 1), ("b", 0), ("c", 1)]));
+        let step = set(&[("a", 1), ("b", 1), ("c", 1), ("d", 0)]);
+        assert!(base.covered_by(&step));
+        let delta = base.difference(&step);
+        assert_eq!(delta, set(&[("b", 1), ("d", 0)]));
+        assert_eq!(base.apply(delta), step);
+        // A set without a point of the base cannot be written against it.
+        assert!(!base.covered_by(&set(&[("a", 1)])));
+    }
+
+    #[test]
+    fn points_of_the_base_are_written_by_number_and_read_by_name() {
+        let base = BaseSet::new(set(&[("a", 1), ("b", 0), ("c", 1)]));
+        let delta = set(&[("b", 1), ("c", 0)]);
+        let numbered = base.numbered(&delta).unwrap();
+        assert_eq!(numbered, set(&[("1", 1), ("2", 0)]));
+        assert_eq!(base.named(numbered).unwrap(), delta);
+        // A point the base lacks has no number: the set is written by name.
+        assert_eq!(base.numbered(&set(&[("d", 0)])), None);
+        let wrong = base.named(set(&[("3", 0)])).unwrap_err();
+        assert!(
+            format!("{wrong}").contains("no point numbered \"3\""),
+            "{wrong}"
+        );
+    }
+}
