@@ -580,6 +580,47 @@ fn verify_finds_export_rows_missing_astray_or_wrong() {
     );
 }
 
+/// A decided step's stored value, its decisions against `start` (by number in it, or by name
+/// as layout 5 wrote them), its functions in full (its experiment has no reference profile, or
+/// layout 5 wrote them so), its summaries left out where its runs give them.
+fn sealed(record: &StepRecord, start: &DecisionSet, by_number: bool) -> String {
+    let mut written = record.clone();
+    written
+        .decisions
+        .0
+        .retain(|point, value| start.0.get(point) != Some(value));
+    assert!(written.decisions.0.len() <= record.decisions.0.len());
+    let numbered = |set: &mut DecisionSet| {
+        let number = |p: SiteId| SiteId(start.0.keys().position(|k| *k == p).unwrap().to_string());
+        set.0 = std::mem::take(&mut set.0)
+            .into_iter()
+            .map(|(p, v)| (number(p), v))
+            .collect();
+    };
+    if by_number {
+        numbered(&mut written.decisions);
+        numbered(&mut written.diff);
+    }
+    // Summaries that are the runs' own are left out, to be computed again.
+    let m = &record.result.measurement;
+    let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
+    written.result.measurement.summary.retain(|_, _| !of_runs);
+    let marker = [
+        (true, format!("\"base\":\"{}\",", start.hash())),
+        (by_number, "\"by_number\":true,".into()),
+        (of_runs, "\"summary_of_runs\":true,".into()),
+    ];
+    let marker: String = marker
+        .into_iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, m)| m)
+        .collect();
+    let json = String::from_utf8(serde_json::to_vec(&written).unwrap()).unwrap();
+    let body = format!("{{{marker}{}", &json[1..]);
+    let sum = ContentHash::of(body.as_bytes()).short();
+    format!("{{\"checksum\":\"{sum}\",{}", &body[1..])
+}
+
 #[test]
 fn a_decided_step_is_stored_as_its_json_against_its_start_by_number_with_its_checksum_first() {
     let dir = tempfile::tempdir().unwrap();
@@ -595,38 +636,11 @@ fn a_decided_step_is_stored_as_its_json_against_its_start_by_number_with_its_che
         let k = &record.key;
         let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
         let stored = blocks::entry(&db, &key).unwrap().unwrap();
-        let mut written = record.clone();
-        written
-            .decisions
-            .0
-            .retain(|point, value| start.0.get(point) != Some(value));
-        assert!(written.decisions.0.len() <= record.decisions.0.len());
-        // Points named by their number in the start (its one point, `k`, is 0).
-        let numbered = |set: &mut DecisionSet| {
-            let named = std::mem::take(&mut set.0);
-            let number = |point: SiteId| SiteId(if point.0 == "k" { "0" } else { "?" }.into());
-            set.0 = named.into_iter().map(|(p, v)| (number(p), v)).collect();
-        };
-        numbered(&mut written.decisions);
-        numbered(&mut written.diff);
-        // Summaries that are the runs' own are left out, to be computed again.
         let m = &record.result.measurement;
-        let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
-        let marker = match of_runs {
-            true => "\"summary_of_runs\":true,",
-            false => "",
-        };
-        summaries_left_out += usize::from(of_runs);
-        written.result.measurement.summary.retain(|_, _| !of_runs);
-        let json = String::from_utf8(serde_json::to_vec(&written).unwrap()).unwrap();
-        let body = format!(
-            "{{\"base\":\"{base}\",\"by_number\":true,{marker}{}",
-            &json[1..]
-        );
-        let sum = ContentHash::of(body.as_bytes()).short();
+        summaries_left_out += usize::from(!m.summary.is_empty() && summarise(&m.runs) == m.summary);
         assert_eq!(
             std::str::from_utf8(&stored).unwrap(),
-            format!("{{\"checksum\":\"{sum}\",{}", &body[1..]),
+            sealed(record, start, true),
             "{key}"
         );
     }
@@ -649,18 +663,17 @@ fn functions(names: &[&str], base: u64) -> (BTreeMap<String, u64>, BTreeMap<Stri
     (instructions.collect(), codes.collect())
 }
 
-#[test]
-fn a_steps_functions_are_stored_against_its_experiments_reference_profile() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut c = campaign(8);
+/// [`campaign`]`(steps)` whose experiment `walk` has a reference profile and whose steps ran
+/// functions: every step of `walk` ran `unchanged_helper` as the reference did; some lost
+/// `parse_args` (inlined everywhere), and each changed `hot_loop` and ran a function of its own.
+fn campaign_with_functions(steps: u32) -> Campaign {
+    let mut c = campaign(steps);
     let reference = &mut c.experiments[0].1.baseline;
     let names = ["hot_loop", "main", "parse_args", "unchanged_helper"];
     (reference.function_instructions, reference.function_code) = functions(&names, 100);
     for (record, _) in c.steps.iter_mut().filter(|(r, _)| {
         r.result.measurement.outcome == StepOutcome::Ok && r.key.experiment == "walk"
     }) {
-        // Every step of `walk` ran `unchanged_helper` as the reference did; some lost `parse_args`
-        // (inlined everywhere), and each changed `hot_loop` and ran a function of its own.
         let m = &mut record.result.measurement;
         let lost = record.key.step % 2 == 0;
         let own = format!("outlined_{}", record.key.step);
@@ -673,6 +686,25 @@ fn a_steps_functions_are_stored_against_its_experiments_reference_profile() {
         (m.function_instructions, m.function_code) = functions(&ran, 100);
         *m.function_instructions.get_mut("hot_loop").unwrap() += 7;
     }
+    c
+}
+
+/// Every step of `c` reads back as it was from the store in `dir`, opened with `open`; closed
+/// again, the store verifies clean.
+fn reads_back_and_verifies(open: fn(&Path) -> anyhow::Result<Store>, dir: &Path, c: &Campaign) {
+    let store = reopen(|| open(dir));
+    for (record, _) in &c.steps {
+        assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
+    }
+    drop(store);
+    let verified = reopen(|| verify_store(dir, &mut |_| {}));
+    assert_eq!(verified.problems, Vec::<String>::new());
+}
+
+#[test]
+fn a_steps_functions_are_stored_against_its_experiments_reference_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = campaign_with_functions(8);
     drop(write_current(dir.path(), &c));
     let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
     let profile = db
@@ -703,13 +735,7 @@ fn a_steps_functions_are_stored_against_its_experiments_reference_profile() {
     }
     assert!(profiled > 0);
     drop(db);
-    let store = reopen(|| Store::open_existing(dir.path()));
-    for (record, _) in &c.steps {
-        assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
-    }
-    drop(store);
-    let verified = reopen(|| verify_store(dir.path(), &mut |_| {}));
-    assert_eq!(verified.problems, Vec::<String>::new());
+    reads_back_and_verifies(Store::open_existing, dir.path(), &c);
     // A reference lost is a step that does not read, said so.
     let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
     db.remove(&profile[0].0).unwrap();
@@ -725,6 +751,54 @@ fn a_steps_functions_are_stored_against_its_experiments_reference_profile() {
         verified.problems
     );
     assert_eq!(verified.problems.len(), profiled);
+}
+
+/// Rewrites the steps of `c`, stored in `dir` (closed), as layout 5 kept them: decisions by
+/// name, functions in full; `meta/schema` 5.
+fn as_layout_5(dir: &Path, c: &Campaign) {
+    let db = reopen(|| open_database(&dir.join("db")).map_err(anyhow::Error::from));
+    let start = &c.experiments[0].1.baseline.decisions;
+    for (record, _) in &c.steps {
+        let k = &record.key;
+        let key = format!("step/{}/{:06}/{:09}", k.experiment, k.chain, k.step);
+        let value = sealed(record, start, false);
+        assert!(blocks::set_entry(&db, &key, Some(value.as_bytes())).unwrap());
+    }
+    for profile in db.scan_prefix("profile/").map(Result::unwrap) {
+        db.remove(profile.0).unwrap();
+    }
+    put(&db, "meta/schema", &5u32);
+    db.flush().unwrap();
+}
+
+#[test]
+fn a_layout_5_store_reads_as_it_is_and_is_migrated_to_take_layout_6s_room() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = campaign_with_functions(40);
+    drop(write_current(dir.path(), &c));
+    as_layout_5(dir.path(), &c);
+    let view = reopen(|| Store::open_existing(dir.path()));
+    assert_eq!(view.schema(), 5);
+    for (record, _) in &c.steps {
+        assert_eq!(view.step(&record.key).unwrap().as_ref(), Some(record));
+    }
+    drop(view);
+    let store = reopen(|| Store::open(dir.path()));
+    assert_eq!(
+        (store.schema(), store.migrated_from()),
+        (SCHEMA_VERSION, Some(5))
+    );
+    drop(store);
+    reads_back_and_verifies(Store::open_existing, dir.path(), &c);
+    let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
+    let stored = blocks::entry(&db, "step/walk/000000/000000001")
+        .unwrap()
+        .unwrap();
+    let stored = String::from_utf8_lossy(&stored);
+    assert!(
+        stored.contains("\"by_number\":true,\"profile\":{") && !stored.contains("unchanged_helper"),
+        "{stored}"
+    );
 }
 
 #[test]

@@ -83,8 +83,8 @@ impl Suite {
         // v5: layout 3, compressed, steps against their start; v9: a campaign that resumes,
         // built by a kiln without the measured-set index; v10: pages at zstd level 3, the
         // status report sealed as a controller that ends seals it; v12: layout 5, steps, rows
-        // and chains' sets 16 to a key.
-        let want = format!("v12 {n}");
+        // and chains' sets 16 to a key; v13: layout 6 (a resumed layout-5 store is migrated).
+        let want = format!("v13 {n}");
         let marker = self.work.join(format!("store-{n}.built"));
         once(&sdir, &marker, &want, || self.build_store(n, &sdir))?;
         // Kilns older than the store's layout (the baseline) refuse it:

@@ -128,11 +128,6 @@ pub(super) fn seal(record: &StepRecord, starts: &Starts) -> Result<Vec<u8>> {
     Ok(checksum::seal(&body))
 }
 
-/// The base a stored step's decisions are written against, if any.
-pub(super) fn base_of(value: &[u8]) -> Result<Option<ContentHash>> {
-    Ok(header(value)?.base)
-}
-
 /// A stored step's header, read from the fields before its record's.
 fn header(value: &[u8]) -> Result<Header> {
     let mut fields = checksum::fields(value);
@@ -170,14 +165,10 @@ fn base_hash(rest: &[u8]) -> Result<(ContentHash, &[u8])> {
 }
 
 impl Store {
-    fn bases(&self) -> std::sync::MutexGuard<'_, Bases> {
-        self.bases.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// What `experiment`'s steps are written against now: its start set and
     /// reference profile, added to `batch` where the store does not hold them yet.
     pub(super) fn starts_for(&self, experiment: &str, batch: &mut sled::Batch) -> Result<Starts> {
-        if let Some(known) = self.bases().of_experiment.get(experiment) {
+        if let Some(known) = lock(&self.bases).of_experiment.get(experiment) {
             return Ok(known.clone());
         }
         let starts = match self.experiment(experiment)? {
@@ -192,7 +183,7 @@ impl Store {
             }
             None => Starts::default(),
         };
-        self.bases()
+        lock(&self.bases)
             .of_experiment
             .insert(experiment.to_string(), starts.clone());
         Ok(starts)
@@ -200,56 +191,80 @@ impl Store {
 
     /// A decided step read from its stored value (under `key`).
     pub fn read_step(&self, key: &str, value: &[u8]) -> Result<StepRecord> {
-        let unreadable = || format!("store key {key} holds unreadable data");
-        let mut record: StepRecord = serde_json::from_slice(value).with_context(unreadable)?;
-        let header = header(value).with_context(unreadable)?;
-        if let Some(hash) = header.base {
-            let base = self.base(&hash).with_context(unreadable)?;
-            let mut delta = std::mem::take(&mut record.decisions);
-            if header.by_number {
-                delta = base.named(delta).with_context(unreadable)?;
-                record.diff = base
-                    .named(std::mem::take(&mut record.diff))
-                    .with_context(unreadable)?;
-            }
-            record.decisions = base.apply(delta);
-        }
-        if let Some(delta) = header.profile {
-            let base = self.profile(&delta.of).with_context(unreadable)?;
-            profile::add(&mut record, &base, delta);
-        }
-        if header.summary_of_runs {
-            let m = &mut record.result.measurement;
-            m.summary = summarise(&m.runs);
-        }
-        Ok(record)
+        read(&self.db, &self.bases, key, value)
     }
+}
 
-    /// The base set stored under `hash`.
-    fn base(&self, hash: &ContentHash) -> Result<Arc<BaseSet>> {
-        if let Some(set) = self.bases().by_hash.get(hash) {
-            return Ok(set.clone());
+fn lock(bases: &Mutex<Bases>) -> std::sync::MutexGuard<'_, Bases> {
+    bases.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A decided step read from its stored value (under `key`) in `db`, the sets
+/// and profiles it names read through `bases`.
+pub(super) fn read(
+    db: &sled::Db,
+    bases: &Mutex<Bases>,
+    key: &str,
+    value: &[u8],
+) -> Result<StepRecord> {
+    let unreadable = || format!("store key {key} holds unreadable data");
+    let mut record: StepRecord = serde_json::from_slice(value).with_context(unreadable)?;
+    let header = header(value).with_context(unreadable)?;
+    if let Some(hash) = header.base {
+        let base = base(db, bases, &hash).with_context(unreadable)?;
+        let mut delta = std::mem::take(&mut record.decisions);
+        if header.by_number {
+            delta = base.named(delta).with_context(unreadable)?;
+            record.diff = base
+                .named(std::mem::take(&mut record.diff))
+                .with_context(unreadable)?;
         }
-        let set: DecisionSet = self
-            .get(&layout::set_key(hash))?
-            .with_context(|| format!("its base set {} is missing", layout::set_key(hash)))?;
-        let set = Arc::new(BaseSet::new(set));
-        self.bases().by_hash.insert(*hash, set.clone());
-        Ok(set)
+        record.decisions = base.apply(delta);
     }
+    if let Some(delta) = header.profile {
+        let base = profile(db, bases, &delta.of).with_context(unreadable)?;
+        profile::add(&mut record, &base, delta);
+    }
+    if header.summary_of_runs {
+        let m = &mut record.result.measurement;
+        m.summary = summarise(&m.runs);
+    }
+    Ok(record)
+}
 
-    /// The reference profile stored under `hash`.
-    fn profile(&self, hash: &ContentHash) -> Result<Arc<Profile>> {
-        if let Some(profile) = self.bases().profiles.get(hash) {
-            return Ok(profile.clone());
-        }
-        let key = layout::profile_key(hash);
-        let profile: Profile = self
-            .get(&key)?
-            .with_context(|| format!("its reference profile {key} is missing"))?;
-        let profile = Arc::new(profile);
-        self.bases().profiles.insert(*hash, profile.clone());
-        Ok(profile)
+/// The base set stored under `hash`.
+fn base(db: &sled::Db, bases: &Mutex<Bases>, hash: &ContentHash) -> Result<Arc<BaseSet>> {
+    if let Some(set) = lock(bases).by_hash.get(hash) {
+        return Ok(set.clone());
+    }
+    let key = layout::set_key(hash);
+    let set: DecisionSet =
+        stored(db, &key)?.with_context(|| format!("its base set {key} is missing"))?;
+    let set = Arc::new(BaseSet::new(set));
+    lock(bases).by_hash.insert(*hash, set.clone());
+    Ok(set)
+}
+
+/// The reference profile stored under `hash`.
+fn profile(db: &sled::Db, bases: &Mutex<Bases>, hash: &ContentHash) -> Result<Arc<Profile>> {
+    if let Some(profile) = lock(bases).profiles.get(hash) {
+        return Ok(profile.clone());
+    }
+    let key = layout::profile_key(hash);
+    let profile: Profile =
+        stored(db, &key)?.with_context(|| format!("its reference profile {key} is missing"))?;
+    let profile = Arc::new(profile);
+    lock(bases).profiles.insert(*hash, profile.clone());
+    Ok(profile)
+}
+
+/// The JSON value stored under `key`.
+fn stored<T: serde::de::DeserializeOwned>(db: &sled::Db, key: &str) -> Result<Option<T>> {
+    match db.get(key)? {
+        None => Ok(None),
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .with_context(|| format!("store key {key} holds unreadable data")),
     }
 }
 

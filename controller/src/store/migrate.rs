@@ -1,9 +1,9 @@
 //! Bringing an older store to the current layout, in place, when a command
 //! that writes opens it: the database is copied into a new one beside it
-//! (`db.migrating`, compressed pages, each decided step written against its
-//! experiment's start, layout 1's steps given their export rows, steps, rows and
-//! chains' sets in blocks), which then
-//! takes the old one's place. A crash at any moment leaves the old database
+//! (`db.migrating`, compressed pages, each decided step read as its layout
+//! says and written again against its experiment's start and reference profile,
+//! layout 1's steps given their export rows, steps, rows and chains' sets in
+//! blocks), which then takes the old one's place. A crash at any moment leaves the old database
 //! whole, or the new one complete (`db.migrated`) and the next open finishes
 //! the swap. Nothing is lost: a step that fails its checksum or does not
 //! read is copied as it was, for `kiln store verify` to report.
@@ -11,14 +11,15 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 
 use super::blocks;
-use super::compact::{self, Starts};
+use super::compact::{self, Bases, Starts};
 use super::open::{open_sled_again, open_sled_as, pages_compressed, sync_dir};
-use super::{checksum, layout, ExperimentInfo, OpenError, StepRecord, StepSummary};
+use super::{checksum, layout, ExperimentInfo, OpenError, StepSummary};
 use super::{ROWS_SINCE, SAME_AS_CURRENT_FROM, SCHEMA_VERSION};
 
 /// Keys written per batch: bounded memory, however big the store.
@@ -109,7 +110,13 @@ pub(super) fn finish_interrupted(dir: &Path) -> Result<()> {
 /// Copies every key of `old` (layout `from`) into `new` as the current layout
 /// keeps it; returns how many keys it read.
 fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
-    let starts = starts(old, new)?;
+    let steps = Steps {
+        old,
+        new,
+        from,
+        starts: starts(old, new)?,
+        bases: compact::no_bases(),
+    };
     let (mut batch, mut blocks) = (sled::Batch::default(), blocks::Pending::default());
     let mut set_numbers: HashMap<String, u32> = HashMap::new();
     let mut copied = 0u64;
@@ -118,14 +125,17 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
         copied += 1;
         let name = std::str::from_utf8(&key).unwrap_or_default();
         match layout::step_of_key(name) {
-            Some((experiment, _, _)) => {
-                let base = starts.get(experiment).cloned().unwrap_or_default();
-                blocks.set(new, name, Some(&step(&value, &base)))?;
-                if from < ROWS_SINCE {
-                    let row = StepSummary::from_json(&value)
-                        .with_context(|| format!("store key {name} holds unreadable data"))?;
-                    let row_key = format!("{}{}", layout::ROWS, &name[layout::STEPS.len()..]);
-                    blocks.set(new, &row_key, Some(&row.encode()?))?;
+            Some(_) => steps.copy(&mut blocks, name, &value)?,
+            None if name.starts_with(layout::STEP_BLOCKS) => {
+                let entries = blocks::expand(blocks::Kind::Step, (key.clone(), value.clone()));
+                match entries.into_iter().collect::<Result<Vec<_>>>() {
+                    Ok(entries) => {
+                        for (name, value) in entries {
+                            steps.copy(&mut blocks, std::str::from_utf8(&name)?, &value)?;
+                        }
+                    }
+                    // Damaged: as it is, for `kiln store verify` to report.
+                    Err(_) => batch.insert(key, value),
                 }
             }
             None if name.starts_with(layout::ROWS) => drop(blocks.set(new, name, Some(&value))?),
@@ -172,15 +182,42 @@ fn starts(old: &sled::Db, new: &sled::Db) -> Result<HashMap<String, Starts>> {
     Ok(starts)
 }
 
-/// A decided step's value in the current layout: sealed again against
-/// its starts, or as it was where it fails its checksum, does not read or is
-/// written against a base already.
-fn step(value: &[u8], base: &Starts) -> Vec<u8> {
-    if checksum::matches(value) == Some(false) || !matches!(compact::base_of(value), Ok(None)) {
-        return value.to_vec();
+/// What copying decided steps needs: both databases, the layout copied from,
+/// each experiment's starts in the new one, the old one's bases as read.
+struct Steps<'a> {
+    old: &'a sled::Db,
+    new: &'a sled::Db,
+    from: u32,
+    starts: HashMap<String, Starts>,
+    bases: Mutex<Bases>,
+}
+
+impl Steps<'_> {
+    /// Adds the decided step `name` to `blocks` in the current layout, and
+    /// its export row where the old layout had none.
+    fn copy(&self, blocks: &mut blocks::Pending, name: &str, value: &[u8]) -> Result<()> {
+        blocks.set(self.new, name, Some(&self.step(name, value)))?;
+        if self.from < ROWS_SINCE {
+            let row = StepSummary::from_json(value)
+                .with_context(|| format!("store key {name} holds unreadable data"))?;
+            let row_key = format!("{}{}", layout::ROWS, &name[layout::STEPS.len()..]);
+            blocks.set(self.new, &row_key, Some(&row.encode()?))?;
+        }
+        Ok(())
     }
-    match serde_json::from_slice::<StepRecord>(value) {
-        Ok(record) => compact::seal(&record, base).unwrap_or_else(|_| value.to_vec()),
-        Err(_) => value.to_vec(),
+
+    /// A decided step's value in the current layout: read as its layout says
+    /// and sealed again against its experiment's starts, or as it was where
+    /// it fails its checksum or does not read.
+    fn step(&self, name: &str, value: &[u8]) -> Vec<u8> {
+        let starts = layout::step_of_key(name).and_then(|(e, _, _)| self.starts.get(e));
+        if checksum::matches(value) == Some(false) {
+            return value.to_vec();
+        }
+        match compact::read(self.old, &self.bases, name, value) {
+            Ok(record) => compact::seal(&record, starts.unwrap_or(&Starts::default()))
+                .unwrap_or_else(|_| value.to_vec()),
+            Err(_) => value.to_vec(),
+        }
     }
 }

@@ -67,14 +67,15 @@ pub use verify::{verify, Checked, Verification};
 /// reads every version up to it. 2: an export row beside every decided step.
 /// 3: compressed pages, steps' decisions against a base set. 4: a step's summaries
 /// left out where its runs give them (a layout-3 store is one as it is). 5: decided
-/// steps and their rows kept many to a key ([`blocks`]). 6: a step's functions
-/// against its experiment's reference profile ([`profile`]; a layout-5 store is
-/// one as it is).
+/// steps and their rows kept many to a key ([`blocks`]). 6: a step's points by
+/// number in its start, its functions against its experiment's reference profile
+/// ([`profile`]; a layout-5 store reads as it is).
 pub const SCHEMA_VERSION: u32 = 6;
 
 /// The oldest layout whose stores are of the current one as they are: a writer
-/// only records the new version.
-const SAME_AS_CURRENT_FROM: u32 = 5;
+/// only records the new version. (A layout-5 store reads as one of layout 6,
+/// but is migrated so that its steps take layout 6's room.)
+const SAME_AS_CURRENT_FROM: u32 = 6;
 
 /// The first layout with an export row beside every decided step.
 const ROWS_SINCE: u32 = 2;
