@@ -802,6 +802,34 @@ fn a_layout_5_store_reads_as_it_is_and_is_migrated_to_take_layout_6s_room() {
 }
 
 #[test]
+fn an_undecided_result_is_stored_against_its_start_and_reads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = campaign_with_functions(8);
+    let steps = std::mem::take(&mut c.steps);
+    let store = write_current(dir.path(), &c);
+    let results: Vec<&StepRecord> = steps
+        .iter()
+        .map(|(record, _)| record)
+        .filter(|r| r.key.experiment == "walk")
+        .collect();
+    for record in &results {
+        store.put_result(record).unwrap();
+    }
+    for record in &results {
+        assert_eq!(store.result(&record.key).unwrap().as_ref(), Some(*record));
+    }
+    drop(store);
+    let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
+    let stored: Vec<_> = db.scan_prefix("result/").map(Result::unwrap).collect();
+    assert_eq!(stored.len(), results.len());
+    for (key, value) in stored {
+        let value = String::from_utf8_lossy(&value);
+        assert!(value.contains("\"by_number\":true,"), "{key:?}: {value}");
+        assert!(!value.contains("unchanged_helper"), "{key:?}: {value}");
+    }
+}
+
+#[test]
 fn a_store_of_a_newer_layout_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     {

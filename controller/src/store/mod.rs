@@ -484,20 +484,31 @@ impl Store {
 
     /// Stores a measured, undecided step (flushed).
     pub fn put_result(&self, record: &StepRecord) -> Result<()> {
-        self.put(&layout::result_key(&record.key), record)
+        self.put_result_unflushed(record)?;
+        self.flush()
     }
 
     /// [`put_result`](Self::put_result) without the flush (group commit:
-    /// durable once a later [`flush`](Self::flush) returns).
+    /// durable once a later [`flush`](Self::flush) returns). Sealed as a decided
+    /// step is, against its experiment's start: a program's whole set in full
+    /// was hundreds of kilobytes a step, written and soon removed.
     pub fn put_result_unflushed(&self, record: &StepRecord) -> Result<()> {
-        self.db
-            .insert(layout::result_key(&record.key), serde_json::to_vec(record)?)?;
+        let mut batch = sled::Batch::default();
+        let starts = self.starts_for(&record.key.experiment, &mut batch)?;
+        let sealed = compact::seal(record, &starts)?;
+        batch.insert(layout::result_key(&record.key).as_bytes(), sealed);
+        self.db.apply_batch(batch)?;
         Ok(())
     }
 
-    /// A measured, undecided step, if stored.
+    /// A measured, undecided step, if stored (as it was sealed, or in full as
+    /// kilns before layout 6 stored it).
     pub fn result(&self, key: &StepKey) -> Result<Option<StepRecord>> {
-        self.get(&layout::result_key(key))
+        let key = layout::result_key(key);
+        match self.db.get(&key)? {
+            None => Ok(None),
+            Some(value) => self.read_step(&key, &value).map(Some),
+        }
     }
 
     /// A decided step, if stored.
