@@ -57,15 +57,33 @@ pub(super) fn noop_config(steps: u32, chains: u32, parallel: u32, workers: &str)
 
 /// What a campaign's exported steps table says of it.
 struct StepsRead {
-    steps: usize,
     ok: usize,
     cached: usize,
-    /// First dispatch to last decision, seconds.
-    span_s: f64,
     /// The median run, seconds.
     run_s: f64,
+    spans: Spans,
+}
+
+/// When a campaign's steps ran.
+struct Spans {
+    steps: usize,
+    /// First dispatch to last decision, seconds.
+    span_s: f64,
     /// Workers that ran at least one step.
     workers: usize,
+    /// First dispatch to the first step of the last worker to take one, seconds: how long
+    /// connecting every worker took while the others ran steps.
+    all_running_s: f64,
+    /// Steps decided once every worker had taken one, and the seconds from then to the last
+    /// decision: the rate a campaign keeps once all its workers are connected.
+    sustained: (usize, f64),
+}
+
+/// One step's row: its worker, when it was dispatched and decided (ms).
+struct StepTimes {
+    worker: String,
+    dispatched_ms: u64,
+    decided_ms: u64,
 }
 
 /// Reads a campaign's exported steps table.
@@ -85,30 +103,52 @@ fn parse_steps_csv(path: &Path) -> Result<StepsRead> {
         col("cached_from")?,
         col("worker")?,
     );
-    let (mut first, mut last) = (u64::MAX, 0u64);
-    let (mut steps, mut ok, mut cached) = (0, 0, 0);
+    let (mut ok, mut cached) = (0, 0);
     let mut walls = Vec::new();
-    let mut workers = std::collections::HashSet::new();
+    let mut times = Vec::new();
     for rec in r.records() {
         let rec = rec?;
-        steps += 1;
         ok += usize::from(&rec[c_out] == "ok");
         cached += usize::from(!rec[c_cached].is_empty());
-        workers.insert(rec[c_worker].to_string());
-        first = first.min(rec[c_disp].parse().unwrap_or(u64::MAX));
-        last = last.max(rec[c_dec].parse().unwrap_or(0));
         if let Ok(w) = rec[c_wall].parse::<f64>() {
             walls.push(w * 1e-9);
         }
+        times.push(StepTimes {
+            worker: rec[c_worker].to_string(),
+            dispatched_ms: rec[c_disp].parse().unwrap_or(u64::MAX),
+            decided_ms: rec[c_dec].parse().unwrap_or(0),
+        });
     }
     Ok(StepsRead {
-        steps,
         ok,
         cached,
-        span_s: last.saturating_sub(first) as f64 / 1e3,
         run_s: report::median(&walls),
-        workers: workers.len(),
+        spans: Spans::of(&times),
     })
+}
+
+impl Spans {
+    fn of(times: &[StepTimes]) -> Spans {
+        let first = times.iter().map(|t| t.dispatched_ms).min().unwrap_or(0);
+        let last = times.iter().map(|t| t.decided_ms).max().unwrap_or(0);
+        let mut first_of = std::collections::HashMap::new();
+        for t in times {
+            let at = first_of.entry(t.worker.as_str()).or_insert(u64::MAX);
+            *at = (*at).min(t.dispatched_ms);
+        }
+        let all_running = first_of.values().copied().max().unwrap_or(first);
+        let seconds = |from: u64, to: u64| to.saturating_sub(from) as f64 / 1e3;
+        Spans {
+            steps: times.len(),
+            span_s: seconds(first, last),
+            workers: first_of.len(),
+            all_running_s: seconds(first, all_running),
+            sustained: (
+                times.iter().filter(|t| t.decided_ms > all_running).count(),
+                seconds(all_running, last),
+            ),
+        }
+    }
 }
 
 impl Suite {
@@ -163,21 +203,30 @@ impl Suite {
         rep: usize,
         r: &CampaignRun,
     ) {
-        let n = r.table.steps as f64;
+        let n = r.table.spans.steps as f64;
         let a = &r.account;
         let all = a.tree_cpu_s + r.remote_cpu_s;
         for (metric, value) in [
             ("steps", n),
-            ("failed_steps", (r.table.steps - r.table.ok) as f64),
+            ("failed_steps", (r.table.spans.steps - r.table.ok) as f64),
             ("cached_steps", r.table.cached as f64),
-            ("workers_used", r.table.workers as f64),
+            ("workers_used", r.table.spans.workers as f64),
             ("wall_s", a.wall_s),
-            ("span_s", r.table.span_s),
-            ("steps_per_s", n / r.table.span_s),
+            ("span_s", r.table.spans.span_s),
+            ("steps_per_s", n / r.table.spans.span_s),
+            ("all_running_s", r.table.spans.all_running_s),
+            (
+                "steps_per_s_sustained",
+                r.table.spans.sustained.0 as f64 / r.table.spans.sustained.1,
+            ),
+            ("sustained_s", r.table.spans.sustained.1),
             ("steps_per_s_end_to_end", n / a.wall_s),
-            ("step_ms", 1e3 * r.table.span_s / n),
+            ("step_ms", 1e3 * r.table.spans.span_s / n),
             ("run_ms", 1e3 * r.table.run_s),
-            ("overhead_ms", 1e3 * (r.table.span_s / n - r.table.run_s)),
+            (
+                "overhead_ms",
+                1e3 * (r.table.spans.span_s / n - r.table.run_s),
+            ),
             ("ctl_cpu_ms_per_step", 1e3 * a.self_cpu_s() / n),
             ("ctl_user_ms_per_step", 1e3 * a.self_user_s / n),
             ("ctl_sys_ms_per_step", 1e3 * a.self_sys_s / n),
@@ -203,13 +252,13 @@ impl Suite {
         }
         eprintln!(
             "  {config:<10} {tool:<10} rep {rep}: {:>5} steps, {:>7.1} steps/s ({:.1} end to end), step {:.3} ms, run {:.3} ms, controller CPU {:.3} ms/step{}",
-            r.table.steps,
-            n / r.table.span_s,
+            r.table.spans.steps,
+            n / r.table.spans.span_s,
             n / a.wall_s,
-            1e3 * r.table.span_s / n,
+            1e3 * r.table.spans.span_s / n,
             1e3 * r.table.run_s,
             1e3 * a.self_cpu_s() / n,
-            if r.table.steps != r.table.ok { format!(", {} FAILED", r.table.steps - r.table.ok) } else { String::new() }
+            if r.table.spans.steps != r.table.ok { format!(", {} FAILED", r.table.spans.steps - r.table.ok) } else { String::new() }
         );
     }
 }

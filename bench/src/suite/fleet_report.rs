@@ -56,8 +56,13 @@ impl Suite {
              PSS (shared pages split among them). \
              Descriptors, threads and processes are the most seen at once, sampled every half \
              second. kiln-worker is in every worker's folder before the campaign (a week's \
-             campaign deploys once); workers used = those that ran at least one step. Per \
-             worker = (figure at {FLEET} − figure at {FEW}) / {}.\n",
+             campaign deploys once); workers used = those that ran at least one step. Steps/s \
+             counts from the first dispatch to the last decision, connections included; \
+             \"all running after\" is the time until the last worker took its first step \
+             (each connection logs in, checks the deployed files' hashes and starts `serve`, \
+             sixteen at once, on the same two cores that run the steps), and \"sustained\" \
+             the rate of the steps decided from then on, as a week's campaign runs once \
+             connected. Per worker = (figure at {FLEET} − figure at {FEW}) / {}.\n",
             FLEET + 1,
             p.after,
             self.sizes.fleet_steps,
@@ -75,6 +80,9 @@ impl Suite {
         let columns = [
             ("workers used", "workers_used"),
             ("steps/s", "steps_per_s"),
+            ("all running after s", "all_running_s"),
+            ("steps/s sustained", "steps_per_s_sustained"),
+            ("sustained for s", "sustained_s"),
             ("ctl CPU ms/step", "ctl_cpu_ms_per_step"),
             ("ctl cores", "ctl_cores"),
             ("machine busy", "machine_busy"),
@@ -149,16 +157,18 @@ fn fleet_targets(p: &Page<'_>, per: &PerWorker) -> Vec<Target> {
     let at_fleet = |metric: &str| {
         p.r.median(SECTION, &format!("ssh-{FLEET}"), p.after, metric)
     };
-    let rate = at_fleet("steps_per_s");
+    let rate = at_fleet("steps_per_s_sustained");
     // A figure of the large run stands for FLEET workers only where every one of them ran.
     let used = at_fleet("workers_used");
     let all_used = used == Some(FLEET as f64);
     let mut targets = vec![
         (
-            format!("≥ 500 no-op steps/s across {FLEET} SSH workers"),
+            format!("≥ 500 no-op steps/s sustained across {FLEET} SSH workers"),
             format!("{} steps/s", fmt(rate)),
             format!(
-                "25 chains × parallel 4, one slot a worker; {} workers ran steps",
+                "once all were running ({} steps/s with connecting); 25 chains × parallel 4, \
+                 one slot a worker; {} workers ran steps",
+                fmt(at_fleet("steps_per_s")),
                 fmt(used)
             ),
             rate.map(|r| r >= 500.0 && all_used),

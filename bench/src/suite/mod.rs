@@ -175,7 +175,7 @@ impl Sizes {
                 latency_steps: 500,
                 stores: vec![100_000],
                 scale_steps: 100,
-                fleet_steps: 100,
+                fleet_steps: 400,
             }
         } else {
             Sizes {
@@ -189,7 +189,7 @@ impl Sizes {
                 latency_steps: 2000,
                 stores: vec![100_000, 1_000_000],
                 scale_steps: 250,
-                fleet_steps: 400,
+                fleet_steps: 1400,
             }
         };
         if let Some(max) = opts.max_store {
