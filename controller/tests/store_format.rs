@@ -17,7 +17,7 @@ use crate::common::*;
 use kiln_controller::export::{self, ExportOptions, Table};
 use kiln_controller::store::{
     blocks, manual_experiment, open_database, pages_compressed, verify as verify_store, ChainState,
-    Decision, ExperimentInfo, Incumbent, Reference, StepKey, StepKind, StepRecord, Store,
+    Decision, ExperimentInfo, Incumbent, Proposal, Reference, StepKey, StepKind, StepRecord, Store,
     SCHEMA_VERSION,
 };
 use kiln_protocol::message::{
@@ -1152,4 +1152,98 @@ fn a_layout_3_store_is_migrated_when_opened_to_write() {
     for (record, _) in &c.steps {
         assert_eq!(store.step(&record.key).unwrap().as_ref(), Some(record));
     }
+}
+
+/// An inlining experiment's start: `n` sites named as clang names them, all inlined.
+fn info_of_sites(n: usize) -> ExperimentInfo {
+    let site = |k: usize| SiteId(format!("DEREF @ setup_frame_{k}:47:4"));
+    let mut info = info();
+    info.baseline.decisions =
+        DecisionSet((0..n).map(|k| (site(k), DecisionValue::Int(1))).collect());
+    info.discovery.baseline = info.baseline.decisions.clone();
+    info
+}
+
+/// `start` with the points numbered `flipped` set to 0: a set and its diff from `start`.
+fn flipped(start: &DecisionSet, flipped: &[usize]) -> (DecisionSet, DecisionSet) {
+    let mut set = start.clone();
+    for (k, value) in set.0.values_mut().enumerate() {
+        if flipped.contains(&k) {
+            *value = DecisionValue::Int(0);
+        }
+    }
+    let diff = set.diff_from(start);
+    (set, diff)
+}
+
+#[test]
+fn a_chains_state_is_stored_against_its_experiments_start_and_reads_back() {
+    let info = info_of_sites(400);
+    let start = &info.baseline.decisions;
+    let mut state = ChainState::at_start(start, vec![1e6], ChaCha8Rng::seed_from_u64(3), 0.1, 0);
+    state.current.decisions = flipped(start, &[3, 70]).0;
+    for (step, points) in [(5, [3, 70, 9]), (6, [3, 70, 399])] {
+        let (decisions, diff) = flipped(start, &points);
+        let proposal = Proposal {
+            kind: StepKind::Proposal,
+            decisions,
+            parent: Some(4),
+            diff,
+            temperature: 0.1,
+            race: None,
+        };
+        state.pending.insert(step, proposal);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.put_config(CONFIG, 1).unwrap();
+    store.put_experiment("walk", &info).unwrap();
+    store.put_chain("walk", 0, &state).unwrap();
+    drop(store);
+    let (stored, _) = raw(dir.path(), "chain/walk/000000", "chainsets/walk/000000/");
+    let stored = String::from_utf8(stored).unwrap();
+    let opening = format!("{{\"base\":\"{}\",\"by_number\":true,", start.hash());
+    assert!(stored.starts_with(&opening), "{}", &stored[..200]);
+    assert!(!stored.contains("setup_frame"), "no site by name: {stored}");
+    let whole = serde_json::to_vec(&state).unwrap().len();
+    assert!(
+        stored.len() * 20 < whole,
+        "{} bytes, {whole} in full",
+        stored.len()
+    );
+    let view = reopen(|| Store::open_existing(dir.path()));
+    let mut back = view.chain("walk", 0).unwrap().unwrap();
+    back.set_count = state.set_count;
+    assert_eq!(back, state);
+    // `kiln store verify` reads every state: its start gone, the state is unreadable, by name.
+    drop(view);
+    let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
+    db.remove(format!("set/{}", start.hash())).unwrap();
+    db.flush().unwrap();
+    drop(db);
+    let err = verify_store(dir.path(), &mut |_| {}).unwrap_err();
+    let err = format!("{err:#}");
+    assert!(
+        err.contains("chain/walk/000000") && err.contains("is missing"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_chains_state_whose_set_lacks_a_point_of_its_start_is_stored_whole() {
+    let info = info_of_sites(40);
+    let start = &info.baseline.decisions;
+    let mut state = ChainState::at_start(start, vec![1e6], ChaCha8Rng::seed_from_u64(3), 0.1, 0);
+    state.best.decisions.0.pop_first();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    store.put_experiment("walk", &info).unwrap();
+    store.put_chain("walk", 0, &state).unwrap();
+    drop(store);
+    let (stored, _) = raw(dir.path(), "chain/walk/000000", "chainsets/walk/000000/");
+    assert!(stored.starts_with(b"{\"next_decide\":"));
+    let view = reopen(|| Store::open_existing(dir.path()));
+    let mut back = view.chain("walk", 0).unwrap().unwrap();
+    back.set_count = state.set_count;
+    assert_eq!(back, state);
 }

@@ -11,6 +11,15 @@ use anyhow::{Context, Result};
 
 use kiln_protocol::{DecisionSet, SiteId};
 
+/// The decision sets of a stored record that its base rewrites.
+#[derive(Default)]
+pub(super) struct Sets<'a> {
+    /// Whole sets (a step's decisions, a chain's current one): written as their difference.
+    pub whole: Vec<&'a mut DecisionSet>,
+    /// Differences already (a step's diff from its parent): written as they are.
+    pub diffs: Vec<&'a mut DecisionSet>,
+}
+
 /// A base set with its points numbered.
 #[derive(Debug)]
 pub(super) struct BaseSet {
@@ -65,6 +74,48 @@ impl BaseSet {
         points.collect::<Option<_>>().map(DecisionSet)
     }
 
+    /// Writes `sets` against the base: each whole set as its difference, and every set by
+    /// number where the base holds all of their points; whether by number. `None` (the sets
+    /// left as they are) where a whole set lacks a point of the base.
+    pub fn write(&self, mut sets: Sets<'_>) -> Option<bool> {
+        if !sets.whole.iter().all(|set| self.covered_by(set)) {
+            return None;
+        }
+        for set in sets.whole.iter_mut() {
+            **set = self.difference(set);
+        }
+        let all = || sets.whole.iter().chain(&sets.diffs);
+        let Some(numbered) = all()
+            .map(|set| self.numbered(set))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return Some(false);
+        };
+        for (set, numbered) in sets.whole.into_iter().chain(sets.diffs).zip(numbered) {
+            *set = numbered;
+        }
+        Some(true)
+    }
+
+    /// `sets` as [`BaseSet::write`] wrote them (`by_number` as it returned), read back.
+    pub fn read(&self, sets: Sets<'_>, by_number: bool) -> Result<()> {
+        let named = |set: &mut DecisionSet| -> Result<DecisionSet> {
+            let set = std::mem::take(set);
+            if by_number {
+                self.named(set)
+            } else {
+                Ok(set)
+            }
+        };
+        for set in sets.diffs {
+            *set = named(set)?;
+        }
+        for set in sets.whole {
+            *set = self.apply(named(set)?);
+        }
+        Ok(())
+    }
+
     /// `set`, its points named by their numbers, named again.
     pub fn named(&self, set: DecisionSet) -> Result<DecisionSet> {
         let point = |number: &SiteId| {
@@ -104,6 +155,31 @@ mod tests {
         assert_eq!(base.apply(delta), step);
         // A set without a point of the base cannot be written against it.
         assert!(!base.covered_by(&set(&[("a", 1)])));
+    }
+
+    #[test]
+    fn sets_written_against_the_base_read_back_as_they_were() {
+        let base = BaseSet::new(set(&[("a", 1), ("b", 0), ("c", 1)]));
+        let (whole, diff) = (set(&[("a", 0), ("b", 0), ("c", 1)]), set(&[("a", 0)]));
+        let (mut w, mut d) = (whole.clone(), diff.clone());
+        fn sets<'a>(whole: &'a mut DecisionSet, diff: &'a mut DecisionSet) -> Sets<'a> {
+            Sets {
+                whole: vec![whole],
+                diffs: vec![diff],
+            }
+        }
+        assert_eq!(base.write(sets(&mut w, &mut d)), Some(true));
+        assert_eq!((&w, &d), (&set(&[("0", 0)]), &set(&[("0", 0)])));
+        base.read(sets(&mut w, &mut d), true).unwrap();
+        assert_eq!((w, d), (whole.clone(), diff.clone()));
+        // A point the base lacks: the difference by name.
+        let (mut w, mut d) = (set(&[("a", 1), ("b", 0), ("c", 1), ("e", 1)]), diff.clone());
+        assert_eq!(base.write(sets(&mut w, &mut d)), Some(false));
+        assert_eq!(w, set(&[("e", 1)]));
+        // A whole set without a point of the base: left whole.
+        let (mut w, mut d) = (set(&[("a", 1)]), diff);
+        assert_eq!(base.write(sets(&mut w, &mut d)), None);
+        assert_eq!(w, set(&[("a", 1)]));
     }
 
     #[test]

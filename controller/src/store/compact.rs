@@ -27,9 +27,9 @@ use anyhow::{Context, Result};
 use kiln_protocol::message::summarise;
 use kiln_protocol::{ContentHash, DecisionSet};
 
-use super::base_set::BaseSet;
+use super::base_set::{BaseSet, Sets};
 use super::profile::{self, Profile, ProfileBase, ProfileDelta};
-use super::{checksum, layout, ExperimentInfo, StepRecord, Store};
+use super::{checksum, layout, ChainState, ExperimentInfo, StepRecord, Store};
 
 const BASE_OPEN: &[u8] = b"\"base\":\"";
 const BASE_CLOSE: &[u8] = b"\",";
@@ -96,24 +96,10 @@ struct Header {
 /// (by number where the start holds all of theirs and its diff's), its functions as they differ from its reference profile, its summaries
 /// left out where its runs give them, sealed with its checksum.
 pub(super) fn seal(record: &StepRecord, starts: &Starts) -> Result<Vec<u8>> {
-    let base = (starts.decisions.as_ref()).filter(|(_, base)| base.covered_by(&record.decisions));
     let m = &record.result.measurement;
     let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
     let mut written = record.clone();
-    let mut body = b"{".to_vec();
-    if let Some((hash, base)) = base {
-        written.decisions = base.difference(&record.decisions);
-        body.extend_from_slice(BASE_OPEN);
-        body.extend_from_slice(hash.to_string().as_bytes());
-        body.extend_from_slice(BASE_CLOSE);
-        if let (Some(decisions), Some(diff)) = (
-            base.numbered(&written.decisions),
-            base.numbered(&record.diff),
-        ) {
-            (written.decisions, written.diff) = (decisions, diff);
-            body.extend_from_slice(BY_NUMBER);
-        }
-    }
+    let mut body = against_start(starts, step_sets(&mut written));
     if let Some(delta) = (starts.profile.as_ref()).and_then(|p| profile::subtract(&mut written, p))
     {
         body.extend_from_slice(PROFILE_OPEN);
@@ -126,6 +112,57 @@ pub(super) fn seal(record: &StepRecord, starts: &Starts) -> Result<Vec<u8>> {
     }
     body.extend_from_slice(&serde_json::to_vec(&written)?[1..]);
     Ok(checksum::seal(&body))
+}
+
+/// The stored value of a chain's state: its JSON, its sets (where it is, its best, its
+/// pending proposals) written against its experiment's start as a step's are. A state is
+/// written again at every step, and a program's whole set is hundreds of kilobytes: twice
+/// that a step, for states that changed a few points.
+pub(super) fn seal_chain(state: &ChainState, starts: &Starts) -> Result<Vec<u8>> {
+    let mut written = state.clone();
+    let mut body = against_start(starts, chain_sets(&mut written));
+    body.extend_from_slice(&serde_json::to_vec(&written)?[1..]);
+    Ok(body)
+}
+
+/// The opening of a stored value whose `sets` are written against `starts`' set where they
+/// can be (`{"base":"<hash>",` and `"by_number":true,` where by number), `{` otherwise.
+fn against_start(starts: &Starts, sets: Sets<'_>) -> Vec<u8> {
+    let mut body = b"{".to_vec();
+    let Some((hash, base)) = &starts.decisions else {
+        return body;
+    };
+    if let Some(by_number) = base.write(sets) {
+        body.extend_from_slice(BASE_OPEN);
+        body.extend_from_slice(hash.to_string().as_bytes());
+        body.extend_from_slice(BASE_CLOSE);
+        if by_number {
+            body.extend_from_slice(BY_NUMBER);
+        }
+    }
+    body
+}
+
+/// A step's sets that its start rewrites: its decisions, and its diff from its parent.
+fn step_sets(record: &mut StepRecord) -> Sets<'_> {
+    Sets {
+        whole: vec![&mut record.decisions],
+        diffs: vec![&mut record.diff],
+    }
+}
+
+/// A chain state's sets that its start rewrites: where it is, its best, its pending
+/// proposals' sets and their diffs.
+fn chain_sets(state: &mut ChainState) -> Sets<'_> {
+    let mut sets = Sets {
+        whole: vec![&mut state.current.decisions, &mut state.best.decisions],
+        diffs: Vec::new(),
+    };
+    for proposal in state.pending.values_mut() {
+        sets.whole.push(&mut proposal.decisions);
+        sets.diffs.push(&mut proposal.diff);
+    }
+    sets
 }
 
 /// A stored step's header, read from the fields before its record's.
@@ -193,6 +230,13 @@ impl Store {
     pub fn read_step(&self, key: &str, value: &[u8]) -> Result<StepRecord> {
         read(&self.db, &self.bases, key, value)
     }
+
+    /// The chain state stored under `key`, if any.
+    pub(super) fn read_chain(&self, key: &str) -> Result<Option<ChainState>> {
+        (self.db.get(key)?)
+            .map(|value| read_chain(&self.db, &self.bases, key, &value))
+            .transpose()
+    }
 }
 
 fn lock(bases: &Mutex<Bases>) -> std::sync::MutexGuard<'_, Bases> {
@@ -212,14 +256,7 @@ pub(super) fn read(
     let header = header(value).with_context(unreadable)?;
     if let Some(hash) = header.base {
         let base = base(db, bases, &hash).with_context(unreadable)?;
-        let mut delta = std::mem::take(&mut record.decisions);
-        if header.by_number {
-            delta = base.named(delta).with_context(unreadable)?;
-            record.diff = base
-                .named(std::mem::take(&mut record.diff))
-                .with_context(unreadable)?;
-        }
-        record.decisions = base.apply(delta);
+        (base.read(step_sets(&mut record), header.by_number)).with_context(unreadable)?;
     }
     if let Some(delta) = header.profile {
         let base = profile(db, bases, &delta.of).with_context(unreadable)?;
@@ -230,6 +267,24 @@ pub(super) fn read(
         m.summary = summarise(&m.runs);
     }
     Ok(record)
+}
+
+/// A chain's state read from its stored value (under `key`) in `db`, the set it names
+/// read through `bases`.
+pub(super) fn read_chain(
+    db: &sled::Db,
+    bases: &Mutex<Bases>,
+    key: &str,
+    value: &[u8],
+) -> Result<ChainState> {
+    let unreadable = || format!("store key {key} holds unreadable data");
+    let mut state: ChainState = serde_json::from_slice(value).with_context(unreadable)?;
+    let header = header(value).with_context(unreadable)?;
+    if let Some(hash) = header.base {
+        let base = base(db, bases, &hash).with_context(unreadable)?;
+        (base.read(chain_sets(&mut state), header.by_number)).with_context(unreadable)?;
+    }
+    Ok(state)
 }
 
 /// The base set stored under `hash`.

@@ -8,7 +8,7 @@
 //! | `meta/config` | normalized config text |
 //! | `meta/created-ms` | creation time |
 //! | `exp/<experiment>` | `ExperimentInfo`: decision points, baseline, references |
-//! | `chain/<experiment>/<chain>` | `ChainState`, its measured sets counted (an older kiln's held them) |
+//! | `chain/<experiment>/<chain>` | `ChainState`, its measured sets counted (an older kiln's held them), its sets against its experiment's start since layout 7 (`compact.rs`) |
 //! | `chainsets/<experiment>/<chain>/<block>` | the sets the chain measured, with their objectives (`ChainState::sets`), 16 to a block, each written in the batch of the step that measures it (again when measured again); layout 5 on |
 //! | `chainset/<experiment>/<chain>/<hash>` | layouts up to 4: one such set |
 //! | `steps/<experiment>/<chain>/<block>` | the decided steps `16 × block` on, each a `StepRecord` (`blocks.rs`); layout 5 on |

@@ -69,8 +69,10 @@ pub use verify::{verify, Checked, Verification};
 /// left out where its runs give them (a layout-3 store is one as it is). 5: decided
 /// steps and their rows kept many to a key ([`blocks`]). 6: a step's points by
 /// number in its start, its functions against its experiment's reference profile
-/// ([`profile`]; a layout-5 store reads as it is).
-pub const SCHEMA_VERSION: u32 = 6;
+/// ([`profile`]; a layout-5 store reads as it is). 7: a chain's state written
+/// against its experiment's start as its steps are (a layout-6 store is one as it is:
+/// its states are rewritten as its chains go on).
+pub const SCHEMA_VERSION: u32 = 7;
 
 /// The oldest layout whose stores are of the current one as they are: a writer
 /// only records the new version. (A layout-5 store reads as one of layout 6,
@@ -177,8 +179,10 @@ impl Store {
     /// How many steps each chain's state says it decided.
     fn chain_counts(&self) -> Result<BTreeMap<marks::Chain, u32>> {
         let mut counts = BTreeMap::new();
-        for item in self.scan::<ChainState>(layout::CHAINS) {
-            let (key, state) = item?;
+        for item in self.db.scan_prefix(layout::CHAINS) {
+            let (key, value) = item?;
+            let key = String::from_utf8_lossy(&key);
+            let state = compact::read_chain(&self.db, &self.bases, &key, &value)?;
             let (experiment, chain) = layout::chain_of_key(&key)
                 .with_context(|| format!("store key {key} names no chain"))?;
             counts.insert((experiment.to_string(), chain), state.next_decide);
@@ -366,7 +370,7 @@ impl Store {
     }
 
     fn chain_as(&self, experiment: &str, chain: u32, sets: bool) -> Result<Option<ChainState>> {
-        let Some(mut state) = self.get::<ChainState>(&layout::chain_key(experiment, chain))? else {
+        let Some(mut state) = self.read_chain(&layout::chain_key(experiment, chain))? else {
             return Ok(None);
         };
         if state.sets.is_empty() && (sets || state.set_count == 0) {
@@ -566,9 +570,10 @@ impl Store {
         state: &ChainState,
         sets: impl Iterator<Item = &'a ContentHash>,
     ) -> Result<()> {
+        let starts = self.starts_for(experiment, batch)?;
         batch.insert(
             layout::chain_key(experiment, chain).as_bytes(),
-            serde_json::to_vec(state)?,
+            compact::seal_chain(state, &starts)?,
         );
         for hash in sets {
             if let Some(samples) = state.sets.get(hash) {
