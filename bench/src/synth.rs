@@ -314,7 +314,7 @@ pub fn build(dir: &Path, steps: u64, chains: u32) -> Result<Built> {
         store.import_steps(&batch)?;
         // The chain's state once, as a campaign leaves it (rewriting it per
         // step, as a campaign does, only adds garbage for sled to clean).
-        store.put_chain("noop", chain, &state)?;
+        store.put_chain("noop", chain, &mut state)?;
     }
     store.flush()?;
     // As a controller that ends seals it, for `kiln status` to read.
@@ -391,7 +391,7 @@ pub fn latency(dir: &Path, n: u32) -> Result<Latencies> {
     store.put_experiment("noop", &info)?;
     let mut g = Gen(7);
     let mut state = chain_state(&info.baseline.samples);
-    store.put_chain("noop", 0, &state)?;
+    store.put_chain("noop", 0, &mut state)?;
     let mut out = Latencies {
         put_result: Vec::new(),
         decide: Vec::new(),
@@ -404,7 +404,7 @@ pub fn latency(dir: &Path, n: u32) -> Result<Latencies> {
         out.put_result.push(t.elapsed().as_secs_f64());
         record.decision = decision;
         let t = Instant::now();
-        store.decide(&record, &state)?;
+        store.decide(&record, &mut state)?;
         out.decide.push(t.elapsed().as_secs_f64());
     }
     Ok(out)

@@ -203,7 +203,7 @@ fn synthetic_store_pinning(
     store.put_experiment("linear", &info).unwrap();
     for chain in 0..2 {
         let mut state = chain_state(&baseline, &baseline_samples);
-        store.put_chain("linear", chain, &state).unwrap();
+        store.put_chain("linear", chain, &mut state).unwrap();
         for step in 0..steps {
             let decisions = DecisionSet(
                 (0..EFFECTS.len())
@@ -288,7 +288,7 @@ fn synthetic_store_pinning(
             if let Some(progress) = &mut state.progress {
                 progress.note(step, Some(&record.worker), objective, BASE_COST, point);
             }
-            store.decide(&record, &state).unwrap();
+            store.decide(&record, &mut state).unwrap();
         }
     }
     store

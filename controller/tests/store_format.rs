@@ -371,7 +371,7 @@ fn write_current(dir: &Path, c: &Campaign) -> Store {
 
 fn write_step(store: &Store, c: &Campaign, record: &StepRecord, state: Option<&ChainState>) {
     match state {
-        Some(state) => store.decide(record, state).unwrap(),
+        Some(state) => store.decide(record, &mut state.clone()).unwrap(),
         None => {
             let info = &c
                 .experiments
@@ -1198,7 +1198,7 @@ fn a_chains_state_is_stored_against_its_experiments_start_and_reads_back() {
     let store = Store::open(dir.path()).unwrap();
     store.put_config(CONFIG, 1).unwrap();
     store.put_experiment("walk", &info).unwrap();
-    store.put_chain("walk", 0, &state).unwrap();
+    store.put_chain("walk", 0, &mut state).unwrap();
     drop(store);
     let (stored, _) = raw(dir.path(), "chain/walk/000000", "chainsets/walk/000000/");
     let stored = String::from_utf8(stored).unwrap();
@@ -1238,7 +1238,7 @@ fn a_chains_state_whose_set_lacks_a_point_of_its_start_is_stored_whole() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     store.put_experiment("walk", &info).unwrap();
-    store.put_chain("walk", 0, &state).unwrap();
+    store.put_chain("walk", 0, &mut state).unwrap();
     drop(store);
     let (stored, _) = raw(dir.path(), "chain/walk/000000", "chainsets/walk/000000/");
     assert!(stored.starts_with(b"{\"next_decide\":"));

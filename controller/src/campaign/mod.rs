@@ -144,7 +144,7 @@ pub fn open_store(config: &CampaignConfig, force_new: bool) -> Result<Store> {
     let store = Store::open(dir)?;
     if let Some(from) = store.migrated_from() {
         logging::note(format_args!(
-            "store {} migrated from layout {from} to {} (compressed; `kiln store migrate` does it alone)",
+            "store {} migrated from layout {from} to {} (`kiln store migrate` does it alone)",
             dir.display(),
             crate::store::SCHEMA_VERSION
         ));
@@ -653,13 +653,13 @@ impl Running<'_> {
         let state = match self.store.chain(name, chain)? {
             Some(state) => chain::resume(&ctx, state),
             None => {
-                let state = chain::start(
+                let mut state = chain::start(
                     &ctx,
                     chain,
                     &p.info.baseline.decisions,
                     p.info.baseline.samples.clone(),
                 );
-                self.store.put_chain(name, chain, &state)?;
+                self.store.put_chain(name, chain, &mut state)?;
                 state
             }
         };

@@ -20,6 +20,24 @@ pub(super) struct Sets<'a> {
     pub diffs: Vec<&'a mut DecisionSet>,
 }
 
+impl Sets<'_> {
+    /// Puts back the sets as they were before [`BaseSet::write`] wrote them.
+    pub fn put_back(self, originals: Vec<DecisionSet>) {
+        for (set, original) in self.whole.into_iter().chain(self.diffs).zip(originals) {
+            *set = original;
+        }
+    }
+}
+
+/// What [`BaseSet::write`] did.
+pub(super) struct Written {
+    /// Whether it named the points by number.
+    pub by_number: bool,
+    /// The sets as they were (whole sets, then diffs), for [`Sets::put_back`]: a chain's
+    /// state is written in place, not copied with every set it measured.
+    pub originals: Vec<DecisionSet>,
+}
+
 /// A base set with its points numbered.
 #[derive(Debug)]
 pub(super) struct BaseSet {
@@ -75,26 +93,36 @@ impl BaseSet {
     }
 
     /// Writes `sets` against the base: each whole set as its difference, and every set by
-    /// number where the base holds all of their points; whether by number. `None` (the sets
-    /// left as they are) where a whole set lacks a point of the base.
-    pub fn write(&self, mut sets: Sets<'_>) -> Option<bool> {
+    /// number where the base holds all of their points. `None` (the sets left as they are)
+    /// where a whole set lacks a point of the base.
+    pub fn write(&self, mut sets: Sets<'_>) -> Option<Written> {
         if !sets.whole.iter().all(|set| self.covered_by(set)) {
             return None;
         }
+        let mut originals = Vec::with_capacity(sets.whole.len() + sets.diffs.len());
         for set in sets.whole.iter_mut() {
-            **set = self.difference(set);
+            let original = std::mem::take(*set);
+            **set = self.difference(&original);
+            originals.push(original);
         }
+        originals.extend(sets.diffs.iter().map(|diff| (**diff).clone()));
         let all = || sets.whole.iter().chain(&sets.diffs);
-        let Some(numbered) = all()
+        let numbered = all()
             .map(|set| self.numbered(set))
-            .collect::<Option<Vec<_>>>()
-        else {
-            return Some(false);
-        };
-        for (set, numbered) in sets.whole.into_iter().chain(sets.diffs).zip(numbered) {
+            .collect::<Option<Vec<_>>>();
+        let by_number = numbered.is_some();
+        for (set, numbered) in sets
+            .whole
+            .into_iter()
+            .chain(sets.diffs)
+            .zip(numbered.into_iter().flatten())
+        {
             *set = numbered;
         }
-        Some(true)
+        Some(Written {
+            by_number,
+            originals,
+        })
     }
 
     /// `sets` as [`BaseSet::write`] wrote them (`by_number` as it returned), read back.
@@ -168,17 +196,23 @@ mod tests {
                 diffs: vec![diff],
             }
         }
-        assert_eq!(base.write(sets(&mut w, &mut d)), Some(true));
+        let written = base.write(sets(&mut w, &mut d)).unwrap();
+        assert!(written.by_number);
         assert_eq!((&w, &d), (&set(&[("0", 0)]), &set(&[("0", 0)])));
+        assert_eq!(written.originals, [whole.clone(), diff.clone()]);
         base.read(sets(&mut w, &mut d), true).unwrap();
-        assert_eq!((w, d), (whole.clone(), diff.clone()));
+        assert_eq!((&w, &d), (&whole, &diff));
+        // Written in place, and put back.
+        base.write(sets(&mut w, &mut d)).unwrap();
+        sets(&mut w, &mut d).put_back(written.originals);
+        assert_eq!((&w, &d), (&whole, &diff));
         // A point the base lacks: the difference by name.
         let (mut w, mut d) = (set(&[("a", 1), ("b", 0), ("c", 1), ("e", 1)]), diff.clone());
-        assert_eq!(base.write(sets(&mut w, &mut d)), Some(false));
+        assert!(!base.write(sets(&mut w, &mut d)).unwrap().by_number);
         assert_eq!(w, set(&[("e", 1)]));
         // A whole set without a point of the base: left whole.
         let (mut w, mut d) = (set(&[("a", 1)]), diff);
-        assert_eq!(base.write(sets(&mut w, &mut d)), None);
+        assert!(base.write(sets(&mut w, &mut d)).is_none());
         assert_eq!(w, set(&[("a", 1)]));
     }
 

@@ -99,7 +99,7 @@ pub(super) fn seal(record: &StepRecord, starts: &Starts) -> Result<Vec<u8>> {
     let m = &record.result.measurement;
     let of_runs = !m.summary.is_empty() && summarise(&m.runs) == m.summary;
     let mut written = record.clone();
-    let mut body = against_start(starts, step_sets(&mut written));
+    let (mut body, _) = against_start(starts, step_sets(&mut written));
     if let Some(delta) = (starts.profile.as_ref()).and_then(|p| profile::subtract(&mut written, p))
     {
         body.extend_from_slice(PROFILE_OPEN);
@@ -117,30 +117,36 @@ pub(super) fn seal(record: &StepRecord, starts: &Starts) -> Result<Vec<u8>> {
 /// The stored value of a chain's state: its JSON, its sets (where it is, its best, its
 /// pending proposals) written against its experiment's start as a step's are. A state is
 /// written again at every step, and a program's whole set is hundreds of kilobytes: twice
-/// that a step, for states that changed a few points.
-pub(super) fn seal_chain(state: &ChainState, starts: &Starts) -> Result<Vec<u8>> {
-    let mut written = state.clone();
-    let mut body = against_start(starts, chain_sets(&mut written));
-    body.extend_from_slice(&serde_json::to_vec(&written)?[1..]);
+/// that a step, for states that changed a few points. The sets are written in place and put
+/// back: a copy of the state would copy every set the chain measured.
+pub(super) fn seal_chain(state: &mut ChainState, starts: &Starts) -> Result<Vec<u8>> {
+    let (mut body, originals) = against_start(starts, chain_sets(state));
+    let json = serde_json::to_vec(state);
+    if let Some(originals) = originals {
+        chain_sets(state).put_back(originals);
+    }
+    body.extend_from_slice(&json?[1..]);
     Ok(body)
 }
 
 /// The opening of a stored value whose `sets` are written against `starts`' set where they
-/// can be (`{"base":"<hash>",` and `"by_number":true,` where by number), `{` otherwise.
-fn against_start(starts: &Starts, sets: Sets<'_>) -> Vec<u8> {
+/// can be (`{"base":"<hash>",` and `"by_number":true,` where by number), `{` otherwise; and
+/// the sets as they were where it wrote them.
+fn against_start(starts: &Starts, sets: Sets<'_>) -> (Vec<u8>, Option<Vec<DecisionSet>>) {
     let mut body = b"{".to_vec();
     let Some((hash, base)) = &starts.decisions else {
-        return body;
+        return (body, None);
     };
-    if let Some(by_number) = base.write(sets) {
-        body.extend_from_slice(BASE_OPEN);
-        body.extend_from_slice(hash.to_string().as_bytes());
-        body.extend_from_slice(BASE_CLOSE);
-        if by_number {
-            body.extend_from_slice(BY_NUMBER);
-        }
+    let Some(written) = base.write(sets) else {
+        return (body, None);
+    };
+    body.extend_from_slice(BASE_OPEN);
+    body.extend_from_slice(hash.to_string().as_bytes());
+    body.extend_from_slice(BASE_CLOSE);
+    if written.by_number {
+        body.extend_from_slice(BY_NUMBER);
     }
-    body
+    (body, Some(written.originals))
 }
 
 /// A step's sets that its start rewrites: its decisions, and its diff from its parent.

@@ -378,7 +378,7 @@ impl Store {
         } else if !state.sets.is_empty() && self.marks.is_some() {
             // An older kiln kept them inside the state: a controller moves them out (a view
             // writes nothing), so that the state it writes at each step leaves them out.
-            self.put_chain(experiment, chain, &state)?;
+            self.put_chain(experiment, chain, &mut state)?;
         }
         if state.progress.is_none() || state.proposals.is_none() {
             let start = self
@@ -478,9 +478,10 @@ impl Store {
 
     /// Stores a chain's state with every set it measured (its initial state, or one an older
     /// kiln stored with its sets inside, as a campaign resumes it), flushed.
-    pub fn put_chain(&self, experiment: &str, chain: u32, state: &ChainState) -> Result<()> {
+    pub fn put_chain(&self, experiment: &str, chain: u32, state: &mut ChainState) -> Result<()> {
         self.apply_with_blocks(sled::Batch::default(), |batch, blocks| {
-            self.insert_chain(batch, blocks, (experiment, chain), state, state.sets.keys())
+            let measured: Vec<ContentHash> = state.sets.keys().copied().collect();
+            self.insert_chain(batch, blocks, (experiment, chain), state, measured.iter())
         })?;
         self.mark(experiment, chain, state.next_decide);
         self.flush()
@@ -524,15 +525,16 @@ impl Store {
         }
     }
 
-    /// Atomically records a decided step and the chain's new state, then flushes.
-    pub fn decide(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
+    /// Atomically records a decided step and the chain's new state, then flushes. (The state
+    /// is borrowed mutably to be written in place: [`compact::seal_chain`].)
+    pub fn decide(&self, record: &StepRecord, chain: &mut ChainState) -> Result<()> {
         self.decide_unflushed(record, chain)?;
         self.flush()
     }
 
     /// [`decide`](Self::decide) without the flush: the batch is atomic, and
     /// durable once a later [`flush`](Self::flush) returns (group commit, bulk imports).
-    pub fn decide_unflushed(&self, record: &StepRecord, chain: &ChainState) -> Result<()> {
+    pub fn decide_unflushed(&self, record: &StepRecord, chain: &mut ChainState) -> Result<()> {
         let mut batch = sled::Batch::default();
         batch.remove(layout::result_key(&record.key).as_bytes());
         let id = (record.key.experiment.as_str(), record.key.chain);
@@ -567,7 +569,7 @@ impl Store {
         batch: &mut sled::Batch,
         blocks: &mut blocks::Pending,
         (experiment, chain): (&str, u32),
-        state: &ChainState,
+        state: &mut ChainState,
         sets: impl Iterator<Item = &'a ContentHash>,
     ) -> Result<()> {
         let starts = self.starts_for(experiment, batch)?;
