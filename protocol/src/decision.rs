@@ -47,14 +47,50 @@ impl From<&str> for SiteId {
     }
 }
 
-/// One value a decision point can take.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+/// One value a decision point can take: in JSON an integer or a string.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(untagged)]
 pub enum DecisionValue {
     /// An integer knob value (a tile size, a thread count).
     Int(i64),
     /// A named value (`inline`, `no-inline`, an algorithm name).
     Name(String),
+}
+
+/// Read as an integer or a string directly: `#[serde(untagged)]` buffers each value and
+/// tries each variant in turn, and a step's request names every value of every knob (a
+/// quarter of a worker's CPU a no-op step went to reading them so).
+impl<'de> Deserialize<'de> for DecisionValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ValueVisitor)
+    }
+}
+
+struct ValueVisitor;
+
+impl serde::de::Visitor<'_> for ValueVisitor {
+    type Value = DecisionValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a decision value (an integer or a name)")
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<DecisionValue, E> {
+        Ok(DecisionValue::Int(v))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<DecisionValue, E> {
+        let int = i64::try_from(v).map_err(|_| E::custom(format!("{v} is too large")))?;
+        Ok(DecisionValue::Int(int))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<DecisionValue, E> {
+        Ok(DecisionValue::Name(v.to_string()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<DecisionValue, E> {
+        Ok(DecisionValue::Name(v))
+    }
 }
 
 impl DecisionValue {
@@ -502,6 +538,33 @@ mod tests {
                 domain: vec![DecisionValue::Int(8), DecisionValue::Int(16)],
             },
         ]
+    }
+
+    #[test]
+    fn decision_values_are_json_integers_or_strings() {
+        let values = vec![
+            DecisionValue::Int(-3),
+            DecisionValue::Int(i64::MAX),
+            DecisionValue::inline(),
+            DecisionValue::Name("12".into()),
+        ];
+        let json = serde_json::to_string(&values).unwrap();
+        assert_eq!(json, r#"[-3,9223372036854775807,"inline","12"]"#);
+        assert_eq!(
+            serde_json::from_str::<Vec<DecisionValue>>(&json).unwrap(),
+            values
+        );
+        // Read through serde's buffer too, as inside an internally tagged message.
+        let value: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(Vec::<DecisionValue>::deserialize(value).unwrap(), values);
+        for bad in ["1.5", "9223372036854775808", "null", "[1]"] {
+            let err = serde_json::from_str::<DecisionValue>(bad).unwrap_err();
+            assert!(
+                format!("{err}").contains("decision value")
+                    || format!("{err}").contains("too large"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]
