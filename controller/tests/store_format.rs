@@ -17,8 +17,8 @@ use crate::common::*;
 use kiln_controller::export::{self, ExportOptions, Table};
 use kiln_controller::store::{
     blocks, manual_experiment, open_database, pages_compressed, verify as verify_store, ChainState,
-    Decision, ExperimentInfo, Incumbent, Proposal, Reference, StepKey, StepKind, StepRecord, Store,
-    SCHEMA_VERSION,
+    Decision, Effect, ExperimentInfo, Incumbent, Proposal, Reference, StepKey, StepKind,
+    StepRecord, Store, SCHEMA_VERSION,
 };
 use kiln_protocol::message::{
     summarise, BuildRecord, CutShort, Discovery, FunctionCode, Measurement, Race, RunRecord,
@@ -1194,29 +1194,58 @@ fn a_chains_state_is_stored_against_its_experiments_start_and_reads_back() {
         };
         state.pending.insert(step, proposal);
     }
+    let sites: Vec<SiteId> = start.0.keys().cloned().collect();
+    let effect = |change| Effect {
+        change: Some(change),
+        uncertainty: 1e-4,
+        value: Some(DecisionValue::Int(0)),
+    };
+    state.effects = [
+        (sites[3].clone(), effect(-0.01)),
+        (sites[7].clone(), effect(0.02)),
+    ]
+    .into();
+    state.varied = [sites[3].clone(), sites[7].clone(), sites[70].clone()].into();
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     store.put_config(CONFIG, 1).unwrap();
     store.put_experiment("walk", &info).unwrap();
     store.put_chain("walk", 0, &mut state).unwrap();
     drop(store);
-    let (stored, _) = raw(dir.path(), "chain/walk/000000", "chainsets/walk/000000/");
-    let stored = String::from_utf8(stored).unwrap();
+    let stored = || {
+        let (stored, _) = raw(dir.path(), "chain/walk/000000", "chainsets/walk/000000/");
+        String::from_utf8(stored).unwrap()
+    };
+    let read_back = |state: &ChainState| {
+        let view = reopen(|| Store::open_existing(dir.path()));
+        let mut back = view.chain("walk", 0).unwrap().unwrap();
+        back.set_count = state.set_count;
+        assert_eq!(&back, state);
+    };
     let opening = format!("{{\"base\":\"{}\",\"by_number\":true,", start.hash());
-    assert!(stored.starts_with(&opening), "{}", &stored[..200]);
-    assert!(!stored.contains("setup_frame"), "no site by name: {stored}");
-    let whole = serde_json::to_vec(&state).unwrap().len();
+    let (value, whole) = (stored(), serde_json::to_vec(&state).unwrap().len());
+    let points = format!("{opening}\"points_by_number\":true,");
+    assert!(value.starts_with(&points), "{}", &value[..200]);
+    assert!(!value.contains("setup_frame"), "no site by name: {value}");
     assert!(
-        stored.len() * 20 < whole,
+        value.len() * 20 < whole,
         "{} bytes, {whole} in full",
-        stored.len()
+        value.len()
     );
-    let view = reopen(|| Store::open_existing(dir.path()));
-    let mut back = view.chain("walk", 0).unwrap().unwrap();
-    back.set_count = state.set_count;
-    assert_eq!(back, state);
+    read_back(&state);
+    // An effect of a point its start lacks: its points by name, its sets by number.
+    state
+        .effects
+        .insert(SiteId("elsewhere".into()), effect(0.0));
+    let store = reopen(|| Store::open(dir.path()));
+    store.put_chain("walk", 0, &mut state).unwrap();
+    drop(store);
+    let value = stored();
+    assert!(value.starts_with(&opening) && !value.contains("points_by_number"));
+    let named = |site: &SiteId| value.contains(&format!("\"{}\"", site.0));
+    assert!(named(&sites[3]) && named(&SiteId("elsewhere".into())));
+    read_back(&state);
     // `kiln store verify` reads every state: its start gone, the state is unreadable, by name.
-    drop(view);
     let db = reopen(|| open_database(&dir.path().join("db")).map_err(anyhow::Error::from));
     db.remove(format!("set/{}", start.hash())).unwrap();
     db.flush().unwrap();

@@ -5,7 +5,7 @@
 //! bytes that do not compress (`DEREF @ setup_frame:47:4`), its number two or
 //! three, and a screening step flips dozens.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use anyhow::{Context, Result};
 
@@ -87,9 +87,18 @@ impl BaseSet {
     /// `set` with its points named by their numbers; `None` where the base
     /// lacks one of them.
     pub fn numbered(&self, set: &DecisionSet) -> Option<DecisionSet> {
+        self.numbered_keys(&set.0).map(DecisionSet)
+    }
+
+    /// `map` with its points named by their numbers; `None` where the base lacks one.
+    pub fn numbered_keys<V: Clone>(
+        &self,
+        map: &BTreeMap<SiteId, V>,
+    ) -> Option<BTreeMap<SiteId, V>> {
         let number = |point: &SiteId| Some(SiteId(self.numbers.get(point)?.to_string()));
-        let points = set.0.iter().map(|(p, v)| Some((number(p)?, v.clone())));
-        points.collect::<Option<_>>().map(DecisionSet)
+        map.iter()
+            .map(|(p, v)| Some((number(p)?, v.clone())))
+            .collect()
     }
 
     /// Writes `sets` against the base: each whole set as its difference, and every set by
@@ -146,16 +155,21 @@ impl BaseSet {
 
     /// `set`, its points named by their numbers, named again.
     pub fn named(&self, set: DecisionSet) -> Result<DecisionSet> {
+        self.named_keys(set.0).map(DecisionSet)
+    }
+
+    /// `map`, its points named by their numbers, named again.
+    pub fn named_keys<V>(&self, map: BTreeMap<SiteId, V>) -> Result<BTreeMap<SiteId, V>> {
         let point = |number: &SiteId| {
             let n: usize = number.0.parse().ok()?;
             self.points.get(n).cloned()
         };
-        let points = set.0.into_iter().map(|(number, value)| {
+        let points = map.into_iter().map(|(number, value)| {
             let named = point(&number)
                 .with_context(|| format!("its base set has no point numbered {:?}", number.0))?;
             Ok((named, value))
         });
-        points.collect::<Result<_>>().map(DecisionSet)
+        points.collect()
     }
 }
 

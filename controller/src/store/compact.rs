@@ -18,23 +18,29 @@
 //! and its instructions and code per function are written
 //! against its experiment's reference profile the same way ([`super::profile`]),
 //! named after its base: `"profile":{"of":"<hash>","gone":[…]},`.
+//!
+//! Since layout 7 a chain's state is written so too ([`seal_chain`]): its sets (where it is,
+//! its best, its pending proposals) against its experiment's start, and the points it names
+//! outside them (those varied, the screened effects) by number where the start holds them
+//! all, marked `"points_by_number":true,` after `by_number`. States carry no checksum.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 
 use kiln_protocol::message::summarise;
-use kiln_protocol::{ContentHash, DecisionSet};
+use kiln_protocol::{ContentHash, DecisionSet, SiteId};
 
 use super::base_set::{BaseSet, Sets};
 use super::profile::{self, Profile, ProfileBase, ProfileDelta};
-use super::{checksum, layout, ChainState, ExperimentInfo, StepRecord, Store};
+use super::{checksum, layout, ChainState, Effect, ExperimentInfo, StepRecord, Store};
 
 const BASE_OPEN: &[u8] = b"\"base\":\"";
 const BASE_CLOSE: &[u8] = b"\",";
 const HASH_DIGITS: usize = 64;
 const BY_NUMBER: &[u8] = b"\"by_number\":true,";
+const POINTS_BY_NUMBER: &[u8] = b"\"points_by_number\":true,";
 const PROFILE_OPEN: &[u8] = b"\"profile\":";
 const SUMMARY_OF_RUNS: &[u8] = b"\"summary_of_runs\":true,";
 
@@ -87,6 +93,8 @@ pub(super) struct Bases {
 struct Header {
     base: Option<ContentHash>,
     by_number: bool,
+    /// A chain state's points outside its sets, by number ([`Points`]).
+    points_by_number: bool,
     profile: Option<ProfileDelta>,
     summary_of_runs: bool,
 }
@@ -121,12 +129,58 @@ pub(super) fn seal(record: &StepRecord, starts: &Starts) -> Result<Vec<u8>> {
 /// back: a copy of the state would copy every set the chain measured.
 pub(super) fn seal_chain(state: &mut ChainState, starts: &Starts) -> Result<Vec<u8>> {
     let (mut body, originals) = against_start(starts, chain_sets(state));
+    let base = starts.decisions.as_ref().filter(|_| originals.is_some());
+    let points = base.and_then(|(_, base)| Points::number(state, base));
+    if points.is_some() {
+        body.extend_from_slice(POINTS_BY_NUMBER);
+    }
     let json = serde_json::to_vec(state);
     if let Some(originals) = originals {
         chain_sets(state).put_back(originals);
     }
+    if let Some(points) = points {
+        points.put_back(state);
+    }
     body.extend_from_slice(&json?[1..]);
     Ok(body)
+}
+
+/// A chain state's points outside its sets: those its steps varied, and each screened one's
+/// effect (a gawk screening chain's state names 1,374 of them, twice): written by their
+/// number in its start where it holds them all.
+struct Points {
+    varied: BTreeSet<SiteId>,
+    effects: BTreeMap<SiteId, Effect>,
+}
+
+impl Points {
+    /// Names `state`'s points by their number in `base` where it holds them all: the points
+    /// as they were, to put back.
+    fn number(state: &mut ChainState, base: &BaseSet) -> Option<Points> {
+        let varied = base.numbered_keys(&keys(&state.varied))?;
+        let effects = base.numbered_keys(&state.effects)?;
+        Some(Points {
+            varied: std::mem::replace(&mut state.varied, varied.into_keys().collect()),
+            effects: std::mem::replace(&mut state.effects, effects),
+        })
+    }
+
+    fn put_back(self, state: &mut ChainState) {
+        (state.varied, state.effects) = (self.varied, self.effects);
+    }
+
+    /// Names again the points of a state read as [`Points::number`] wrote them.
+    fn name(state: &mut ChainState, base: &BaseSet) -> Result<()> {
+        let varied = base.named_keys(keys(&std::mem::take(&mut state.varied)))?;
+        state.varied = varied.into_keys().collect();
+        state.effects = base.named_keys(std::mem::take(&mut state.effects))?;
+        Ok(())
+    }
+}
+
+/// `points` as the keys of a map.
+fn keys(points: &BTreeSet<SiteId>) -> BTreeMap<SiteId, ()> {
+    points.iter().map(|point| (point.clone(), ())).collect()
 }
 
 /// The opening of a stored value whose `sets` are written against `starts`' set where they
@@ -180,6 +234,9 @@ fn header(value: &[u8]) -> Result<Header> {
         (header.base, fields) = (Some(hash), after);
         if let Some(after) = fields.strip_prefix(BY_NUMBER) {
             (header.by_number, fields) = (true, after);
+        }
+        if let Some(after) = fields.strip_prefix(POINTS_BY_NUMBER) {
+            (header.points_by_number, fields) = (true, after);
         }
     }
     if let Some(rest) = fields.strip_prefix(PROFILE_OPEN) {
@@ -289,6 +346,9 @@ pub(super) fn read_chain(
     if let Some(hash) = header.base {
         let base = base(db, bases, &hash).with_context(unreadable)?;
         (base.read(chain_sets(&mut state), header.by_number)).with_context(unreadable)?;
+        if header.points_by_number {
+            Points::name(&mut state, &base).with_context(unreadable)?;
+        }
     }
     Ok(state)
 }
