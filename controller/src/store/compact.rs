@@ -306,6 +306,11 @@ fn lock(bases: &Mutex<Bases>) -> std::sync::MutexGuard<'_, Bases> {
     bases.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A stored value's record, as written, and the header before its fields.
+fn parsed<T: serde::de::DeserializeOwned>(value: &[u8]) -> Result<(T, Header)> {
+    Ok((serde_json::from_slice(value)?, header(value)?))
+}
+
 /// A decided step read from its stored value (under `key`) in `db`, the sets
 /// and profiles it names read through `bases`.
 pub(super) fn read(
@@ -315,8 +320,7 @@ pub(super) fn read(
     value: &[u8],
 ) -> Result<StepRecord> {
     let unreadable = || format!("store key {key} holds unreadable data");
-    let mut record: StepRecord = serde_json::from_slice(value).with_context(unreadable)?;
-    let header = header(value).with_context(unreadable)?;
+    let (mut record, header) = parsed::<StepRecord>(value).with_context(unreadable)?;
     if let Some(hash) = header.base {
         let base = base(db, bases, &hash).with_context(unreadable)?;
         (base.read(step_sets(&mut record), header.by_number)).with_context(unreadable)?;
@@ -341,8 +345,7 @@ pub(super) fn read_chain(
     value: &[u8],
 ) -> Result<ChainState> {
     let unreadable = || format!("store key {key} holds unreadable data");
-    let mut state: ChainState = serde_json::from_slice(value).with_context(unreadable)?;
-    let header = header(value).with_context(unreadable)?;
+    let (mut state, header) = parsed::<ChainState>(value).with_context(unreadable)?;
     if let Some(hash) = header.base {
         let base = base(db, bases, &hash).with_context(unreadable)?;
         (base.read(chain_sets(&mut state), header.by_number)).with_context(unreadable)?;
