@@ -113,31 +113,80 @@ pub(super) async fn remote_sha256(
     path: &str,
     limit: Duration,
 ) -> Result<Option<String>> {
-    let out = remote_output(session, who, "sha256sum", &["--", path], limit).await?;
+    let mut hashes = remote_sha256s(session, who, &[path.to_string()], limit).await?;
+    Ok(hashes.pop().flatten())
+}
+
+/// SHA-256 of remote files, `None` for each that does not exist: one `sha256sum` for them
+/// all (each remote command is a round trip and a login shell started on the worker).
+pub(super) async fn remote_sha256s(
+    session: &Session,
+    who: &Who,
+    paths: &[String],
+    limit: Duration,
+) -> Result<Vec<Option<String>>> {
+    let args: Vec<&str> = std::iter::once("--")
+        .chain(paths.iter().map(String::as_str))
+        .collect();
+    let out = remote_output(session, who, "sha256sum", &args, limit).await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    if !out.status.success() {
-        if stderr.contains("No such file or directory") {
-            return Ok(None);
-        }
+    let missing_only = stderr
+        .lines()
+        .all(|line| line.contains("No such file or directory"));
+    if !out.status.success() && !missing_only {
         return Err(who.err(format!(
-            "cannot hash {path} on the worker ({}): {}",
+            "cannot hash {} on the worker ({}): {}",
+            paths.join(", "),
             out.status,
             stderr.trim()
         )));
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let hash = stdout
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .trim_start_matches('\\');
-    if hash.len() != 64 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(who.err(format!(
-            "unexpected sha256sum output for {path}: {:?}",
-            stdout.trim()
-        )));
+    let mut found = HashMap::new();
+    for line in stdout.lines() {
+        let (hash, path) = sha256sum_line(line)
+            .ok_or_else(|| who.err(format!("unexpected sha256sum output: {:?}", stdout.trim())))?;
+        found.insert(path, hash);
     }
-    Ok(Some(hash.to_ascii_lowercase()))
+    Ok(paths.iter().map(|path| found.remove(path)).collect())
+}
+
+/// A line of `sha256sum`: the hash (lowercase) and the file's name, unescaped (a name with a
+/// backslash or a newline starts its line with a backslash and has them escaped).
+fn sha256sum_line(line: &str) -> Option<(String, String)> {
+    let (escaped, line) = match line.strip_prefix('\\') {
+        Some(rest) => (true, rest),
+        None => (false, line),
+    };
+    let (hash, name) = line.split_at_checked(64)?;
+    let name = name
+        .strip_prefix("  ")
+        .or_else(|| name.strip_prefix(" *"))?;
+    if !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let name = match escaped {
+        true => unescape(name),
+        false => name.to_string(),
+    };
+    Some((hash.to_ascii_lowercase(), name))
+}
+
+/// A name as `sha256sum` escapes it (`\\` a backslash, `\n` a newline), as it is.
+fn unescape(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        out.push(match (c, c == '\\') {
+            (_, true) => match chars.next() {
+                Some('n') => '\n',
+                Some(other) => other,
+                None => '\\',
+            },
+            (c, false) => c,
+        });
+    }
+    out
 }
 
 /// Where files are deployed: a worker's rundir over one session.
@@ -157,17 +206,38 @@ impl Deploy<'_> {
         Ok(hash)
     }
 
-    /// The GPU injection library found beside the local worker binary `binary`, deployed
-    /// beside the worker: GPU time needs it there; without it GPU metrics are unsupported
-    /// there, as on a machine without CUDA.
-    pub(super) async fn injection_library(&self, binary: &Path) -> Result<()> {
+    /// Makes `<rundir>/kiln-worker` the worker binary `binary` (SHA-256 `local_hash`, updated
+    /// to the bytes sent), and `<rundir>/libkiln_cupti.so` the GPU injection library beside it
+    /// where there is one (GPU time needs it there; without it GPU metrics are unsupported
+    /// there, as on a machine without CUDA), both hashed on the worker by one command; whether
+    /// it uploaded the binary.
+    pub(super) async fn worker(&self, binary: &Path, local_hash: &mut String) -> Result<bool> {
         let library = binary.with_file_name(INJECTION_LIBRARY);
-        if library.is_file() {
+        let library = library.is_file().then_some(library);
+        let names = [
+            Some(WORKER_FILE),
+            library.as_ref().map(|_| INJECTION_LIBRARY),
+        ];
+        let remote: Vec<String> = (names.iter().flatten())
+            .map(|name| remote_join(self.rundir, name))
+            .collect();
+        let (session, who) = (self.session, self.who);
+        let mut remote_hashes = remote_sha256s(session, who, &remote, self.limit)
+            .await?
+            .into_iter();
+        let uploaded = (self.file(
+            binary,
+            WORKER_FILE,
+            local_hash,
+            remote_hashes.next().flatten(),
+        ))
+        .await?;
+        if let Some(library) = library {
             let mut library_hash = self.hash(&library).await?;
-            self.file(&library, INJECTION_LIBRARY, &mut library_hash)
-                .await?;
+            let remote_hash = remote_hashes.next().flatten();
+            (self.file(&library, INJECTION_LIBRARY, &mut library_hash, remote_hash)).await?;
         }
-        Ok(())
+        Ok(uploaded)
     }
 
     pub(super) fn cant_read(&self, path: &Path, e: anyhow::Error) -> anyhow::Error {
@@ -176,16 +246,17 @@ impl Deploy<'_> {
     }
 
     /// Makes `<rundir>/<name>` a copy of the local file `path` whose SHA-256 is `local_hash`
-    /// (updated to the bytes sent), uploading it when missing or different; whether it uploaded.
-    pub(super) async fn file(
+    /// (updated to the bytes sent), uploading it when missing (`remote_hash` `None`) or
+    /// different; whether it uploaded.
+    async fn file(
         &self,
         path: &Path,
         name: &str,
         local_hash: &mut String,
+        remote_hash: Option<String>,
     ) -> Result<bool> {
         let remote_path = remote_join(self.rundir, name);
         let (session, who, limit) = (self.session, self.who, self.limit);
-        let remote_hash = remote_sha256(session, who, &remote_path, limit).await?;
         if remote_hash.as_deref() == Some(local_hash.as_str()) {
             tracing::debug!(worker = %who.name, "{remote_path} is up to date ({local_hash})");
             return Ok(false);
@@ -341,6 +412,29 @@ fn hex(digest: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sha256sum_lines_are_read_with_their_names_as_they_are() {
+        let hash = "E3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+        let lower = hash.to_ascii_lowercase();
+        let read = |line: &str| sha256sum_line(line);
+        assert_eq!(
+            read(&format!("{hash}  /w/kiln-worker")),
+            Some((lower.clone(), "/w/kiln-worker".into()))
+        );
+        assert_eq!(
+            read(&format!("{hash} *a b")),
+            Some((lower.clone(), "a b".into()))
+        );
+        // A name with a backslash or a newline: its line starts with a backslash.
+        let escaped = format!("\\{hash}  /w/x\\\\n\\ny");
+        assert_eq!(read(&escaped), Some((lower, "/w/x\\n\ny".into())));
+        assert_eq!(
+            read("sha256sum: /w/kiln-worker: No such file or directory"),
+            None
+        );
+        assert_eq!(read(&format!("{}  x", "g".repeat(64))), None);
+    }
 
     #[tokio::test]
     async fn uploads_at_once_share_one_copy_of_the_binary_and_none_is_kept_after() {

@@ -4,7 +4,8 @@
 //! multiplexing: one master connection per worker, one mux session per remote command), makes
 //! sure `<rundir>/kiln-worker` is the binary we mean to run (by SHA-256, uploading it when it is
 //! missing or different) — and likewise `<rundir>/libkiln_cupti.so`, the CUPTI injection library
-//! the worker looks for beside itself, when one lies beside the local binary — starts
+//! the worker looks for beside itself, when one lies beside the local binary (both hashed by one
+//! `sha256sum` on the worker) — starts
 //! `<rundir>/kiln-worker serve --rundir <rundir>` and returns its stdin/stdout as a [`Channel`].
 //!
 //! - The user's `~/.ssh/config` is never read: the client gets a constant config file of ours.
@@ -215,8 +216,7 @@ pub async fn open_ssh_launching(
         rundir: &rundir,
         limit: connect_timeout,
     };
-    let uploaded = target.file(&binary, WORKER_FILE, &mut local_hash).await?;
-    target.injection_library(&binary).await?;
+    let uploaded = target.worker(&binary, &mut local_hash).await?;
 
     let channel = start_serve(session, &who, launch, &remote_path).await?;
     tracing::debug!(
