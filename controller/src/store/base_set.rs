@@ -95,10 +95,21 @@ impl BaseSet {
         &self,
         map: &BTreeMap<SiteId, V>,
     ) -> Option<BTreeMap<SiteId, V>> {
-        let number = |point: &SiteId| Some(SiteId(self.numbers.get(point)?.to_string()));
         map.iter()
-            .map(|(p, v)| Some((number(p)?, v.clone())))
+            .map(|(p, v)| Some((self.number_of(p)?, v.clone())))
             .collect()
+    }
+
+    /// The number naming `point` in the base; `None` where the base lacks it.
+    pub fn number_of(&self, point: &SiteId) -> Option<SiteId> {
+        Some(SiteId(self.numbers.get(point)?.to_string()))
+    }
+
+    /// The point a number of [`BaseSet::number_of`] names.
+    pub fn point_of(&self, number: &SiteId) -> Result<SiteId> {
+        let n = number.0.parse::<usize>().ok();
+        (n.and_then(|n| self.points.get(n).cloned()))
+            .with_context(|| format!("its base set has no point numbered {:?}", number.0))
     }
 
     /// Writes `sets` against the base: each whole set as its difference, and every set by
@@ -160,16 +171,9 @@ impl BaseSet {
 
     /// `map`, its points named by their numbers, named again.
     pub fn named_keys<V>(&self, map: BTreeMap<SiteId, V>) -> Result<BTreeMap<SiteId, V>> {
-        let point = |number: &SiteId| {
-            let n: usize = number.0.parse().ok()?;
-            self.points.get(n).cloned()
-        };
-        let points = map.into_iter().map(|(number, value)| {
-            let named = point(&number)
-                .with_context(|| format!("its base set has no point numbered {:?}", number.0))?;
-            Ok((named, value))
-        });
-        points.collect()
+        map.into_iter()
+            .map(|(number, value)| Ok((self.point_of(&number)?, value)))
+            .collect()
     }
 }
 

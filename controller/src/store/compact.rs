@@ -157,10 +157,12 @@ impl Points {
     /// Names `state`'s points by their number in `base` where it holds them all: the points
     /// as they were, to put back.
     fn number(state: &mut ChainState, base: &BaseSet) -> Option<Points> {
-        let varied = base.numbered_keys(&keys(&state.varied))?;
+        let varied = (state.varied.iter())
+            .map(|point| base.number_of(point))
+            .collect::<Option<_>>()?;
         let effects = base.numbered_keys(&state.effects)?;
         Some(Points {
-            varied: std::mem::replace(&mut state.varied, varied.into_keys().collect()),
+            varied: std::mem::replace(&mut state.varied, varied),
             effects: std::mem::replace(&mut state.effects, effects),
         })
     }
@@ -171,16 +173,13 @@ impl Points {
 
     /// Names again the points of a state read as [`Points::number`] wrote them.
     fn name(state: &mut ChainState, base: &BaseSet) -> Result<()> {
-        let varied = base.named_keys(keys(&std::mem::take(&mut state.varied)))?;
-        state.varied = varied.into_keys().collect();
+        let varied = std::mem::take(&mut state.varied);
+        state.varied = (varied.iter())
+            .map(|number| base.point_of(number))
+            .collect::<Result<_>>()?;
         state.effects = base.named_keys(std::mem::take(&mut state.effects))?;
         Ok(())
     }
-}
-
-/// `points` as the keys of a map.
-fn keys(points: &BTreeSet<SiteId>) -> BTreeMap<SiteId, ()> {
-    points.iter().map(|point| (point.clone(), ())).collect()
 }
 
 /// The opening of a stored value whose `sets` are written against `starts`' set where they
