@@ -130,9 +130,8 @@ pub(super) async fn remote_sha256s(
         .collect();
     let out = remote_output(session, who, "sha256sum", &args, limit).await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let missing_only = stderr
-        .lines()
-        .all(|line| line.contains("No such file or directory"));
+    let missing_only = !stderr.trim().is_empty()
+        && (stderr.lines()).all(|line| line.contains("No such file or directory"));
     if !out.status.success() && !missing_only {
         return Err(who.err(format!(
             "cannot hash {} on the worker ({}): {}",
@@ -177,13 +176,11 @@ fn unescape(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut chars = name.chars();
     while let Some(c) = chars.next() {
-        out.push(match (c, c == '\\') {
-            (_, true) => match chars.next() {
-                Some('n') => '\n',
-                Some(other) => other,
-                None => '\\',
-            },
-            (c, false) => c,
+        let escaped = if c == '\\' { chars.next() } else { None };
+        out.push(match escaped {
+            Some('n') => '\n',
+            Some(other) => other,
+            None => c,
         });
     }
     out
