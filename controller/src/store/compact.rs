@@ -305,9 +305,22 @@ fn lock(bases: &Mutex<Bases>) -> std::sync::MutexGuard<'_, Bases> {
     bases.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A stored value's record, as written, and the header before its fields.
-fn parsed<T: serde::de::DeserializeOwned>(value: &[u8]) -> Result<(T, Header)> {
-    Ok((serde_json::from_slice(value)?, header(value)?))
+/// A stored value's record with its `sets` read back against the base it names, the header
+/// before its fields, and that base.
+fn against_base<T: serde::de::DeserializeOwned>(
+    db: &sled::Db,
+    bases: &Mutex<Bases>,
+    value: &[u8],
+    sets: fn(&mut T) -> Sets<'_>,
+) -> Result<(T, Header, Option<Arc<BaseSet>>)> {
+    let mut record: T = serde_json::from_slice(value)?;
+    let header = header(value)?;
+    let Some(hash) = header.base else {
+        return Ok((record, header, None));
+    };
+    let base = base(db, bases, &hash)?;
+    base.read(sets(&mut record), header.by_number)?;
+    Ok((record, header, Some(base)))
 }
 
 /// A decided step read from its stored value (under `key`) in `db`, the sets
@@ -319,11 +332,8 @@ pub(super) fn read(
     value: &[u8],
 ) -> Result<StepRecord> {
     let unreadable = || format!("store key {key} holds unreadable data");
-    let (mut record, header) = parsed::<StepRecord>(value).with_context(unreadable)?;
-    if let Some(hash) = header.base {
-        let base = base(db, bases, &hash).with_context(unreadable)?;
-        (base.read(step_sets(&mut record), header.by_number)).with_context(unreadable)?;
-    }
+    let (mut record, header, _) =
+        against_base(db, bases, value, step_sets).with_context(unreadable)?;
     if let Some(delta) = header.profile {
         let base = profile(db, bases, &delta.of).with_context(unreadable)?;
         profile::add(&mut record, &base, delta);
@@ -344,13 +354,10 @@ pub(super) fn read_chain(
     value: &[u8],
 ) -> Result<ChainState> {
     let unreadable = || format!("store key {key} holds unreadable data");
-    let (mut state, header) = parsed::<ChainState>(value).with_context(unreadable)?;
-    if let Some(hash) = header.base {
-        let base = base(db, bases, &hash).with_context(unreadable)?;
-        (base.read(chain_sets(&mut state), header.by_number)).with_context(unreadable)?;
-        if header.points_by_number {
-            Points::name(&mut state, &base).with_context(unreadable)?;
-        }
+    let (mut state, header, base) =
+        against_base(db, bases, value, chain_sets).with_context(unreadable)?;
+    if let (true, Some(base)) = (header.points_by_number, base) {
+        Points::name(&mut state, &base).with_context(unreadable)?;
     }
     Ok(state)
 }
