@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use kiln_controller::dispatch::ssh::{
     open_ssh, server_alive_interval, SshConnect, SERVER_ALIVE_COUNT_MAX,
 };
-use kiln_protocol::config::{HostKeyCheck, SshWorker};
+use kiln_protocol::config::{HostKeyCheck, SshClient, SshWorker};
 use kiln_protocol::frame::{read_frame_async, write_frame_async, MAX_FRAME};
 use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
 use kiln_protocol::{Request, Response, PROTOCOL_VERSION};
@@ -41,6 +41,8 @@ struct Host {
 
 /// A running rig; `ssh-rig down` on drop.
 struct Rig {
+    /// The client every spec of this rig connects with.
+    client: SshClient,
     dir: PathBuf,
     hosts: Vec<Host>,
     /// A private copy of kiln-worker (a concurrent `cargo build` may replace the original).
@@ -48,10 +50,30 @@ struct Rig {
 }
 
 impl Rig {
-    /// Starts `n` daemons (`ssh-rig up`, or `netns-up` with `netns = Some((prefix, octet))`);
-    /// `None` (the test skipped) where a rig cannot run here.
-    fn up(test: &str, n: usize, port: u16, netns: Option<(&str, u8)>) -> Option<Rig> {
+    /// Starts `n` daemons (`ssh-rig up`, or `netns-up` with `netns = Some((prefix, octet))`)
+    /// for `client`; `None` (the test skipped) where a rig cannot run here. The builtin client's
+    /// rigs take ports 50 above, their own namespaces and folders, so both run at once.
+    fn up(
+        client: SshClient,
+        test: &str,
+        n: usize,
+        port: u16,
+        netns: Option<(&str, u8)>,
+    ) -> Option<Rig> {
         init_tracing();
+        let (test, port, netns) = match client {
+            SshClient::System => (
+                test.to_string(),
+                port,
+                netns.map(|(p, o)| (p.to_string(), o)),
+            ),
+            SshClient::Builtin => (
+                format!("{test}-builtin"),
+                port + 50,
+                netns.map(|(p, o)| (format!("{p}b"), o + 20)),
+            ),
+        };
+        let netns = netns.as_ref().map(|(p, o)| (p.as_str(), *o));
         let dir = std::env::temp_dir().join(format!("kiln-ssh-test-{test}"));
         let mut cmd = Command::new(rig_script());
         cmd.arg(if netns.is_some() { "netns-up" } else { "up" })
@@ -72,6 +94,7 @@ impl Rig {
         // From here on the guard cleans up, whatever happens.
         let worker = dir.join("kiln-worker.local");
         let mut rig = Rig {
+            client,
             dir,
             hosts: vec![],
             worker,
@@ -116,6 +139,7 @@ impl Rig {
             identity: Some(self.dir.join("client_key")),
             known_hosts: Some(self.known_hosts()),
             host_key_check: HostKeyCheck::Strict,
+            client: self.client,
             rundir: self.dir.join(format!("rundir-{k}")).display().to_string(),
             slots: 1,
             cpus: vec![],
@@ -178,9 +202,8 @@ fn err_text<T>(r: anyhow::Result<T>) -> String {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn deploys_once_then_reuses() {
-    let Some(rig) = Rig::up("deploy", 1, 2301, None) else {
+async fn deploys_once_then_reuses(client: SshClient) {
+    let Some(rig) = Rig::up(client, "deploy", 1, 2301, None) else {
         return;
     };
     let spec = rig.spec(1);
@@ -201,7 +224,7 @@ async fn deploys_once_then_reuses() {
     );
     assert_eq!(
         first.channel.address,
-        format!("root@{}:2301", rig.hosts[0].addr)
+        format!("root@{}:{}", rig.hosts[0].addr, spec.port)
     );
     // The rig's daemons run on this machine: the remote file is a local file.
     assert!(same_content(&remote, local));
@@ -245,9 +268,8 @@ async fn deploys_once_then_reuses() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hello_over_the_channel() {
-    let Some(rig) = Rig::up("hello", 1, 2302, None) else {
+async fn hello_over_the_channel(client: SshClient) {
+    let Some(rig) = Rig::up(client, "hello", 1, 2302, None) else {
         return;
     };
     let mut c = connect(&rig, &rig.spec(1)).await.unwrap().channel;
@@ -271,9 +293,8 @@ async fn hello_over_the_channel() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn changed_host_key_is_refused() {
-    let Some(rig) = Rig::up("hostkey", 1, 2303, None) else {
+async fn changed_host_key_is_refused(client: SshClient) {
+    let Some(rig) = Rig::up(client, "hostkey", 1, 2303, None) else {
         return;
     };
     let spec = rig.spec(1);
@@ -305,9 +326,8 @@ async fn changed_host_key_is_refused() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_host_strict_refused_accept_new_added() {
-    let Some(rig) = Rig::up("unknown", 1, 2304, None) else {
+async fn unknown_host_strict_refused_accept_new_added(client: SshClient) {
+    let Some(rig) = Rig::up(client, "unknown", 1, 2304, None) else {
         return;
     };
     let kh = rig.dir.join("known_hosts.new");
@@ -330,9 +350,9 @@ async fn unknown_host_strict_refused_accept_new_added() {
     let rig_line = std::fs::read_to_string(rig.known_hosts()).unwrap();
     let key = rig_line.split_whitespace().nth(2).unwrap();
     assert!(
-        added
-            .lines()
-            .any(|l| l.starts_with("[127.0.0.2]:2304 ssh-ed25519 ") && l.contains(key)),
+        added.lines().any(|l| {
+            l.starts_with(&format!("[127.0.0.2]:{} ssh-ed25519 ", spec.port)) && l.contains(key)
+        }),
         "the host's key is added to the given known_hosts: {added:?}"
     );
 
@@ -344,9 +364,8 @@ async fn unknown_host_strict_refused_accept_new_added() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn auth_failure_unreachable_and_check_off() {
-    let Some(rig) = Rig::up("auth", 1, 2305, None) else {
+async fn auth_failure_unreachable_and_check_off(client: SshClient) {
+    let Some(rig) = Rig::up(client, "auth", 1, 2305, None) else {
         return;
     };
     let other_key = rig.dir.join("other_key");
@@ -386,12 +405,11 @@ async fn auth_failure_unreachable_and_check_off() {
     assert_eq!(std::fs::read_to_string(&kh).unwrap(), "");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn cut_link_ends_the_channel_and_reconnect_works() {
-    let Some(rig) = Rig::up("netns", 1, 2306, Some(("ks6w", 206))) else {
+async fn cut_link_ends_the_channel_and_reconnect_works(client: SshClient) {
+    let Some(rig) = Rig::up(client, "netns", 1, 2306, Some(("ks6w", 206))) else {
         return;
     };
-    assert_eq!(rig.hosts[0].netns.as_deref(), Some("ks6w1"));
+    assert!(rig.hosts[0].netns.is_some());
     // An echo "worker" (uploaded as SshWorker::worker_binary, which is what another platform's
     // build would use) so that the channel stays open and quiet whatever `serve` does.
     let echo = rig.dir.join("echo-worker");
@@ -457,3 +475,30 @@ async fn cut_link_ends_the_channel_and_reconnect_works() {
         .unwrap();
     assert_eq!(&buf, b"pong\n");
 }
+
+/// Every test above, once with each SSH client.
+macro_rules! with_each_client {
+    ($($test:ident),* $(,)?) => {
+        mod system {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test(super::SshClient::System).await
+            })*
+        }
+        mod builtin {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test(super::SshClient::Builtin).await
+            })*
+        }
+    };
+}
+
+with_each_client!(
+    deploys_once_then_reuses,
+    hello_over_the_channel,
+    changed_host_key_is_refused,
+    unknown_host_strict_refused_accept_new_added,
+    auth_failure_unreachable_and_check_off,
+    cut_link_ends_the_channel_and_reconnect_works,
+);

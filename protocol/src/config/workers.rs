@@ -13,6 +13,8 @@ use crate::sexp::{Sexp, SexpError};
 /// allowed fields and printing share: each spelled once, here.
 mod word {
     pub const ACCEPT_NEW: &str = "accept-new";
+    pub const BUILTIN: &str = "builtin";
+    pub const CLIENT: &str = "client";
     pub const CPUS: &str = "cpus";
     pub const CPUS_PER_TASK: &str = "cpus-per-task";
     pub const GPUS: &str = "gpus";
@@ -34,6 +36,7 @@ mod word {
     pub const SRUN_ARGS: &str = "srun-args";
     pub const SSH: &str = "ssh";
     pub const STRICT: &str = "strict";
+    pub const SYSTEM: &str = "system";
     pub const TIME: &str = "time";
     pub const USER: &str = "user";
     pub const VIA_SSH: &str = "via-ssh";
@@ -114,6 +117,11 @@ record! {
             "known_hosts file to check host keys against; none: ssh's own.";
         host_key_check: HostKeyCheck = word::HOST_KEY_CHECK, HOST_KEY_CHECK,
             default(HostKeyCheck::Strict), "Host key policy.";
+        #[serde(default)]
+        client: SshClient = word::CLIENT, SSH_CLIENT, default(SshClient::System),
+            "The SSH client: system (OpenSSH's ssh, a master process a worker, ~/.ssh/config \
+             unread) or builtin (kiln's own, inside the controller: a tenth of the memory a \
+             worker; keys from identity or ~/.ssh/id_*, no agent).";
         rundir: String = word::RUNDIR, kind::STRING,
             default(String::new(), "required for an ssh worker; a login node takes the slurm entry's"),
             "Folder on the worker that holds kiln's files (kiln-worker is deployed there).";
@@ -135,6 +143,7 @@ const LOGIN_WORDS: &[&str] = &[
     word::IDENTITY,
     word::KNOWN_HOSTS,
     word::HOST_KEY_CHECK,
+    word::CLIENT,
 ];
 
 const PORT: Kind<u16> = Kind {
@@ -172,6 +181,25 @@ const HOST_KEY_CHECK: Kind<HostKeyCheck> = Kind {
     },
 };
 
+const SSH_CLIENT: Kind<SshClient> = Kind {
+    takes: "system or builtin",
+    decode: |f| {
+        f.value(|src, node, field| {
+            let choices = [word::SYSTEM, word::BUILTIN];
+            Ok(match decode::choice(src, node, field, &choices)? {
+                word::BUILTIN => SshClient::Builtin,
+                _ => SshClient::System,
+            })
+        })
+    },
+    print: |client| {
+        vec![Sexp::symbol(match client {
+            SshClient::System => word::SYSTEM,
+            SshClient::Builtin => word::BUILTIN,
+        })]
+    },
+};
+
 /// A value srun takes as one option argument.
 const SRUN_WORD: Kind<String> = Kind {
     takes: "a word without spaces",
@@ -180,7 +208,7 @@ const SRUN_WORD: Kind<String> = Kind {
 };
 
 const VIA_SSH: Kind<SshWorker> = Kind {
-    takes: "(host H) (user U) (port P) (identity F) (known-hosts F) (host-key-check C)",
+    takes: "(host H) (user U) (port P) (identity F) (known-hosts F) (host-key-check C) (client C)",
     decode: |f| SshWorker::decode_fields(&field_record(f.src(), f, LOGIN_WORDS)?),
     print: |login| {
         let is_login = |field: &Sexp| {
@@ -203,6 +231,16 @@ pub enum HostKeyCheck {
     AcceptNew,
     /// No check (test rigs only).
     Off,
+}
+
+/// Which SSH client connects to a worker.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SshClient {
+    /// OpenSSH's `ssh`: one master process a worker, its options and algorithms.
+    #[default]
+    System,
+    /// kiln's own client (russh) inside the controller's process.
+    Builtin,
 }
 
 impl WorkerSpec {

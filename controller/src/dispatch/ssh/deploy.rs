@@ -10,9 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use openssh::{Session, Stdio};
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
 use tokio::time::timeout;
 
 use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
@@ -108,19 +106,19 @@ fn read_and_hash(path: &Path, with_bytes: bool) -> std::io::Result<(Option<Vec<u
 
 /// SHA-256 of a remote file, `None` when it does not exist.
 pub(super) async fn remote_sha256(
-    session: &Session,
+    link: &Link,
     who: &Who,
     path: &str,
     limit: Duration,
 ) -> Result<Option<String>> {
-    let mut hashes = remote_sha256s(session, who, &[path.to_string()], limit).await?;
+    let mut hashes = remote_sha256s(link, who, &[path.to_string()], limit).await?;
     Ok(hashes.pop().flatten())
 }
 
 /// SHA-256 of remote files, `None` for each that does not exist: one `sha256sum` for them
 /// all (each remote command is a round trip and a login shell started on the worker).
 pub(super) async fn remote_sha256s(
-    session: &Session,
+    link: &Link,
     who: &Who,
     paths: &[String],
     limit: Duration,
@@ -128,15 +126,15 @@ pub(super) async fn remote_sha256s(
     let args: Vec<&str> = std::iter::once("--")
         .chain(paths.iter().map(String::as_str))
         .collect();
-    let out = remote_output(session, who, "sha256sum", &args, limit).await?;
+    let out = remote_output(link, who, "sha256sum", &args, limit).await?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let missing_only = !stderr.trim().is_empty()
         && (stderr.lines()).all(|line| line.contains("No such file or directory"));
-    if !out.status.success() && !missing_only {
+    if !out.exit.success() && !missing_only {
         return Err(who.err(format!(
             "cannot hash {} on the worker ({}): {}",
             paths.join(", "),
-            out.status,
+            out.exit,
             stderr.trim()
         )));
     }
@@ -186,9 +184,9 @@ fn unescape(name: &str) -> String {
     out
 }
 
-/// Where files are deployed: a worker's rundir over one session.
+/// Where files are deployed: a worker's rundir over one connection.
 pub(super) struct Deploy<'a> {
-    pub(super) session: &'a Session,
+    pub(super) link: &'a Link,
     pub(super) who: &'a Who,
     pub(super) rundir: &'a str,
     pub(super) limit: Duration,
@@ -218,8 +216,8 @@ impl Deploy<'_> {
         let remote: Vec<String> = (names.iter().flatten())
             .map(|name| remote_join(self.rundir, name))
             .collect();
-        let (session, who) = (self.session, self.who);
-        let mut remote_hashes = remote_sha256s(session, who, &remote, self.limit)
+        let (link, who) = (self.link, self.who);
+        let mut remote_hashes = remote_sha256s(link, who, &remote, self.limit)
             .await?
             .into_iter();
         let uploaded = (self.file(
@@ -253,7 +251,7 @@ impl Deploy<'_> {
         remote_hash: Option<String>,
     ) -> Result<bool> {
         let remote_path = remote_join(self.rundir, name);
-        let (session, who, limit) = (self.session, self.who, self.limit);
+        let (link, who, limit) = (self.link, self.who, self.limit);
         if remote_hash.as_deref() == Some(local_hash.as_str()) {
             tracing::debug!(worker = %who.name, "{remote_path} is up to date ({local_hash})");
             return Ok(false);
@@ -276,7 +274,7 @@ impl Deploy<'_> {
             bytes.len(),
             who.addr
         );
-        upload(session, who, self.rundir, name, &bytes, local_hash, limit).await?;
+        upload(link, who, self.rundir, name, &bytes, local_hash, limit).await?;
         Ok(true)
     }
 }
@@ -284,7 +282,7 @@ impl Deploy<'_> {
 /// mkdir -p, stream to a temporary name with dd, verify its hash, chmod, rename into
 /// `<rundir>/<name>`.
 pub(super) async fn upload(
-    session: &Session,
+    link: &Link,
     who: &Who,
     rundir: &str,
     name: &str,
@@ -292,30 +290,22 @@ pub(super) async fn upload(
     local_hash: &str,
     limit: Duration,
 ) -> Result<()> {
-    remote_run(session, who, "mkdir", &["-p", "--", rundir], limit).await?;
+    remote_run(link, who, "mkdir", &["-p", "--", rundir], limit).await?;
     let final_path = remote_join(rundir, name);
     let tmp = remote_join(
         rundir,
         &format!(".{name}.upload-{}-{}", std::process::id(), nanos()),
     );
-    let res = upload_to(session, who, &tmp, &final_path, bytes, local_hash, limit).await;
+    let res = upload_to(link, who, &tmp, &final_path, bytes, local_hash, limit).await;
     if res.is_err() {
         // Best effort: the link may be what failed.
-        let _ = timeout(
-            limit,
-            session
-                .command("rm")
-                .args(["-f", "--", &tmp])
-                .stdin(Stdio::null())
-                .output(),
-        )
-        .await;
+        let _ = timeout(limit, link.output(&["rm", "-f", "--", &tmp], &[])).await;
     }
     res
 }
 
 pub(super) async fn upload_to(
-    session: &Session,
+    link: &Link,
     who: &Who,
     tmp: &str,
     final_path: &str,
@@ -324,7 +314,7 @@ pub(super) async fn upload_to(
     limit: Duration,
 ) -> Result<()> {
     let upload_limit = limit + Duration::from_secs(bytes.len() as u64 / UPLOAD_MIN_RATE);
-    let transfer = write_remote(session, who, tmp, bytes);
+    let transfer = write_remote(link, who, tmp, bytes);
     match timeout(upload_limit, transfer).await {
         Err(_) => {
             return Err(who.err(format!(
@@ -335,7 +325,7 @@ pub(super) async fn upload_to(
         }
         Ok(r) => r?,
     }
-    match remote_sha256(session, who, tmp, limit).await? {
+    match remote_sha256(link, who, tmp, limit).await? {
         Some(h) if h == local_hash => {}
         got => {
             return Err(who.err(format!(
@@ -344,49 +334,28 @@ pub(super) async fn upload_to(
             )))
         }
     }
-    remote_run(session, who, "chmod", &["755", "--", tmp], limit).await?;
-    remote_run(session, who, "mv", &["-f", "--", tmp, final_path], limit).await?;
+    remote_run(link, who, "chmod", &["755", "--", tmp], limit).await?;
+    remote_run(link, who, "mv", &["-f", "--", tmp, final_path], limit).await?;
     Ok(())
 }
 
 /// Writes `bytes` into the worker's file `tmp` through `dd` on its standard input.
-async fn write_remote(session: &Session, who: &Who, tmp: &str, bytes: &[u8]) -> Result<()> {
+async fn write_remote(link: &Link, who: &Who, tmp: &str, bytes: &[u8]) -> Result<()> {
     let of = format!("of={tmp}");
-    let mut child = session
-        .command("dd")
-        .arg(&of)
-        .arg("bs=1M")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .await
-        .map_err(|e| {
-            who.err(format!(
-                "cannot start the upload (`dd {of}`): {}",
-                error_chain(&e)
-            ))
-        })?;
-    let mut stdin = child.stdin().take().expect("stdin is piped");
-    let wrote = async {
-        stdin.write_all(bytes).await?;
-        stdin.flush().await?;
-        stdin.shutdown().await
-    }
-    .await;
-    drop(stdin);
-    let out = child
-        .wait_with_output()
-        .await
-        .map_err(|e| who.err(format!("upload to {tmp} broke off: {}", error_chain(&e))))?;
-    if !out.status.success() {
+    let out = match link.output(&["dd", &of, "bs=1M"], bytes).await {
+        Ok(out) => out,
+        Err(LinkError::Missing) => {
+            return Err(who.err("`dd` is missing on the worker (needed to deploy kiln-worker)"))
+        }
+        Err(LinkError::Broken(e)) => return Err(who.err(format!("upload to {tmp} broke off: {e}"))),
+    };
+    if !out.exit.success() {
         return Err(who.err(format!(
             "upload to {tmp} failed ({}): {}",
-            out.status,
+            out.exit,
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    wrote.map_err(|e| who.err(format!("upload to {tmp} broke off: {e}")))?;
     Ok(())
 }
 

@@ -77,6 +77,11 @@ pub(super) fn login_error(spec: &SshWorker, who: &Who, e: &openssh::Error) -> an
         openssh::Error::Connect(inner) => inner.to_string(),
         other => error_chain(other),
     };
+    failure(spec, who, classify(&log), &ssh_said(&log))
+}
+
+/// A failed login's error: what failed, what to do about it, and what the client said.
+pub(super) fn failure(spec: &SshWorker, who: &Who, why: LoginFailure, said: &str) -> anyhow::Error {
     let known_hosts = spec
         .known_hosts
         .as_ref()
@@ -87,7 +92,7 @@ pub(super) fn login_error(spec: &SshWorker, who: &Who, e: &openssh::Error) -> an
     } else {
         format!("[{}]:{}", spec.host, spec.port)
     };
-    let what = match classify(&log) {
+    let what = match why {
         LoginFailure::HostKeyChanged => format!(
             "host key of {} CHANGED: it differs from the one recorded in {known_hosts}; refusing to \
              connect (a man-in-the-middle, or a reinstalled host: if expected, run ssh-keygen -R \
@@ -110,5 +115,5 @@ pub(super) fn login_error(spec: &SshWorker, who: &Who, e: &openssh::Error) -> an
         LoginFailure::Unreachable => format!("unreachable ({}:{})", spec.host, spec.port),
         LoginFailure::Other => "SSH login failed".into(),
     };
-    who.err(format!("{what}; ssh said: {}", ssh_said(&log)))
+    who.err(format!("{what}; ssh said: {said}"))
 }

@@ -1,15 +1,17 @@
 //! Workers reached over SSH: connection, agentless deployment, and the channel to `serve`.
 //!
-//! [`open_ssh`] connects with the system `ssh` client through the openssh crate (native
-//! multiplexing: one master connection per worker, one mux session per remote command), makes
+//! [`open_ssh`] connects with the worker's [`SshClient`]: the system `ssh` client through the
+//! openssh crate (native multiplexing: one master connection per worker, one mux session per
+//! remote command), or kiln's own (`builtin.rs`, russh: the connection inside the controller's
+//! process, a tenth of a master's memory); `link.rs` runs remote commands over either. It makes
 //! sure `<rundir>/kiln-worker` is the binary we mean to run (by SHA-256, uploading it when it is
 //! missing or different) — and likewise `<rundir>/libkiln_cupti.so`, the CUPTI injection library
 //! the worker looks for beside itself, when one lies beside the local binary (both hashed by one
 //! `sha256sum` on the worker) — starts
 //! `<rundir>/kiln-worker serve --rundir <rundir>` and returns its stdin/stdout as a [`Channel`].
 //!
-//! - The user's `~/.ssh/config` is never read: the client gets a constant config file of ours.
-//!   Control sockets live in a private directory (`$TMPDIR/kiln-ssh-<uid>`, mode 0700).
+//! - The user's `~/.ssh/config` is never read: the system client gets a constant config file of
+//!   ours. Control sockets live in a private directory (`$TMPDIR/kiln-ssh-<uid>`, mode 0700).
 //! - Host keys are checked per [`HostKeyCheck`] against `SshWorker::known_hosts` when given (and
 //!   only against it: the global known_hosts file is ignored then), else against ssh's defaults.
 //!   `Off` uses no known_hosts file at all and writes none.
@@ -27,11 +29,16 @@
 //!   remote `serve` then sees EOF on its stdin. The worker's stderr is forwarded line by line to
 //!   `tracing` (target `kiln::worker`, field `worker`).
 
+mod builtin;
+mod command;
 mod deploy;
+mod link;
 mod login;
 
+use command::Ran;
 pub(super) use deploy::local_binary;
 use deploy::*;
+use link::{Link, LinkError};
 use login::*;
 use std::io::Write as _;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
@@ -41,8 +48,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::transport::{Channel, ChannelGuard, ChannelReader};
 use anyhow::{anyhow, bail, Context, Result};
-use kiln_protocol::config::{HostKeyCheck, SshWorker};
-use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
+use kiln_protocol::config::{HostKeyCheck, SshClient, SshWorker};
+use openssh::{ControlPersist, KnownHosts, SessionBuilder, Stdio};
 use tokio::time::timeout;
 
 /// The worker binary's file name inside the rundir.
@@ -207,18 +214,18 @@ pub async fn open_ssh_launching(
     let (_, mut local_hash) = local_binary(&binary, false).await.map_err(cant_read)?;
     let hashed = started.elapsed();
 
-    let session = connect(spec, &who, connect_timeout).await?;
+    let link = connect(spec, &who, connect_timeout).await?;
     let logged_in = started.elapsed();
 
     let target = Deploy {
-        session: &session,
+        link: &link,
         who: &who,
         rundir: &rundir,
         limit: connect_timeout,
     };
     let uploaded = target.worker(&binary, &mut local_hash).await?;
 
-    let channel = start_serve(session, &who, launch, &remote_path).await?;
+    let channel = start_serve(link, &who, launch, &remote_path).await?;
     tracing::debug!(
         worker = %spec.name,
         uploaded,
@@ -235,7 +242,7 @@ pub async fn open_ssh_launching(
     })
 }
 
-async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Result<Session> {
+async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Result<Link> {
     if spec.host.is_empty()
         || spec.host.starts_with('-')
         || spec
@@ -245,6 +252,16 @@ async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Resu
     {
         return Err(who.err(format!("invalid host name {:?}", spec.host)));
     }
+    match spec.client {
+        SshClient::System => connect_system(spec, who, connect_timeout).await,
+        SshClient::Builtin => {
+            (builtin::connect(spec, who, connect_timeout).await).map(Link::Builtin)
+        }
+    }
+}
+
+/// Logs in with OpenSSH's client: a master connection and a check that it answers.
+async fn connect_system(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Result<Link> {
     let own_known_hosts = spec.known_hosts.is_some() || spec.host_key_check == HostKeyCheck::Off;
     let dir = private_dir().map_err(|e| who.err(format!("{e:#}")))?;
     let config = client_config(&dir, own_known_hosts).map_err(|e| who.err(format!("{e:#}")))?;
@@ -262,7 +279,7 @@ async fn connect(spec: &SshWorker, who: &Who, connect_timeout: Duration) -> Resu
         Ok(Err(e)) => return Err(login_error(spec, who, &e)),
     };
     match timeout(connect_timeout, session.check()).await {
-        Ok(Ok(())) => Ok(session),
+        Ok(Ok(())) => Ok(Link::System(Arc::new(session))),
         Ok(Err(e)) => Err(who.err(format!(
             "the SSH connection died right after login: {}",
             error_chain(&e)
@@ -387,61 +404,59 @@ fn nanos() -> u128 {
 
 /// Runs a small remote command (argument list) to completion; its output.
 async fn remote_output(
-    session: &Session,
+    link: &Link,
     who: &Who,
     program: &str,
     args: &[&str],
     limit: Duration,
-) -> Result<std::process::Output> {
-    let mut cmd = session.command(program);
-    cmd.args(args).stdin(Stdio::null());
-    let shown = || format!("`{program} {}`", args.join(" "));
-    match timeout(limit, cmd.output()).await {
+) -> Result<Ran> {
+    let argv: Vec<&str> = std::iter::once(program)
+        .chain(args.iter().copied())
+        .collect();
+    let shown = || format!("`{}`", argv.join(" "));
+    match timeout(limit, link.output(&argv, &[])).await {
         Err(_) => Err(who.err(format!(
             "remote command {} did not finish within {:.0} s",
             shown(),
             limit.as_secs_f64()
         ))),
-        Ok(Err(openssh::Error::Remote(e))) if e.kind() == std::io::ErrorKind::NotFound => Err(who
-            .err(format!(
-                "`{program}` is missing on the worker (needed to deploy kiln-worker)"
-            ))),
-        Ok(Err(e)) => Err(who.err(format!(
-            "remote command {} failed: {}",
-            shown(),
-            error_chain(&e)
+        Ok(Err(LinkError::Missing)) => Err(who.err(format!(
+            "`{program}` is missing on the worker (needed to deploy kiln-worker)"
         ))),
+        Ok(Err(LinkError::Broken(e))) => {
+            Err(who.err(format!("remote command {} failed: {e}", shown())))
+        }
         Ok(Ok(out)) => Ok(out),
     }
 }
 
 /// Runs a small remote command that must succeed.
 async fn remote_run(
-    session: &Session,
+    link: &Link,
     who: &Who,
     program: &str,
     args: &[&str],
     limit: Duration,
 ) -> Result<()> {
-    let out = remote_output(session, who, program, args, limit).await?;
-    if out.status.success() {
+    let out = remote_output(link, who, program, args, limit).await?;
+    if out.exit.success() {
         Ok(())
     } else {
         Err(who.err(format!(
             "remote command `{program} {}` failed ({}): {}",
             args.join(" "),
-            out.status,
+            out.exit,
             String::from_utf8_lossy(&out.stderr).trim()
         )))
     }
 }
 
-/// What keeps a remote `serve` alive: the remote child, the stderr forwarder, and the session
-/// (dropped last: its drop shuts the master connection down).
+/// What keeps a remote `serve` alive: the stderr forwarder, the remote command, and the
+/// connection (dropped last: its drop ends it).
 struct SshGuard {
-    child: Option<openssh::Child<Arc<Session>>>,
     stderr_forwarder: Option<tokio::task::JoinHandle<()>>,
-    _session: Arc<Session>,
+    command: Option<Box<dyn std::any::Any + Send + Sync>>,
+    _link: Link,
 }
 
 impl Drop for SshGuard {
@@ -449,42 +464,28 @@ impl Drop for SshGuard {
         if let Some(t) = self.stderr_forwarder.take() {
             t.abort();
         }
-        drop(self.child.take());
+        drop(self.command.take());
     }
 }
 
-async fn start_serve(
-    session: Session,
-    who: &Who,
-    launch: Launch,
-    remote_path: &str,
-) -> Result<Channel> {
-    let session = Arc::new(session);
+async fn start_serve(link: Link, who: &Who, launch: Launch, remote_path: &str) -> Result<Channel> {
     let argv = (launch.argv)(remote_path);
-    let (program, args) = argv.split_first().expect("a launch names its program");
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
     let shown = argv.join(" ");
-    let mut child = Arc::clone(&session)
-        .arc_command(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .await
-        .map_err(|e| who.err(format!("cannot start `{shown}`: {}", error_chain(&e))))?;
-    let stdin = child.stdin().take().expect("stdin is piped");
-    let stdout = child.stdout().take().expect("stdout is piped");
-    let stderr = child.stderr().take().expect("stderr is piped");
-    let forwarder = (launch.stderr)(Box::new(stderr));
+    let spawned = link.spawn(&argv).await.map_err(|e| match e {
+        LinkError::Missing => who.err(format!("cannot start `{shown}`: no such program")),
+        LinkError::Broken(e) => who.err(format!("cannot start `{shown}`: {e}")),
+    })?;
+    let forwarder = (launch.stderr)(spawned.stderr);
     tracing::info!(worker = %who.name, "started `{shown}` on {}", who.addr);
     let guard = SshGuard {
-        child: Some(child),
         stderr_forwarder: forwarder,
-        _session: session,
+        command: Some(spawned.keep),
+        _link: link,
     };
     Ok(Channel {
-        reader: Box::new(stdout),
-        writer: Box::new(stdin),
+        reader: spawned.stdout,
+        writer: spawned.stdin,
         guard: ChannelGuard::Other(Box::new(guard)),
         address: who.addr.clone(),
     })
@@ -503,6 +504,7 @@ mod tests {
             identity: None,
             known_hosts: None,
             host_key_check: HostKeyCheck::Strict,
+            client: SshClient::System,
             rundir: rundir.into(),
             slots: 1,
             cpus: vec![],
