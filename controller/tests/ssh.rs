@@ -383,6 +383,21 @@ async fn auth_failure_unreachable_and_check_off(client: SshClient) {
         "{e}"
     );
 
+    // kiln's own client reads no agent: a key with a passphrase is refused, saying so.
+    if client == SshClient::Builtin {
+        let locked_key = rig.dir.join("locked_key");
+        let st = Command::new("ssh-keygen")
+            .args(["-q", "-t", "ed25519", "-N", "a passphrase", "-f"])
+            .arg(&locked_key)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let mut spec = rig.spec(1);
+        spec.identity = Some(locked_key);
+        let e = err_text(connect(&rig, &spec).await);
+        assert!(e.contains("locked_key") && e.contains("passphrase"), "{e}");
+    }
+
     // Nothing listens on this port.
     let mut spec = rig.spec(1);
     spec.port = 2399;

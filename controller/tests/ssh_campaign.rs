@@ -21,13 +21,15 @@ use std::time::{Duration, Instant};
 
 use crate::common::campaign::*;
 use crate::common::*;
-use kiln_controller::store::now_ms;
+use kiln_controller::store::{now_ms, StepRecord};
 
 /// A running rig of sshd daemons; `ssh-rig down` on drop.
 struct Rig {
     dir: PathBuf,
     /// Per daemon (1-based order): address and port.
     hosts: Vec<(String, u16)>,
+    /// The SSH client the worker entries name (`system` unless a test says otherwise).
+    client: &'static str,
 }
 
 impl Rig {
@@ -51,7 +53,11 @@ impl Rig {
             return None;
         }
         // From here on the guard cleans up, whatever happens.
-        let mut rig = Rig { dir, hosts: vec![] };
+        let mut rig = Rig {
+            dir,
+            hosts: vec![],
+            client: "system",
+        };
         assert!(out.status.success(), "ssh-rig up failed: {stderr}");
         let hosts = std::fs::read_to_string(rig.dir.join("hosts")).unwrap();
         for line in hosts.lines() {
@@ -84,10 +90,11 @@ impl Rig {
         let (host, port) = &self.hosts[k - 1];
         format!(
             "(ssh (name w{k}) (host \"{host}\") (port {port}) (user \"root\") \
-             (identity \"{}\") (known-hosts \"{}\") (rundir \"{}\") (slots 1))",
+             (identity \"{}\") (known-hosts \"{}\") (rundir \"{}\") (slots 1) (client {}))",
             self.dir.join("client_key").display(),
             self.dir.join("known_hosts").display(),
-            self.rundir(k).display()
+            self.rundir(k).display(),
+            self.client
         )
     }
 
@@ -303,19 +310,10 @@ fn sixteen_workers_one_killed_mid_step_end_as_one_worker_does() {
     if !have_valgrind() {
         return skip("valgrind is not installed (callgrind is the deterministic objective)");
     }
-    let Some(rig) = Rig::up("sixteen", 16, 2317, None) else {
+    let Some(mut rig) = Rig::up("sixteen", 16, 2317, None) else {
         return;
     };
-    // 4 chains × 4 in flight: a step for every worker; instructions count the same anywhere.
-    let config =
-        |workers: &str| synthetic_config_on(8, 11, 4, workers).replace("(chains 1)", "(chains 4)");
-    let setup = |config: &str| {
-        let dir = tempfile::tempdir().unwrap();
-        copy_benchmark("synthetic", dir.path());
-        std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
-        dir
-    };
-    let one = setup(&config(&format!("(workers {})", rig.worker_entry(1))));
+    let one = sixteen_setup(&format!("(workers {})", rig.worker_entry(1)));
     finish_campaign(
         start_campaign(one.path(), &rig.worker()),
         one.path(),
@@ -329,8 +327,42 @@ fn sixteen_workers_one_killed_mid_step_end_as_one_worker_does() {
         std::fs::create_dir_all(rig.rundir(k)).unwrap();
         std::fs::copy(rig.worker(), rig.rundir(k).join("kiln-worker")).unwrap();
     }
-    let many = setup(&config(&rig.workers_field()));
-    let d = many.path();
+    // With each SSH client: OpenSSH's, and kiln's own (a fleet's).
+    for client in ["system", "builtin"] {
+        rig.client = client;
+        let many = sixteen_setup(&rig.workers_field());
+        let (name, got) = sixteen_with_one_killed(&rig, many.path());
+        let workers: std::collections::BTreeSet<&str> =
+            got.iter().map(|s| s.worker.as_str()).collect();
+        eprintln!(
+            "{client}: {name} killed mid-step; steps ran on {} workers",
+            workers.len()
+        );
+        assert!(
+            workers.len() > 8,
+            "{client}: the steps ran on {workers:?} only"
+        );
+        assert_eq!(
+            trajectory(&got),
+            trajectory(&expected),
+            "{client}: 16 workers and one diverged"
+        );
+    }
+}
+
+/// A folder with the synthetic benchmark and a campaign of 4 chains × 4 in flight on
+/// `workers` (a step for each of 16; instructions count the same anywhere).
+fn sixteen_setup(workers: &str) -> tempfile::TempDir {
+    let config = synthetic_config_on(8, 11, 4, workers).replace("(chains 1)", "(chains 4)");
+    let dir = tempfile::tempdir().unwrap();
+    copy_benchmark("synthetic", dir.path());
+    std::fs::write(dir.path().join("campaign.sexp"), config).unwrap();
+    dir
+}
+
+/// Runs the campaign in `d` on the rig's workers, kills one of w2..w16 mid-step, and returns
+/// its name and the steps stored (each once; its step re-queued).
+fn sixteen_with_one_killed(rig: &Rig, d: &Path) -> (String, Vec<StepRecord>) {
     let child = start_campaign(d, &rig.worker());
     let mut busy = None;
     wait_for(
@@ -339,7 +371,7 @@ fn sixteen_workers_one_killed_mid_step_end_as_one_worker_does() {
         Duration::from_secs(120),
         || {
             busy = (2..=16).find_map(|k| {
-                serve_pid(&rig, k)
+                serve_pid(rig, k)
                     .filter(|p| runs_the_benchmark(*p))
                     .map(|p| (k, p))
             });
@@ -359,20 +391,11 @@ fn sixteen_workers_one_killed_mid_step_end_as_one_worker_does() {
         .collect();
     assert!(
         requeued_from(d, &name),
-        "{name}'s step was not re-queued; the log of it:\n{}",
+        "{}: {name}'s step was not re-queued; the log of it:\n{}",
+        rig.client,
         said.join("\n")
     );
-    let workers: std::collections::BTreeSet<&str> = got.iter().map(|s| s.worker.as_str()).collect();
-    eprintln!(
-        "{name} killed mid-step; steps ran on {} workers",
-        workers.len()
-    );
-    assert!(workers.len() > 8, "the steps ran on {workers:?} only");
-    assert_eq!(
-        trajectory(&got),
-        trajectory(&expected),
-        "16 workers and one diverged"
-    );
+    (name, got)
 }
 
 /// The pid of the `kiln-worker serve` whose rundir is `rundir`, found by its command line.

@@ -1,6 +1,7 @@
 //! §6, a hundred SSH workers (scripts/ssh-rig on loopback): no-op steps across 10 and 100
-//! workers (throughput, controller CPU, memory and descriptors per worker), and the time a
-//! worker killed or frozen mid-step takes to be found lost while 99 others are busy.
+//! workers with each SSH client (throughput, controller CPU, memory and descriptors per
+//! worker), and the time a worker killed or frozen mid-step takes to be found lost while 99
+//! others are busy.
 
 use std::fs;
 use std::path::Path;
@@ -8,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use kiln_protocol::config::SshClient;
 use kiln_protocol::gpu_trace::INJECTION_LIBRARY;
 
 use super::campaign::noop_config;
@@ -24,6 +26,19 @@ const PARALLEL: u32 = 4;
 /// The loss test's timeouts: a worker silent this long is lost.
 pub(super) const LOST_AFTER_S: f64 = 5.0;
 const HEARTBEAT_S: f64 = 1.0;
+
+/// The SSH clients compared; the targets are judged on the last, a fleet's client, which the
+/// lost-worker runs use too.
+pub(super) const CLIENTS: [SshClient; 2] = [SshClient::System, SshClient::Builtin];
+pub(super) const FLEET_CLIENT: SshClient = SshClient::Builtin;
+
+/// The name of the no-op run on `n` workers connected with `client`.
+pub(super) fn run_name(client: SshClient, n: usize) -> String {
+    match client {
+        SshClient::System => format!("ssh-{n}"),
+        SshClient::Builtin => format!("builtin-{n}"),
+    }
+}
 
 /// How a worker is taken away mid-step.
 #[derive(Clone, Copy)]
@@ -46,7 +61,8 @@ impl Loss {
 
 impl Suite {
     /// Brings up the large rig (its own daemons, beside §1's), then per repetition: the no-op
-    /// campaign on `FEW` and on `FLEET` workers, and a worker killed and one frozen mid-step.
+    /// campaign on `FEW` and on `FLEET` workers with each client, and a worker killed and one
+    /// frozen mid-step.
     pub(super) fn fleet(&mut self) -> Result<()> {
         let script = self.opts.repo.join("scripts/ssh-rig");
         let port = self.opts.rig_port + 1;
@@ -62,14 +78,10 @@ impl Suite {
         let v = self.versions[0].clone();
         place_binaries(&v, &rig)?;
         for rep in 0..self.sizes.reps {
-            for n in [FEW, FLEET] {
-                let config = noop_config(
-                    self.sizes.fleet_steps,
-                    CHAINS,
-                    PARALLEL,
-                    &rig.workers(n, 1, "fleet"),
-                );
-                let name = format!("ssh-{n}");
+            for (client, n) in CLIENTS.iter().flat_map(|c| [(*c, FEW), (*c, FLEET)]) {
+                let workers = rig.workers(n, 1, "fleet", client);
+                let config = noop_config(self.sizes.fleet_steps, CHAINS, PARALLEL, &workers);
+                let name = run_name(client, n);
                 let r = self.campaign(&v, &name, &config, &rig.pids(n))?;
                 self.record_campaign("fleet", &name, &v.label, rep, &r);
             }
@@ -91,7 +103,8 @@ impl Suite {
             "touch running\nsleep 2\nrm -f running\n",
         )?;
         let steps = 8;
-        let config = noop_config(steps, CHAINS, PARALLEL, &rig.workers(FLEET, 1, "fleet"))
+        let workers = rig.workers(FLEET, 1, "fleet", FLEET_CLIENT);
+        let config = noop_config(steps, CHAINS, PARALLEL, &workers)
             .replace("(run (\"true\"))", "(run (\"sh\" \"run.sh\"))")
             .replace(
                 "(workers",

@@ -5,7 +5,9 @@ use std::io::Write;
 
 use anyhow::Result;
 
-use super::fleet::{Loss, FEW, FLEET, LOST_AFTER_S};
+use kiln_protocol::config::SshClient;
+
+use super::fleet::{run_name, Loss, CLIENTS, FEW, FLEET, FLEET_CLIENT, LOST_AFTER_S};
 use super::writeup::{Page, Target};
 use super::Suite;
 use crate::report::{fmt, Table};
@@ -23,9 +25,9 @@ struct PerWorker {
 }
 
 impl PerWorker {
-    fn measured(p: &Page<'_>) -> PerWorker {
+    fn measured(p: &Page<'_>, client: SshClient) -> PerWorker {
         let slope = |metric: &str| {
-            let at = |n: usize| p.r.median(SECTION, &format!("ssh-{n}"), p.after, metric);
+            let at = |n: usize| p.r.median(SECTION, &run_name(client, n), p.after, metric);
             at(FLEET)
                 .zip(at(FEW))
                 .map(|(many, few)| (many - few) / (FLEET - FEW) as f64)
@@ -51,9 +53,11 @@ impl Suite {
             "{FLEET} sshd daemons of scripts/ssh-rig on 127.0.0.2–{} (their own port, beside §1's \
              rig), one worker of one slot on each; {} only. The no-op campaign of §1 with 25 \
              chains × parallel 4 ({} steps per chain), on the first {FEW} workers and on all \
-             {FLEET}. Controller = the `kiln` process; its ssh processes (a master per \
-             worker, its sessions multiplexed over the master's socket) are counted apart, by \
-             PSS (shared pages split among them). \
+             {FLEET}, with each SSH client: `system` (OpenSSH's `ssh`, a master process per \
+             worker, its sessions multiplexed over the master's socket) and `builtin` (kiln's \
+             own, russh: each connection inside the controller's process). Controller = the \
+             `kiln` process; the ssh processes are counted apart, by PSS (shared pages split \
+             among them). \
              Descriptors, threads and processes are the most seen at once, sampled every half \
              second. kiln-worker is in every worker's folder before the campaign (a week's \
              campaign deploys once); workers used = those that ran at least one step. Steps/s \
@@ -62,17 +66,22 @@ impl Suite {
              (each connection logs in, checks the deployed files' hashes and starts `serve`, \
              sixteen at once, on the same two cores that run the steps), and \"sustained\" \
              the rate of the steps decided from then on, as a week's campaign runs once \
-             connected. Per worker = (figure at {FLEET} − figure at {FEW}) / {}.\n",
+             connected. Per worker = (figure at {FLEET} − figure at {FEW}) / {}. The targets \
+             are judged on the `builtin` client.\n",
             FLEET + 1,
             p.after,
             self.sizes.fleet_steps,
             FLEET - FEW
         )?;
         self.fleet_table(p).write(o)?;
-        let per = PerWorker::measured(p);
+        let per = CLIENTS.map(|client| PerWorker::measured(p, client));
         per_worker_table(&per).write(o)?;
         self.write_losses(p, o)?;
-        write_projection(p, &per, o)?;
+        let fleet = &per[CLIENTS
+            .iter()
+            .position(|c| *c == FLEET_CLIENT)
+            .expect("compared")];
+        write_projection(p, fleet, o)?;
         Ok(fleet_targets(p, &per))
     }
 
@@ -92,17 +101,17 @@ impl Suite {
             ("ctl threads", "ctl_threads"),
             ("ssh processes", "helpers"),
         ];
-        let mut t = Table::new(
-            &std::iter::once("workers")
-                .chain(columns.iter().map(|c| c.0))
-                .collect::<Vec<_>>(),
-        );
-        for n in [FEW, FLEET] {
-            let config = format!("ssh-{n}");
+        let heads = ["client", "workers"]
+            .into_iter()
+            .chain(columns.iter().map(|c| c.0));
+        let mut t = Table::new(&heads.collect::<Vec<_>>());
+        for (client, n) in CLIENTS.iter().flat_map(|c| [(*c, FEW), (*c, FLEET)]) {
+            let config = run_name(client, n);
             let cells = columns
                 .iter()
                 .map(|(_, m)| fmt(p.r.median(SECTION, &config, p.after, m)));
-            t.row(std::iter::once(n.to_string()).chain(cells).collect());
+            let row = [client_name(client).to_string(), n.to_string()];
+            t.row(row.into_iter().chain(cells).collect());
         }
         t
     }
@@ -138,25 +147,42 @@ impl Suite {
     }
 }
 
-fn per_worker_table(per: &PerWorker) -> Table {
-    let mut t = Table::new(&["one worker more costs the controller", "measured"]);
-    for (what, v) in [
-        ("kiln's own memory, MiB", per.ctl_mib),
-        ("its ssh clients' memory (PSS), MiB", per.ssh_mib),
-        ("memory together, MiB", per.memory_mib()),
-        ("descriptors", per.fds),
-        ("processes (ssh clients)", per.processes),
-    ] {
-        t.row(vec![what.into(), fmt(v)]);
+fn client_name(client: SshClient) -> &'static str {
+    match client {
+        SshClient::System => "system",
+        SshClient::Builtin => "builtin",
+    }
+}
+
+/// One figure of what a worker costs.
+type Figure = fn(&PerWorker) -> Option<f64>;
+
+fn per_worker_table(per: &[PerWorker; 2]) -> Table {
+    let heads = ["one worker more costs the controller"]
+        .into_iter()
+        .chain(CLIENTS.map(client_name));
+    let mut t = Table::new(&heads.collect::<Vec<_>>());
+    let rows: [(&str, Figure); 5] = [
+        ("kiln's own memory, MiB", |w| w.ctl_mib),
+        ("its ssh clients' memory (PSS), MiB", |w| w.ssh_mib),
+        ("memory together, MiB", PerWorker::memory_mib),
+        ("descriptors", |w| w.fds),
+        ("processes (ssh clients)", |w| w.processes),
+    ];
+    for (what, figure) in rows {
+        let cells = per.iter().map(|w| fmt(figure(w)));
+        t.row(std::iter::once(what.to_string()).chain(cells).collect());
     }
     t
 }
 
 /// The targets of issue 54 that this section measures.
-fn fleet_targets(p: &Page<'_>, per: &PerWorker) -> Vec<Target> {
-    let at_fleet = |metric: &str| {
-        p.r.median(SECTION, &format!("ssh-{FLEET}"), p.after, metric)
+fn fleet_targets(p: &Page<'_>, per: &[PerWorker; 2]) -> Vec<Target> {
+    let at = |client: SshClient, metric: &str| {
+        p.r.median(SECTION, &run_name(client, FLEET), p.after, metric)
     };
+    let at_fleet = |metric: &str| at(FLEET_CLIENT, metric);
+    let [system, fleet] = per;
     let rate = at_fleet("steps_per_s_sustained");
     // A figure of the large run stands for FLEET workers only where every one of them ran.
     let used = at_fleet("workers_used");
@@ -166,23 +192,28 @@ fn fleet_targets(p: &Page<'_>, per: &PerWorker) -> Vec<Target> {
             format!("≥ 500 no-op steps/s sustained across {FLEET} SSH workers"),
             format!("{} steps/s", fmt(rate)),
             format!(
-                "once all were running ({} steps/s with connecting); 25 chains × parallel 4, \
-                 one slot a worker; {} workers ran steps",
+                "builtin client, once all were running ({} steps/s with connecting; the system \
+                 client {} sustained); 25 chains × parallel 4, one slot a worker; {} workers ran \
+                 steps",
                 fmt(at_fleet("steps_per_s")),
+                fmt(at(SshClient::System, "steps_per_s_sustained")),
                 fmt(used)
             ),
             rate.map(|r| r >= 500.0 && all_used),
         ),
         (
             "controller memory ≤ 1 MB a worker".into(),
-            format!("{} MiB", fmt(per.memory_mib())),
+            format!("{} MiB", fmt(fleet.memory_mib())),
             format!(
-                "kiln {} MiB + its ssh clients {} MiB; {} workers ran steps",
-                fmt(per.ctl_mib),
-                fmt(per.ssh_mib),
+                "builtin client: kiln {} MiB + ssh processes {} MiB (the system client: {} MiB, \
+                 its ssh masters' {} MiB); {} workers ran steps",
+                fmt(fleet.ctl_mib),
+                fmt(fleet.ssh_mib),
+                fmt(system.memory_mib()),
+                fmt(system.ssh_mib),
                 fmt(used)
             ),
-            per.memory_mib().map(|m| m * 1.048_576 <= 1.0 && all_used),
+            fleet.memory_mib().map(|m| m * 1.048_576 <= 1.0 && all_used),
         ),
     ];
     for loss in [Loss::Killed, Loss::Frozen] {
@@ -210,12 +241,8 @@ fn fleet_targets(p: &Page<'_>, per: &PerWorker) -> Vec<Target> {
 /// What bounds a campaign of 1,000 workers, from this section's measurements (and §3's
 /// write of a decided step, where it ran).
 fn write_projection(p: &Page<'_>, per: &PerWorker, o: &mut Vec<u8>) -> Result<()> {
-    let cpu_ms = p.r.median(
-        SECTION,
-        &format!("ssh-{FLEET}"),
-        p.after,
-        "ctl_cpu_ms_per_step",
-    );
+    let config = run_name(FLEET_CLIENT, FLEET);
+    let cpu_ms = p.r.median(SECTION, &config, p.after, "ctl_cpu_ms_per_step");
     let decide_ms =
         p.r.median("store", "persist-step", "store-api", "decide_p50_ms");
     let at_1000 = |v: Option<f64>| fmt(v.map(|v| v * 1000.0));
@@ -230,15 +257,16 @@ fn write_projection(p: &Page<'_>, per: &PerWorker, o: &mut Vec<u8>) -> Result<()
     };
     writeln!(
         o,
-        "**1,000 workers, projected.** A week of a step every 10 s on each of 1,000 workers is \
-         100 steps/s. Controller CPU: {} ms a step here, so 100 steps/s take {} of a core and \
+        "**1,000 workers, projected** (the builtin client). A week of a step every 10 s on \
+         each of 1,000 workers is 100 steps/s. Controller CPU: {} ms a step here, so 100 steps/s take {} of a core and \
          one core carries {} no-op steps/s; {store}. Connections: {} descriptors and {} ssh \
          processes a worker make {} descriptors and {} processes at 1,000, against a soft \
          descriptor limit of {} here (kiln does not raise it: a controller of 1,000 workers needs \
-         `ulimit -n` above that figure, where many machines' default is 1,024). Memory: {} MiB a worker, {} MiB at 1,000. What \
-         would have to change: what grows is the ssh master per worker (a process, its \
-         memory and descriptors), not kiln's own state; one connection per rack \
-         multiplexing its workers, or Slurm's launcher (§5), would replace them.\n",
+         `ulimit -n` above that figure, where many machines' default is 1,024). Memory: {} MiB \
+         a worker, {} MiB at 1,000. What would have to change: a worker is a connection \
+         inside the controller (its socket, keys and buffers), no process; at 1,000 the \
+         descriptor limit and the connecting (each login and its hash check on the workers' \
+         side) are what to plan for, sixteen at once.\n",
         fmt(cpu_ms),
         fmt(cpu_ms.map(|c| c * 100.0 / 1e3)),
         fmt(cpu_ms.map(|c| 1e3 / c)),

@@ -9,6 +9,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Result};
+use kiln_protocol::config::SshClient;
 
 use super::campaign::noop_config;
 use super::writeup::{Page, Target};
@@ -43,13 +44,17 @@ impl Suite {
             for n in [1usize, 2, 4] {
                 configs.push((
                     format!("ssh{n}"),
-                    per_version(&|l| noop_config(tsteps, 2, 4, &rig.workers(n, 2, l))),
+                    per_version(&|l| {
+                        noop_config(tsteps, 2, 4, &rig.workers(n, 2, l, SshClient::System))
+                    }),
                     rig.pids(n),
                 ));
             }
             configs.push((
                 "serial-ssh1".into(),
-                per_version(&|l| noop_config(ssteps, 1, 1, &rig.workers(1, 1, l))),
+                per_version(&|l| {
+                    noop_config(ssteps, 1, 1, &rig.workers(1, 1, l, SshClient::System))
+                }),
                 rig.pids(1),
             ));
             // Deploy each version's worker once, so no repetition pays for it.
@@ -59,7 +64,7 @@ impl Suite {
                 fs::write(dir.join("noop/README"), "noop\n")?;
                 fs::write(
                     dir.join("campaign.sexp"),
-                    noop_config(10, 1, 1, &rig.workers(4, 2, &v.label)),
+                    noop_config(10, 1, 1, &rig.workers(4, 2, &v.label, SshClient::System)),
                 )?;
                 let out = Command::new(v.kiln())
                     .args(["workers", "campaign.sexp"])

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{bail, Result};
+use kiln_protocol::config::SshClient;
 
 use super::Suite;
 
@@ -112,13 +113,17 @@ impl Rig {
         self.daemons.iter().take(n).map(|d| d.1).collect()
     }
 
-    /// `(ssh ...)` worker entries for the first `n` daemons.
-    pub(super) fn workers(&self, n: usize, slots: u32, label: &str) -> String {
+    /// `(ssh ...)` worker entries for the first `n` daemons, connected with `client`.
+    pub(super) fn workers(&self, n: usize, slots: u32, label: &str, client: SshClient) -> String {
+        let client = match client {
+            SshClient::System => "system",
+            SshClient::Builtin => "builtin",
+        };
         let mut s = String::new();
         for (k, (addr, _)) in self.daemons.iter().take(n).enumerate() {
             s.push_str(&format!(
                 "(ssh (name w{}) (host \"{addr}\") (port {}) (user \"root\") (identity \"{}\") \
-                 (known-hosts \"{}\") (rundir \"{}\") (slots {slots}))\n    ",
+                 (known-hosts \"{}\") (rundir \"{}\") (slots {slots}) (client {client}))\n    ",
                 k + 1,
                 self.port,
                 self.rig.dir.join("client_key").display(),

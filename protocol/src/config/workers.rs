@@ -120,8 +120,8 @@ record! {
         #[serde(default)]
         client: SshClient = word::CLIENT, SSH_CLIENT, default(SshClient::System),
             "The SSH client: system (OpenSSH's ssh, a master process a worker, ~/.ssh/config \
-             unread) or builtin (kiln's own, inside the controller: a tenth of the memory a \
-             worker; keys from identity or ~/.ssh/id_*, no agent).";
+             unread) or builtin (kiln's own, inside the controller: 0.15 MiB a worker instead \
+             of 1.4; keys from identity or ~/.ssh/id_*, no agent, no passphrase).";
         rundir: String = word::RUNDIR, kind::STRING,
             default(String::new(), "required for an ssh worker; a login node takes the slurm entry's"),
             "Folder on the worker that holds kiln's files (kiln-worker is deployed there).";

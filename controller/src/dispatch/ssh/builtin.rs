@@ -184,7 +184,15 @@ async fn log_in(handle: &mut Handle<HostKeys>, spec: &SshWorker, who: &Who) -> R
         let key = match keys::load_secret_key(&path, None) {
             Ok(key) => Arc::new(key),
             Err(e) if spec.identity.is_some() => {
-                return Err(who.err(format!("cannot read identity {}: {e}", path.display())))
+                let hint = match e {
+                    keys::Error::KeyIsEncrypted => {
+                        " (a key with a passphrase needs its agent: \
+                                                    (client system))"
+                    }
+                    _ => "",
+                };
+                let path = path.display();
+                return Err(who.err(format!("cannot read identity {path}: {e}{hint}")));
             }
             Err(_) => continue,
         };

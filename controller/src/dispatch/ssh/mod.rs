@@ -3,7 +3,7 @@
 //! [`open_ssh`] connects with the worker's [`SshClient`]: the system `ssh` client through the
 //! openssh crate (native multiplexing: one master connection per worker, one mux session per
 //! remote command), or kiln's own (`builtin.rs`, russh: the connection inside the controller's
-//! process, a tenth of a master's memory); `link.rs` runs remote commands over either. It makes
+//! process, a ninth of a master's memory); `link.rs` runs remote commands over either. It makes
 //! sure `<rundir>/kiln-worker` is the binary we mean to run (by SHA-256, uploading it when it is
 //! missing or different) — and likewise `<rundir>/libkiln_cupti.so`, the CUPTI injection library
 //! the worker looks for beside itself, when one lies beside the local binary (both hashed by one
