@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -69,6 +69,11 @@ fn to_current(dir: &Path, old: sled::Db, from: u32) -> Result<sled::Db> {
     }
     let new = open_sled_as(&building, true)
         .with_context(|| format!("cannot create {}", building.display()))?;
+    crate::logging::note(format!(
+        "store {} is of layout {from}: migrating it to layout {SCHEMA_VERSION} (about a minute a \
+         million steps; interrupted, the store is left as it was)",
+        dir.display()
+    ));
     let copied = copy(&old, &new, from)?;
     new.flush()?;
     drop((new, old));
@@ -119,17 +124,22 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
     };
     let (mut batch, mut blocks) = (sled::Batch::default(), blocks::Pending::default());
     let mut set_numbers: HashMap<String, u32> = HashMap::new();
-    let mut copied = 0u64;
+    let (mut copied, mut steps_copied) = (0u64, 0u64);
+    let mut said = Every::new();
     for item in old.iter() {
         let (key, value) = item?;
         copied += 1;
         let name = std::str::from_utf8(&key).unwrap_or_default();
         match layout::step_of_key(name) {
-            Some(_) => steps.copy(&mut blocks, name, &value)?,
+            Some(_) => {
+                steps.copy(&mut blocks, name, &value)?;
+                steps_copied += 1;
+            }
             None if name.starts_with(layout::STEP_BLOCKS) => {
                 let entries = blocks::expand(blocks::Kind::Step, (key.clone(), value.clone()));
                 match entries.into_iter().collect::<Result<Vec<_>>>() {
                     Ok(entries) => {
+                        steps_copied += entries.len() as u64;
                         for (name, value) in entries {
                             steps.copy(&mut blocks, std::str::from_utf8(&name)?, &value)?;
                         }
@@ -152,12 +162,38 @@ fn copy(old: &sled::Db, new: &sled::Db, from: u32) -> Result<u64> {
         if copied.is_multiple_of(BATCH_KEYS as u64) {
             std::mem::take(&mut blocks).into_batch(&mut batch)?;
             new.apply_batch(std::mem::take(&mut batch))?;
+            said.every(PROGRESS_EVERY, || {
+                format!("migrating: {steps_copied} steps copied")
+            });
         }
     }
     blocks.into_batch(&mut batch)?;
     batch.insert(layout::SCHEMA, serde_json::to_vec(&SCHEMA_VERSION)?);
     new.apply_batch(batch)?;
     Ok(copied)
+}
+
+/// How often a long migration says how far it is.
+const PROGRESS_EVERY: Duration = Duration::from_secs(15);
+
+/// A note at most once a period.
+struct Every {
+    last: Instant,
+}
+
+impl Every {
+    fn new() -> Every {
+        Every {
+            last: Instant::now(),
+        }
+    }
+
+    fn every(&mut self, period: Duration, message: impl FnOnce() -> String) {
+        if self.last.elapsed() >= period {
+            crate::logging::note(message());
+            self.last = Instant::now();
+        }
+    }
 }
 
 /// Each experiment's starts, their set and profile written into `new`.
