@@ -202,7 +202,14 @@ impl Suite {
         }
         let mut cmd = vec![v.kiln().display().to_string()];
         cmd.extend(view.args(store, n, &run, &copy)?);
+        let started_ms = epoch_ms();
         let a = self.accounted(&cmd, &run, &[], 1800.0)?;
+        // What a person resuming waits for: the first new step on its way.
+        let first_dispatch_s = match view == View::Resume && a.exit == 0 {
+            true => first_dispatched_ms(&copy.join("steps.csv"), started_ms)?
+                .map(|ms| (ms - started_ms) as f64 / 1e3),
+            false => None,
+        };
         if hidden.exists() {
             fs::rename(&hidden, &sealed)?;
         }
@@ -214,12 +221,16 @@ impl Suite {
             bail!("{} failed on the {n}-step store: {said}", view.label());
         }
         let config = format!("view-{}-{n}", view.name());
-        for (metric, value) in [
-            ("wall_s", a.wall_s),
-            ("max_rss_mib", a.max_rss_kib as f64 / 1024.0),
-        ] {
-            self.results
-                .add("store", &config, &v.label, 0, metric, value);
+        let figures = [
+            ("wall_s", Some(a.wall_s)),
+            ("max_rss_mib", Some(a.max_rss_kib as f64 / 1024.0)),
+            ("first_dispatch_s", first_dispatch_s),
+        ];
+        for (metric, value) in figures {
+            if let Some(value) = value {
+                self.results
+                    .add("store", &config, &v.label, 0, metric, value);
+            }
         }
         eprintln!(
             "  {config:<22} {:<10}: {:.2} s, peak RSS {:.0} MiB",
@@ -411,6 +422,14 @@ impl Suite {
                     p.pair(ST, &c, "wall_s"),
                     p.pair(ST, &c, "max_rss_mib"),
                 ]);
+                if p.r.median(ST, &c, p.after, "first_dispatch_s").is_some() {
+                    t.row(vec![
+                        "… until its first new step is dispatched".into(),
+                        n.to_string(),
+                        p.pair(ST, &c, "first_dispatch_s"),
+                        "".into(),
+                    ]);
+                }
             }
             targets.extend(view_targets(p, n));
         }
@@ -521,6 +540,29 @@ fn view_targets(p: &Page<'_>, n: u64) -> Vec<Target> {
         ));
     }
     targets
+}
+
+/// Now, in Unix milliseconds (as the steps table's `dispatched_ms`).
+fn epoch_ms() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The earliest `dispatched_ms` at or after `since` in a steps table.
+fn first_dispatched_ms(csv_path: &Path, since: u64) -> Result<Option<u64>> {
+    let mut r = csv::Reader::from_path(csv_path)?;
+    let at = r.headers()?.iter().position(|h| h == "dispatched_ms");
+    let Some(at) = at else {
+        bail!("{} has no column dispatched_ms", csv_path.display());
+    };
+    let mut first = None;
+    for rec in r.records() {
+        let dispatched = rec?[at].parse::<u64>().ok().filter(|ms| *ms >= since);
+        if let Some(ms) = dispatched {
+            first = Some(first.map_or(ms, |f: u64| f.min(ms)));
+        }
+    }
+    Ok(first)
 }
 
 /// The largest store `kiln rewards` is timed on.
