@@ -364,19 +364,24 @@ async fn unknown_host_strict_refused_accept_new_added(client: SshClient) {
     );
 }
 
+/// A new Ed25519 key in the rig's folder, protected by `passphrase` unless it is empty.
+fn new_key(rig: &Rig, name: &str, passphrase: &str) -> PathBuf {
+    let key = rig.dir.join(name);
+    let st = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", passphrase, "-f"])
+        .arg(&key)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    key
+}
+
 async fn auth_failure_unreachable_and_check_off(client: SshClient) {
     let Some(rig) = Rig::up(client, "auth", 1, 2305, None) else {
         return;
     };
-    let other_key = rig.dir.join("other_key");
-    let st = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(&other_key)
-        .status()
-        .unwrap();
-    assert!(st.success());
     let mut spec = rig.spec(1);
-    spec.identity = Some(other_key);
+    spec.identity = Some(new_key(&rig, "other_key", ""));
     let e = err_text(connect(&rig, &spec).await);
     assert!(
         e.contains("test-w1") && e.contains("127.0.0.2") && e.contains("authentication failed"),
@@ -385,15 +390,8 @@ async fn auth_failure_unreachable_and_check_off(client: SshClient) {
 
     // kiln's own client reads no agent: a key with a passphrase is refused, saying so.
     if client == SshClient::Builtin {
-        let locked_key = rig.dir.join("locked_key");
-        let st = Command::new("ssh-keygen")
-            .args(["-q", "-t", "ed25519", "-N", "a passphrase", "-f"])
-            .arg(&locked_key)
-            .status()
-            .unwrap();
-        assert!(st.success());
         let mut spec = rig.spec(1);
-        spec.identity = Some(locked_key);
+        spec.identity = Some(new_key(&rig, "locked_key", "a passphrase"));
         let e = err_text(connect(&rig, &spec).await);
         assert!(e.contains("locked_key") && e.contains("passphrase"), "{e}");
     }
