@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use russh::client::{self, Handle, Msg};
-use russh::keys::{self, HashAlg, PrivateKeyWithHashAlg, PublicKey};
+use russh::keys::{self, HashAlg, PrivateKeyWithHashAlg, PublicKey, PublicKeyOrCertificate};
 use russh::{Channel, ChannelMsg, ChannelReadHalf};
 use tokio::io::{AsyncWriteExt as _, SimplexStream, WriteHalf};
 
@@ -40,8 +40,19 @@ pub(super) struct HostKeys {
 impl client::Handler for HostKeys {
     type Error = russh::Error;
 
-    async fn check_server_key(&mut self, key: &PublicKey) -> Result<bool, Self::Error> {
-        match self.judge(key) {
+    async fn check_server_key(
+        &mut self,
+        offered: &PublicKeyOrCertificate,
+    ) -> Result<bool, Self::Error> {
+        let judged = match offered {
+            PublicKeyOrCertificate::PublicKey { key, .. } => self.judge(key),
+            // known_hosts' @cert-authority lines are not read here.
+            PublicKeyOrCertificate::Certificate(_) => Err((
+                LoginFailure::HostKeyUnknown,
+                "the host offered a certificate, which only (client system) checks".into(),
+            )),
+        };
+        match judged {
             Ok(()) => Ok(true),
             Err(why) => {
                 *self.refused.lock().expect("not poisoned") = Some(why);
