@@ -120,7 +120,7 @@ record! {
         #[serde(default)]
         client: SshClient = word::CLIENT, SSH_CLIENT, default(SshClient::System),
             "The SSH client: system (OpenSSH's ssh, a master process a worker, ~/.ssh/config \
-             unread) or builtin (kiln's own, inside the controller: 0.15 MiB a worker instead \
+             unread) or builtin (kiln's own, inside the controller: 0.14 MiB a worker instead \
              of 1.4; keys from identity or ~/.ssh/id_*, no agent, no passphrase).";
         rundir: String = word::RUNDIR, kind::STRING,
             default(String::new(), "required for an ssh worker; a login node takes the slurm entry's"),
