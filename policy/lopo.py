@@ -246,7 +246,8 @@ def evaluate(args) -> int:
         big = (held["effect"].abs() > 0.001).to_numpy()
         right = (np.sign(predicted[big]) == np.sign(held["effect"].to_numpy()[big])).sum()
         rho = spearmanr(predicted, held["effect"]).statistic
-        if len(held) >= MANY_FLIPS:
+        # A program whose flips all measured the same has no ranking to match (rho undefined).
+        if len(held) >= MANY_FLIPS and np.isfinite(rho):
             rhos.append(rho)
         rights, bigs = rights + right, bigs + big.sum()
         lines.append(f"| {program} | {len(held)} | {rho:+.3f} | {right} of {big.sum()} | "
@@ -258,7 +259,7 @@ def evaluate(args) -> int:
             summed.append(gain)
             lines[-1] += f" {len(chosen)} | {gain:+.4%} |"
     lines.append(f"\n{len(features)} features; the {len(rhos)} programs of at least {MANY_FLIPS} "
-                 f"flips: median Spearman rho {np.median(rhos):+.3f}; signs right {rights} of "
+                 f"flips whose effects differ: median Spearman rho {np.median(rhos):+.3f}; signs right {rights} of "
                  f"{bigs} effects beyond 0.1 % ({rights / max(bigs, 1):.0%}).")
     if args.rule:
         lines.append(f"The rule's flips, summed one-flip effects over all {len(summed)} programs: "
