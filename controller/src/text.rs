@@ -10,8 +10,6 @@ use comfy_table::{presets, CellAlignment, Table};
 
 use kiln_protocol::Summary;
 
-use crate::store::EffectCount;
-
 /// The speed convention of every command, file and plot: a step's objective
 /// over the baseline's, so below 1 is faster (or smaller).
 pub const TIME_RATIO: &str = "time ratio";
@@ -23,12 +21,6 @@ pub fn format_ratio(ratio: f64) -> String {
     } else {
         "-".into()
     }
-}
-
-/// A screening chain's measured effects as every command says them:
-/// `12 effects (3 faster)`.
-pub fn format_effects(count: EffectCount) -> String {
-    format!("{} effects ({} faster)", count.measured, count.faster)
 }
 
 /// Text that came from a program (a benchmark's stderr, a worker's error) as

@@ -10,7 +10,7 @@ use kiln_protocol::CampaignConfig;
 use crate::dispatch::pool::{StatusBoard, WorkerState};
 use crate::logging::{self, Verbosity};
 use crate::store::ChainState;
-use crate::text::{best_cells, format_acceptance, format_effects, format_secs};
+use crate::text::{best_cells, format_acceptance, format_secs};
 
 use super::status::{best_of, etas, screens};
 
@@ -162,7 +162,7 @@ fn summary(
     screening: bool,
 ) -> String {
     if screening {
-        let effects = format_effects(state.effect_count());
+        let effects = state.effect_count().to_string();
         let eta = eta.map_or_else(|| "-".to_string(), format_secs);
         return format!("{effects}, eta {eta}");
     }

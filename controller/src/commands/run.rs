@@ -20,7 +20,7 @@ use crate::export::{self, ExportOptions, Table};
 use crate::logging;
 use crate::store::time_ratio;
 use crate::store::{layout, ChainState, ExperimentInfo, Store};
-use crate::text::{escape_controls, format_effects, format_measure, format_ratio, TIME_RATIO};
+use crate::text::{escape_controls, format_measure, format_ratio, TIME_RATIO};
 
 pub(super) fn run(args: &RunArgs, out: &mut dyn Write) -> Result<Outcome> {
     let config = super::check::checked(&args.config)?;
@@ -206,7 +206,7 @@ fn effects_line(state: &ChainState, c: u32, store_dir: &Path) -> String {
     format!(
         "  {:<28} {}; `kiln export {} --table effects` lists them",
         format!("effects of chain {c}"),
-        format_effects(state.effect_count()),
+        state.effect_count(),
         store_dir.display()
     )
 }

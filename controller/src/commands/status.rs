@@ -11,8 +11,7 @@ use crate::dispatch::calibration::cells;
 use crate::dispatch::slurm::job_cell;
 use crate::error::Outcome;
 use crate::text::{
-    best_cells, escape_controls, format_acceptance, format_effects, format_secs, format_value,
-    table, TIME_RATIO,
+    best_cells, escape_controls, format_acceptance, format_secs, format_value, table, TIME_RATIO,
 };
 
 pub(super) fn run(args: &StatusArgs, out: &mut dyn Write) -> Result<Outcome> {
@@ -129,7 +128,7 @@ fn chain_table(report: &Report, live: bool) -> String {
             format!("{}/{}", r.done, r.total),
             // A screening chain accepts nothing and has no temperature: what it measured.
             match (r.effects, r.proposals) {
-                (Some(effects), _) => format_effects(effects),
+                (Some(effects), _) => effects.to_string(),
                 (None, Some(p)) => format_acceptance(r.accepted, p),
                 (None, None) => r.accepted.to_string(),
             },

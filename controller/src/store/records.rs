@@ -157,6 +157,13 @@ pub struct EffectCount {
     pub faster: u32,
 }
 
+/// As every command says them: `12 effects (3 faster)`.
+impl std::fmt::Display for EffectCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} effects ({} faster)", self.measured, self.faster)
+    }
+}
+
 /// A chain's whole search state: enough to resume exactly.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChainState {
