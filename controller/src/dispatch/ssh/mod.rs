@@ -3,7 +3,7 @@
 //! [`open_ssh`] connects with the worker's [`SshClient`]: the system `ssh` client through the
 //! openssh crate (native multiplexing: one master connection per worker, one mux session per
 //! remote command), or kiln's own (`builtin.rs`, russh: the connection inside the controller's
-//! process, a ninth of a master's memory); `link.rs` runs remote commands over either. It makes
+//! process, a tenth of a master's memory); `link.rs` runs remote commands over either. It makes
 //! sure `<rundir>/kiln-worker` is the binary we mean to run (by SHA-256, uploading it when it is
 //! missing or different) — and likewise `<rundir>/libkiln_cupti.so`, the CUPTI injection library
 //! the worker looks for beside itself, when one lies beside the local binary (both hashed by one
@@ -20,13 +20,14 @@
 //!   `rm` (coreutils) on the worker.
 //! - `rundir` is a path on the worker, absolute or relative to the login directory; a leading
 //!   `~/` is taken as "relative to the login directory" (it is not shell-expanded).
-//! - Timeouts: `connect_timeout` is ssh's `ConnectTimeout`, bounds the whole login (2× + 2 s) and
-//!   each small remote command; the upload gets `connect_timeout` plus one second per MiB. Once
-//!   connected, a link that stops answering is detected by ssh's keep-alives after
-//!   [`server_alive_interval`]`(connect_timeout)` × [`SERVER_ALIVE_COUNT_MAX`]: the master exits
-//!   and reads on the channel end (EOF).
-//! - Dropping the channel's guard ends the mux session and shuts the master connection down; the
-//!   remote `serve` then sees EOF on its stdin. The worker's stderr is forwarded line by line to
+//! - Timeouts: `connect_timeout` is ssh's `ConnectTimeout`, bounds the whole login (2× + 2 s; the
+//!   builtin client's connection and its login each within it) and each small remote command;
+//!   the upload gets `connect_timeout` plus one second per MiB. Once connected, a link that stops
+//!   answering is detected by keep-alives (either client's) after
+//!   [`server_alive_interval`]`(connect_timeout)` × [`SERVER_ALIVE_COUNT_MAX`]: the connection
+//!   ends and reads on the channel end (EOF).
+//! - Dropping the channel's guard ends the remote command and the connection (the system
+//!   client's mux session and master); the remote `serve` then sees EOF on its stdin. The worker's stderr is forwarded line by line to
 //!   `tracing` (target `kiln::worker`, field `worker`).
 
 mod builtin;
