@@ -8,6 +8,7 @@ use anyhow::Result;
 use kiln_protocol::config::SshClient;
 
 use super::fleet::{run_name, Loss, CLIENTS, FEW, FLEET, FLEET_CLIENT, LOST_AFTER_S};
+use super::rigs::client_word;
 use super::writeup::{Page, Target};
 use super::Suite;
 use crate::report::{fmt, Table};
@@ -110,7 +111,7 @@ impl Suite {
             let cells = columns
                 .iter()
                 .map(|(_, m)| fmt(p.r.median(SECTION, &config, p.after, m)));
-            let row = [client_name(client).to_string(), n.to_string()];
+            let row = [client_word(client).to_string(), n.to_string()];
             t.row(row.into_iter().chain(cells).collect());
         }
         t
@@ -147,20 +148,13 @@ impl Suite {
     }
 }
 
-fn client_name(client: SshClient) -> &'static str {
-    match client {
-        SshClient::System => "system",
-        SshClient::Builtin => "builtin",
-    }
-}
-
 /// One figure of what a worker costs.
 type Figure = fn(&PerWorker) -> Option<f64>;
 
 fn per_worker_table(per: &[PerWorker; 2]) -> Table {
     let heads = ["one worker more costs the controller"]
         .into_iter()
-        .chain(CLIENTS.map(client_name));
+        .chain(CLIENTS.map(client_word));
     let mut t = Table::new(&heads.collect::<Vec<_>>());
     let rows: [(&str, Figure); 5] = [
         ("kiln's own memory, MiB", |w| w.ctl_mib),

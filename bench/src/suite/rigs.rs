@@ -115,10 +115,7 @@ impl Rig {
 
     /// `(ssh ...)` worker entries for the first `n` daemons, connected with `client`.
     pub(super) fn workers(&self, n: usize, slots: u32, label: &str, client: SshClient) -> String {
-        let client = match client {
-            SshClient::System => "system",
-            SshClient::Builtin => "builtin",
-        };
+        let client = client_word(client);
         let mut s = String::new();
         for (k, (addr, _)) in self.daemons.iter().take(n).enumerate() {
             s.push_str(&format!(
@@ -197,5 +194,13 @@ impl Suite {
             }
         }
         Ok(())
+    }
+}
+
+/// A client as the config's `(client ...)` field spells it.
+pub(super) fn client_word(client: SshClient) -> &'static str {
+    match client {
+        SshClient::System => "system",
+        SshClient::Builtin => "builtin",
     }
 }

@@ -320,15 +320,6 @@ async fn read_to_end(read: &mut ChannelReadHalf) -> Result<Ran, russh::Error> {
     })
 }
 
-/// Ends a task when dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
 /// A remote command line from arguments, each quoted for a POSIX shell where it needs to be.
 pub(super) fn command_line(argv: &[&str]) -> String {
     let quoted: Vec<Cow<str>> = argv.iter().map(|a| quote(a)).collect();

@@ -344,9 +344,7 @@ async fn write_remote(link: &Link, who: &Who, tmp: &str, bytes: &[u8]) -> Result
     let of = format!("of={tmp}");
     let out = match link.output(&["dd", &of, "bs=1M"], bytes).await {
         Ok(out) => out,
-        Err(LinkError::Missing) => {
-            return Err(who.err("`dd` is missing on the worker (needed to deploy kiln-worker)"))
-        }
+        Err(LinkError::Missing) => return Err(who.missing("dd")),
         Err(LinkError::Broken(e)) => return Err(who.err(format!("upload to {tmp} broke off: {e}"))),
     };
     if !out.exit.success() {

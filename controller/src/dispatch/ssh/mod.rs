@@ -140,6 +140,13 @@ impl Who {
     fn err(&self, what: impl std::fmt::Display) -> anyhow::Error {
         anyhow!("ssh worker '{}' ({}): {what}", self.name, self.addr)
     }
+
+    /// A program deployment needs that the worker lacks.
+    fn missing(&self, program: &str) -> anyhow::Error {
+        self.err(format!(
+            "`{program}` is missing on the worker (needed to deploy kiln-worker)"
+        ))
+    }
 }
 
 /// The remote command (program and arguments) that starts `serve`, given the worker binary's
@@ -421,9 +428,7 @@ async fn remote_output(
             shown(),
             limit.as_secs_f64()
         ))),
-        Ok(Err(LinkError::Missing)) => Err(who.err(format!(
-            "`{program}` is missing on the worker (needed to deploy kiln-worker)"
-        ))),
+        Ok(Err(LinkError::Missing)) => Err(who.missing(program)),
         Ok(Err(LinkError::Broken(e))) => {
             Err(who.err(format!("remote command {} failed: {e}", shown())))
         }
@@ -452,21 +457,21 @@ async fn remote_run(
     }
 }
 
-/// What keeps a remote `serve` alive: the stderr forwarder, the remote command, and the
-/// connection (dropped last: its drop ends it).
-struct SshGuard {
-    stderr_forwarder: Option<tokio::task::JoinHandle<()>>,
-    command: Option<Box<dyn std::any::Any + Send + Sync>>,
-    _link: Link,
+/// Ends a task when dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
-impl Drop for SshGuard {
-    fn drop(&mut self) {
-        if let Some(t) = self.stderr_forwarder.take() {
-            t.abort();
-        }
-        drop(self.command.take());
-    }
+/// What keeps a remote `serve` alive, dropped in this order: the stderr forwarder, the remote
+/// command, and the connection (last: its drop ends it).
+struct SshGuard {
+    _stderr_forwarder: Option<AbortOnDrop>,
+    _command: Box<dyn std::any::Any + Send + Sync>,
+    _link: Link,
 }
 
 async fn start_serve(link: Link, who: &Who, launch: Launch, remote_path: &str) -> Result<Channel> {
@@ -480,8 +485,8 @@ async fn start_serve(link: Link, who: &Who, launch: Launch, remote_path: &str) -
     let forwarder = (launch.stderr)(spawned.stderr);
     tracing::info!(worker = %who.name, "started `{shown}` on {}", who.addr);
     let guard = SshGuard {
-        stderr_forwarder: forwarder,
-        command: Some(spawned.keep),
+        _stderr_forwarder: forwarder.map(AbortOnDrop),
+        _command: spawned.keep,
         _link: link,
     };
     Ok(Channel {
