@@ -1369,3 +1369,84 @@ fn a_tool_the_build_compiles_in_one_command_and_runs_gets_no_flags_and_no_sites(
     assert!(sites.iter().any(|s| s.contains("bench_sq")), "{sites:?}");
     assert!(!sites.iter().any(|s| s.contains("tool_twice")), "{sites:?}");
 }
+
+/// `(proposals profile)` draws the sites a hot loop runs far more often than uniform draws:
+/// a program of 8 calls in a loop of 200,000 rounds and 100 calls run once, 12 one-point
+/// moves of a random walk with each, the same seed.
+#[test]
+fn profile_proposals_move_the_hot_sites_more_often_than_uniform() {
+    if !have("clang") || !have("valgrind") {
+        return skip("clang or valgrind is not installed");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("bench-programs/hot");
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("main.c"), hot_and_cold_program(8, 100)).unwrap();
+    let walk = |proposals: &str| {
+        format!(
+            "((name {proposals}) (benchmark hot) (search (random-walk (steps 12) (flips 1))) \
+             (proposals {proposals}) (seed 9) (parallel 2))"
+        )
+    };
+    let one = config("hot", "200000", 12);
+    let (head, rest) = one.split_once("  (experiments").unwrap();
+    let (_, benchmarks) = rest.split_once("  (benchmarks").unwrap();
+    let both = format!(
+        "{head}  (experiments\n    {}\n    {})\n  (benchmarks{benchmarks}",
+        walk("uniform"),
+        walk("profile")
+    );
+    let (store, info) = run_campaign(dir.path(), &both, "profile");
+    assert!(
+        info.discovery.points.len() > 100,
+        "{} sites",
+        info.discovery.points.len()
+    );
+    let hot_share = |experiment: &str| {
+        let moved: Vec<_> = store
+            .steps(Some(experiment))
+            .map(Result::unwrap)
+            .flat_map(|s| s.diff.0.into_keys())
+            .collect();
+        let hot = moved
+            .iter()
+            .filter(|site| site.as_str().starts_with("hot"))
+            .count();
+        hot as f64 / moved.len() as f64
+    };
+    let (uniform, profile) = (hot_share("uniform"), hot_share("profile"));
+    assert!(
+        profile >= 0.5,
+        "profile proposals moved hot sites {profile:.2} of the time"
+    );
+    assert!(
+        uniform < 0.25,
+        "uniform proposals moved hot sites {uniform:.2} of the time"
+    );
+}
+
+/// A C program whose `hot` functions are called in `main`'s loop and whose `cold` ones once,
+/// from a function never inlined (so they do not share the loop's profile).
+fn hot_and_cold_program(hot: usize, cold: usize) -> String {
+    let mut program = String::from("#include <stdio.h>\n#include <stdlib.h>\n");
+    for k in 0..hot {
+        program += &format!(
+            "static int hot{k}(int x) {{ return x * {} + (x >> {k}); }}\n",
+            k + 3
+        );
+    }
+    for j in 0..cold {
+        program += &format!(
+            "static int cold{j}(int x) {{ return (x ^ {j}) * {}; }}\n",
+            j % 7 + 2
+        );
+    }
+    let colds: String = (0..cold).map(|j| format!(" s += cold{j}(x);")).collect();
+    let hots: String = (0..hot).map(|k| format!(" s += hot{k}(i);")).collect();
+    program += &format!(
+        "__attribute__((noinline)) static int setup(int x) {{ int s = 0;{colds} return s; }}\n\
+         int main(int argc, char **argv) {{\n  int n = atoi(argv[1]), s = setup(argc);\n  \
+         for (int i = 0; i < n; i++) {{{hots} }}\n  printf(\"%d\\n\", s);\n  return 0;\n}}\n"
+    );
+    program
+}

@@ -583,7 +583,7 @@ fn golden_slurm_errors() {
 }
 
 #[test]
-fn proposals_default_to_uniform_and_guided_round_trips() {
+fn proposals_default_to_uniform_and_guided_and_profile_round_trip() {
     use kiln_protocol::config::Proposals;
     let text = |proposals: &str| {
         format!(
@@ -600,10 +600,13 @@ fn proposals_default_to_uniform_and_guided_round_trips() {
     assert!(plain.to_text().contains("(proposals uniform)"));
     let again = CampaignConfig::parse(&plain.to_text(), "again").unwrap();
     assert_eq!(again, plain);
-    let guided = CampaignConfig::parse(&text("(proposals guided)"), "guided").unwrap();
-    assert_eq!(guided.experiments[0].proposals, Proposals::Guided);
-    let again = CampaignConfig::parse(&guided.to_text(), "again").unwrap();
-    assert_eq!(again.experiments[0].proposals, Proposals::Guided);
+    for proposals in [Proposals::Guided, Proposals::Profile] {
+        let field = format!("(proposals {})", proposals.word());
+        let set = CampaignConfig::parse(&text(&field), "set").unwrap();
+        assert_eq!(set.experiments[0].proposals, proposals);
+        let again = CampaignConfig::parse(&set.to_text(), "again").unwrap();
+        assert_eq!(again.experiments[0].proposals, proposals);
+    }
     let wrong = CampaignConfig::parse(&text("(proposals smart)"), "wrong").unwrap_err();
     assert!(wrong.to_string().contains("proposals"), "{wrong}");
 }
@@ -752,6 +755,10 @@ fn random_search_and_hill_climbing_parse_round_trip_and_locate_errors() {
         "prod-configs/x.sexp:7:76: (proposals guided) applies to simulated-annealing and \
          random-walk only: random-search and hill-climbing draw their own moves"
     );
+    assert!(error_of(&with(
+        "(search (random-search (steps 80))) (proposals profile)"
+    ))
+    .contains("(proposals profile) applies to simulated-annealing and random-walk only"));
     assert!(error_of(&with("(search (tabu (steps 3)))"))
         .contains("(hill-climbing ...) or (screening ...)"));
 }

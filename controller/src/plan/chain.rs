@@ -77,7 +77,7 @@ impl ChainContext<'_> {
             };
         }
         match self.experiment.proposals {
-            Proposals::Uniform => 0,
+            Proposals::Uniform | Proposals::Profile => 0,
             Proposals::Guided => (search::movable(self.points).len() as u32).min(self.steps() / 4),
         }
     }
@@ -225,7 +225,7 @@ pub fn steps_only_budget(experiment: &Experiment) -> bool {
         Search::SimulatedAnnealing(_) => false,
         Search::Screening(screening) => screening.per_step > 1,
         Search::RandomWalk(_) | Search::RandomSearch(_) | Search::HillClimbing(_) => {
-            experiment.proposals == Proposals::Uniform
+            experiment.proposals != Proposals::Guided
         }
     }
 }
@@ -371,14 +371,20 @@ fn climb_move(
 }
 
 /// A proposal near the current set: guided by the points' effects, or `flips`
-/// points drawn uniformly.
+/// points drawn uniformly or by their profile.
 fn nearby_move(ctx: &ChainContext<'_>, state: &mut ChainState, temperature: f64) -> DecisionSet {
     if ctx.experiment.proposals != Proposals::Guided {
+        let weights = match ctx.experiment.proposals {
+            Proposals::Profile => {
+                search::profile_weights(&search::movable(ctx.points), ctx.features)
+            }
+            _ => None,
+        };
         return search::propose(
             &state.current.decisions,
             ctx.points,
             ctx.flips,
-            None,
+            weights.as_deref(),
             &mut state.rng,
         );
     }

@@ -27,6 +27,7 @@ mod word {
     pub const NAME: &str = "name";
     pub const OFF: &str = "off";
     pub const PARALLEL: &str = "parallel";
+    pub const PROFILE: &str = "profile";
     pub const PROPOSALS: &str = "proposals";
     pub const RACE: &str = "race";
     pub const RANDOM: &str = "random";
@@ -85,21 +86,18 @@ const START: Kind<Start> = Kind {
 };
 
 const PROPOSALS: Kind<Proposals> = Kind {
-    takes: "uniform or guided",
+    takes: "uniform, guided or profile",
     decode: |f| {
         f.value(|src, node, field| {
-            match decode::choice(src, node, field, &[word::UNIFORM, word::GUIDED])? {
+            let words = [word::UNIFORM, word::GUIDED, word::PROFILE];
+            match decode::choice(src, node, field, &words)? {
                 word::GUIDED => Ok(Proposals::Guided),
+                word::PROFILE => Ok(Proposals::Profile),
                 _ => Ok(Proposals::Uniform),
             }
         })
     },
-    print: |proposals| {
-        vec![Sexp::symbol(match proposals {
-            Proposals::Uniform => word::UNIFORM,
-            Proposals::Guided => word::GUIDED,
-        })]
-    },
+    print: |proposals| vec![Sexp::symbol(proposals.word())],
 };
 
 const RACE: Kind<Option<f64>> = Kind {
@@ -172,6 +170,21 @@ pub enum Proposals {
     /// starting set; then points are drawn in proportion to the size and
     /// uncertainty of their measured effect.
     Guided,
+    /// As uniform (the search's `flips` points a proposal, no screening), the points drawn
+    /// by how hot the stock build's profile found their site: in proportion to the share
+    /// of flips of sites that hot which moved a program's count in kiln's dataset.
+    Profile,
+}
+
+impl Proposals {
+    /// The config's word for it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Proposals::Uniform => word::UNIFORM,
+            Proposals::Guided => word::GUIDED,
+            Proposals::Profile => word::PROFILE,
+        }
+    }
 }
 
 /// The search algorithm of an experiment: each a record of its own, named by its word.
@@ -358,12 +371,14 @@ pub(super) fn decode_experiment(src: Src<'_>, node: &Sexp) -> Result<Experiment,
     if experiment.name.is_empty() {
         experiment.name = experiment.benchmark.clone();
     }
-    if experiment.proposals == Proposals::Guided && !experiment.search.draws_flips() {
+    if experiment.proposals != Proposals::Uniform && !experiment.search.draws_flips() {
         return Err(src.error(
             rec.req(word::PROPOSALS)?.one()?.pos,
-            "(proposals guided) applies to simulated-annealing and random-walk \
-             only: random-search and hill-climbing draw their own moves"
-                .to_string(),
+            format!(
+                "(proposals {}) applies to simulated-annealing and random-walk \
+                 only: random-search and hill-climbing draw their own moves",
+                experiment.proposals.word()
+            ),
         ));
     }
     Ok(experiment)
