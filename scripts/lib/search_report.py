@@ -19,8 +19,10 @@ split = mode == "split"
 # The campaigns' names: a program's at each budget, or its one --large campaign.
 campaigns = ["large"] if mode == "large" else budgets_run
 tuning, evaluation = sys.argv[8].split(), sys.argv[9].split()
-names = {"guided": "guided annealing", "uniform": "uniform annealing",
+names = {"guided": "guided annealing", "uniform": "uniform annealing", "profile": "profile annealing",
          "random": "random search", "greedy": "greedy hill climbing"}
+# Methods run after the split's first two, each in campaigns of its own: KEPT/METHOD/PROGRAM-N.csv.
+later = sorted(d for d in os.listdir(kept) if os.path.isdir(os.path.join(kept, d))) if mode == "split" else []
 
 def curves(path):
     """Per experiment, per chain: best/stock after each step; the start (the stock set) counts, failed steps keep the best."""
@@ -65,6 +67,9 @@ for program in programs:
             data[program].update(curves(path))
         else:
             missing.append(f"{program} at {n} steps" if n != "large" else program)
+        for method in later:
+            if os.path.exists(f"{kept}/{method}/{program}-{n}.csv"):
+                data[program].update(curves(f"{kept}/{method}/{program}-{n}.csv"))
 machine = (f"Machine: {platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} CPUs "
            "shared with other work; each " + ("program" if mode == "large" else "program and budget")
            + " is one campaign (one discovery, one stock baseline) with an experiment "
@@ -123,6 +128,40 @@ def half_table(title, members):
         lines.append(row + f" {minutes(program)} |")
     lines.append("")
     return ratios
+
+def median_at(got, experiment, b):
+    cs = got.get(experiment)
+    return None if cs is None else statistics.median(at(c, b) for c in cs)
+
+def later_table(method, members):
+    """Issue 53's rule for a search helped by the data: on the median program of the evaluation half,
+    METHOD's 100 steps reach uniform's 300, and it is never more than 0.5 % above uniform at equal steps."""
+    short, long = min(budgets_run), max(budgets_run)
+    lines.extend([f"## {names[method].capitalize()} on the evaluation half (issue 53's rule)", "",
+        f"| program | uniform, {short} steps | uniform, {long} steps | {method}, {short} steps | {method}/uniform at {short} "
+        f"| {method}, {long} steps | {method}/uniform at {long} | {method} {short} / uniform {long} |",
+        "|---|---:|---:|---|---:|---|---:|---:|"])
+    reached, worse = {}, []
+    for program in members:
+        got = data.get(program, {})
+        us, ul = median_at(got, f"uniform-{short}", short), median_at(got, f"uniform-{long}", long)
+        ms, ml = median_at(got, f"{method}-{short}", short), median_at(got, f"{method}-{long}", long)
+        if ms is None or us is None or ul is None:
+            continue
+        reached[program] = ms / ul
+        worse += [f"{program} at {b} steps ({m / u:.4f})" for b, m, u in ((short, ms, us), (long, ml, ul))
+                  if m is not None and m / u > 1.005]
+        long_cells = "- | -" if ml is None else f"{fmt([at(c, long) for c in got[f'{method}-{long}']])} | {ml / ul:.4f}"
+        lines.append(f"| {program} | {us:.4f} | {ul:.4f} | {fmt([at(c, short) for c in got[f'{method}-{short}']])} "
+                     f"| {ms / us:.4f} | {long_cells} | {ms / ul:.4f} |")
+    if not reached:
+        lines.extend(["", "Not run yet.", ""])
+        return
+    med = statistics.median(reached.values())
+    lines.extend(["", f"- {len(reached)} of {len(members)} programs: {short} steps reach uniform's {long} on the median "
+        f"program: {'yes' if med <= 1 else 'no'} (median {method} {short} / uniform {long}: {med:.4f}; reached on "
+        f"{sum(v <= 1 for v in reached.values())}); never more than 0.5 % above uniform at equal steps: "
+        f"{'yes' if not worse else 'no: ' + ', '.join(worse)}.", ""])
 
 def large():
     short, long = budgets_run
@@ -183,6 +222,8 @@ else:
                       f"{'yes' if not worse else 'no: ' + ', '.join(worse)}; better on the median program: "
                       f"{'yes' if med < 1 else 'no'} (median guided/uniform {med:.4f}).")
     lines.extend(checks + [""])
+    for method in later:
+        later_table(method, evaluation)
     half_table("Tuning half", tuning)
 if missing:
     lines += ["", "Not run yet: " + ", ".join(missing) + "."]
