@@ -164,7 +164,7 @@ def later_table(method, members):
         return
     med = statistics.median(reached.values())
     lines.extend(["", f"- {len(reached)} of {len(members)} programs: {short} steps reach uniform's {long} on the median "
-        f"program: {'yes' if med <= 1 else 'no'} (median {method} {short} / uniform {long}: {med:.4f}; reached on "
+        f"program: {'yes' if med <= 1 else 'no'} (median {method} {short} / uniform {long}: {med:.5f}; reached on "
         f"{sum(v <= 1 for v in reached.values())}); never more than 0.5 % above uniform at equal steps: "
         f"{'yes' if not worse else 'no: ' + ', '.join(worse)}.", ""])
 
