@@ -75,6 +75,9 @@ struct Prepared {
     bundle: Arc<Bundle>,
     info: ExperimentInfo,
     flips: u32,
+    /// The drawing weights of `(proposals profile)` over the movable points, read once
+    /// from the discovery; `None`: uniform draws.
+    draws: Option<Vec<f64>>,
 }
 
 /// Runs (or resumes) the campaign in `store` ([`open_store`]) to its end.
@@ -403,6 +406,7 @@ fn context<'p>(config: &CampaignConfig, p: &'p Prepared) -> ChainContext<'p> {
         start_functions: &p.info.baseline.function_instructions,
         measured_before: &p.info.measured_before,
         flips: p.flips,
+        draws: p.draws.as_deref(),
         repeatability,
         metric: config.objective.metric,
         race: step::race_probability(config, &p.experiment, repeatability),

@@ -42,6 +42,9 @@ pub struct ChainContext<'a> {
     pub measured_before: &'a BTreeSet<SiteId>,
     /// Decisions changed per uniform proposal (a guided one moves one).
     pub flips: u32,
+    /// The movable points' drawing weights for uniform's moves (`(proposals profile)`);
+    /// `None`: every point alike.
+    pub draws: Option<&'a [f64]>,
     /// Whether a repeated decision set can measure differently.
     pub repeatability: Repeatability,
     /// The objective's metric (for a screened flip's interval).
@@ -374,17 +377,11 @@ fn climb_move(
 /// points drawn uniformly or by their profile.
 fn nearby_move(ctx: &ChainContext<'_>, state: &mut ChainState, temperature: f64) -> DecisionSet {
     if ctx.experiment.proposals != Proposals::Guided {
-        let weights = match ctx.experiment.proposals {
-            Proposals::Profile => {
-                search::profile_weights(&search::movable(ctx.points), ctx.features)
-            }
-            _ => None,
-        };
         return search::propose(
             &state.current.decisions,
             ctx.points,
             ctx.flips,
-            weights.as_deref(),
+            ctx.draws,
             &mut state.rng,
         );
     }

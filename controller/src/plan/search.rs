@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use kiln_protocol::config::{Annealing, Search};
-use kiln_protocol::message::Race;
+use kiln_protocol::config::{Annealing, Experiment, Proposals, Search};
+use kiln_protocol::message::{Discovery, Race};
 use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteFeatures, SiteId};
 
 use crate::store::{Effect, Flip};
@@ -501,11 +501,21 @@ const MOVED_BY_HEAT: [(f64, f64); 5] = [
 /// [`MOVED_BY_HEAT`] for a site without a profile of its own or its callers'.
 const MOVED_WITHOUT_HEAT: f64 = 0.015;
 
+/// The drawing weights of `experiment`'s uniform moves over the movable points of
+/// `discovery`: [`profile_weights`] under `(proposals profile)`, otherwise `None` (every
+/// point alike).
+pub fn profile_draws(experiment: &Experiment, discovery: &Discovery) -> Option<Vec<f64>> {
+    match experiment.proposals {
+        Proposals::Profile => profile_weights(&movable(&discovery.points), &discovery.features),
+        Proposals::Uniform | Proposals::Guided => None,
+    }
+}
+
 /// Drawing weights of the movable points (in order) for `(proposals profile)`: how likely
 /// a flip of each moves the program's count, judged by its heat alone ([`MOVED_BY_HEAT`]).
 /// The program's instructions are those of the most inclusive caller profiled (`main`'s).
 /// `None` where no point has a profile (knobs, no valgrind): the draws stay uniform.
-pub fn profile_weights(
+fn profile_weights(
     movable: &[&DecisionPoint],
     features: &BTreeMap<SiteId, SiteFeatures>,
 ) -> Option<Vec<f64>> {
