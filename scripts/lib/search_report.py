@@ -26,7 +26,10 @@ later_about = {"profile": "Annealing with `(proposals profile)`: uniform's moves
     "that hot that moved a count in kiln's dataset (docs/configs.md). Added after both halves had run; tuned on "
     "neither: its table was read from the dataset without the evaluation half's programs (policy/heat_moves.py)."}
 # Methods run after the split's first two, each in campaigns of its own: KEPT/METHOD/PROGRAM-N.csv.
-later = sorted(d for d in os.listdir(kept) if os.path.isdir(os.path.join(kept, d))) if mode == "split" else []
+later = sorted(d for d in os.listdir(kept) if os.path.isdir(os.path.join(kept, d)) and not d.startswith("seed-")) \
+    if mode == "split" else []
+# The same methods run again with other seeds (search-bench --seed S): KEPT/seed-S/PROGRAM-N.csv.
+other_seeds = sorted((int(d[5:]) for d in os.listdir(kept) if d.startswith("seed-")) if mode == "split" else [])
 
 def curves(path):
     """Per experiment, per chain: best/stock after each step; the start (the stock set) counts, failed steps keep the best."""
@@ -133,6 +136,35 @@ def half_table(title, members):
     lines.append("")
     return ratios
 
+def seeds_table():
+    """How far a median of 3 chains moves with the seed alone: each method's chains of seed 1 beside
+    those of another seed, in campaigns of the same program and budget (each its own discovery and
+    baseline, which callgrind makes equal)."""
+    lines.extend(["## Other seeds: how far a median of 3 chains moves by chance", "",
+        "The same method, program and budget run again with chains of another experiment seed "
+        "(`scripts/search-bench --split --seed S`). Issue 53's rule compares medians of 3 chains and "
+        "allows 0.5 %; where a method against itself moves further than that, the rule there measures "
+        "the seed as much as the method.", "",
+        "| program | method | steps | seed 1 | seed | other seed | other / seed 1 | all chains |",
+        "|---|---|---:|---|---:|---|---:|---|"])
+    apart = []
+    for seed in other_seeds:
+        for name in sorted(os.listdir(f"{kept}/seed-{seed}")):
+            program, n = name.removesuffix(".csv").rsplit("-", 1)
+            for experiment, chains in sorted(curves(f"{kept}/seed-{seed}/{name}").items()):
+                first = data.get(program, {}).get(experiment)
+                if first is None:
+                    continue
+                b = int(n)
+                m1, ms = (statistics.median(at(c, b) for c in cs) for cs in (first, chains))
+                method = experiment.rsplit("-", 1)[0]
+                if ms / m1 > 1.005 or m1 / ms > 1.005:
+                    apart.append(f"{program} {method} at {b} ({ms / m1:.4f})")
+                lines.append(f"| {program} | {method} | {b} | {fmt([at(c, b) for c in first])} | {seed} "
+                             f"| {fmt([at(c, b) for c in chains])} | {ms / m1:.4f} "
+                             f"| {fmt([at(c, b) for c in first + chains])} |")
+    lines.extend(["", "- More than 0.5 % apart by the seed alone: " + (", ".join(apart) if apart else "none") + ".", ""])
+
 def median_at(got, experiment, b):
     cs = got.get(experiment)
     return None if cs is None else statistics.median(at(c, b) for c in cs)
@@ -229,6 +261,8 @@ else:
     lines.extend(checks + [""])
     for method in later:
         later_table(method, evaluation)
+    if other_seeds:
+        seeds_table()
     half_table("Tuning half", tuning)
 if missing:
     lines += ["", "Not run yet: " + ", ".join(missing) + "."]
