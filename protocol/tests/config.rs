@@ -600,7 +600,7 @@ fn proposals_default_to_uniform_and_guided_and_profile_round_trip() {
     assert!(plain.to_text().contains("(proposals uniform)"));
     let again = CampaignConfig::parse(&plain.to_text(), "again").unwrap();
     assert_eq!(again, plain);
-    for proposals in [Proposals::Guided, Proposals::Profile] {
+    for proposals in [Proposals::Guided, Proposals::Profile, Proposals::Helping] {
         let field = format!("(proposals {})", proposals.word());
         let set = CampaignConfig::parse(&text(&field), "set").unwrap();
         assert_eq!(set.experiments[0].proposals, proposals);

@@ -19,12 +19,16 @@ split = mode == "split"
 # The campaigns' names: a program's at each budget, or its one --large campaign.
 campaigns = ["large"] if mode == "large" else budgets_run
 tuning, evaluation = sys.argv[8].split(), sys.argv[9].split()
-names = {"guided": "guided annealing", "uniform": "uniform annealing", "profile": "profile annealing",
+names = {"guided": "guided annealing", "uniform": "uniform annealing", "profile": "profile annealing", "helping": "helping annealing",
          "random": "random search", "greedy": "greedy hill climbing"}
 later_about = {"profile": "Annealing with `(proposals profile)`: uniform's moves (3 points a proposal, the same "
     "temperatures), the points drawn by how hot the stock profile found their site, weighted by the share of flips "
     "that hot that moved a count in kiln's dataset (docs/configs.md). Added after both halves had run; tuned on "
-    "neither: its table was read from the dataset without the evaluation half's programs (policy/heat_moves.py)."}
+    "neither: its table was read from the dataset without the evaluation half's programs (policy/heat_moves.py).",
+    "helping": "Annealing with `(proposals helping)`: profile's draws with the sign, each point drawn by the share of "
+    "flips that hot, of calls the stock build decided alike, that saved some of a count in kiln's dataset "
+    "(docs/configs.md). Its table was read without the evaluation half's programs (policy/heat_moves.py "
+    "--by-direction), but the idea came after profile's libyaml result was known: here it is not judged unseen."}
 # Methods run after the split's first two, each in campaigns of its own: KEPT/METHOD/PROGRAM-N.csv.
 later = sorted(d for d in os.listdir(kept) if os.path.isdir(os.path.join(kept, d)) and not d.startswith("seed-")) \
     if mode == "split" else []

@@ -24,7 +24,7 @@ use crate::dispatch::bundle::BadSources;
 use crate::dispatch::pool::{Answer, Job, Work};
 use crate::error::BadInput;
 use crate::logging;
-use crate::plan::{profile_draws, random_start, step};
+use crate::plan::{draw_weights, random_start, step};
 use crate::store::{context_name, kept, ExperimentInfo, NotPrepared, Reference, Store};
 
 /// An experiment being prepared.
@@ -366,7 +366,7 @@ impl Preparation {
     }
 
     fn into_prepared(self, info: ExperimentInfo) -> Prepared {
-        let draws = profile_draws(&self.experiment, &info.discovery);
+        let draws = draw_weights(self.experiment.proposals, &info.discovery);
         Prepared {
             experiment: self.experiment,
             benchmark: self.benchmark,

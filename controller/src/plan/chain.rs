@@ -80,7 +80,7 @@ impl ChainContext<'_> {
             };
         }
         match self.experiment.proposals {
-            Proposals::Uniform | Proposals::Profile => 0,
+            Proposals::Uniform | Proposals::Profile | Proposals::Helping => 0,
             Proposals::Guided => (search::movable(self.points).len() as u32).min(self.steps() / 4),
         }
     }

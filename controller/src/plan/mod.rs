@@ -12,4 +12,4 @@ pub mod chain;
 mod search;
 pub mod step;
 
-pub use search::{profile_draws, random_start};
+pub use search::{draw_weights, random_start};

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use rand::{Rng, RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use kiln_protocol::config::{Annealing, Experiment, Proposals, Search};
+use kiln_protocol::config::{Annealing, Proposals, Search};
 use kiln_protocol::message::{Discovery, Race};
 use kiln_protocol::{ContentHash, DecisionPoint, DecisionSet, DecisionValue, SiteFeatures, SiteId};
 
@@ -501,24 +501,55 @@ const MOVED_BY_HEAT: [(f64, f64); 5] = [
 /// [`MOVED_BY_HEAT`] for a site without a profile of its own or its callers'.
 const MOVED_WITHOUT_HEAT: f64 = 0.015;
 
-/// The drawing weights of `experiment`'s uniform moves over the movable points of
-/// `discovery`: [`profile_weights`] under `(proposals profile)`, otherwise `None` (every
-/// point alike).
-pub fn profile_draws(experiment: &Experiment, discovery: &Discovery) -> Option<Vec<f64>> {
-    match experiment.proposals {
-        Proposals::Profile => profile_weights(&movable(&discovery.points), &discovery.features),
+/// How likely a flip of a site saves more than 0.1 % of the program's count, by its heat
+/// (the bins of [`MOVED_BY_HEAT`]) and by what the stock build decided: (heat floor, a call
+/// stock inlined, a call stock left). The same 16,107 flips (`policy/heat_moves.py
+/// --by-direction`): a hot call stock left helped when inlined in half the flips, a hot
+/// inlining taken away in one in seven; the sign goes with the direction.
+const HELPED_BY_HEAT: [(f64, f64, f64); 5] = [
+    (1e-4, 0.14, 0.50),
+    (3.16e-5, 0.022, 0.38),
+    (1e-5, 0.010, 0.057),
+    (1e-7, 0.0011, 0.022),
+    (0.0, 0.0002, 0.0026),
+];
+
+/// [`HELPED_BY_HEAT`] for a site without a profile: the share over both decisions (4,074
+/// flips, all but 14 of them of calls stock inlined).
+const HELPED_WITHOUT_HEAT: f64 = 0.0015;
+
+/// The drawing weights of uniform's moves, drawn as `proposals` says, over the movable points of
+/// `discovery` (in order): under `(proposals profile)`, how likely a flip of each moves the
+/// program's count ([`MOVED_BY_HEAT`]); under `(proposals helping)`, how likely it saves
+/// some ([`HELPED_BY_HEAT`]). `None` otherwise, and where no point has a profile (knobs, no
+/// valgrind): every point alike.
+pub fn draw_weights(proposals: Proposals, discovery: &Discovery) -> Option<Vec<f64>> {
+    let movable = movable(&discovery.points);
+    let shares = || heat_shares(&movable, &discovery.features);
+    match proposals {
         Proposals::Uniform | Proposals::Guided => None,
+        Proposals::Profile => Some(shares()?.into_iter().map(moved_weight).collect()),
+        Proposals::Helping => {
+            let inlined = movable
+                .iter()
+                .map(|p| discovery.baseline.get(&p.id) == Some(&DecisionValue::inline()));
+            Some(
+                shares()?
+                    .into_iter()
+                    .zip(inlined)
+                    .map(helped_weight)
+                    .collect(),
+            )
+        }
     }
 }
 
-/// Drawing weights of the movable points (in order) for `(proposals profile)`: how likely
-/// a flip of each moves the program's count, judged by its heat alone ([`MOVED_BY_HEAT`]).
-/// The program's instructions are those of the most inclusive caller profiled (`main`'s).
-/// `None` where no point has a profile (knobs, no valgrind): the draws stay uniform.
-fn profile_weights(
+/// Each movable point's heat ([`heats`]) as a share of the program's instructions (those of
+/// the most inclusive caller profiled, `main`'s); `None` where no point has a profile.
+fn heat_shares(
     movable: &[&DecisionPoint],
     features: &BTreeMap<SiteId, SiteFeatures>,
-) -> Option<Vec<f64>> {
+) -> Option<Vec<Option<f64>>> {
     let heats = heats(movable, features);
     let total = features
         .values()
@@ -527,15 +558,39 @@ fn profile_weights(
     if total == 0 || heats.iter().all(Option::is_none) {
         return None;
     }
-    let weight = |heat: Option<u64>| match heat {
-        None => MOVED_WITHOUT_HEAT,
-        Some(heat) => {
-            let share = heat as f64 / total as f64;
-            let row = MOVED_BY_HEAT.iter().find(|(floor, _)| share >= *floor);
-            row.map_or(0.0, |(_, moved)| *moved)
-        }
+    Some(
+        heats
+            .into_iter()
+            .map(|h| h.map(|h| h as f64 / total as f64))
+            .collect(),
+    )
+}
+
+/// [`MOVED_BY_HEAT`]'s weight of a site whose heat is `share`.
+fn moved_weight(share: Option<f64>) -> f64 {
+    let Some(share) = share else {
+        return MOVED_WITHOUT_HEAT;
     };
-    Some(heats.into_iter().map(weight).collect())
+    let row = MOVED_BY_HEAT.iter().find(|(floor, _)| share >= *floor);
+    row.map_or(0.0, |(_, moved)| *moved)
+}
+
+/// [`HELPED_BY_HEAT`]'s weight of a site whose heat is `share`, of a call stock inlined or not.
+fn helped_weight((share, inlined): (Option<f64>, bool)) -> f64 {
+    let Some(share) = share else {
+        return HELPED_WITHOUT_HEAT;
+    };
+    let row = HELPED_BY_HEAT.iter().find(|(floor, ..)| share >= *floor);
+    row.map_or(
+        0.0,
+        |&(_, stock_inlined, stock_left)| {
+            if inlined {
+                stock_inlined
+            } else {
+                stock_left
+            }
+        },
+    )
 }
 
 /// The race of a candidate compared with an incumbent of objective
@@ -920,27 +975,54 @@ mod tests {
         assert_eq!(hottest(&movable, &features), Some(vec![3, 1, 0, 2]));
     }
 
-    #[test]
-    fn profile_proposals_draw_sites_by_how_often_a_flip_that_hot_moved_a_count() {
-        let points = points(4);
-        let movable = movable(&points);
-        let mut features = BTreeMap::new();
-        assert_eq!(
-            profile_weights(&movable, &features),
-            None,
-            "no profile: uniform"
-        );
-        // A program of 10 M instructions (main's inclusive cost): s0 ran a million
-        // times (share 0.1), s1 fifty (5e-6), s2 never; s3 has no profile.
+    /// A discovery of `points` with `features`, stock inlining every call but `left`.
+    fn discovery(
+        points: &[DecisionPoint],
+        features: BTreeMap<SiteId, SiteFeatures>,
+        left: &[usize],
+    ) -> Discovery {
+        let mut baseline = all(points, DecisionValue::inline());
+        for &i in left {
+            baseline
+                .0
+                .insert(points[i].id.clone(), DecisionValue::no_inline());
+        }
+        Discovery {
+            points: points.to_vec(),
+            baseline,
+            features,
+            ..Discovery::default()
+        }
+    }
+
+    /// A program of 10 M instructions (main's inclusive cost): s0 ran a million
+    /// times (share 0.1), s1 fifty (5e-6), s2 never; s3 has no profile.
+    fn four_heats(points: &[DecisionPoint]) -> BTreeMap<SiteId, SiteFeatures> {
         let main = SiteFeatures {
             caller_inclusive_cost: Some(10_000_000),
             ..profile(Some(1_000_000), None)
         };
-        features.insert(points[0].id.clone(), main);
-        features.insert(points[1].id.clone(), profile(Some(50), None));
-        features.insert(points[2].id.clone(), profile(Some(0), None));
-        let weights = profile_weights(&movable, &features).unwrap();
+        [
+            (points[0].id.clone(), main),
+            (points[1].id.clone(), profile(Some(50), None)),
+            (points[2].id.clone(), profile(Some(0), None)),
+        ]
+        .into()
+    }
+
+    #[test]
+    fn profile_proposals_draw_sites_by_how_often_a_flip_that_hot_moved_a_count() {
+        let points = points(4);
+        let without = discovery(&points, BTreeMap::new(), &[]);
+        assert_eq!(
+            draw_weights(Proposals::Profile, &without),
+            None,
+            "no profile: uniform"
+        );
+        let with = discovery(&points, four_heats(&points), &[]);
+        let weights = draw_weights(Proposals::Profile, &with).unwrap();
         assert_eq!(weights, vec![0.44, 0.022, 0.0078, MOVED_WITHOUT_HEAT]);
+        assert_eq!(draw_weights(Proposals::Uniform, &with), None);
         // Drawn in proportion: one-point proposals move the hot site 91 % of the time.
         let mut rng = ChaCha8Rng::seed_from_u64(7);
         let start = all(&points, DecisionValue::inline());
@@ -953,6 +1035,26 @@ mod tests {
         assert!(
             (860..=950).contains(&moved_hot),
             "{moved_hot} of 1000 (0.91 expected)"
+        );
+    }
+
+    #[test]
+    fn helping_proposals_draw_a_hot_call_stock_left_before_a_hot_inlining() {
+        let points = points(5);
+        let mut features = four_heats(&points);
+        // s4 ran as often as s0, but stock left it a call.
+        features.insert(points[4].id.clone(), profile(Some(1_000_000), None));
+        let weights =
+            draw_weights(Proposals::Helping, &discovery(&points, features, &[4])).unwrap();
+        assert_eq!(
+            weights,
+            vec![0.14, 0.0011, 0.0002, HELPED_WITHOUT_HEAT, 0.50]
+        );
+        let without = discovery(&points, BTreeMap::new(), &[4]);
+        assert_eq!(
+            draw_weights(Proposals::Helping, &without),
+            None,
+            "no profile: uniform"
         );
     }
 

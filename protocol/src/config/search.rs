@@ -22,6 +22,7 @@ mod word {
     pub const GUIDED: &str = "guided";
     pub const HILL_CLIMBING: &str = "hill-climbing";
     pub const KICK: &str = "kick";
+    pub const HELPING: &str = "helping";
     pub const LINEAR: &str = "linear";
     pub const MIN_FLIPS: &str = "min-flips";
     pub const NAME: &str = "name";
@@ -86,13 +87,14 @@ const START: Kind<Start> = Kind {
 };
 
 const PROPOSALS: Kind<Proposals> = Kind {
-    takes: "uniform, guided or profile",
+    takes: "uniform, guided, profile or helping",
     decode: |f| {
         f.value(|src, node, field| {
-            let words = [word::UNIFORM, word::GUIDED, word::PROFILE];
+            let words = [word::UNIFORM, word::GUIDED, word::PROFILE, word::HELPING];
             match decode::choice(src, node, field, &words)? {
                 word::GUIDED => Ok(Proposals::Guided),
                 word::PROFILE => Ok(Proposals::Profile),
+                word::HELPING => Ok(Proposals::Helping),
                 _ => Ok(Proposals::Uniform),
             }
         })
@@ -174,6 +176,11 @@ pub enum Proposals {
     /// by how hot the stock build's profile found their site: in proportion to the share
     /// of flips of sites that hot which moved a program's count in kiln's dataset.
     Profile,
+    /// As profile, the points drawn by their heat and the stock build's decision: in
+    /// proportion to the share of such flips that saved some of a program's count in kiln's
+    /// dataset (inlining a hot call stock left helped far more often than taking a hot
+    /// inlining away).
+    Helping,
 }
 
 impl Proposals {
@@ -183,6 +190,7 @@ impl Proposals {
             Proposals::Uniform => word::UNIFORM,
             Proposals::Guided => word::GUIDED,
             Proposals::Profile => word::PROFILE,
+            Proposals::Helping => word::HELPING,
         }
     }
 }
