@@ -1370,11 +1370,12 @@ fn a_tool_the_build_compiles_in_one_command_and_runs_gets_no_flags_and_no_sites(
     assert!(!sites.iter().any(|s| s.contains("tool_twice")), "{sites:?}");
 }
 
-/// `(proposals profile)` draws the sites a hot loop runs far more often than uniform draws:
-/// a program of 8 calls in a loop of 200,000 rounds and 100 calls run once, 12 one-point
-/// moves of a random walk with each, the same seed.
+/// `(proposals profile)` and `(proposals helping)` draw the sites a hot loop runs far more
+/// often than uniform draws: a program of 8 calls in a loop of 200,000 rounds and 100 calls
+/// run once, 12 one-point moves of a random walk with each, the same seed. (Which way the
+/// stock build decided a call weighs in helping's draws too: plan::search's unit tests.)
 #[test]
-fn profile_proposals_move_the_hot_sites_more_often_than_uniform() {
+fn profile_and_helping_proposals_move_the_hot_sites_more_often_than_uniform() {
     if !have("clang") || !have("valgrind") {
         return skip("clang or valgrind is not installed");
     }
@@ -1392,9 +1393,10 @@ fn profile_proposals_move_the_hot_sites_more_often_than_uniform() {
     let (head, rest) = one.split_once("  (experiments").unwrap();
     let (_, benchmarks) = rest.split_once("  (benchmarks").unwrap();
     let both = format!(
-        "{head}  (experiments\n    {}\n    {})\n  (benchmarks{benchmarks}",
+        "{head}  (experiments\n    {}\n    {}\n    {})\n  (benchmarks{benchmarks}",
         walk("uniform"),
-        walk("profile")
+        walk("profile"),
+        walk("helping")
     );
     let (store, info) = run_campaign(dir.path(), &both, "profile");
     assert!(
@@ -1418,6 +1420,11 @@ fn profile_proposals_move_the_hot_sites_more_often_than_uniform() {
     assert!(
         profile >= 0.5,
         "profile proposals moved hot sites {profile:.2} of the time"
+    );
+    let helping = hot_share("helping");
+    assert!(
+        helping >= 0.5,
+        "helping proposals moved hot sites {helping:.2} of the time"
     );
     assert!(
         uniform < 0.25,
