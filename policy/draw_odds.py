@@ -1,6 +1,6 @@
 """Where each way of drawing a search's flips lands, program by program: the share of draws
 that fall on a site whose one flip around stock helped (saved more than 0.1 % of the count) or
-hurt, drawing every site alike (`uniform`), by heat (`profile`, the share of flips that hot that
+hurt, and what a draw does to the count on average (its drift), drawing every site alike (`uniform`), by heat (`profile`, the share of flips that hot that
 moved a count) or by heat and stock decision (`helping`, the share of such flips that helped).
 
 Each program's weights are read from the other programs' effects, as a program the search
@@ -57,6 +57,9 @@ def odds(own: pd.DataFrame) -> dict:
         row[f"{scheme} helps"] = float((w * own["helped"]).sum())
         row[f"{scheme} hurts"] = float((w * own["hurt"]).sum())
         row[f"{scheme} measured"] = float((w * own["effect"].notna()).sum())
+        # What one draw does to the count on average, in %: a walk that accepts most of
+        # its proposals (annealing at its default temperatures) drifts by this a flip.
+        row[f"{scheme} drift %"] = float((w * own["effect"].fillna(0.0)).sum() * 100)
     return row
 
 
