@@ -67,12 +67,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--effects", required=True)
     parser.add_argument("--sites", required=True)
+    parser.add_argument("--csv", help="also write the table, a row a program, to this file")
     args = parser.parse_args()
     table = site_table(pd.read_parquet(args.effects), pd.read_parquet(args.sites))
     rows = pd.DataFrame([odds(weights(table, p)) for p in sorted(table["benchmark"].unique())])
     for scheme in SCHEMES[1:]:
         rows[f"{scheme}/uniform helps"] = rows[f"{scheme} helps"] / rows["uniform helps"]
     print(rows.round(4).to_string(index=False))
+    if args.csv:
+        rows.to_csv(args.csv, index=False)
     found = rows[rows["helping sites"] > 0]
     print(f"\n{len(found)} of {len(rows)} programs hold a measured helping flip; medians over them:")
     print(found.drop(columns=["program"]).median().round(4).to_string())

@@ -280,6 +280,44 @@ fn the_hottest_call_policy_inlines_one_call_and_is_measured() {
     );
 }
 
+/// `policy/draw_odds.py` on the shipped dataset: a row a program, and uniform's draws land on
+/// a helping flip as often as the program's share of sites whose flip helped.
+#[test]
+fn draw_odds_reads_where_each_scheme_draws_on_the_shipped_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("odds.csv");
+    let out = Command::new(python())
+        .arg(repo().join("policy/draw_odds.py"))
+        .args(["--effects", "dataset/effects.parquet"])
+        .args(["--sites", "dataset/sites.parquet"])
+        .arg("--csv")
+        .arg(&csv)
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    let said = text(&out);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("programs hold a measured helping flip"),
+        "{said}"
+    );
+    let mut table = csv::Reader::from_path(&csv).unwrap();
+    let header = table.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|c| c == name).unwrap();
+    let (sites, helping, uniform) = (
+        column("sites"),
+        column("helping sites"),
+        column("uniform helps"),
+    );
+    let rows: Vec<csv::StringRecord> = table.records().map(Result::unwrap).collect();
+    assert!(rows.len() >= 30, "{said}");
+    for row in &rows {
+        let cell = |i: usize| row[i].parse::<f64>().unwrap();
+        let share = cell(helping) / cell(sites);
+        assert!((cell(uniform) - share).abs() < 1e-12, "{row:?}");
+    }
+}
+
 /// `scripts/dataset` over two bundled benchmarks in shared builds: stopped during its campaign
 /// (SIGINT to its process group, as Ctrl-C sends) it adds nothing; started again it resumes and
 /// the dataset holds each of the store's effects once; a third run adds none.
