@@ -75,8 +75,8 @@ struct Prepared {
     bundle: Arc<Bundle>,
     info: ExperimentInfo,
     flips: u32,
-    /// The drawing weights of `(proposals profile)` over the movable points, read once
-    /// from the discovery; `None`: uniform draws.
+    /// The drawing weights of `(proposals profile)` or `(proposals helping)` over the movable
+    /// points, read once from the discovery ([`crate::plan::draw_weights`]); `None`: uniform.
     draws: Option<Vec<f64>>,
 }
 

@@ -42,8 +42,8 @@ pub struct ChainContext<'a> {
     pub measured_before: &'a BTreeSet<SiteId>,
     /// Decisions changed per uniform proposal (a guided one moves one).
     pub flips: u32,
-    /// The movable points' drawing weights for uniform's moves (`(proposals profile)`);
-    /// `None`: every point alike.
+    /// The movable points' drawing weights for uniform's moves (`(proposals profile)` or
+    /// `(proposals helping)`); `None`: every point alike.
     pub draws: Option<&'a [f64]>,
     /// Whether a repeated decision set can measure differently.
     pub repeatability: Repeatability,
@@ -374,7 +374,7 @@ fn climb_move(
 }
 
 /// A proposal near the current set: guided by the points' effects, or `flips`
-/// points drawn uniformly or by their profile.
+/// points drawn uniformly or by their weights ([`ChainContext::draws`]).
 fn nearby_move(ctx: &ChainContext<'_>, state: &mut ChainState, temperature: f64) -> DecisionSet {
     if ctx.experiment.proposals != Proposals::Guided {
         return search::propose(
