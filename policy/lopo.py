@@ -56,14 +56,17 @@ WORST = 0.0025
 
 def heat_order(sites: pd.DataFrame) -> pd.DataFrame:
     """Each site's heat and rank by it, hottest first, as kiln's screening ranks them
-    (controller/src/plan/search.rs, `heat` and `heats`): the calls through it
-    where the stock build kept the call, else how often its caller's body ran
-    (the caller's own instructions over its size); a site with neither takes
-    the heat of the hottest site calling the function that holds it."""
+    (controller/src/plan/search.rs, `heat` and `heats`): its calls in the build
+    that inlines nothing, else the calls through it where the stock build kept
+    the call, else how often its caller's body ran (the caller's own instructions
+    over its size); a site with none takes the heat of the hottest site calling
+    the function that holds it."""
     calls = sites["site_calls"].astype("Float64")
+    # Discoveries before kiln profiled the uninlined build have no such column.
+    uninlined = sites.get("uninlined_calls", pd.Series(pd.NA, index=sites.index))
     size = sites["caller_instructions"].astype("Float64")
     body = (sites["caller_self_cost"].astype("Float64") // size).where(size > 0)
-    own = calls.fillna(body)
+    own = uninlined.astype("Float64").fillna(calls).fillna(body)
     callee = sites["site"].str.split(" @ ").str[0]
     outer = sites["site"].str.split(" @ ").str[-1]
     function = outer.str.rsplit(":", n=2).str[0]

@@ -855,8 +855,8 @@ fn screens_hottest_first(
     (n, points.len())
 }
 
-/// A site's heat: the calls through it, else how often its caller's body ran
-/// (the caller's own instructions over its size), else (up to `depth`
+/// A site's heat: its calls with nothing inlined, else the calls through it, else how often
+/// its caller's body ran (the caller's own instructions over its size), else (up to `depth`
 /// levels) the hottest of the sites whose callee is the function the site's
 /// code runs in (`CALLEE @ F:LINE:COL`, outermost `F`).
 fn inherited_heat(
@@ -866,7 +866,7 @@ fn inherited_heat(
     depth: u32,
 ) -> Option<u64> {
     let own = features.get(site).and_then(|f| {
-        f.site_calls.or_else(|| {
+        f.uninlined_calls.or(f.site_calls).or_else(|| {
             let (cost, size) = (f.caller_self_cost?, f.caller_instructions?);
             (size > 0).then(|| cost / size)
         })

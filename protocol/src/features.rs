@@ -57,6 +57,11 @@ pub struct SiteFeatures {
     /// copy of the call; a site inlined in the stock build has no call of its
     /// own, so its count is `None`).
     pub site_calls: Option<u64>,
+    /// Times the call ran in a build that inlines nothing (callgrind), where every call is a
+    /// call of its own: the count `site_calls` cannot give a call the stock build inlined. For
+    /// a call reached through inlining (`chain_length` above 1), its innermost call's count
+    /// times the share of each inlined function's entries that came through the chain's calls.
+    pub uninlined_calls: Option<u64>,
     /// Machine instructions of the caller in the stock build's optimised code (padding left
     /// out; `None` where the stock build kept no copy of it, inlined everywhere).
     pub caller_code_instructions: Option<u64>,

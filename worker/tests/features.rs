@@ -184,6 +184,21 @@ fn graph_walk_features_match_the_compilers_remarks() {
     );
     // A call kept in the stock build ran: callgrind counted it.
     assert!(f.site_calls.unwrap() > 0, "{f:?}");
+    // With nothing inlined every call is a call. This one ran as often as in the stock build;
+    // a call written in its caller ran at least as often as stock called it (top_k_far's own
+    // `heap_push` call never runs as a call: stock inlined it into the copy of top_k_far it
+    // inlined into main); and the calls stock inlined have a count of their own.
+    assert_eq!(f.uninlined_calls, f.site_calls);
+    for (id, f) in &discovery.features {
+        if let (Some(stock), Some(1)) = (f.site_calls, f.chain_length) {
+            assert!(f.uninlined_calls.unwrap() >= stock, "{id}: {f:?}");
+        }
+    }
+    let inlined_and_run = discovery
+        .features
+        .values()
+        .filter(|f| f.site_calls.is_none() && f.uninlined_calls.unwrap() > 0);
+    assert!(inlined_and_run.count() > 3, "{:#?}", discovery.features);
     assert!(f.callee_self_cost.unwrap() > 0);
     assert!(f.caller_inclusive_cost.unwrap() > f.caller_self_cost.unwrap());
     // The optimised code (objdump of the stock build): heap_push keeps a copy of its own,

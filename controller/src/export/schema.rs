@@ -351,6 +351,7 @@ const FEATURE_MEANINGS: &[(&str, &str)] = &[
     ("callee_self_cost", "instructions executed in the callee itself"),
     ("callee_inclusive_cost", "instructions executed in the callee and everything it called"),
     ("site_calls", "times the callee was called from the caller in the stock build's profile; null where the stock build inlined the site"),
+    ("uninlined_calls", "times the call ran in a build that inlines nothing (callgrind): a count also for calls the stock build inlined; through a chain of inlined calls, the innermost call's count times each inlined function's share of entries from the chain's calls"),
     ("caller_code_instructions", "machine instructions of the caller in the stock build's optimised code (padding left out); null where the stock build kept no copy of it"),
     ("caller_code_vector", "of those, instructions on several elements of a vector register (vectorised code)"),
     ("caller_code_calls", "calls left in the caller's optimised code"),

@@ -395,19 +395,24 @@ pub fn accept(
     }
 }
 
-/// How hot a site is in the stock build's profile: how often it ran, the
-/// scale of what flipping it can change (a call's overhead, and what inlining
-/// lets the optimiser do, are paid per execution). The calls through it where
-/// the stock build kept the call; else, for a call the stock build inlined,
-/// how many times its caller's body ran (the caller's own instructions over
-/// its size); `None` without a profile. Not the instructions the callee ran:
-/// that ranks `main`'s one call of the whole program first, whose flip
-/// changes one call (the corpus screened such roots, effects of 0, first).
+/// How hot a site is: how often its call runs, the scale of what flipping it can change (a
+/// call's overhead, and what inlining lets the optimiser do, are paid per execution). Its
+/// calls in the build that inlines nothing; else (a discovery without that profile) the
+/// calls through it where the stock build kept the call, or, for a call the stock build
+/// inlined, how many times its caller's body ran (the caller's own instructions over its
+/// size); `None` without a profile. Not the instructions the callee ran: that ranks `main`'s
+/// one call of the whole program first, whose flip changes one call (the corpus screened such
+/// roots, effects of 0, first). Not its caller's heat where the call has a count of its own:
+/// libyaml's error calls, inlined into its hot scanner, took that heat and drew most of the
+/// heat-weighted proposals.
 fn heat(features: &SiteFeatures) -> Option<u64> {
-    features.site_calls.or_else(|| {
-        let (cost, size) = (features.caller_self_cost?, features.caller_instructions?);
-        (size > 0).then(|| cost / size)
-    })
+    features
+        .uninlined_calls
+        .or(features.site_calls)
+        .or_else(|| {
+            let (cost, size) = (features.caller_self_cost?, features.caller_instructions?);
+            (size > 0).then(|| cost / size)
+        })
 }
 
 /// The callee of an inlining site `CALLEE @ F:LINE:COL[ @ ...]` and the
@@ -959,7 +964,7 @@ mod tests {
 
     #[test]
     fn screening_ranks_sites_by_how_often_they_ran_and_needs_a_profile() {
-        let points = points(4);
+        let points = points(5);
         let movable = movable(&points);
         let mut features = BTreeMap::new();
         assert_eq!(hottest(&movable, &features), None, "no profile, no ranking");
@@ -969,10 +974,16 @@ mod tests {
         );
         features.insert(points[1].id.clone(), profile(None, Some((50_000, 100))));
         features.insert(points[3].id.clone(), profile(Some(900), None));
+        let error_call = SiteFeatures {
+            uninlined_calls: Some(2),
+            ..profile(None, Some((1_000_000, 10)))
+        };
+        features.insert(points[4].id.clone(), error_call);
         // s3 was called 900 times, s1 (inlined) ran as often as its caller's body, about
-        // 500 times, s0 was called 10 times (its caller's figures are not its own);
-        // s2 has no profile and comes last.
-        assert_eq!(hottest(&movable, &features), Some(vec![3, 1, 0, 2]));
+        // 500 times, s0 was called 10 times (its caller's figures are not its own); s4,
+        // inlined into a hot caller, ran twice when nothing was inlined; s2 has no profile
+        // and comes last.
+        assert_eq!(hottest(&movable, &features), Some(vec![3, 1, 0, 4, 2]));
     }
 
     /// A discovery of `points` with `features`, stock inlining every call but `left`.

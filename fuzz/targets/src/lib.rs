@@ -296,6 +296,7 @@ fn site_features(
         missed,
         ir,
         profile,
+        uninlined: profile,
         code,
         inlined_code: code,
     };

@@ -1,8 +1,8 @@
 //! Discovery: a benchmark's decision points, its stock decisions, and what
 //! is known of each point ([`features`]): two builds with inline remarks
 //! (stock, then all inlined), the stock decisions replayed as a check, the IR
-//! before inlining, a callgrind profile of the stock build and the optimised
-//! code of both builds. `left_out` has
+//! before inlining, callgrind profiles of the stock build and of a build that
+//! inlines nothing, and the optimised code of the first two. `left_out` has
 //! the probe builds and the sites the search leaves out.
 //!
 //! `discover/<id>/` under the rundir is a discovery's scratch folder (its work
@@ -15,7 +15,7 @@ mod left_out;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler};
+use kiln_protocol::config::benchmark::{BenchmarkKind, BenchmarkSpec, Compiler, ReplayFallback};
 use kiln_protocol::decision::{ContentHash, DecisionSet};
 use kiln_protocol::message::{missing_bundle, Discovery, StepId};
 
@@ -98,6 +98,7 @@ fn discover_in(
     let all_log = builder.all_inlined(progress)?;
     let all_remarks = llvm_inline::parse_remarks_in(&all_log, &work);
     let inlined_code = code::Code::read(&objects);
+    let uninlined = builder.uninlined(dir, cancel, progress);
     let fallbacks = wrap::fallbacks(&all_log);
     let mut discovery = llvm_inline::discovery_from_remarks(&all_remarks, &stock_remarks);
     discovery.fallbacks = fallbacks;
@@ -110,6 +111,7 @@ fn discover_in(
         missed: &missed,
         ir: (!program.is_empty()).then_some(&program),
         profile: profile.as_ref(),
+        uninlined: uninlined.as_ref(),
         code: stock_code.as_ref(),
         inlined_code: inlined_code.as_ref(),
     };
@@ -151,16 +153,62 @@ impl Builder<'_> {
     fn all_inlined(&self, progress: &(dyn Fn(String) + Sync)) -> Result<String, String> {
         let incremental = self.fresh()?;
         let stock = llvm_inline::stock_build_args(self.compiler, &incremental);
-        let empty_replay = self.work.join("replay-empty.txt");
-        check_llvm_args_path(self.compiler, &empty_replay)?;
-        std::fs::write(&empty_replay, "")
-            .map_err(|e| format!("cannot write {}: {e}", empty_replay.display()))?;
-        let all = llvm_inline::discovery_build_args(self.compiler, &empty_replay, &incremental);
+        let all =
+            llvm_inline::discovery_build_args(self.compiler, &self.empty_replay()?, &incremental);
         // Inlining everything can take a compile past any memory or time
         // (an interpreter's dispatch loop): such a unit is compiled again
         // with the stock flags, and its sites are the stock compiler's.
         self.build
             .compile(all, Some(stock), None, "discovery", progress)
+    }
+
+    /// A build that inlines nothing it may leave (`always_inline` still inlines), run once
+    /// under callgrind: how often each call runs as a call of its own, which the stock profile
+    /// cannot say of a call the stock build inlined. `None` (and a word to `progress`) where
+    /// the build or the run fails: the sites' `uninlined_calls` are then null.
+    fn uninlined(
+        &self,
+        home: &Path,
+        cancel: &CancelToken,
+        progress: &(dyn Fn(String) + Sync),
+    ) -> Option<callgrind::Profile> {
+        callgrind::version()?;
+        let built = self.fresh().and_then(|incremental| {
+            let none = llvm_inline::replay_build_args(
+                self.compiler,
+                &self.empty_replay()?,
+                ReplayFallback::NeverInline,
+                &incremental,
+            );
+            self.build.compile(none, None, None, "uninlined", progress)
+        });
+        if let Err(e) = built {
+            let name = &self.spec.name;
+            progress(format!(
+                "uninlined build of '{name}' failed, its sites get no uninlined_calls: {e}"
+            ));
+            return None;
+        }
+        let out = home.join("uninlined.callgrind");
+        profile(
+            self.spec,
+            self.work,
+            home,
+            &out,
+            "uninlined",
+            cancel,
+            progress,
+        )
+    }
+
+    /// An empty replay file in the work folder (LLVM fails on a missing one): with a
+    /// fallback, every site is the fallback's.
+    fn empty_replay(&self) -> Result<PathBuf, String> {
+        let empty_replay = self.work.join("replay-empty.txt");
+        check_llvm_args_path(self.compiler, &empty_replay)?;
+        std::fs::write(&empty_replay, "")
+            .map_err(|e| format!("cannot write {}: {e}", empty_replay.display()))?;
+        Ok(empty_replay)
     }
 
     /// The stock build, its log and profile. It also leaves what site features come
@@ -178,31 +226,34 @@ impl Builder<'_> {
         let log = self
             .build
             .compile(flags, None, Some(ir_dir), "stock", progress)?;
-        let profile = profile_stock(self.spec, self.work, home, cancel, progress);
+        let profile = callgrind::version().and_then(|_| {
+            let out = home.join("profile.callgrind");
+            profile(self.spec, self.work, home, &out, "stock", cancel, progress)
+        });
         Ok((log, profile))
     }
 }
 
-/// One callgrind run of the stock build in `work`, for the sites' profile
-/// features; `None` (and a word to `progress`) where valgrind is missing or
-/// the run fails: those features are then null.
-fn profile_stock(
+/// One callgrind run of the `what` build in `work` into `out`, for the sites' profile
+/// features; `None` (and a word to `progress`) where the run fails: those features are then
+/// null.
+fn profile(
     spec: &BenchmarkSpec,
     work: &Path,
     home: &Path,
+    out: &Path,
+    what: &str,
     cancel: &CancelToken,
     progress: &(dyn Fn(String) + Sync),
 ) -> Option<callgrind::Profile> {
-    callgrind::version()?;
     let no_decisions = DecisionSet::default();
-    let out = home.join("profile.callgrind");
     let argv = expand_all(&spec.run, None, &work.join(DECISIONS_FILE));
     let timeout = seconds(spec.timeout_s, "timeout-s")
         .ok()?
         .checked_mul(measure::CALLGRIND_TIMEOUT_FACTOR)
         .unwrap_or(Duration::MAX);
     let launch = Launch {
-        argv: callgrind::wrap_profile(&argv, &out),
+        argv: callgrind::wrap_profile(&argv, out),
         cwd: work.to_path_buf(),
         env: step_env(spec, &no_decisions, home),
         cpus: Vec::new(),
@@ -213,12 +264,12 @@ fn profile_stock(
         memory_limit: None,
         stderr_watch: &[],
     };
+    let name = &spec.name;
     progress(format!(
-        "profile run of '{}' under callgrind started",
-        spec.name
+        "{what} profile run of '{name}' under callgrind started"
     ));
     let failed = match launch::run(&launch, None, Some(cancel)) {
-        Ok(f) if f.end == End::Exited(0) => match std::fs::read_to_string(&out) {
+        Ok(f) if f.end == End::Exited(0) => match std::fs::read_to_string(out) {
             Ok(text) => return Some(callgrind::Profile::parse(&text)),
             Err(e) => format!("cannot read {}: {e}", out.display()),
         },
@@ -226,8 +277,7 @@ fn profile_stock(
         Err(e) => e,
     };
     progress(format!(
-        "profile run of '{}' failed, its sites get no profile features: {failed}",
-        spec.name
+        "{what} profile run of '{name}' failed, its sites get no {what} profile features: {failed}"
     ));
     None
 }

@@ -15,6 +15,9 @@
 //! profile is that of its source position (the innermost element's line),
 //! summed over the functions that hold a copy of it: a call the stock build
 //! kept inside a function it then inlined runs in the function's callers.
+//! A profile of a build that inlines nothing counts every call, those the
+//! stock build inlined too (`uninlined_calls`); a nested site's count is its
+//! innermost call's, shared out over `F1`'s callers as their calls of it were.
 
 pub mod ir;
 
@@ -39,6 +42,8 @@ pub struct Evidence<'a> {
     pub ir: Option<&'a ir::Program>,
     /// A callgrind profile of the stock build, where valgrind ran it.
     pub profile: Option<&'a Profile>,
+    /// A callgrind profile of the build that inlines nothing, where valgrind ran it.
+    pub uninlined: Option<&'a Profile>,
     /// The stock build's optimised code, where it could be read.
     pub code: Option<&'a Code>,
     /// The all-inlined build's optimised code, where it could be read.
@@ -73,10 +78,10 @@ struct Index<'a> {
     missed: HashMap<MissedKey<'a>, Option<InlineCost>>,
     /// The first line of each function, from remarks (the IR's wins).
     lines: HashMap<&'a str, u32>,
-    /// Calls in the profile by callee and line, whatever function held them.
-    calls: HashMap<(&'a str, u32), u64>,
-    /// Calls in the profile of each function, from anywhere: its entries.
-    entries: HashMap<&'a str, u64>,
+    /// The stock profile's calls.
+    stock: Calls<'a>,
+    /// The calls of the profile of the build that inlines nothing.
+    uninlined: Option<Calls<'a>>,
     /// The name as compiled (the IR's, the profile's, a remark's caller) of each function a
     /// site id names by its source name (C++, Rust: `read_match_distances` for
     /// `_ZN10LZ_encoder20read_match_distancesEv`), from the remarks that name both.
@@ -114,21 +119,13 @@ impl<'a> Index<'a> {
                 }
             }
         }
-        let mut calls = HashMap::new();
-        let mut entries = HashMap::new();
-        for (key, count) in evidence.profile.iter().flat_map(|p| &p.calls) {
-            let sum: &mut u64 = calls.entry((key.callee.as_str(), key.line)).or_default();
-            *sum = sum.saturating_add(*count);
-            let sum: &mut u64 = entries.entry(key.callee.as_str()).or_default();
-            *sum = sum.saturating_add(*count);
-        }
         Index {
             evidence,
             inlined,
             missed,
             lines,
-            calls,
-            entries,
+            stock: evidence.profile.map(Calls::new).unwrap_or_default(),
+            uninlined: evidence.uninlined.map(Calls::new),
             linkage,
         }
     }
@@ -173,6 +170,7 @@ impl<'a> Index<'a> {
         };
         self.ir_features(&mut f, (caller, callee), &elements, &innermost);
         self.profile_features(&mut f, (caller, callee), stock_inline, line);
+        f.uninlined_calls = self.uninlined_calls(callee, &elements);
         self.code_features(&mut f, caller, callee);
         Some(f)
     }
@@ -231,14 +229,34 @@ impl<'a> Index<'a> {
         let callee_cost = profile.functions.get(callee);
         f.caller_self_cost = caller_cost.map(|c| c.self_ir);
         f.caller_inclusive_cost = caller_cost.map(|c| c.inclusive_ir);
-        f.caller_calls = Some(self.entries.get(caller).copied().unwrap_or(0));
+        f.caller_calls = Some(self.stock.entries(caller));
         f.callee_self_cost = callee_cost.map(|c| c.self_ir);
         f.callee_inclusive_cost = callee_cost.map(|c| c.inclusive_ir);
         // The call keeps its line wherever its function was inlined.
         f.site_calls = match (stock_inline, line) {
-            (false, Some(line)) => Some(self.calls.get(&(callee, line)).copied().unwrap_or(0)),
+            (false, Some(line)) => Some(self.stock.at(callee, line)),
             _ => None,
         };
+    }
+
+    /// How often the site's call ran in the build that inlines nothing: its innermost call's
+    /// count, times the share of each inlined function's entries that came through the next
+    /// call of the chain (a copy of `F` inlined into `G` runs `F`'s calls as often as `G`'s
+    /// call of `F` runs, in proportion).
+    fn uninlined_calls(&self, callee: &str, elements: &[SiteElement<'_>]) -> Option<u64> {
+        let counts = self.uninlined.as_ref()?;
+        let mut runs = counts.at(callee, self.line_of(elements[0])?) as f64;
+        for pair in elements.windows(2) {
+            let inlined = self.compiled(pair[0].function);
+            let through = counts.at(inlined, self.line_of(pair[1])?) as f64;
+            let entries = counts.entries(inlined) as f64;
+            runs = if entries > 0.0 {
+                runs * through / entries
+            } else {
+                0.0
+            };
+        }
+        Some(runs.round() as u64)
     }
 
     /// The features of the caller's and callee's optimised code.
@@ -269,6 +287,38 @@ impl<'a> Index<'a> {
     }
 }
 
+/// A profile's calls, indexed for look-ups by site.
+#[derive(Default)]
+struct Calls<'a> {
+    /// Calls by callee and line, whatever function held them.
+    at: HashMap<(&'a str, u32), u64>,
+    /// Calls of each function, from anywhere: its entries.
+    entries: HashMap<&'a str, u64>,
+}
+
+impl<'a> Calls<'a> {
+    fn new(profile: &'a Profile) -> Self {
+        let mut calls = Calls::default();
+        for (key, count) in &profile.calls {
+            let sum = calls.at.entry((key.callee.as_str(), key.line)).or_default();
+            *sum = sum.saturating_add(*count);
+            let sum = calls.entries.entry(key.callee.as_str()).or_default();
+            *sum = sum.saturating_add(*count);
+        }
+        calls
+    }
+
+    /// The calls of `callee` at `line` (0 where none ran).
+    fn at(&self, callee: &str, line: u32) -> u64 {
+        self.at.get(&(callee, line)).copied().unwrap_or(0)
+    }
+
+    /// The calls of `function` from anywhere (0 where none ran).
+    fn entries(&self, function: &str) -> u64 {
+        self.entries.get(function).copied().unwrap_or(0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,12 +345,48 @@ mod tests {
             missed: &[],
             ir: None,
             profile: None,
+            uninlined: None,
             code: None,
             inlined_code: None,
         };
         let features = site_features(&points, &DecisionSet::default(), &evidence);
         assert_eq!(features.len(), 3);
         assert_eq!(features[&remarks[0].site].inline_cost, Some(1));
+    }
+
+    /// In the build that inlines nothing, `f` (line 10) is entered 10 times, 4 of them from
+    /// `g`'s line 21, and calls `c` 50 times at line 12: the copy of `f` inlined into `g` makes
+    /// 4 of 10 of those calls, 20.
+    #[test]
+    fn a_nested_call_gets_its_share_of_the_uninlined_count() {
+        let remarks = llvm_inline::parse_remarks(
+            "a.c:12:3: remark: 'c' inlined into 'g' with (cost=1, threshold=2) at callsite \
+             f:2:3 @ g:1:5; [-Rpass=inline]\n\
+             a.c:21:5: remark: 'f' inlined into 'g' with (cost=1, threshold=2) at callsite \
+             g:1:5; [-Rpass=inline]\n",
+        );
+        let points: Vec<DecisionPoint> = remarks
+            .iter()
+            .map(|r| DecisionPoint::inline_site(r.site.clone()))
+            .collect();
+        let uninlined = Profile::parse(
+            "events: Ir\nfn=f\ncfn=c\ncalls=50 0\n12 100\nfn=g\ncfn=f\ncalls=4 0\n21 40\n\
+             fn=h\ncfn=f\ncalls=6 0\n31 60\n",
+        );
+        let evidence = Evidence {
+            discovery: &remarks,
+            stock: &remarks,
+            missed: &[],
+            ir: None,
+            profile: None,
+            uninlined: Some(&uninlined),
+            code: None,
+            inlined_code: None,
+        };
+        let features = site_features(&points, &DecisionSet::default(), &evidence);
+        let count = |site: &SiteId| features[site].uninlined_calls;
+        assert_eq!(count(&remarks[0].site), Some(20), "{:?}", remarks[0].site);
+        assert_eq!(count(&remarks[1].site), Some(4), "{:?}", remarks[1].site);
     }
 
     /// A C++ site id names its caller by source name (`g`), the profile by the name as
@@ -319,6 +405,7 @@ mod tests {
             missed: &[],
             ir: None,
             profile: Some(&profile),
+            uninlined: None,
             code: None,
             inlined_code: None,
         };
