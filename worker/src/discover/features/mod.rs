@@ -323,6 +323,30 @@ impl<'a> Calls<'a> {
 mod tests {
     use super::*;
 
+    /// The features of every site of `remarks` (stock and discovery's alike), from them and
+    /// the profiles alone.
+    fn features_of(
+        remarks: &[InlineRemark],
+        profile: Option<&Profile>,
+        uninlined: Option<&Profile>,
+    ) -> BTreeMap<SiteId, SiteFeatures> {
+        let points: Vec<DecisionPoint> = remarks
+            .iter()
+            .map(|r| DecisionPoint::inline_site(r.site.clone()))
+            .collect();
+        let evidence = Evidence {
+            discovery: remarks,
+            stock: remarks,
+            missed: &[],
+            ir: None,
+            profile,
+            uninlined,
+            code: None,
+            inlined_code: None,
+        };
+        site_features(&points, &DecisionSet::default(), &evidence)
+    }
+
     #[test]
     fn offsets_far_outside_the_lines_give_no_line() {
         // Offsets near i64's ends overflowed (found reading the code while
@@ -335,21 +359,7 @@ mod tests {
              g:0:3; [-Rpass=inline]\n",
         );
         assert_eq!(remarks.len(), 3);
-        let points: Vec<DecisionPoint> = remarks
-            .iter()
-            .map(|r| DecisionPoint::inline_site(r.site.clone()))
-            .collect();
-        let evidence = Evidence {
-            discovery: &remarks,
-            stock: &remarks,
-            missed: &[],
-            ir: None,
-            profile: None,
-            uninlined: None,
-            code: None,
-            inlined_code: None,
-        };
-        let features = site_features(&points, &DecisionSet::default(), &evidence);
+        let features = features_of(&remarks, None, None);
         assert_eq!(features.len(), 3);
         assert_eq!(features[&remarks[0].site].inline_cost, Some(1));
     }
@@ -365,25 +375,11 @@ mod tests {
              a.c:21:5: remark: 'f' inlined into 'g' with (cost=1, threshold=2) at callsite \
              g:1:5; [-Rpass=inline]\n",
         );
-        let points: Vec<DecisionPoint> = remarks
-            .iter()
-            .map(|r| DecisionPoint::inline_site(r.site.clone()))
-            .collect();
         let uninlined = Profile::parse(
             "events: Ir\nfn=f\ncfn=c\ncalls=50 0\n12 100\nfn=g\ncfn=f\ncalls=4 0\n21 40\n\
              fn=h\ncfn=f\ncalls=6 0\n31 60\n",
         );
-        let evidence = Evidence {
-            discovery: &remarks,
-            stock: &remarks,
-            missed: &[],
-            ir: None,
-            profile: None,
-            uninlined: Some(&uninlined),
-            code: None,
-            inlined_code: None,
-        };
-        let features = site_features(&points, &DecisionSet::default(), &evidence);
+        let features = features_of(&remarks, None, Some(&uninlined));
         let count = |site: &SiteId| features[site].uninlined_calls;
         assert_eq!(count(&remarks[0].site), Some(20), "{:?}", remarks[0].site);
         assert_eq!(count(&remarks[1].site), Some(4), "{:?}", remarks[1].site);
@@ -397,19 +393,8 @@ mod tests {
             "a.cc:5:3: remark: '_ZN1A1fEv' inlined into '_ZN1B1gEv' with (cost=1, \
              threshold=2) at callsite g:1:3; [-Rpass=inline]\n",
         );
-        let points = vec![DecisionPoint::inline_site(remarks[0].site.clone())];
         let profile = Profile::parse("events: Ir\nfn=_ZN1B1gEv\n3 40\nfn=_ZN1A1fEv\n7 2\n");
-        let evidence = Evidence {
-            discovery: &remarks,
-            stock: &remarks,
-            missed: &[],
-            ir: None,
-            profile: Some(&profile),
-            uninlined: None,
-            code: None,
-            inlined_code: None,
-        };
-        let features = site_features(&points, &DecisionSet::default(), &evidence);
+        let features = features_of(&remarks, Some(&profile), None);
         let f = &features[&remarks[0].site];
         assert_eq!(
             (f.caller_self_cost, f.callee_self_cost),
