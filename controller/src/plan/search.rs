@@ -494,7 +494,9 @@ pub fn hottest(
 /// 1e-7, less): the share of such flips around stock that did in kiln's dataset
 /// (`policy/heat_moves.py` on `dataset/` of c68c7f2: 16,107 effects read apart over 31
 /// programs, search.md's evaluation half left out). Hotness says that a flip matters, not
-/// which way (results/policy.md); a draw needs only the first.
+/// which way (results/policy.md); a draw needs only the first. Read with the heat of those
+/// discoveries, which had no `uninlined_calls`: a call stock inlined was binned by its
+/// caller's heat; no table was read again with today's heat.
 const MOVED_BY_HEAT: [(f64, f64); 5] = [
     (1e-4, 0.44),
     (3.16e-5, 0.17),
