@@ -22,13 +22,17 @@ tuning, evaluation = sys.argv[8].split(), sys.argv[9].split()
 names = {"guided": "guided annealing", "uniform": "uniform annealing", "profile": "profile annealing", "helping": "helping annealing",
          "random": "random search", "greedy": "greedy hill climbing"}
 later_about = {"profile": "Annealing with `(proposals profile)`: uniform's moves (3 points a proposal, the same "
-    "temperatures), the points drawn by how hot the stock profile found their site, weighted by the share of flips "
-    "that hot that moved a count in kiln's dataset (docs/configs.md). Added after both halves had run; tuned on "
-    "neither: its table was read from the dataset without the evaluation half's programs (policy/heat_moves.py).",
+    "temperatures), the points drawn by their site's heat, how often its call ran in a build that inlines nothing "
+    "(`uninlined_calls`), weighted by the share of flips that hot that moved a count in kiln's dataset "
+    "(docs/configs.md). The table was read from the dataset without the evaluation half's programs "
+    "(policy/heat_moves.py), but the heat was changed after profile's libyaml result with the old heat was known "
+    "(a call stock inlined took its caller's heat; results/search-runs/split-caller-heat/): here it is not judged "
+    "unseen.",
     "helping": "Annealing with `(proposals helping)`: profile's draws with the sign, each point drawn by the share of "
     "flips that hot, of calls the stock build decided alike, that saved some of a count in kiln's dataset "
-    "(docs/configs.md). Its table was read without the evaluation half's programs (policy/heat_moves.py "
-    "--by-direction), but the idea came after profile's libyaml result was known: here it is not judged unseen."}
+    "(docs/configs.md), with profile's heat. Its table was read without the evaluation half's programs "
+    "(policy/heat_moves.py --by-direction), but the idea and the heat came after profile's libyaml result was "
+    "known: here it is not judged unseen."}
 # Methods run after the split's first two, each in campaigns of its own: KEPT/METHOD/PROGRAM-N.csv.
 later = sorted(d for d in os.listdir(kept) if os.path.isdir(os.path.join(kept, d)) and not d.startswith("seed-")) \
     if mode == "split" else []
