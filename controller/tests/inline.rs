@@ -124,6 +124,18 @@ fn sites_show_the_features_of_each_site() {
     // Id (three words), stock, domain (two), cost, threshold.
     let stock_to_threshold = ["no-inline", "inline", "no-inline", "260", "225"];
     assert_eq!(&cells[3..8], stock_to_threshold, "{row}");
+    // A call the stock build inlined shows how often it ran with nothing inlined.
+    let inlined_row = shown
+        .lines()
+        .find(|l| l.starts_with("sift_up @ heap_push:10:5 "))
+        .unwrap();
+    let calls: u64 = inlined_row
+        .split_whitespace()
+        .last()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(calls > 0, "{inlined_row}");
 
     // Built by a script that compiles and links in two steps (make's way),
     // the compiles go through kiln's compiler wrapper, which also writes the

@@ -66,7 +66,7 @@ fn sites_table(discovery: &Discovery) -> String {
                     f.callee_instructions.map(|v| v.to_string()),
                     f.loop_depth.map(|v| v.to_string()),
                     f.constant_arguments.map(|v| v.to_string()),
-                    f.site_calls.map(|v| v.to_string()),
+                    f.uninlined_calls.or(f.site_calls).map(|v| v.to_string()),
                 ]
                 .map(cell),
             );
@@ -120,8 +120,9 @@ fn fallbacks_text(discovery: &Discovery) -> String {
 }
 
 /// The feature columns of the table: the inliner's cost and threshold, IR
-/// instructions of caller and callee, loop depth, constant arguments, calls
-/// through the site in the stock build's profile.
+/// instructions of caller and callee, loop depth, constant arguments, and how
+/// often the call ran (in the build that inlines nothing, so a call the stock
+/// build inlined has a count too; else as a call in the stock build).
 const FEATURE_HEADER: [&str; 7] = [
     "cost",
     "threshold",
